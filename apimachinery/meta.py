@@ -1,0 +1,71 @@
+"""ObjectMeta helpers shared by every component: keys, timestamps, uids, generated names."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import datetime, timezone
+from typing import Any, NewType
+
+Object = dict[str, Any]
+# "namespace/name" (or "name" for cluster-scoped objects), as client-go's MetaNamespaceKeyFunc.
+ObjectKey = NewType("ObjectKey", str)
+
+# Kubernetes' utilrand alphabet: no vowels (no words), no confusable 0/1/3.
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_GENERATED_SUFFIX = 5
+_MAX_GENERATED_PREFIX = 63 - _GENERATED_SUFFIX
+
+
+def now_rfc3339() -> str:
+    """``metav1.Time`` serialisation: second precision, UTC, ``Z``."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def now_rfc3339_micro() -> str:
+    """``metav1.MicroTime`` serialisation (Lease renewTime, Event eventTime)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: str) -> datetime:
+    """Parse ``metav1.Time`` or ``MicroTime`` into an aware datetime."""
+    if value.endswith("Z"):
+        value = value[:-1] + "+00:00"
+    return datetime.fromisoformat(value)
+
+
+def new_uid() -> str:
+    return str(uuid.uuid4())
+
+
+def generate_name(prefix: str) -> str:
+    """``generateName`` + 5 random characters, the prefix cut so the result stays a valid 63-char name."""
+    return prefix[:_MAX_GENERATED_PREFIX] + "".join(random.choices(_NAME_ALPHABET, k=_GENERATED_SUFFIX))
+
+
+def namespace_key(namespace: str | None, name: str) -> ObjectKey:
+    return ObjectKey(f"{namespace}/{name}" if namespace else name)
+
+
+def object_key(obj: Object) -> ObjectKey:
+    meta = obj["metadata"]
+    return namespace_key(meta.get("namespace"), meta["name"])
+
+
+def split_key(key: str) -> tuple[str | None, str]:
+    namespace, _, name = key.rpartition("/")
+    return (namespace or None), name
+
+
+def resource_version(obj: Object) -> int:
+    """The object's resourceVersion as an int (0 when unset)."""
+    rv = obj.get("metadata", {}).get("resourceVersion")
+    return int(rv) if rv else 0
+
+
+def controller_of(obj: Object) -> Object | None:
+    """The ownerReference with ``controller: true``, if any."""
+    for ref in obj.get("metadata", {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return ref  # type: ignore[no-any-return]
+    return None

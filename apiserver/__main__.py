@@ -1,0 +1,56 @@
+"""``python -m apiserver`` / ``kubelab apiserver``: serve the Kubernetes API over etcd (kube-apiserver's flags)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import uvicorn
+
+from .app import Config, create_app
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="kubelab apiserver",
+        description="The kubelab API server: Kubernetes REST, list and watch over a real etcd.",
+    )
+    parser.add_argument("--etcd-servers", default="http://127.0.0.1:2379",
+                        help="comma-separated etcd client URLs (default: %(default)s)")
+    parser.add_argument("--port", "--secure-port", dest="port", type=int, default=8080,
+                        help="port to serve plain HTTP on (default: %(default)s, kubectl's default server)")
+    parser.add_argument("--bind-address", default="127.0.0.1",
+                        help="address to listen on (default: %(default)s)")
+    parser.add_argument("--advertise-address", default=None,
+                        help="address:port advertised in /api (default: bind address and port)")
+    parser.add_argument("--watch-cache-size", type=int, default=10_000,
+                        help="events kept per resource for watch resumption (default: %(default)s)")
+    parser.add_argument("-v", "--v", dest="verbosity", type=int, default=1,
+                        help="log verbosity: 0 warnings, 1 info, 2+ debug and access log (default: %(default)s)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    level = logging.WARNING if args.verbosity <= 0 else logging.INFO if args.verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    config = Config(
+        etcd_servers=[s.strip() for s in args.etcd_servers.split(",") if s.strip()],
+        advertise_address=args.advertise_address or f"{args.bind_address}:{args.port}",
+        watch_cache_size=args.watch_cache_size,
+    )
+    uvicorn.run(
+        create_app(config),
+        host=args.bind_address,
+        port=args.port,
+        loop="uvloop",
+        http="httptools",
+        access_log=args.verbosity >= 2,
+        log_level="info" if args.verbosity >= 1 else "warning",
+        timeout_graceful_shutdown=2,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""The apiserver application: FastAPI app factory wiring etcd, the registry and the handlers together.
+
+Routes are few and generic: ``/api/v1/{path}`` and ``/apis/{group}/{version}/{path}`` go to the REST handler,
+which parses the path itself (as kube-apiserver's RequestInfoFactory), so every resource is served by the same
+code. Every error leaves as a Kubernetes ``Status`` body; an unexpected exception is a 500 InternalError and the
+server keeps serving.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.websockets import WebSocket
+
+from apimachinery import errors
+
+from .handlers import discovery, openapi, proxy
+from .handlers.request import parse_path
+from .handlers.rest import RESTHandler, json_response, status_response
+from .handlers.subresources import bind
+from .handlers.warnings import WarningMiddleware, add_warning
+from .openapi import documents as openapi_documents
+from .registry import all_strategies
+from .registry.decoder import Decoder
+from .registry.registry import Registry
+from .storage.etcd3 import EtcdStorage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Config:
+    etcd_servers: list[str] = field(default_factory=lambda: ["http://127.0.0.1:2379"])
+    advertise_address: str = "127.0.0.1:8080"
+    watch_cache_size: int = 10_000
+
+
+def create_app(config: Config) -> FastAPI:
+    storage = EtcdStorage(config.etcd_servers)
+    decoder = Decoder(openapi_documents.swagger()["definitions"])
+    registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning)
+    handler = RESTHandler(registry)
+    ready = {"ok": False}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await storage.connect()
+        await registry.start()
+        openapi_documents.preload()
+        ready["ok"] = True
+        log.info("apiserver ready: %d resources cached", len(registry.stores))
+        try:
+            yield
+        finally:
+            ready["ok"] = False
+            await registry.stop()
+            await storage.close()
+
+    app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
+    app.add_middleware(WarningMiddleware)
+    app.state.registry = registry
+    app.state.handler = handler
+
+    @app.exception_handler(errors.StatusError)
+    async def on_status_error(request: Request, err: errors.StatusError) -> Response:
+        return status_response(err)
+
+    @app.exception_handler(Exception)
+    async def on_error(request: Request, err: Exception) -> Response:
+        log.exception("internal error serving %s %s", request.method, request.url.path)
+        return status_response(errors.InternalError(f"an error on the server ({type(err).__name__}: {err}) has "
+                                                    f"prevented the request from succeeding"))
+
+    # --- health and version ---------------------------------------------------------------------------------
+    async def health(request: Request) -> Response:
+        if not ready["ok"]:
+            return PlainTextResponse("[-]etcd failed: not ready\nhealthz check failed", status_code=500)
+        if request.url.path != "/livez":
+            try:
+                await storage.current_revision()
+            except Exception as err:  # etcd unreachable: report, keep serving
+                return PlainTextResponse(f"[-]etcd failed: {err}\nhealthz check failed", status_code=500)
+        if "verbose" in request.query_params:
+            return PlainTextResponse("[+]ping ok\n[+]etcd ok\nhealthz check passed\n")
+        return PlainTextResponse("ok")
+
+    for path in ("/healthz", "/livez", "/readyz"):
+        app.add_api_route(path, health, methods=["GET"], include_in_schema=False)
+
+    @app.get("/version", include_in_schema=False)
+    async def version() -> Response:
+        return json_response(discovery.version_info())
+
+    # --- discovery ------------------------------------------------------------------------------------------
+    @app.get("/api", include_in_schema=False)
+    async def core_api() -> Response:
+        return json_response(discovery.core_versions(config.advertise_address))
+
+    @app.get("/apis", include_in_schema=False)
+    async def apis() -> Response:
+        return json_response(discovery.api_groups(registry))
+
+    @app.get("/api/v1", include_in_schema=False)
+    async def core_v1() -> Response:
+        return json_response(discovery.resource_list(registry, "", "v1"))
+
+    @app.get("/apis/{group}", include_in_schema=False)
+    async def group(group: str) -> Response:
+        doc = discovery.api_group(registry, group)
+        if doc is None:
+            raise errors.NotFound("the server could not find the requested resource")
+        return json_response(doc)
+
+    @app.get("/apis/{group}/{version}", include_in_schema=False)
+    async def group_version(group: str, version: str) -> Response:
+        doc = discovery.resource_list(registry, group, version)
+        if doc is None:
+            raise errors.NotFound("the server could not find the requested resource")
+        return json_response(doc)
+
+    # --- resources ------------------------------------------------------------------------------------------
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+    async def core(request: Request, path: str) -> Response:
+        info = parse_path("", "v1", path)
+        if info.resource == "bindings" and info.name is None and request.method == "POST":
+            return await bind(request, registry.get("", "pods"), info.namespace, None, await request.body())
+        return await handler.handle(request, info)
+
+    async def grouped(request: Request, group: str, version: str, path: str) -> Response:
+        return await handler.handle(request, parse_path(group, version, path))
+
+    async def pod_exec(websocket: WebSocket, namespace: str, name: str) -> None:
+        await proxy.serve_exec(websocket, registry, namespace, name)
+
+    # exec is a websocket upgrade (kubectl's v5.channel.k8s.io); routed before the generic HTTP routes.
+    app.add_api_websocket_route("/api/v1/namespaces/{namespace}/pods/{name}/exec", pod_exec)
+    app.add_api_route("/api/v1/{path:path}", core, methods=methods, include_in_schema=False)
+    app.add_api_route("/apis/{group}/{version}/{path:path}", grouped, methods=methods, include_in_schema=False)
+
+    app.include_router(openapi.router)
+
+    @app.api_route("/{path:path}", methods=methods, include_in_schema=False)
+    async def not_found(path: str) -> Response:
+        raise errors.NotFound("the server could not find the requested resource")
+
+    return app

@@ -1,0 +1,95 @@
+"""Discovery: /version, /api, /apis and the APIResourceLists, all built from the registered strategies.
+
+kubectl 1.30+ first asks for aggregated discovery (``as=APIGroupDiscoveryList``); answering with plain JSON
+makes it fall back to these legacy documents, which is what kube-apiserver did before 1.26.
+"""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+from ..registry.registry import Registry
+from ..registry.strategy import Strategy
+
+KUBERNETES_VERSION = "v1.32.4"
+SUBRESOURCE_VERBS: dict[str, tuple[str, list[str]]] = {
+    # subresource: (kind, verbs)
+    "status": ("", ["get", "patch", "update"]),
+    "scale": ("Scale", ["get", "patch", "update"]),
+    "binding": ("Binding", ["create"]),
+    "eviction": ("Eviction", ["create"]),
+    "log": ("Pod", ["get"]),
+    "exec": ("PodExecOptions", ["create", "get"]),
+    "finalize": ("", ["update"]),
+}
+SUBRESOURCE_GROUPS = {"scale": ("autoscaling", "v1"), "eviction": ("policy", "v1")}
+
+
+def version_info() -> dict[str, Any]:
+    major, minor, _ = KUBERNETES_VERSION.lstrip("v").split(".")
+    return {
+        "major": major,
+        "minor": minor,
+        "gitVersion": KUBERNETES_VERSION,
+        "gitCommit": "kubelab",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": f"python{platform.python_version()}",
+        "compiler": "cpython",
+        "platform": f"{platform.system().lower()}/{'amd64' if platform.machine() == 'x86_64' else platform.machine()}",
+    }
+
+
+def _resource_entries(strategy: Strategy) -> list[dict[str, Any]]:
+    main: dict[str, Any] = {
+        "name": strategy.resource,
+        "singularName": strategy.singular,
+        "namespaced": strategy.namespaced,
+        "kind": strategy.kind,
+        "verbs": list(strategy.verbs),
+    }
+    if strategy.short_names:
+        main["shortNames"] = list(strategy.short_names)
+    if strategy.categories:
+        main["categories"] = list(strategy.categories)
+    entries = [main]
+    for sub in strategy.subresources:
+        kind, verbs = SUBRESOURCE_VERBS.get(sub, ("", ["get"]))
+        entry: dict[str, Any] = {"name": f"{strategy.resource}/{sub}", "singularName": "",
+                                 "namespaced": strategy.namespaced, "kind": kind or strategy.kind, "verbs": verbs}
+        if sub in SUBRESOURCE_GROUPS:
+            entry["group"], entry["version"] = SUBRESOURCE_GROUPS[sub]
+        entries.append(entry)
+    return entries
+
+
+def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any] | None:
+    strategies = registry.strategies_of(group, version)
+    if not strategies:
+        return None
+    resources = [entry for s in strategies for entry in _resource_entries(s)]
+    if group == "" and any(s.resource == "pods" for s in strategies):
+        resources.append({"name": "bindings", "singularName": "binding", "namespaced": True, "kind": "Binding",
+                          "verbs": ["create"]})
+    resources.sort(key=lambda r: r["name"])
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version,
+            "resources": resources}
+
+
+def core_versions(server_address: str) -> dict[str, Any]:
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
+
+
+def api_group(registry: Registry, group: str) -> dict[str, Any] | None:
+    versions = registry.group_versions.get(group)
+    if not group or not versions:
+        return None
+    gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": gvs, "preferredVersion": gvs[0]}
+
+
+def api_groups(registry: Registry) -> dict[str, Any]:
+    groups = [api_group(registry, g) for g in sorted(registry.group_versions) if g]
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [g for g in groups if g]}

@@ -1,0 +1,175 @@
+"""``pods/{name}/log`` and ``pods/{name}/exec``: proxied to the kubelet of the pod's node, as kube-apiserver does.
+
+The kubelet's address comes from the Node object: ``status.addresses`` (InternalIP, else Hostname) and
+``status.daemonEndpoints.kubeletEndpoint.Port``. The kubelet serves its own API (``/containerLogs/{ns}/{pod}/
+{container}`` and the ``/exec/{ns}/{pod}/{container}`` websocket); this module only finds it, checks the request
+as kube-apiserver's pod strategy does (container name, pod bound), and streams bytes both ways.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+import aiohttp
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from apimachinery import errors
+
+from ..registry.registry import Registry
+from ..registry.store import ResourceStore
+
+if TYPE_CHECKING:
+    from .request import RequestInfo
+    from .rest import RESTHandler
+
+LOG_PARAMS = ("follow", "tailLines", "sinceSeconds", "sinceTime", "timestamps", "previous", "limitBytes")
+EXEC_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io",
+                  "channel.k8s.io")
+
+
+def _container_name(pod: dict[str, Any], requested: str | None, verb: str) -> str:
+    """The container a log/exec request means: the named one, or the only one (else 400 as Kubernetes says)."""
+    spec = pod.get("spec", {})
+    containers = [c["name"] for c in spec.get("containers", [])]
+    init = [c["name"] for c in spec.get("initContainers", []) or []]
+    name = pod["metadata"]["name"]
+    if requested:
+        if requested not in containers and requested not in init:
+            raise errors.BadRequest(f"container {requested} is not valid for pod {name}")
+        return requested
+    if len(containers) == 1:
+        return containers[0]
+    raise errors.BadRequest(f"a container name must be specified for pod {name}, choose one of: "
+                            f"[{' '.join(containers)}]" + (f" or one of the init containers: [{' '.join(init)}]"
+                                                           if init else ""))
+
+
+async def kubelet_base_url(registry: Registry, pod: dict[str, Any]) -> str:
+    node_name = pod.get("spec", {}).get("nodeName")
+    name = pod["metadata"]["name"]
+    if not node_name:
+        raise errors.BadRequest(f"pod {name} does not have a host assigned")
+    nodes = registry.get("", "nodes")
+    try:
+        node = (await nodes.get(None, node_name)).obj
+    except errors.NotFound:
+        raise errors.NotFound(f'nodes "{node_name}" not found') from None
+    status = node.get("status", {})
+    port = (status.get("daemonEndpoints") or {}).get("kubeletEndpoint", {}).get("Port")
+    addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
+    host = addresses.get("InternalIP") or addresses.get("Hostname")
+    if not port or not host:
+        raise errors.ServiceUnavailable(f"no kubelet endpoint is known for node {node_name}")
+    return f"http://{host}:{port}"
+
+
+async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+    assert info.name is not None
+    if info.subresource != "log" or request.method != "GET":
+        raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource "
+                                      f"({request.method} {info.subresource}); exec needs a websocket upgrade")
+    pod = (await store.get(info.namespace, info.name)).obj
+    params = request.query_params
+    container = _container_name(pod, params.get("container"), "log")
+    base = await kubelet_base_url(handler.registry, pod)
+    query = urlencode({k: params[k] for k in LOG_PARAMS if k in params})
+    url = f"{base}/containerLogs/{info.namespace}/{info.name}/{container}" + (f"?{query}" if query else "")
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
+    try:
+        upstream = await session.get(url)
+    except aiohttp.ClientError as err:
+        await session.close()
+        raise errors.ServiceUnavailable(f"error dialing the kubelet of node {pod['spec']['nodeName']}: "
+                                        f"{err}") from None
+    if upstream.status != 200:
+        body = await upstream.read()
+        upstream.release()
+        await session.close()
+        try:
+            import orjson
+
+            raise errors.StatusError.from_status(orjson.loads(body), upstream.status)
+        except ValueError:
+            raise errors.BadRequest(body.decode(errors="replace").strip()) from None
+
+    async def relay() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in upstream.content.iter_any():
+                yield chunk
+        finally:
+            upstream.release()
+            await session.close()
+
+    return StreamingResponse(relay(), media_type="text/plain")
+
+
+async def serve_exec(websocket: WebSocket, registry: Registry, namespace: str, name: str) -> None:
+    """The exec websocket: accept the client's channel protocol, dial the kubelet with it, relay frames."""
+    pods = registry.get("", "pods")
+    params = websocket.query_params
+    try:
+        pod = (await pods.get(namespace, name)).obj
+        container = _container_name(pod, params.get("container"), "exec")
+        base = await kubelet_base_url(registry, pod)
+    except errors.StatusError as err:
+        await websocket.close(code=1011, reason=err.message[:120])
+        return
+    offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
+    protocols = [p for p in offered if p in EXEC_PROTOCOLS] or offered
+    query = [(k, v) for k, v in params.multi_items() if k != "container"]
+    url = base.replace("http://", "ws://") + f"/exec/{namespace}/{name}/{container}?{urlencode(query)}"
+    async with aiohttp.ClientSession() as session:
+        try:
+            upstream = await session.ws_connect(url, protocols=protocols, max_msg_size=0)
+        except aiohttp.ClientError as err:
+            await websocket.close(code=1011, reason=f"error dialing kubelet: {err}"[:120])
+            return
+        await websocket.accept(subprotocol=upstream.protocol)
+        await _relay_websockets(websocket, upstream)
+
+
+async def _relay_websockets(client: WebSocket, upstream: aiohttp.ClientWebSocketResponse) -> None:
+    import asyncio
+
+    async def client_to_upstream() -> None:
+        try:
+            while True:
+                message = await client.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                if message.get("bytes") is not None:
+                    await upstream.send_bytes(message["bytes"])
+                elif message.get("text") is not None:
+                    await upstream.send_str(message["text"])
+        except (WebSocketDisconnect, RuntimeError, ConnectionError):
+            pass
+        finally:
+            await upstream.close()
+
+    async def upstream_to_client() -> None:
+        try:
+            async for msg in upstream:
+                if msg.type == aiohttp.WSMsgType.BINARY:
+                    await client.send_bytes(msg.data)
+                elif msg.type == aiohttp.WSMsgType.TEXT:
+                    await client.send_text(msg.data)
+                else:
+                    break
+        except (WebSocketDisconnect, RuntimeError, ConnectionError):
+            pass
+        finally:
+            try:
+                await client.close()
+            except RuntimeError:
+                pass
+
+    tasks = [asyncio.create_task(client_to_upstream()), asyncio.create_task(upstream_to_client())]
+    done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    await asyncio.gather(*done, return_exceptions=True)
+    await asyncio.wait(pending, timeout=5)
+    for task in pending:
+        task.cancel()

@@ -1,0 +1,366 @@
+"""Generic REST handlers: one code path for every resource's get, list, create, update, patch and delete.
+
+Per-resource behaviour comes from the resource's strategy (via its ``ResourceStore``); subresources with their
+own semantics (binding, eviction, scale, log, exec) live in ``registry.subresources``. Responses reuse each stored
+object's JSON bytes; lists are spliced from them rather than re-encoded.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from apimachinery import errors
+from apimachinery.fields import parse_field_selector
+from apimachinery.labels import parse_selector
+from apimachinery.patch import jsonpatch, mergepatch, strategic
+
+from ..registry.decoder import field_validation_mode
+from ..registry.registry import Registry
+from ..registry.store import DeleteOptions, ResourceStore, filter_for
+from ..storage.cacher import CachedObject
+from .request import (
+    JSON,
+    JSON_PATCH,
+    MERGE_PATCH,
+    PATCH_TYPES,
+    STRATEGIC_PATCH,
+    Output,
+    RequestInfo,
+    bool_param,
+    decode_body,
+    decode_object,
+    int_param,
+    media_type,
+    negotiate,
+)
+from . import subresources
+from .table import include_object, partial_metadata, partial_metadata_list, to_table
+from .watch import serve_watch
+
+CONTINUE_VERSION = "meta.k8s.io/v1"
+
+
+def json_response(body: bytes | Any, status: int = 200) -> Response:
+    raw = body if isinstance(body, bytes) else orjson.dumps(body)
+    return Response(raw, status_code=status, media_type=JSON)
+
+
+def status_response(err: errors.StatusError) -> Response:
+    headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
+    return Response(orjson.dumps(err.to_status()), status_code=err.code, media_type=JSON, headers=headers)
+
+
+def success_status(code: int = 200, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    status: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                              "code": code}
+    if details:
+        status["details"] = details
+    return status
+
+
+def render_object(store: ResourceStore, co: CachedObject, output: Output, params: Any, status: int = 200) -> Response:
+    if output.table:
+        return json_response(to_table(store.strategy, [co.obj], include_object(params),
+                                      {"resourceVersion": str(co.rv)}), status)
+    if output.partial_metadata:
+        return json_response(partial_metadata(co.obj), status)
+    return json_response(co.raw, status)
+
+
+def _dry_run(params: Any) -> bool:
+    values = params.getlist("dryRun") if hasattr(params, "getlist") else [params.get("dryRun")]
+    for value in values:
+        if value and value != "All":
+            raise errors.BadRequest(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+    return any(values)
+
+
+# --- continue tokens --------------------------------------------------------------------------------------------
+def encode_continue(rv: int, start: bytes, prefix: bytes) -> str:
+    token = {"v": CONTINUE_VERSION, "rv": rv, "start": start[len(prefix):].decode()}
+    return base64.urlsafe_b64encode(orjson.dumps(token)).decode().rstrip("=")
+
+
+def decode_continue(token: str, prefix: bytes) -> tuple[int, bytes]:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        data = orjson.loads(base64.urlsafe_b64decode(padded))
+        if data.get("v") != CONTINUE_VERSION or int(data["rv"]) <= 0:
+            raise ValueError
+        return int(data["rv"]), prefix + str(data["start"]).encode()
+    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise errors.BadRequest("continue key is not valid: incorrect encoded start resourceVersion (version "
+                                "meta.k8s.io/v1)") from None
+
+
+# --- verbs ------------------------------------------------------------------------------------------------------
+class RESTHandler:
+    """Dispatches a parsed request to the verb that serves it."""
+
+    def __init__(self, registry: Registry, kubelet_client: Any = None) -> None:
+        self.registry = registry
+        self.kubelet_client = kubelet_client
+
+    async def handle(self, request: Request, info: RequestInfo) -> Response:
+        store = self.registry.lookup(info.group, info.version, info.resource)
+        strategy = store.strategy
+        if info.namespace is not None and not strategy.namespaced:
+            raise errors.NotFound("the server could not find the requested resource")
+        method = request.method
+        params = request.query_params
+        if info.subresource:
+            if info.subresource not in strategy.subresources or info.name is None:
+                raise errors.NotFound("the server could not find the requested resource")
+            return await subresources.serve(self, request, info, store)
+        watch = info.watch_path or bool_param(params, "watch")
+        if info.name is None:
+            if method == "GET":
+                if watch:
+                    return await serve_watch(request, info, store, negotiate(request.headers.get("accept")))
+                return await self.list(request, info, store)
+            if method == "POST":
+                return await self.create(request, info, store)
+            if method == "DELETE":
+                return await self.delete_collection(request, info, store)
+            raise self._not_allowed(method)
+        if method == "GET":
+            if watch:
+                # A watch on one object is a watch with a metadata.name field selector.
+                return await serve_watch(request, info, store, negotiate(request.headers.get("accept")),
+                                         name=info.name)
+            co = await store.get(info.namespace, info.name, params.get("resourceVersion"))
+            return render_object(store, co, negotiate(request.headers.get("accept")), params)
+        if method == "PUT":
+            return await self.update(request, info, store)
+        if method == "PATCH":
+            return await self.patch(request, info, store)
+        if method == "DELETE":
+            return await self.delete(request, info, store)
+        raise self._not_allowed(method)
+
+    @staticmethod
+    def _not_allowed(method: str) -> errors.StatusError:
+        return errors.MethodNotAllowed(f"the server does not allow this method on the requested resource "
+                                       f"({method})")
+
+    # --- list -----------------------------------------------------------------------------------------------
+    async def list(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+        params = request.query_params
+        output = negotiate(request.headers.get("accept"))
+        objects, list_meta = await self.list_objects(params, info, store)
+        return self.render_list(store, objects, list_meta, output, params)
+
+    async def list_objects(self, params: Any, info: RequestInfo,
+                           store: ResourceStore) -> tuple[list[CachedObject], dict[str, Any]]:
+        """LIST with kube-apiserver's resourceVersion semantics:
+
+        - ``resourceVersion`` unset: the most recent state (consistent), from the cache after ``wait_fresh``;
+        - ``0``: any state, straight from the cache; ``N``: not older than N (``resourceVersionMatch=Exact``:
+          exactly N, from etcd);
+        - ``limit``/``continue``: pages from etcd at one revision, so every page comes from the same snapshot
+          (410 Expired once etcd has compacted it)."""
+        labels = parse_selector(params.get("labelSelector") or "")
+        fields = parse_field_selector(params.get("fieldSelector") or "")
+        filter = filter_for(store.strategy, info.namespace, labels, fields)
+        limit = int_param(params, "limit") or 0
+        if limit < 0:
+            raise errors.BadRequest("limit must be a non-negative integer")
+        token = params.get("continue")
+        rv_param = params.get("resourceVersion")
+        rv_match = params.get("resourceVersionMatch")
+        if rv_match and rv_match not in ("Exact", "NotOlderThan"):
+            raise errors.BadRequest(f'resourceVersionMatch: Unsupported value: "{rv_match}": supported values: '
+                                    f'"Exact", "NotOlderThan"')
+        if rv_match and not rv_param:
+            raise errors.BadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
+        if token:
+            if rv_param:
+                raise errors.BadRequest("specifying resource version is not allowed when using continue")
+            revision, start = decode_continue(token, store.prefix)
+            return await self._page(store, filter, limit, start, revision)
+        if rv_param and rv_match == "Exact":
+            return await self._page(store, filter, limit, None, self._rv(rv_param))
+        if limit and rv_param != "0":
+            if rv_param:
+                await store.cache.wait_rv(self._rv(rv_param))
+            return await self._page(store, filter, limit, None, 0)
+        if rv_param is None or rv_param == "":
+            await store.cache.wait_fresh()
+        elif rv_param != "0":
+            await store.cache.wait_rv(self._rv(rv_param))
+        objects = store.cache.list(filter)
+        return objects, {"resourceVersion": str(store.cache.rv)}
+
+    @staticmethod
+    def _rv(value: str) -> int:
+        try:
+            rv = int(value)
+            if rv < 0:
+                raise ValueError
+            return rv
+        except ValueError:
+            raise errors.BadRequest(f'resourceVersion: Invalid value: "{value}": must be a non-negative '
+                                    f"integer") from None
+
+    async def _page(self, store: ResourceStore, filter: Any, limit: int, start: bytes | None,
+                    revision: int) -> tuple[list[CachedObject], dict[str, Any]]:
+        from ..storage.etcd3 import Compacted
+
+        try:
+            objects, rev, next_start = await store.list_from_storage(filter, limit, start, revision)
+        except Compacted:
+            raise errors.Gone("The provided continue parameter is too old to display a consistent list result. "
+                              "You can start a new list without the continue parameter, or use the continue "
+                              "token in this response to retrieve the remainder of the results.") from None
+        meta: dict[str, Any] = {"resourceVersion": str(rev)}
+        if next_start is not None:
+            meta["continue"] = encode_continue(rev, next_start, store.prefix)
+        return objects, meta
+
+    def render_list(self, store: ResourceStore, objects: list[CachedObject], list_meta: dict[str, Any],
+                    output: Output, params: Any) -> Response:
+        strategy = store.strategy
+        if output.table:
+            return json_response(to_table(strategy, [co.obj for co in objects], include_object(params), list_meta))
+        if output.partial_metadata:
+            return json_response(partial_metadata_list([co.obj for co in objects], list_meta))
+        head = orjson.dumps({"kind": f"{strategy.kind}List", "apiVersion": strategy.api_version,
+                             "metadata": list_meta})
+        body = head[:-1] + b',"items":[' + b",".join(co.raw for co in objects) + b"]}"
+        return json_response(body)
+
+    # --- create ---------------------------------------------------------------------------------------------
+    async def create(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+        strategy = store.strategy
+        if "create" not in strategy.verbs:
+            raise self._not_allowed("POST")
+        obj = decode_object(await request.body(), request.headers.get("content-type"), strategy.kind,
+                            strategy.api_version)
+        params = request.query_params
+        namespace = info.namespace
+        if strategy.namespaced:
+            namespace = namespace or (obj.get("metadata") or {}).get("namespace")
+            if not namespace:
+                raise errors.BadRequest("the server could not find the requested resource: a namespace is "
+                                        "required")
+            name = (obj.get("metadata") or {}).get("name") or (obj.get("metadata") or {}).get("generateName", "")
+            await self.registry.check_namespace(namespace, strategy.resource, name)
+        co = await store.create(obj, namespace, dry_run=_dry_run(params),
+                                field_validation=field_validation_mode(params))
+        return render_object(store, co, negotiate(request.headers.get("accept")), params, status=201)
+
+    # --- update ---------------------------------------------------------------------------------------------
+    async def update(self, request: Request, info: RequestInfo, store: ResourceStore,
+                     subresource: str = "") -> Response:
+        strategy = store.strategy
+        assert info.name is not None
+        obj = decode_object(await request.body(), request.headers.get("content-type"), strategy.kind,
+                            strategy.api_version)
+        meta = obj.get("metadata") or {}
+        if meta.get("name") and meta["name"] != info.name:
+            raise errors.BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL "
+                                    f"({info.name})")
+        precondition = str(meta.get("resourceVersion") or "") or None
+        co = await store.guaranteed_update(info.namespace, info.name, lambda _old: obj, subresource=subresource,
+                                           precondition_rv=precondition,
+                                           dry_run=_dry_run(request.query_params),
+                                           field_validation=field_validation_mode(request.query_params))
+        return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
+
+    # --- patch ----------------------------------------------------------------------------------------------
+    async def patch(self, request: Request, info: RequestInfo, store: ResourceStore,
+                    subresource: str = "") -> Response:
+        assert info.name is not None
+        apply_patch = self.patcher(request.headers.get("content-type"), await request.body(), store)
+        co = await store.guaranteed_update(info.namespace, info.name, apply_patch, subresource=subresource,
+                                           dry_run=_dry_run(request.query_params),
+                                           field_validation=field_validation_mode(request.query_params))
+        return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
+
+    @staticmethod
+    def patcher(content_type: str | None, body: bytes, store: ResourceStore) -> Any:
+        """The update function for a PATCH body; a resourceVersion inside the patch is a precondition."""
+        mt = media_type(content_type)
+        if mt not in PATCH_TYPES:
+            raise errors.UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{', '.join(PATCH_TYPES)}")
+        patch = decode_body(body, JSON, allowed=(JSON,))
+        strategy = store.strategy
+
+        def apply(old: dict[str, Any]) -> dict[str, Any]:
+            current_rv = old["metadata"].get("resourceVersion")
+            if mt == JSON_PATCH:
+                new = jsonpatch.apply(old, patch)
+            elif mt == MERGE_PATCH:
+                new = mergepatch.apply(old, patch)
+            else:
+                assert mt == STRATEGIC_PATCH
+                new = strategic.apply(old, patch, strategy.kind)
+            if not isinstance(new, dict):
+                raise errors.BadRequest("the patched object must be a JSON object")
+            new_rv = (new.get("metadata") or {}).get("resourceVersion")
+            if new_rv and new_rv != current_rv:
+                raise errors.conflict(strategy.resource, old["metadata"]["name"], strategy.group)
+            return new
+
+        return apply
+
+    # --- delete ---------------------------------------------------------------------------------------------
+    @staticmethod
+    async def delete_options(request: Request) -> DeleteOptions:
+        params = request.query_params
+        options = DeleteOptions(
+            grace_period_seconds=int_param(params, "gracePeriodSeconds"),
+            propagation_policy=params.get("propagationPolicy") or None,
+            dry_run=_dry_run(params),
+        )
+        orphan = params.get("orphanDependents")
+        body = await request.body()
+        if body.strip():
+            data = decode_body(body, request.headers.get("content-type"))
+            if not isinstance(data, dict):
+                raise errors.BadRequest("DeleteOptions must be a JSON object")
+            if data.get("gracePeriodSeconds") is not None:
+                options.grace_period_seconds = int(data["gracePeriodSeconds"])
+            if data.get("propagationPolicy"):
+                options.propagation_policy = data["propagationPolicy"]
+            if data.get("orphanDependents") is not None:
+                orphan = str(data["orphanDependents"]).lower()
+            if data.get("dryRun"):
+                options.dry_run = True
+            pre = data.get("preconditions") or {}
+            options.precondition_uid = pre.get("uid")
+            options.precondition_rv = pre.get("resourceVersion")
+        if orphan is not None and options.propagation_policy is None:
+            options.propagation_policy = "Orphan" if str(orphan).lower() == "true" else "Background"
+        if options.grace_period_seconds is not None and options.grace_period_seconds < 0:
+            options.grace_period_seconds = 1 if options.grace_period_seconds != 0 else 0
+        return options
+
+    async def delete(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+        assert info.name is not None
+        options = await self.delete_options(request)
+        co, _removed = await store.delete(info.namespace, info.name, options)
+        return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
+
+    async def delete_collection(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+        if "deletecollection" not in store.strategy.verbs:
+            raise self._not_allowed("DELETE")
+        options = await self.delete_options(request)
+        objects, list_meta = await self.list_objects(request.query_params, info, store)
+        deleted: list[CachedObject] = []
+        for co in objects:
+            meta = co.obj["metadata"]
+            try:
+                result, _ = await store.delete(meta.get("namespace"), meta["name"], options)
+                deleted.append(result)
+            except errors.NotFound:
+                continue
+        return self.render_list(store, deleted, list_meta, negotiate(request.headers.get("accept")),
+                                request.query_params)

@@ -1,0 +1,180 @@
+"""Subresources with semantics of their own: ``status``, ``scale``, ``binding``, ``eviction`` (and the kubelet
+proxies ``log``/``exec``, served by ``handlers.proxy``).
+
+- ``status``: GET/PUT/PATCH of the whole object where only ``status`` may change (the strategy's status rules).
+- ``scale``: an ``autoscaling/v1`` Scale view of ``spec.replicas`` (strategies with ``scale_of``/``apply_scale``).
+- ``binding``: POST a ``Binding`` to assign an unbound pod to a node (409 if it is already assigned); sets
+  ``spec.nodeName`` and the ``PodScheduled`` condition in one write, as kube-apiserver's BindingREST does.
+- ``eviction``: POST a ``policy/v1`` Eviction: the pod is deleted with the eviction's DeleteOptions (no
+  PodDisruptionBudgets are served, so nothing blocks it).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from apimachinery import errors
+from apimachinery.errors import Cause
+from apimachinery.meta import now_rfc3339
+
+from ..registry.store import DeleteOptions, ResourceStore
+
+if TYPE_CHECKING:
+    from .request import RequestInfo
+    from .rest import RESTHandler
+
+
+async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+    from . import rest
+    from .request import negotiate
+
+    sub = info.subresource
+    method = request.method
+    assert info.name is not None
+    if sub == "status":
+        if method == "GET":
+            co = await store.get(info.namespace, info.name)
+            return rest.render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
+        if method == "PUT":
+            return await handler.update(request, info, store, subresource="status")
+        if method == "PATCH":
+            return await handler.patch(request, info, store, subresource="status")
+    elif sub == "scale":
+        return await _scale(handler, request, info, store)
+    elif sub == "binding" and method == "POST":
+        body = await request.body()
+        return await bind(request, store, info.namespace, info.name, body)
+    elif sub == "eviction" and method == "POST":
+        return await _evict(handler, request, info, store)
+    elif sub in ("log", "exec", "attach", "portforward"):
+        from . import proxy
+
+        return await proxy.serve(handler, request, info, store)
+    raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
+
+
+# --- binding ----------------------------------------------------------------------------------------------------
+def pod_scheduled_condition() -> dict[str, Any]:
+    return {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now_rfc3339()}
+
+
+async def bind(request: Request, pods: ResourceStore, namespace: str | None, name: str | None,
+               body: bytes) -> Response:
+    """Assign a pod to a node; also serves ``POST /api/v1/namespaces/{ns}/bindings``."""
+    from . import rest
+    from .request import decode_object
+
+    binding = decode_object(body, request.headers.get("content-type"), "Binding", "v1")
+    meta = binding.get("metadata") or {}
+    pod_name = name or meta.get("name")
+    if not pod_name:
+        raise errors.invalid("Binding", "", [Cause("FieldValueRequired", "Required value", "metadata.name")])
+    if name and meta.get("name") and meta["name"] != name:
+        raise errors.BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL "
+                                f"({name})")
+    target = binding.get("target") or {}
+    node = target.get("name")
+    if not node:
+        raise errors.invalid("Binding", pod_name, [Cause("FieldValueRequired", "Required value", "target.name")])
+    if target.get("kind") not in (None, "", "Node"):
+        raise errors.invalid("Binding", pod_name, [Cause("FieldValueNotSupported",
+                                                         f'Unsupported value: "{target["kind"]}"', "target.kind")])
+    precondition_uid = meta.get("uid")
+
+    def assign(pod: dict[str, Any]) -> dict[str, Any]:
+        pmeta = pod["metadata"]
+        if pmeta.get("deletionTimestamp"):
+            raise errors.conflict("pods", pod_name, why="pod is being deleted, cannot be assigned to a host")
+        if precondition_uid and pmeta.get("uid") != precondition_uid:
+            raise errors.conflict("pods", pod_name, why="UID in precondition does not match")
+        current = pod.get("spec", {}).get("nodeName")
+        if current:
+            raise errors.conflict("pods", pod_name, why=f"pod {pod_name} is already assigned to node "
+                                                        f'"{current}"')
+        pod["spec"]["nodeName"] = node
+        annotations = meta.get("annotations")
+        if annotations:
+            pmeta.setdefault("annotations", {}).update(annotations)
+        status = pod.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        conditions.insert(0, pod_scheduled_condition())
+        status["conditions"] = conditions
+        return pod
+
+    # One write for nodeName and the condition: a watcher never sees a bound pod without PodScheduled.
+    await pods.guaranteed_update(namespace, pod_name, assign, subresource="binding")
+    return rest.json_response(rest.success_status(201), 201)
+
+
+# --- eviction ---------------------------------------------------------------------------------------------------
+async def _evict(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+    from . import rest
+    from .request import decode_body
+
+    body = decode_body(await request.body(), request.headers.get("content-type"))
+    if not isinstance(body, dict) or body.get("kind") not in (None, "Eviction"):
+        raise errors.BadRequest("the body must be a policy/v1 Eviction")
+    assert info.name is not None
+    if (body.get("metadata") or {}).get("name") not in (None, info.name):
+        raise errors.BadRequest("name in URL does not match name in Eviction object")
+    opts = body.get("deleteOptions") or {}
+    pre = opts.get("preconditions") or {}
+    options = DeleteOptions(grace_period_seconds=opts.get("gracePeriodSeconds"),
+                            propagation_policy=opts.get("propagationPolicy"),
+                            precondition_uid=pre.get("uid"), precondition_rv=pre.get("resourceVersion"),
+                            dry_run=bool(opts.get("dryRun")))
+    await store.delete(info.namespace, info.name, options)
+    return rest.json_response(rest.success_status(201), 201)
+
+
+# --- scale ------------------------------------------------------------------------------------------------------
+async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+    from . import rest
+    from .request import decode_object
+
+    strategy: Any = store.strategy
+    assert info.name is not None
+    method = request.method
+    if method == "GET":
+        co = await store.get(info.namespace, info.name)
+        return rest.json_response(strategy.scale_of(co.obj))
+    if method == "PUT":
+        scale = decode_object(await request.body(), request.headers.get("content-type"), "Scale", "autoscaling/v1")
+    elif method == "PATCH":
+        co = await store.get(info.namespace, info.name)
+        scale = handler.patcher(request.headers.get("content-type"), await request.body(),
+                                _ScaleStore(store))(strategy.scale_of(co.obj))
+    else:
+        raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
+    replicas = (scale.get("spec") or {}).get("replicas")
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        raise errors.invalid("Scale", info.name, [Cause("FieldValueInvalid",
+                                                        f"Invalid value: {replicas!r}: must be greater than or "
+                                                        f"equal to 0", "spec.replicas")], "autoscaling")
+    precondition = (scale.get("metadata") or {}).get("resourceVersion") if method == "PUT" else None
+
+    def apply(obj: dict[str, Any]) -> dict[str, Any]:
+        strategy.apply_scale(obj, replicas)
+        return obj
+
+    co = await store.guaranteed_update(info.namespace, info.name, apply, precondition_rv=precondition or None)
+    return rest.json_response(strategy.scale_of(copy.deepcopy(co.obj)))
+
+
+class _ScaleStore:
+    """Lets the generic patcher patch a Scale (strategic merge as the ``Scale`` kind)."""
+
+    def __init__(self, store: ResourceStore) -> None:
+        self.strategy = _ScaleStrategy(store)
+
+
+class _ScaleStrategy:
+    kind = "Scale"
+
+    def __init__(self, store: ResourceStore) -> None:
+        self.resource = store.strategy.resource
+        self.group = store.strategy.group

@@ -1,0 +1,173 @@
+"""Watch streams: chunked, newline-delimited ``WatchEvent`` JSON, fed by the watch cache.
+
+Start position (``resourceVersion``), as kube-apiserver serves it:
+- unset: the current state (consistent) as ADDED events, then changes; ``0``: the cache's current state as ADDED,
+  then changes; ``R``: every change after R (exclusive) — from the cache's ring buffer, or from etcd's history
+  when the buffer no longer reaches back; an ERROR event with a 410 Expired Status when etcd has compacted it.
+- ``sendInitialEvents=true`` (watch-list): the state as ADDED, then a BOOKMARK annotated
+  ``k8s.io/initial-events-end``.
+The stream ends after ``timeoutSeconds`` (default: a random 30–60 minutes, as kube-apiserver's
+``--min-request-timeout``), or when the client goes away. With ``allowWatchBookmarks`` an idle stream gets a
+BOOKMARK carrying the cache's resourceVersion every ``BOOKMARK_INTERVAL`` seconds. Events that are already queued
+are written in one chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+from apimachinery import errors
+from apimachinery.fields import parse_field_selector
+from apimachinery.labels import parse_selector
+
+from ..registry.store import ResourceStore, filter_for
+from ..storage.cacher import CachedObject, CacheWatcher
+from .request import Output, RequestInfo, bool_param, int_param
+from .table import include_object, to_table
+
+BOOKMARK_INTERVAL = 30.0
+MAX_BATCH = 500
+MIN_REQUEST_TIMEOUT = 1800
+
+
+def _event_line(event_type: str, raw: bytes) -> bytes:
+    return b'{"type":"' + event_type.encode() + b'","object":' + raw + b"}\n"
+
+
+def error_event(err: errors.StatusError) -> bytes:
+    return _event_line("ERROR", orjson.dumps(err.to_status()))
+
+
+async def serve_watch(request: Request, info: RequestInfo, store: ResourceStore, output: Output,
+                      name: str | None = None) -> StreamingResponse:
+    params = request.query_params
+    strategy = store.strategy
+    cache = store.cache
+    selector_text = params.get("fieldSelector") or ""
+    if name is not None:
+        selector_text = f"metadata.name={name}" + (f",{selector_text}" if selector_text else "")
+    filter = filter_for(strategy, info.namespace, parse_selector(params.get("labelSelector") or ""),
+                        parse_field_selector(selector_text))
+    timeout = int_param(params, "timeoutSeconds")
+    if timeout is None or timeout <= 0:
+        timeout = int(MIN_REQUEST_TIMEOUT * (1 + random.random()))
+    bookmarks = bool_param(params, "allowWatchBookmarks")
+    send_initial = params.get("sendInitialEvents")
+    rv_param = params.get("resourceVersion") or ""
+    initial_events_end = False
+    from_cache = True
+    prelude: list[bytes] = []
+
+    if send_initial == "true":
+        if params.get("resourceVersionMatch") != "NotOlderThan" or not bookmarks:
+            raise errors.Invalid("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan and "
+                                 "allowWatchBookmarks to true")
+        if rv_param and rv_param != "0":
+            await cache.wait_rv(int(rv_param))
+        elif not rv_param:
+            await cache.wait_fresh()
+        watcher = cache.watch(None, filter)
+        initial_events_end = True
+    elif not rv_param:
+        await cache.wait_fresh()
+        watcher = cache.watch(None, filter)
+    elif rv_param == "0":
+        watcher = cache.watch(None, filter)
+    else:
+        try:
+            rv = int(rv_param)
+        except ValueError:
+            raise errors.BadRequest(f'resourceVersion: Invalid value: "{rv_param}"') from None
+        if rv > cache.rv:
+            await cache.wait_rv(rv)
+        try:
+            watcher = cache.watch(rv, filter)
+        except errors.Gone:
+            watcher = cache.watch_from_storage(rv, filter)
+            from_cache = False
+
+    encoder = _Encoder(store, output, params)
+    return StreamingResponse(
+        _stream(watcher, store, encoder, timeout, bookmarks, initial_events_end, from_cache, prelude),
+        media_type="application/json",
+    )
+
+
+class _Encoder:
+    """Turns (type, object) into wire bytes: the stored JSON as is, or a one-row Table for ``kubectl get -w``."""
+
+    def __init__(self, store: ResourceStore, output: Output, params: Any) -> None:
+        self.store = store
+        self.table = output.table
+        self.include = include_object(params) if output.table else "Object"
+        self.headers_sent = False
+
+    def event(self, event_type: str, co: CachedObject) -> bytes:
+        if not self.table:
+            return _event_line(event_type, co.raw)
+        table = to_table(self.store.strategy, [co.obj], self.include, {"resourceVersion": str(co.rv)},
+                         no_headers=self.headers_sent)
+        self.headers_sent = True
+        return _event_line(event_type, orjson.dumps(table))
+
+    def bookmark(self, rv: int, initial_events_end: bool = False) -> bytes:
+        strategy = self.store.strategy
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if initial_events_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return _event_line("BOOKMARK", orjson.dumps({"kind": strategy.kind, "apiVersion": strategy.api_version,
+                                                      "metadata": meta}))
+
+
+async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder, timeout: float,
+                  bookmarks: bool, initial_events_end: bool, from_cache: bool,
+                  prelude: list[bytes]) -> AsyncIterator[bytes]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    last_rv = 0
+    try:
+        for chunk in prelude:
+            yield chunk
+        if initial_events_end:
+            initial = []
+            while not watcher.queue.empty():
+                item = watcher.queue.get_nowait()
+                if item is None:
+                    break
+                initial.append(encoder.event(item[0], item[1]))
+            initial.append(encoder.bookmark(store.cache.rv, initial_events_end=True))
+            yield b"".join(initial)
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            wait = min(remaining, BOOKMARK_INTERVAL) if bookmarks and from_cache else remaining
+            try:
+                item = await asyncio.wait_for(watcher.next(), wait)
+            except TimeoutError:
+                if bookmarks and from_cache and loop.time() < deadline:
+                    rv = max(store.cache.rv, last_rv)
+                    yield encoder.bookmark(rv)
+                continue
+            chunks = []
+            while item is not None:
+                chunks.append(encoder.event(item[0], item[1]))
+                last_rv = max(last_rv, item[1].rv)
+                if len(chunks) >= MAX_BATCH or watcher.queue.empty():
+                    break
+                item = watcher.queue.get_nowait()
+            if chunks:
+                yield b"".join(chunks)
+            if item is None:
+                if watcher.error is not None:
+                    yield error_event(watcher.error)
+                return
+    finally:
+        watcher.close()

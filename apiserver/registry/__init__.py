@@ -1,0 +1,41 @@
+"""Per-resource strategies: every rule of every served resource, one module per resource.
+
+The generic REST layer builds its routes, discovery documents and tables from ``all_strategies()``; it asks
+each strategy for defaults, validation, status handling, selectable fields and table rows (see ``strategy``).
+Besides the ``Strategy`` interface, strategies carry:
+
+* ``name_validator`` overridden where a name is not a DNS subdomain (namespaces: DNS label; services:
+  DNS-1035 label);
+* ``scale_of`` / ``apply_scale`` / ``validate_scale`` on the ``/scale`` resources (see ``scale``);
+* ``prepare_for_finalize_update`` / ``validate_finalize_update`` on namespaces (``/finalize``).
+"""
+
+from __future__ import annotations
+
+from apiserver.registry.configmaps import ConfigMapStrategy
+from apiserver.registry.deployments import DeploymentStrategy
+from apiserver.registry.events import EventStrategy
+from apiserver.registry.leases import LeaseStrategy
+from apiserver.registry.namespaces import NamespaceStrategy
+from apiserver.registry.nodes import NodeStrategy
+from apiserver.registry.pods import PodStrategy
+from apiserver.registry.replicasets import ReplicaSetStrategy
+from apiserver.registry.replicationcontrollers import ReplicationControllerStrategy
+from apiserver.registry.services import ServiceStrategy
+from apiserver.registry.strategy import Strategy
+
+
+def all_strategies() -> list[Strategy]:
+    """One strategy per served resource, core group first (discovery lists them in this order)."""
+    return [
+        PodStrategy(),
+        NodeStrategy(),
+        NamespaceStrategy(),
+        ReplicationControllerStrategy(),
+        ServiceStrategy(),
+        ConfigMapStrategy(),
+        EventStrategy(),
+        DeploymentStrategy(),
+        ReplicaSetStrategy(),
+        LeaseStrategy(),
+    ]

@@ -1,0 +1,86 @@
+"""All served resources, their stores, and the cross-resource rules (namespace lifecycle, bootstrap objects)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from apimachinery import errors
+
+from ..storage.etcd3 import EtcdStorage
+from .decoder import Decoder
+from .store import ResourceStore
+from .strategy import Strategy
+
+log = logging.getLogger(__name__)
+
+# Namespaces kube-apiserver creates at start-up (the last one holds node heartbeat Leases).
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+class Registry:
+    """One ``ResourceStore`` per served resource, looked up by group + plural name."""
+
+    def __init__(self, strategies: list[Strategy], storage: EtcdStorage, cache_capacity: int = 10_000,
+                 decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None) -> None:
+        self.storage = storage
+        self.strategies = strategies
+        self.stores: dict[tuple[str, str], ResourceStore] = {
+            (s.group, s.resource): ResourceStore(s, storage, cache_capacity, decoder, on_warning)
+            for s in strategies
+        }
+        self.group_versions: dict[str, list[str]] = {}
+        for s in strategies:
+            versions = self.group_versions.setdefault(s.group, [])
+            if s.version not in versions:
+                versions.append(s.version)
+
+    def lookup(self, group: str, version: str, resource: str) -> ResourceStore:
+        store = self.stores.get((group, resource))
+        if store is None or store.strategy.version != version:
+            raise errors.NotFound("the server could not find the requested resource")
+        return store
+
+    def get(self, group: str, resource: str) -> ResourceStore:
+        return self.stores[(group, resource)]
+
+    def strategies_of(self, group: str, version: str) -> list[Strategy]:
+        return [s for s in self.strategies if s.group == group and s.version == version]
+
+    async def start(self) -> None:
+        await asyncio.gather(*(store.cache.start() for store in self.stores.values()))
+        await self._bootstrap()
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(store.cache.stop() for store in self.stores.values()))
+
+    async def _bootstrap(self) -> None:
+        namespaces = self.stores.get(("", "namespaces"))
+        if namespaces is None:
+            return
+        for name in SYSTEM_NAMESPACES:
+            if namespaces.cache.get(namespaces.etcd_key(None, name)) is None:
+                try:
+                    await namespaces.create({"metadata": {"name": name}}, None)
+                    log.info("created namespace %s", name)
+                except errors.AlreadyExists:
+                    pass
+
+    async def check_namespace(self, namespace: str, resource: str, name: str) -> None:
+        """Creating in a namespace needs it to exist and not be terminating (NamespaceLifecycle admission)."""
+        namespaces = self.stores.get(("", "namespaces"))
+        if namespaces is None:
+            return
+        key = namespaces.etcd_key(None, namespace)
+        co = namespaces.cache.get(key)
+        if co is None:
+            await namespaces.cache.wait_fresh()
+            co = namespaces.cache.get(key)
+        if co is None:
+            raise errors.not_found("namespaces", namespace)
+        if co.obj.get("metadata", {}).get("deletionTimestamp") or \
+                co.obj.get("status", {}).get("phase") == "Terminating":
+            raise errors.Forbidden(
+                f'{resource} "{name}" is forbidden: unable to create new content in namespace {namespace} '
+                f"because it is being terminated", name=name, kind=resource)

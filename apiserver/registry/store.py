@@ -1,0 +1,414 @@
+"""Generic storage of one resource (kube-apiserver's ``genericregistry.Store``): CRUD with the strategy's rules.
+
+Objects are stored in etcd at ``/registry/<resource>/<namespace>/<name>`` (cluster-scoped:
+``/registry/<resource>/<name>``) as JSON without ``metadata.resourceVersion``; the resourceVersion a client sees is
+the key's etcd ``mod_revision``. Reads are served by the resource's watch cache (consistent ones after
+``wait_fresh``); writes are etcd transactions, so:
+- create fails with 409 AlreadyExists if the key exists;
+- every update is a read-modify-write retried on conflict (``guaranteed_update``), failing with 409 Conflict only
+  when the caller pinned a resourceVersion (or uid) that is no longer current;
+- an update that changes nothing is not written (the resourceVersion stays);
+- deletion honours graceful deletion (pods), finalizers and ``propagationPolicy`` (orphan/foreground
+  finalizers for the garbage collector).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import orjson
+
+from apimachinery import errors
+from apimachinery.errors import Cause
+from apimachinery.meta import generate_name, new_uid, now_rfc3339
+
+from ..storage.cacher import CachedObject, ObjectFilter, WatchCache
+from ..storage.etcd3 import EtcdStorage, KeyExists, KeyValue, RevisionMismatch
+from .decoder import Decoder
+from .metadata import validate_meta_create, validate_meta_update
+from .strategy import Object, Strategy
+
+ORPHAN_FINALIZER = "orphan"
+FOREGROUND_FINALIZER = "foregroundDeletion"
+MAX_UPDATE_ATTEMPTS = 64
+
+
+@dataclass(slots=True)
+class DeleteOptions:
+    grace_period_seconds: int | None = None
+    propagation_policy: str | None = None  # Orphan | Background | Foreground
+    precondition_uid: str | None = None
+    precondition_rv: str | None = None
+    dry_run: bool = False
+
+
+UpdateFn = Callable[[Object], Object | Awaitable[Object]]
+
+
+class ResourceStore:
+    """All storage operations of one resource, with its strategy applied."""
+
+    def __init__(self, strategy: Strategy, storage: EtcdStorage, cache_capacity: int = 10_000,
+                 decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None) -> None:
+        self.strategy = strategy
+        self.storage = storage
+        self.decoder = decoder
+        self.on_warning = on_warning
+        self.prefix = f"/registry/{strategy.resource}/".encode()
+        self.qualified = f"{strategy.resource}.{strategy.group}" if strategy.group else strategy.resource
+        self.cache = WatchCache(storage, self.prefix, self._decode, self._restamp, capacity=cache_capacity,
+                                indexed_fields=("spec.nodeName",) if strategy.resource == "pods" else ())
+
+    # --- keys and encoding ----------------------------------------------------------------------------------
+    def etcd_key(self, namespace: str | None, name: str) -> bytes:
+        if self.strategy.namespaced:
+            return self.prefix + f"{namespace}/{name}".encode()
+        return self.prefix + name.encode()
+
+    def namespace_prefix(self, namespace: str) -> bytes:
+        return self.prefix + f"{namespace}/".encode()
+
+    def _cached(self, obj: Object, rv: int) -> CachedObject:
+        """Stamp ``rv`` into ``obj`` (in place) and wrap it with its encoding and selectable fields."""
+        meta = obj["metadata"]
+        meta["resourceVersion"] = str(rv)
+        key = f"{meta.get('namespace')}/{meta['name']}" if self.strategy.namespaced else meta["name"]
+        return CachedObject(key, obj, orjson.dumps(obj), rv, meta.get("labels") or {},
+                            self.strategy.selectable_fields(obj))
+
+    def _decode(self, key: bytes, value: bytes, rv: int) -> CachedObject:
+        return self._cached(orjson.loads(value), rv)
+
+    def _restamp(self, co: CachedObject, rv: int) -> CachedObject:
+        return self._cached(copy.deepcopy(co.obj), rv)
+
+    @staticmethod
+    def _encode_for_storage(obj: Object) -> bytes:
+        obj["metadata"].pop("resourceVersion", None)
+        return orjson.dumps(obj)
+
+    # --- reads ----------------------------------------------------------------------------------------------
+    async def _read(self, namespace: str | None, name: str) -> tuple[CachedObject, KeyValue]:
+        key = self.etcd_key(namespace, name)
+        kv = await self.storage.get(key)
+        if kv is None:
+            raise errors.not_found(self.strategy.resource, name, self.strategy.group)
+        co = self.cache.get(key)
+        if co is None or co.rv != kv.mod_revision:
+            co = self._decode(key, kv.value, kv.mod_revision)
+        return co, kv
+
+    async def get(self, namespace: str | None, name: str, resource_version: str | None = None) -> CachedObject:
+        """GET: consistent from etcd; with ``resourceVersion=0`` (any) from the watch cache."""
+        if resource_version == "0":
+            co = self.cache.get(self.etcd_key(namespace, name))
+            if co is None:
+                raise errors.not_found(self.strategy.resource, name, self.strategy.group)
+            return co
+        if resource_version:
+            await self.cache.wait_rv(int(resource_version))
+            co = self.cache.get(self.etcd_key(namespace, name))
+            if co is None:
+                raise errors.not_found(self.strategy.resource, name, self.strategy.group)
+            return co
+        return (await self._read(namespace, name))[0]
+
+    async def list_from_storage(self, filter: ObjectFilter, limit: int, start: bytes | None,
+                                revision: int) -> tuple[list[CachedObject], int, bytes | None]:
+        """A page straight from etcd at ``revision`` (0 = now): (objects, revision, next start key or None).
+
+        Pages are cut after ``limit`` matching objects, reading etcd in chunks, as kube-apiserver does when a
+        selector filters most keys away."""
+        prefix = self.namespace_prefix(filter.namespace) if filter.namespace and self.strategy.namespaced \
+            else self.prefix
+        out: list[CachedObject] = []
+        chunk = max(limit, 100)
+        while True:
+            kvs, rev, more = await self.storage.list(prefix, start=start, revision=revision, limit=chunk)
+            revision = revision or rev
+            for i, kv in enumerate(kvs):
+                cached = self.cache.get(kv.key)
+                co = cached if cached is not None and cached.rv == kv.mod_revision else \
+                    self._decode(kv.key, kv.value, kv.mod_revision)
+                if filter.matches(co):
+                    out.append(co)
+                    if len(out) == limit:
+                        if i + 1 < len(kvs) or more:
+                            return out, revision, kv.key + b"\0"
+                        return out, revision, None
+            if not more:
+                return out, revision, None
+            start = kvs[-1].key + b"\0"
+
+    def _decode_typed(self, obj: Object, field_validation: str) -> None:
+        """Wrong JSON types are 400; unknown fields are dropped (Warn: a Warning header; Strict: 400)."""
+        if self.decoder is None:
+            return
+        strategy = self.strategy
+        warnings = self.decoder.decode(obj, strategy.group, strategy.version, strategy.kind, field_validation)
+        if self.on_warning is not None:
+            for warning in warnings:
+                self.on_warning(warning)
+
+    # --- create ---------------------------------------------------------------------------------------------
+    def _prepare_create(self, obj: Object, namespace: str | None, field_validation: str) -> Object:
+        strategy = self.strategy
+        meta = obj.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise errors.BadRequest("metadata must be an object")
+        self._decode_typed(obj, field_validation)
+        if strategy.namespaced:
+            body_ns = meta.get("namespace")
+            if body_ns and namespace and body_ns != namespace:
+                raise errors.BadRequest("the namespace of the provided object does not match the namespace sent "
+                                        "on the request")
+            meta["namespace"] = namespace or body_ns
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = generate_name(meta["generateName"])
+        if meta.get("resourceVersion"):
+            raise errors.BadRequest("resourceVersion should not be set on objects to be created")
+        obj["apiVersion"] = strategy.api_version
+        obj["kind"] = strategy.kind
+        meta["uid"] = new_uid()
+        meta["creationTimestamp"] = now_rfc3339()
+        for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            meta.pop(field, None)
+        if strategy.bumps_generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        obj = _kubernetes_order(obj)
+        strategy.prepare_for_create(obj)
+        causes = validate_meta_create(meta, strategy) + strategy.validate(obj)
+        if causes:
+            raise errors.invalid(strategy.kind, meta.get("name") or "", causes, strategy.group)
+        return obj
+
+    async def create(self, obj: Object, namespace: str | None, dry_run: bool = False,
+                     field_validation: str = "Ignore") -> CachedObject:
+        obj = self._prepare_create(obj, namespace, field_validation)
+        meta = obj["metadata"]
+        if dry_run:
+            return self._cached(obj, 0)
+        key = self.etcd_key(meta.get("namespace"), meta["name"])
+        try:
+            rv = await self.storage.create(key, self._encode_for_storage(obj))
+        except KeyExists:
+            raise errors.already_exists(self.strategy.resource, meta["name"], self.strategy.group) from None
+        return self._cached(obj, rv)
+
+    # --- update ---------------------------------------------------------------------------------------------
+    async def guaranteed_update(
+        self,
+        namespace: str | None,
+        name: str,
+        update: UpdateFn,
+        *,
+        subresource: str = "",
+        precondition_rv: str | None = None,
+        precondition_uid: str | None = None,
+        dry_run: bool = False,
+        field_validation: str = "Ignore",
+    ) -> CachedObject:
+        """Read, apply ``update`` to a copy, validate with the strategy, write on the read revision; retry.
+
+        ``update`` gets a deep copy of the stored object and returns the desired object (it may raise
+        StatusErrors). ``subresource`` "status" applies the status rules; "" the main resource's."""
+        strategy = self.strategy
+        co, kv = await self._read(namespace, name)
+        for _ in range(MAX_UPDATE_ATTEMPTS):
+            old = co.obj
+            if precondition_uid and old["metadata"].get("uid") != precondition_uid:
+                raise errors.conflict(strategy.resource, name, strategy.group,
+                                      f"Precondition failed: UID in precondition: {precondition_uid}, "
+                                      f"UID in object meta: {old['metadata'].get('uid')}")
+            if precondition_rv and precondition_rv != str(co.rv):
+                raise errors.conflict(strategy.resource, name, strategy.group)
+            result = update(copy.deepcopy(old))
+            new: Object = await result if isinstance(result, Awaitable) else result  # type: ignore[assignment]
+            new = self._prepare_update(new, old, subresource, field_validation)
+            if new == old:
+                return co
+            if dry_run:
+                return self._cached(new, co.rv)
+            if self._finalized(new):
+                return await self._delete_now(namespace, name, new, co.rv)
+            try:
+                rv = await self.storage.update(kv.key, self._encode_for_storage(new), co.rv)
+            except RevisionMismatch as err:
+                if err.current is None:
+                    raise errors.not_found(strategy.resource, name, strategy.group) from None
+                kv = err.current
+                co = self._decode(kv.key, kv.value, kv.mod_revision)
+                continue
+            return self._cached(new, rv)
+        raise errors.conflict(strategy.resource, name, strategy.group, "too many concurrent updates; try again")
+
+    def _prepare_update(self, new: Object, old: Object, subresource: str, field_validation: str) -> Object:
+        strategy = self.strategy
+        if not isinstance(new, dict) or not isinstance(new.get("metadata", {}), dict):
+            raise errors.BadRequest("the object must be a JSON object with metadata")
+        self._decode_typed(new, field_validation)
+        meta = new.setdefault("metadata", {})
+        old_meta = old["metadata"]
+        body_name = meta.get("name")
+        if body_name and body_name != old_meta["name"]:
+            raise errors.BadRequest(f'the name of the object ({body_name}) does not match the name on the URL '
+                                    f'({old_meta["name"]})')
+        if strategy.namespaced and meta.get("namespace") and meta["namespace"] != old_meta.get("namespace"):
+            raise errors.BadRequest("the namespace of the provided object does not match the namespace sent on "
+                                    "the request")
+        new["apiVersion"] = strategy.api_version
+        new["kind"] = strategy.kind
+        new = _kubernetes_order(new)
+        meta = new["metadata"]
+        # Fields only the server sets: carried over from the stored object whatever the client sent.
+        for field in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                      "deletionGracePeriodSeconds", "generation"):
+            if field in old_meta:
+                meta[field] = old_meta[field]
+            else:
+                meta.pop(field, None)
+        meta.pop("resourceVersion", None)
+        meta.pop("selfLink", None)
+        if old_meta.get("deletionTimestamp"):
+            # A terminating object may lose finalizers but not gain new ones (kube-apiserver's rule).
+            added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
+            if added:
+                raise errors.invalid(strategy.kind, old_meta["name"], [Cause(
+                    "FieldValueForbidden", f"Forbidden: no new finalizers can be added if the object is being "
+                    f"deleted, found new finalizers {sorted(added)!r}", "metadata.finalizers")], strategy.group)
+        if subresource == "binding":
+            causes = []  # the server's own write (BindingREST): spec.nodeName and PodScheduled only
+        elif subresource == "status":
+            strategy.prepare_for_status_update(new, old)
+            causes = strategy.validate_status_update(new, old)
+        else:
+            strategy.prepare_for_update(new, old)
+            causes = validate_meta_update(meta, old_meta, strategy) + strategy.validate_update(new, old)
+            if strategy.bumps_generation and strategy.spec_changed(new, old):
+                meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        if causes:
+            raise errors.invalid(strategy.kind, old_meta["name"], causes, strategy.group)
+        # Compare without resourceVersion, so a no-op update is detected.
+        old_rv = old_meta.pop("resourceVersion", None)
+        try:
+            unchanged = new == old
+        finally:
+            if old_rv is not None:
+                old_meta["resourceVersion"] = old_rv
+        if unchanged:
+            return old
+        return new
+
+    @staticmethod
+    def _finalized(obj: Object) -> bool:
+        """Being deleted, no finalizers left and no grace period pending: the object can go."""
+        meta = obj["metadata"]
+        return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and \
+            not meta.get("deletionGracePeriodSeconds")
+
+    async def _delete_now(self, namespace: str | None, name: str, obj: Object, rv: int) -> CachedObject:
+        try:
+            deleted_rv = await self.storage.delete(self.etcd_key(namespace, name), rv)
+        except RevisionMismatch as err:
+            if err.current is None:
+                raise errors.not_found(self.strategy.resource, name, self.strategy.group) from None
+            raise errors.conflict(self.strategy.resource, name, self.strategy.group) from None
+        return self._cached(obj, deleted_rv)
+
+    # --- delete ---------------------------------------------------------------------------------------------
+    async def delete(self, namespace: str | None, name: str, options: DeleteOptions) -> tuple[CachedObject, bool]:
+        """DELETE: returns (object, removed). ``removed`` False means it is now terminating (grace/finalizers)."""
+        strategy = self.strategy
+        co, kv = await self._read(namespace, name)
+        for _ in range(MAX_UPDATE_ATTEMPTS):
+            obj = co.obj
+            meta = obj["metadata"]
+            if options.precondition_uid and meta.get("uid") != options.precondition_uid:
+                raise errors.conflict(strategy.resource, name, strategy.group,
+                                      f"Precondition failed: UID in precondition: {options.precondition_uid}, "
+                                      f"UID in object meta: {meta.get('uid')}")
+            if options.precondition_rv and options.precondition_rv != str(co.rv):
+                raise errors.conflict(strategy.resource, name, strategy.group,
+                                      f"Precondition failed: ResourceVersion in precondition: "
+                                      f"{options.precondition_rv}, ResourceVersion in object meta: {co.rv}")
+            new = self._mark_deleted(obj, options)
+            if options.dry_run:
+                return (self._cached(new, co.rv) if new is not None else co), new is None
+            try:
+                if new is None:
+                    rv = await self.storage.delete(kv.key, co.rv)
+                    return self._restamp(co, rv), True
+                if new is obj:
+                    return co, False
+                rv = await self.storage.update(kv.key, self._encode_for_storage(new), co.rv)
+                return self._cached(new, rv), False
+            except RevisionMismatch as err:
+                if err.current is None:
+                    raise errors.not_found(strategy.resource, name, strategy.group) from None
+                kv = err.current
+                co = self._decode(kv.key, kv.value, kv.mod_revision)
+        raise errors.conflict(strategy.resource, name, strategy.group, "too many concurrent updates; try again")
+
+    def _mark_deleted(self, obj: Object, options: DeleteOptions) -> Object | None:
+        """The object as it should be after this DELETE, or None when it is to be removed now."""
+        strategy = self.strategy
+        meta = obj["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        policy = options.propagation_policy
+        if policy not in (None, "Orphan", "Background", "Foreground"):
+            raise errors.invalid("DeleteOptions", "", [Cause(
+                "FieldValueNotSupported", f'Unsupported value: "{policy}": supported values: "Foreground", '
+                f'"Background", "Orphan"', "propagationPolicy")])
+        if not meta.get("deletionTimestamp"):
+            if policy == "Orphan" and ORPHAN_FINALIZER not in finalizers:
+                finalizers.append(ORPHAN_FINALIZER)
+            elif policy == "Foreground" and FOREGROUND_FINALIZER not in finalizers:
+                finalizers.append(FOREGROUND_FINALIZER)
+            if policy in ("Background", "Foreground"):
+                finalizers = [f for f in finalizers if f != ORPHAN_FINALIZER or policy == "Orphan"]
+        grace = 0
+        if strategy.graceful_deletion:
+            grace = strategy.graceful_delete_seconds(obj, options.grace_period_seconds)
+        if not finalizers and grace == 0:
+            return None
+        new = copy.deepcopy(obj)
+        new_meta = new["metadata"]
+        new_meta.pop("resourceVersion", None)
+        if finalizers:
+            new_meta["finalizers"] = finalizers
+        current_grace = new_meta.get("deletionGracePeriodSeconds")
+        if meta.get("deletionTimestamp") and current_grace is not None and grace >= current_grace:
+            return obj  # already terminating with a shorter (or equal) grace period: nothing to write
+        now = datetime.now(timezone.utc)
+        new_meta["deletionTimestamp"] = (now + timedelta(seconds=grace)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        new_meta["deletionGracePeriodSeconds"] = grace
+        return new
+
+
+def _kubernetes_order(obj: Object) -> Object:
+    """apiVersion, kind, metadata first, as kube-apiserver serialises objects (JSON readers see the same)."""
+    head = ("apiVersion", "kind", "metadata")
+    if tuple(obj)[:3] == head:
+        return obj
+    ordered = {k: obj[k] for k in head if k in obj}
+    ordered.update((k, v) for k, v in obj.items() if k not in ordered)
+    return ordered
+
+
+def filter_for(strategy: Strategy, namespace: str | None, labels: Any, fields: Any) -> ObjectFilter:
+    """The filter of a list or watch; a field selector on a field the resource does not expose is a 400."""
+    supported = strategy.field_labels()
+    for field, _op, _value in fields.requirements:
+        if field not in supported:
+            raise errors.BadRequest(f'field label not supported: {field}')
+    return ObjectFilter(namespace if strategy.namespaced else None, labels, fields,
+                        trigger_fields=("spec.nodeName",) if strategy.resource == "pods" else ())
+

@@ -1,0 +1,406 @@
+"""The watch cache (kube-apiserver's ``Cacher``): one etcd watch per resource, fanned out to every watcher.
+
+For each resource the cache holds the current objects (decoded once, with their JSON bytes encoded once) and a
+ring buffer of recent events. LISTs are answered from memory and watches are fed from it, so a thousand watchers
+cost one etcd watch.
+
+Guarantees:
+- Events reach watchers in revision order, each exactly once; a watch that starts at resourceVersion R gets every
+  change after R (exclusive), replayed from the ring buffer when it still holds them, else from etcd's history
+  through a watch of its own; if etcd has compacted that history, the watch fails with 410 Expired.
+- ``wait_fresh()`` returns once the cache reflects everything etcd had committed when it was called, so
+  consistent reads can be served from memory. One etcd read gives the prefix's key count and highest
+  mod_revision: events arrive in revision order, so once the cache has applied that revision it has seen every
+  put, and a matching key count rules out a delete still in flight.
+- A lost etcd watch is re-established from the last revision seen, so no event is lost or repeated; if that
+  history was compacted meanwhile, the cache relists and emits the difference as events.
+- A watcher that cannot keep up (its buffer fills) is closed, as kube-apiserver closes slow watchers; the client
+  re-watches from the last resourceVersion it saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from apimachinery.errors import Gone, StatusError, Timeout
+
+from .etcd3 import Compacted, EtcdStorage, KeyValue, StorageError, WatchChange
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class CachedObject:
+    """One stored object version: the decoded dict (never mutated), its JSON bytes and what filters need."""
+
+    key: str
+    obj: dict[str, Any]
+    raw: bytes
+    rv: int
+    labels: Mapping[str, str]
+    fields: Mapping[str, str]
+
+
+@dataclass(slots=True)
+class CacheEvent:
+    type: str  # ADDED | MODIFIED | DELETED
+    obj: CachedObject
+    prev: CachedObject | None
+    rv: int
+
+
+# etcd key + value + mod_revision -> CachedObject (the registry owns decoding: RV stamping, fields).
+Decoder = Callable[[bytes, bytes, int], CachedObject]
+Restamper = Callable[[CachedObject, int], CachedObject]
+
+
+class ObjectFilter:
+    """What a list or watch selects: namespace, label selector, field selector (all optional)."""
+
+    __slots__ = ("namespace", "labels", "fields", "trigger")
+
+    def __init__(self, namespace: str | None = None, labels: Any = None, fields: Any = None,
+                 trigger_fields: Iterable[str] = ()) -> None:
+        self.namespace = namespace
+        self.labels = labels if labels is not None and not labels.empty() else None
+        self.fields = fields if fields is not None and not fields.empty() else None
+        # An exact field requirement the cache can index on (kubelets watch spec.nodeName=<node>).
+        self.trigger: tuple[str, str] | None = None
+        if self.fields is not None:
+            for name in trigger_fields:
+                value = self.fields.exact(name)
+                if value is not None:
+                    self.trigger = (name, value)
+                    break
+
+    def matches(self, co: CachedObject) -> bool:
+        if self.namespace is not None and co.fields.get("metadata.namespace") != self.namespace:
+            return False
+        if self.labels is not None and not self.labels.matches(co.labels):
+            return False
+        if self.fields is not None and not self.fields.matches(co.fields):
+            return False
+        return True
+
+
+class CacheWatcher:
+    """One watch: a bounded queue of encoded events, filled by the cache and drained by the HTTP stream."""
+
+    def __init__(self, filter: ObjectFilter, capacity: int, restamp: Restamper) -> None:
+        self.filter = filter
+        self.queue: asyncio.Queue[tuple[str, CachedObject] | None] = asyncio.Queue(maxsize=capacity)
+        self.closed = False
+        # Set when the watch ended on an error the client must see (410 Expired from etcd's history).
+        self.error: StatusError | None = None
+        self._restamp = restamp
+        self._on_stop: Callable[[CacheWatcher], None] | None = None
+
+    def offer(self, event: CacheEvent) -> None:
+        """Convert a cache event as the watcher's selectors see it, and enqueue it (never blocks)."""
+        if self.closed:
+            return
+        cur = self.filter.matches(event.obj)
+        prev = event.prev is not None and self.filter.matches(event.prev)
+        if event.type == "DELETED":
+            if not cur:
+                return
+            out = ("DELETED", event.obj)
+        elif cur and (prev or event.type == "MODIFIED" and event.prev is None):
+            out = ("MODIFIED", event.obj)
+        elif cur:
+            out = ("ADDED", event.obj)
+        elif prev:
+            assert event.prev is not None
+            # The object left the selection: DELETED carrying its last matching state at the new revision.
+            out = ("DELETED", self._restamp(event.prev, event.rv))
+        else:
+            return
+        try:
+            self.queue.put_nowait(out)
+        except asyncio.QueueFull:
+            log.warning("closing a watcher that fell %d events behind", self.queue.maxsize)
+            self.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        while True:
+            try:
+                self.queue.put_nowait(None)
+                break
+            except asyncio.QueueFull:
+                self.queue.get_nowait()
+        if self._on_stop is not None:
+            self._on_stop(self)
+
+    async def next(self) -> tuple[str, CachedObject] | None:
+        """The next (type, object), or None once the watch is closed."""
+        return await self.queue.get()
+
+
+class WatchCache:
+    """Objects of one resource (one etcd prefix), kept current by one etcd watch."""
+
+    def __init__(self, storage: EtcdStorage, prefix: bytes, decode: Decoder, restamp: Restamper,
+                 capacity: int = 10_000, watcher_capacity: int = 10_000,
+                 indexed_fields: Iterable[str] = ()) -> None:
+        self._storage = storage
+        self._prefix = prefix
+        self._decode = decode
+        self._restamp = restamp
+        self._capacity = capacity
+        self._watcher_capacity = watcher_capacity
+        self.indexed_fields = tuple(indexed_fields)
+        self.store: dict[bytes, CachedObject] = {}
+        self.rv = 0  # the cache reflects etcd at this revision
+        self.start_rv = 0  # the ring buffer holds every event with rv > start_rv
+        self._events: deque[CacheEvent] = deque()
+        self._event_rvs: deque[int] = deque()
+        self._watchers: set[CacheWatcher] = set()
+        self._indexed: dict[tuple[str, str], set[CacheWatcher]] = {}
+        self._advanced = asyncio.Condition()
+        self._stream: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._sorted: list[CachedObject] | None = None
+        self._sorted_keys: list[str] = []
+
+    # --- lifecycle ------------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self._relist(emit=False)
+        self._task = asyncio.create_task(self._run(), name=f"watch-cache {self._prefix.decode()}")
+        self._ready.set()
+
+    async def stop(self) -> None:
+        if self._stream is not None:
+            self._stream.cancel()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+        for watcher in list(self._watchers):
+            watcher.close()
+
+    async def _relist(self, emit: bool) -> None:
+        kvs: list[KeyValue] = []
+        start: bytes | None = None
+        revision = 0
+        while True:
+            page, rev, more = await self._storage.list(self._prefix, start=start, revision=revision, limit=10_000)
+            revision = revision or rev
+            kvs.extend(page)
+            if not more:
+                break
+            start = page[-1].key + b"\0"
+        fresh = {kv.key: self._decode(kv.key, kv.value, kv.mod_revision) for kv in kvs}
+        if emit:
+            old = self.store
+            for key, co in fresh.items():
+                prev = old.get(key)
+                if prev is None:
+                    self._emit(CacheEvent("ADDED", co, None, revision))
+                elif prev.rv != co.rv:
+                    self._emit(CacheEvent("MODIFIED", co, prev, revision))
+            for key, prev in old.items():
+                if key not in fresh:
+                    self._emit(CacheEvent("DELETED", self._restamp(prev, revision), prev, revision))
+        self.store = fresh
+        self._sorted = None
+        self.rv = max(self.rv, revision)
+        if not emit:
+            self.start_rv = self.rv
+        await self._notify()
+
+    async def _run(self) -> None:
+        backoff = 0.1
+        while True:
+            self._stream = self._storage.watch(self._prefix, self.rv + 1)
+            try:
+                async for changes in self._stream.batches():
+                    backoff = 0.1
+                    for change in changes:
+                        self._apply(change)
+                    await self._notify()
+            except asyncio.CancelledError:
+                raise
+            except Compacted:
+                log.warning("etcd history for %s compacted while the watch was down: relisting", self._prefix)
+                await self._relist(emit=True)
+            except StorageError as err:
+                log.warning("etcd watch on %s lost (%s); re-establishing from revision %d",
+                            self._prefix.decode(), err, self.rv + 1)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+            finally:
+                self._stream.cancel()
+
+    def _apply(self, change: WatchChange) -> None:
+        rv = change.kv.mod_revision
+        if rv <= self.rv:
+            return  # already seen (a re-established watch never repeats an event)
+        prev = self.store.get(change.kv.key)
+        if change.kind == "delete":
+            if prev is None:
+                self.rv = rv
+                return
+            del self.store[change.kv.key]
+            event = CacheEvent("DELETED", self._restamp(prev, rv), prev, rv)
+        else:
+            co = self._decode(change.kv.key, change.kv.value, rv)
+            self.store[change.kv.key] = co
+            event = CacheEvent("MODIFIED" if prev is not None else "ADDED", co, prev, rv)
+        self._sorted = None
+        self.rv = rv
+        self._emit(event)
+
+    def _emit(self, event: CacheEvent) -> None:
+        if len(self._events) >= self._capacity:
+            self._events.popleft()
+            self.start_rv = self._event_rvs.popleft()
+        self._events.append(event)
+        self._event_rvs.append(event.rv)
+        for watcher in self._targets(event):
+            watcher.offer(event)
+
+    def _targets(self, event: CacheEvent) -> Iterable[CacheWatcher]:
+        if not self._indexed:
+            return list(self._watchers)
+        targets = set(self._watchers)
+        for name in self.indexed_fields:
+            for co in (event.obj, event.prev):
+                if co is not None:
+                    targets |= self._indexed.get((name, co.fields.get(name, "")), set())
+        return targets
+
+    async def _notify(self) -> None:
+        async with self._advanced:
+            self._advanced.notify_all()
+
+    # --- reads ----------------------------------------------------------------------------------------------
+    async def wait_fresh(self, timeout: float = 10.0) -> None:
+        """Wait until the cache has seen everything etcd had committed when this was called (504 past timeout)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            revision, count, latest = await self._storage.prefix_state(self._prefix)
+            if self.rv >= latest and len(self.store) == count:
+                # Nothing in flight up to `revision`: the cache reflects etcd at that revision.
+                self.rv = max(self.rv, revision)
+                return
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise Timeout(f"the watch cache of {self._prefix.decode()} is not catching up with etcd",
+                              retry_after=1)
+            async with self._advanced:
+                try:
+                    await asyncio.wait_for(self._advanced.wait(), min(remaining, 0.05))
+                except TimeoutError:
+                    pass
+
+    async def wait_rv(self, rv: int, timeout: float = 3.0) -> None:
+        """Wait until the cache is at revision ``rv`` or later; 504 Timeout past ``timeout`` (kube-apiserver's
+        "Too large resource version")."""
+        if self.rv >= rv:
+            return
+        await self.wait_fresh(timeout)
+        if self.rv < rv:
+            raise Timeout(f"Too large resource version: {rv}, current: {self.rv}", retry_after=1)
+
+    def get(self, key: bytes) -> CachedObject | None:
+        return self.store.get(key)
+
+    def list(self, filter: ObjectFilter | None = None) -> list[CachedObject]:
+        """Current objects in key order, filtered."""
+        if self._sorted is None:
+            self._sorted = [self.store[k] for k in sorted(self.store)]
+            self._sorted_keys = [co.key for co in self._sorted]
+        if filter is None:
+            return self._sorted
+        candidates = self._sorted
+        if filter.namespace is not None:
+            lo = bisect.bisect_left(self._sorted_keys, f"{filter.namespace}/")
+            hi = bisect.bisect_left(self._sorted_keys, f"{filter.namespace}0")  # '0' sorts right after '/'
+            candidates = self._sorted[lo:hi]
+        return [co for co in candidates if filter.matches(co)]
+
+    # --- watch ----------------------------------------------------------------------------------------------
+    def watch(self, from_rv: int | None, filter: ObjectFilter) -> CacheWatcher:
+        """Start a watch. ``from_rv`` None: the current state as ADDED, then changes. Else changes after it.
+
+        Raises ``Gone`` when ``from_rv`` is older than the ring buffer (callers then try etcd's history).
+        """
+        watcher = CacheWatcher(filter, self._watcher_capacity, self._restamp)
+        if from_rv is None:
+            initial = self.list(filter)
+            watcher.queue = asyncio.Queue(maxsize=max(self._watcher_capacity, len(initial) + self._watcher_capacity))
+            for co in initial:
+                watcher.queue.put_nowait(("ADDED", co))
+        else:
+            if from_rv < self.start_rv:
+                raise Gone(f"too old resource version: {from_rv} ({self.start_rv})")
+            lo = bisect.bisect_right(self._event_rvs, from_rv)
+            for i in range(lo, len(self._events)):
+                watcher.offer(self._events[i])
+        self._register(watcher)
+        return watcher
+
+    def _register(self, watcher: CacheWatcher) -> None:
+        if watcher.filter.trigger is not None and watcher.filter.trigger[0] in self.indexed_fields:
+            self._indexed.setdefault(watcher.filter.trigger, set()).add(watcher)
+        else:
+            self._watchers.add(watcher)
+        watcher._on_stop = self._unregister
+
+    def _unregister(self, watcher: CacheWatcher) -> None:
+        self._watchers.discard(watcher)
+        trigger = watcher.filter.trigger
+        if trigger is not None and trigger in self._indexed:
+            self._indexed[trigger].discard(watcher)
+            if not self._indexed[trigger]:
+                del self._indexed[trigger]
+
+    def watch_from_storage(self, from_rv: int, filter: ObjectFilter) -> CacheWatcher:
+        """A watch older than the ring buffer, served from etcd's own history by a dedicated etcd watch."""
+        watcher = CacheWatcher(filter, self._watcher_capacity, self._restamp)
+        stream = self._storage.watch(self._prefix, from_rv + 1)
+
+        async def pump() -> None:
+            try:
+                async for changes in stream.batches():
+                    for change in changes:
+                        rv = change.kv.mod_revision
+                        prev = (self._decode(change.prev.key, change.prev.value, change.prev.mod_revision)
+                                if change.prev is not None else None)
+                        if change.kind == "delete":
+                            if prev is None:
+                                continue
+                            event = CacheEvent("DELETED", self._restamp(prev, rv), prev, rv)
+                        else:
+                            co = self._decode(change.kv.key, change.kv.value, rv)
+                            created = change.kv.create_revision == rv
+                            event = CacheEvent("ADDED" if created else "MODIFIED", co, prev, rv)
+                        watcher.offer(event)
+                    if watcher.closed:
+                        return
+            except Compacted as err:
+                watcher.error = Gone(f"too old resource version: {from_rv} ({err.compact_revision})")
+            except StorageError as err:
+                log.warning("etcd history watch ended: %s", err)
+            finally:
+                stream.cancel()
+                watcher.close()
+
+        task = asyncio.create_task(pump())
+        watcher._on_stop = lambda w: task.cancel() if not task.done() and task is not asyncio.current_task() \
+            else None
+        return watcher
+

@@ -1,0 +1,265 @@
+"""The only code that talks to etcd: ranges, transactions and watch streams over etcd's v3 gRPC API.
+
+aetcd supplies the connection and the generated gRPC stubs; its convenience methods lack what the apiserver
+needs (ranges with ``limit``/``revision``/sorting, compares on ``mod_revision``), so this module
+builds the requests itself. Everything above it speaks in ``KeyValue``s and revisions; etcd errors become the
+three storage exceptions below, which the registry turns into Kubernetes ``Status`` errors.
+
+Guarantees:
+- ``create`` succeeds only if the key does not exist (``create_revision == 0``);
+- ``update``/``delete`` with an ``expected_revision`` succeed only if the key's ``mod_revision`` still equals it,
+  so concurrent read-modify-write loops never lose an update;
+- ``watch`` yields every change after ``start_revision`` in revision order, batch by batch, and raises
+  ``Compacted`` when that history is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import grpc
+from aetcd import rpc
+
+
+@dataclass(slots=True, frozen=True)
+class KeyValue:
+    key: bytes
+    value: bytes
+    mod_revision: int
+    create_revision: int
+
+
+@dataclass(slots=True, frozen=True)
+class WatchChange:
+    """One etcd event: ``kind`` is ``put`` or ``delete``; ``prev`` is the value before it (when etcd still has it)."""
+
+    kind: str
+    kv: KeyValue
+    prev: KeyValue | None
+
+
+class StorageError(Exception):
+    """Base of the storage layer's own errors."""
+
+
+class KeyExists(StorageError):
+    pass
+
+
+class RevisionMismatch(StorageError):
+    """The key's mod_revision was not the expected one; ``current`` is what is stored now (None: gone)."""
+
+    def __init__(self, current: KeyValue | None) -> None:
+        super().__init__("revision mismatch")
+        self.current = current
+
+
+class Compacted(StorageError):
+    """The requested revision is older than etcd's compacted history."""
+
+    def __init__(self, compact_revision: int) -> None:
+        super().__init__(f"required revision has been compacted (compact revision {compact_revision})")
+        self.compact_revision = compact_revision
+
+
+class Unavailable(StorageError):
+    pass
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The range end that covers every key starting with ``prefix``."""
+    end = bytearray(prefix)
+    for i in range(len(end) - 1, -1, -1):
+        if end[i] < 0xFF:
+            end[i] += 1
+            return bytes(end[: i + 1])
+    return b"\0"
+
+
+def _kv(pb: Any) -> KeyValue:
+    return KeyValue(pb.key, pb.value, pb.mod_revision, pb.create_revision)
+
+
+def grpc_target(servers: list[str]) -> str:
+    """A gRPC target for ``--etcd-servers``: several IP endpoints become one round-robin ``ipv4:`` target."""
+    endpoints = []
+    for server in servers:
+        parts = urlsplit(server if "://" in server else f"http://{server}")
+        endpoints.append((parts.hostname or "127.0.0.1", parts.port or 2379))
+    if len(endpoints) > 1:
+        try:
+            for host, _ in endpoints:
+                ipaddress.IPv4Address(host)
+            return "ipv4:" + ",".join(f"{h}:{p}" for h, p in endpoints)
+        except ValueError:
+            pass
+    host, port = endpoints[0]
+    return f"{host}:{port}"
+
+
+class EtcdStorage:
+    """A connection to etcd and the handful of operations the apiserver performs."""
+
+    def __init__(self, servers: list[str], timeout: float = 10.0) -> None:
+        self._target = grpc_target(servers)
+        self._timeout = timeout
+        self._channel: grpc.aio.Channel | None = None
+        self._kv: Any = None
+        self._watch: Any = None
+
+    async def connect(self) -> None:
+        options = [("grpc.max_receive_message_length", 256 * 1024 * 1024),
+                   ("grpc.keepalive_time_ms", 30_000)]
+        if self._target.startswith("ipv4:"):
+            options.append(("grpc.lb_policy_name", "round_robin"))
+        self._channel = grpc.aio.insecure_channel(self._target, options=options)
+        self._kv = rpc.KVStub(self._channel)
+        self._watch = rpc.WatchStub(self._channel)
+        await self.current_revision()
+
+    async def close(self) -> None:
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None
+
+    async def _call(self, method: Any, request: Any) -> Any:
+        try:
+            return await method(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.OUT_OF_RANGE and "compacted" in (err.details() or ""):
+                raise Compacted(0) from err
+            raise Unavailable(f"etcd: {err.code().name}: {err.details()}") from err
+
+    # --- reads ----------------------------------------------------------------------------------------------
+    async def current_revision(self) -> int:
+        resp = await self._call(self._kv.Range, rpc.RangeRequest(key=b"\0", count_only=True, limit=1))
+        return int(resp.header.revision)
+
+    async def get(self, key: bytes) -> KeyValue | None:
+        resp = await self._call(self._kv.Range, rpc.RangeRequest(key=key))
+        return _kv(resp.kvs[0]) if resp.kvs else None
+
+    async def list(self, prefix: bytes, *, start: bytes | None = None, revision: int = 0,
+                   limit: int = 0) -> tuple[list[KeyValue], int, bool]:
+        """Keys under ``prefix`` from ``start`` (inclusive), at ``revision`` (0 = now): (kvs, revision, more)."""
+        request = rpc.RangeRequest(key=start or prefix, range_end=prefix_end(prefix), revision=revision,
+                                   limit=limit)
+        resp = await self._call(self._kv.Range, request)
+        return [_kv(kv) for kv in resp.kvs], int(resp.header.revision), bool(resp.more)
+
+    async def prefix_state(self, prefix: bytes) -> tuple[int, int, int]:
+        """(revision, keys under ``prefix``, highest mod_revision among them) in one read: enough for the watch
+        cache to tell whether it has seen every change (see ``WatchCache.wait_fresh``)."""
+        request = rpc.RangeRequest(key=prefix, range_end=prefix_end(prefix), limit=1, keys_only=True,
+                                   sort_order=rpc.RangeRequest.DESCEND, sort_target=rpc.RangeRequest.MOD)
+        resp = await self._call(self._kv.Range, request)
+        latest = int(resp.kvs[0].mod_revision) if resp.kvs else 0
+        return int(resp.header.revision), int(resp.count), latest
+
+    # --- writes ---------------------------------------------------------------------------------------------
+    async def _txn(self, key: bytes, compare: Any, success: Any) -> tuple[bool, Any]:
+        request = rpc.TxnRequest(
+            compare=[compare],
+            success=[success],
+            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=key))],
+        )
+        resp = await self._call(self._kv.Txn, request)
+        return bool(resp.succeeded), resp
+
+    async def create(self, key: bytes, value: bytes) -> int:
+        """Write a new key; raises ``KeyExists``. Returns the new revision."""
+        ok, resp = await self._txn(
+            key,
+            rpc.Compare(key=key, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=0),
+            rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value)),
+        )
+        if not ok:
+            raise KeyExists(key.decode())
+        return int(resp.header.revision)
+
+    async def update(self, key: bytes, value: bytes, expected_revision: int) -> int:
+        """Overwrite ``key`` if its mod_revision is ``expected_revision``; raises ``RevisionMismatch``."""
+        ok, resp = await self._txn(
+            key,
+            rpc.Compare(key=key, target=rpc.Compare.MOD, result=rpc.Compare.EQUAL, mod_revision=expected_revision),
+            rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value)),
+        )
+        if not ok:
+            raise RevisionMismatch(self._current_from_failure(resp))
+        return int(resp.header.revision)
+
+    async def delete(self, key: bytes, expected_revision: int) -> int:
+        """Delete ``key`` if its mod_revision is ``expected_revision``; raises ``RevisionMismatch``."""
+        ok, resp = await self._txn(
+            key,
+            rpc.Compare(key=key, target=rpc.Compare.MOD, result=rpc.Compare.EQUAL, mod_revision=expected_revision),
+            rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=key)),
+        )
+        if not ok:
+            raise RevisionMismatch(self._current_from_failure(resp))
+        return int(resp.header.revision)
+
+    @staticmethod
+    def _current_from_failure(resp: Any) -> KeyValue | None:
+        kvs = resp.responses[0].response_range.kvs
+        return _kv(kvs[0]) if kvs else None
+
+    async def compact(self, revision: int) -> None:
+        await self._call(self._kv.Compact, rpc.CompactionRequest(revision=revision, physical=True))
+
+    # --- watch ----------------------------------------------------------------------------------------------
+    def watch(self, prefix: bytes, start_revision: int) -> WatchStream:
+        return WatchStream(self._watch, prefix, start_revision)
+
+
+class WatchStream:
+    """One etcd watch over a prefix, as an async iterator of change batches (one batch per etcd response).
+
+    (etcd's watch progress requests are not used: before etcd 3.4.25/3.5.8 a progress notification could
+    overtake events still in flight — etcd issue 15220 — and Debian ships 3.4.23.)
+    """
+
+    def __init__(self, stub: Any, prefix: bytes, start_revision: int) -> None:
+        self._stub = stub
+        self._prefix = prefix
+        self._start = start_revision
+        self._requests: asyncio.Queue[Any] = asyncio.Queue()
+        self._call: Any = None
+
+    async def _request_iter(self) -> AsyncIterator[Any]:
+        yield rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
+            key=self._prefix, range_end=prefix_end(self._prefix), start_revision=self._start, prev_kv=True))
+        while True:
+            request = await self._requests.get()
+            if request is None:
+                return
+            yield request
+
+    async def batches(self) -> AsyncIterator[list[WatchChange]]:
+        """Yields non-empty lists of changes, in revision order."""
+        self._call = self._stub.Watch(self._request_iter())
+        try:
+            async for resp in self._call:
+                if resp.compact_revision:
+                    raise Compacted(int(resp.compact_revision))
+                if resp.canceled:
+                    raise Unavailable(f"etcd watch canceled: {resp.cancel_reason}")
+                if not resp.events:
+                    continue
+                yield [
+                    WatchChange("delete" if ev.type == 1 else "put", _kv(ev.kv),
+                                _kv(ev.prev_kv) if ev.HasField("prev_kv") else None)
+                    for ev in resp.events
+                ]
+        except grpc.aio.AioRpcError as err:
+            raise Unavailable(f"etcd watch: {err.code().name}: {err.details()}") from err
+
+    def cancel(self) -> None:
+        self._requests.put_nowait(None)
+        if self._call is not None:
+            self._call.cancel()

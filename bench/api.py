@@ -1,0 +1,145 @@
+"""Pod creates per second through the apiserver, against raw etcd puts of the same bytes (the baseline).
+
+Both run in the same process against the same etcd, at concurrency 1 and 50:
+- baseline: ``aetcd`` ``put`` of the pod's JSON bytes to fresh keys (what storage alone costs);
+- apiserver: ``POST /api/v1/namespaces/<ns>/pods`` over HTTP with aiohttp (decode, default, validate, etcd
+  transaction, watch cache fan-out, encode).
+Each figure is the median of ``--repeat`` runs; the ratio is apiserver / raw etcd. Target: >= 0.5 at
+concurrency 50.
+
+    python bench/api.py [--count 2000] [--repeat 3] [--master URL --etcd URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import aetcd
+import aiohttp
+import httpx
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kubelab.etcd import EtcdServer, free_port  # noqa: E402
+
+
+def pod(name: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "bench"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"],
+                                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
+    }
+
+
+async def run_concurrently(count: int, concurrency: int, op) -> float:
+    """Run ``op(i)`` for i in range(count) with ``concurrency`` in flight; returns ops/second."""
+    next_i = 0
+
+    async def worker() -> None:
+        nonlocal next_i
+        while next_i < count:
+            i = next_i
+            next_i += 1
+            await op(i)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return count / (time.perf_counter() - start)
+
+
+async def raw_etcd(etcd_url: str, count: int, concurrency: int) -> float:
+    parts = urlsplit(etcd_url)
+    body = orjson.dumps(pod("x"))
+    prefix = f"/bench-raw/{uuid.uuid4().hex}/".encode()
+    async with aetcd.Client(host=parts.hostname or "127.0.0.1", port=parts.port or 2379) as client:
+        async def put(i: int) -> None:
+            await client.put(prefix + str(i).encode(), body)
+
+        rate = await run_concurrently(count, concurrency, put)
+        await client.delete_prefix(prefix)
+    return rate
+
+
+async def through_apiserver(master: str, count: int, concurrency: int) -> float:
+    ns = f"bench-{uuid.uuid4().hex[:8]}"
+    connector = aiohttp.TCPConnector(limit=concurrency + 5)
+    async with aiohttp.ClientSession(master, connector=connector) as session:
+        async with session.post("/api/v1/namespaces", json={"metadata": {"name": ns}}) as resp:
+            assert resp.status == 201, await resp.text()
+        bodies = [orjson.dumps(pod(f"p{i}")) for i in range(count)]
+        headers = {"Content-Type": "application/json"}
+
+        async def create(i: int) -> None:
+            async with session.post(f"/api/v1/namespaces/{ns}/pods", data=bodies[i], headers=headers) as resp:
+                if resp.status != 201:
+                    raise RuntimeError(f"create failed: {resp.status} {await resp.text()}")
+                await resp.read()
+
+        return await run_concurrently(count, concurrency, create)
+
+
+def start_cluster(tmp: Path) -> tuple[EtcdServer, subprocess.Popen[bytes], str]:
+    etcd = EtcdServer(tmp / "etcd", log_path=tmp / "etcd.log")
+    etcd.start()
+    port = free_port()
+    log = open(tmp / "apiserver.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "apiserver", "--etcd-servers", etcd.url, "--port", str(port),
+                             "-v", "0"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    master = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{master}/healthz", timeout=1).status_code == 200:
+                return etcd, proc, master
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError("apiserver did not become healthy")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=2000, help="creates per run at concurrency 50")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--master", help="use a running apiserver (also pass --etcd)")
+    parser.add_argument("--etcd", help="the etcd that apiserver uses")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="kubelab-bench-") as tmp:
+        etcd = proc = None
+        if args.master:
+            master, etcd_url = args.master, args.etcd
+            assert etcd_url, "--master needs --etcd"
+        else:
+            etcd, proc, master = start_cluster(Path(tmp))
+            etcd_url = etcd.url
+        try:
+            print(f"{'concurrency':>11} {'raw etcd puts/s':>16} {'apiserver creates/s':>20} {'ratio':>6}")
+            for concurrency, count in ((1, max(args.count // 4, 100)), (50, args.count)):
+                raw = [asyncio.run(raw_etcd(etcd_url, count, concurrency)) for _ in range(args.repeat)]
+                api = [asyncio.run(through_apiserver(master, count, concurrency)) for _ in range(args.repeat)]
+                raw_m, api_m = statistics.median(raw), statistics.median(api)
+                print(f"{concurrency:>11} {raw_m:>16.0f} {api_m:>20.0f} {api_m / raw_m:>6.2f}")
+            print(f"(median of {args.repeat} runs; {args.count} creates per run at concurrency 50)")
+        finally:
+            if proc is not None:
+                proc.terminate()
+                proc.wait(10)
+            if etcd is not None:
+                etcd.stop()
+
+
+if __name__ == "__main__":
+    main()

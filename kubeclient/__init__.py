@@ -1,0 +1,85 @@
+"""kubelab's client-go: REST transport, typed-dict resource clients, informers, workqueue, leader election.
+
+Layers (each imports only those above it)::
+
+    types, resources, clock, backoff, config     wire shapes, resource table, time, retry timing, kubeconfig
+    rest (RESTClient) | fake (FakeAPIServer)     the Transport: HTTP, or in memory for unit tests
+    client (ResourceClient, Clientset), events   requests per resource; event recording
+    informer (store, listwatch, reflector,       the List-Watch cache every component builds on
+              informer, factory)
+    workqueue, leaderelection                    controller plumbing
+
+Only ``rest`` touches the network, and it turns every failure into an ``apimachinery.errors`` exception.
+"""
+
+from kubeclient.backoff import Backoff, jittered
+from kubeclient.client import PATCH_CONTENT_TYPES, Clientset, PatchType, PodClient, ResourceClient
+from kubeclient.clock import REAL_CLOCK, Clock, RealClock, format_micro_time, format_time
+from kubeclient.config import Config, ConfigError, build_config, load_kubeconfig
+from kubeclient.events import EventRecorder, make_event, object_reference
+from kubeclient.fake import FakeAPIServer
+from kubeclient.informer import (
+    NAMESPACE_INDEX,
+    NODE_NAME_INDEX,
+    Delta,
+    DeletedFinalStateUnknown,
+    Indexer,
+    IndexFunc,
+    InformerFactory,
+    ListerWatcher,
+    ListWatch,
+    Reflector,
+    HandlerRegistration,
+    SharedInformer,
+    Store,
+    field_index_func,
+    meta_namespace_key,
+    namespace_index_func,
+    node_name_index_func,
+    split_meta_namespace_key,
+    wait_for_cache_sync,
+)
+from kubeclient.leaderelection import LeaderElector
+from kubeclient.resources import (
+    CONFIG_MAPS,
+    DEPLOYMENTS,
+    EVENTS,
+    LEASES,
+    NAMESPACES,
+    NODES,
+    PODS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    RESOURCES,
+    SERVICES,
+    Resource,
+    parse_path,
+    resource_for,
+)
+from kubeclient.rest import RESTClient
+from kubeclient.types import Object, ObjectKey, Transport, WatchEvent, WatchEventType
+from kubeclient.workqueue import (
+    BucketRateLimiter,
+    DelayingQueue,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+    Queue,
+    QueueShutDown,
+    RateLimiter,
+    RateLimitingQueue,
+    default_controller_rate_limiter,
+)
+
+__all__ = [
+    "CONFIG_MAPS", "DEPLOYMENTS", "EVENTS", "LEASES", "NAMESPACES", "NAMESPACE_INDEX", "NODES", "NODE_NAME_INDEX",
+    "PATCH_CONTENT_TYPES", "PODS", "REAL_CLOCK", "REPLICATION_CONTROLLERS", "REPLICA_SETS", "RESOURCES", "SERVICES",
+    "Backoff", "BucketRateLimiter", "Clientset", "Clock", "Config", "ConfigError", "DelayingQueue", "Delta",
+    "DeletedFinalStateUnknown", "EventRecorder", "FakeAPIServer", "IndexFunc", "Indexer", "InformerFactory",
+    "ItemExponentialFailureRateLimiter", "LeaderElector", "ListWatch", "ListerWatcher", "MaxOfRateLimiter", "Object",
+    "ObjectKey", "PatchType", "PodClient", "Queue", "QueueShutDown", "RESTClient", "RateLimiter",
+    "RateLimitingQueue", "RealClock", "Reflector", "Resource", "ResourceClient", "HandlerRegistration",
+    "SharedInformer", "Store", "Transport", "WatchEvent", "WatchEventType", "build_config",
+    "default_controller_rate_limiter", "field_index_func", "format_micro_time", "format_time", "jittered",
+    "load_kubeconfig", "make_event", "meta_namespace_key", "namespace_index_func", "node_name_index_func",
+    "object_reference", "parse_path", "resource_for", "split_meta_namespace_key", "wait_for_cache_sync",
+]

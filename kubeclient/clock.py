@@ -1,0 +1,55 @@
+"""Time as the client layers see it: a swappable clock, and the API's two timestamp formats for its readings.
+
+Loops that wait (reflector backoff, leader election, event aggregation) take a ``Clock`` so tests can drive
+them; ``RealClock`` reads the monotonic clock for durations and the UTC wall clock for timestamps written
+into objects.  Durations never use wall time, so a clock step cannot expire a lease early.  (Parsing, and
+formatting the current time, live in ``apimachinery.meta``; these format a given reading of a ``Clock``.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime, timezone
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes backwards (for durations and expiry)."""
+        ...
+
+    def now(self) -> datetime:
+        """The current UTC wall-clock time (for timestamps written into objects)."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``; cancellable."""
+        ...
+
+
+class RealClock:
+    """The process clock: ``time.monotonic``, ``datetime.now(UTC)`` and ``asyncio.sleep``."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+REAL_CLOCK = RealClock()
+
+
+def format_time(dt: datetime) -> str:
+    """``metav1.Time``: RFC 3339 in UTC with whole seconds, e.g. ``2024-05-01T12:00:00Z``."""
+    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(dt: datetime) -> str:
+    """``metav1.MicroTime``: RFC 3339 in UTC with microseconds, e.g. ``2024-05-01T12:00:00.123456Z``."""
+    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+

@@ -1,0 +1,201 @@
+"""core/v1 Events: a builder, and an ``EventRecorder`` that aggregates repeats like client-go's.
+
+The recorder's guarantees:
+
+* ``event(...)`` never blocks and never raises: it queues the event for a background task (created on first
+  use) and drops it — with a log line — when ``queue_size`` events are already waiting, so a controller under
+  load keeps reconciling instead of waiting on event writes (client-go's broadcaster drops the same way).
+* Repeats are aggregated as client-go's ``EventCorrelator`` does: an event with the same involved object
+  (kind, namespace, name, uid, apiVersion), type, reason, message and source as one written within ``window``
+  seconds PATCHes that event's ``count``/``lastTimestamp`` instead of creating a new object.  If the earlier
+  event is gone (events expire), a new one is created.  The cache is an LRU of ``cache_size`` keys.
+* Writes are serialized, so two repeats never race into two objects.  Failures are logged, not raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from apimachinery.errors import NotFound, StatusError
+from kubeclient.clock import REAL_CLOCK, Clock, format_time
+from kubeclient.types import Object
+
+if TYPE_CHECKING:
+    from kubeclient.client import ResourceClient
+
+log = logging.getLogger(__name__)
+
+EventType = Literal["Normal", "Warning"]
+
+_last_suffix = 0
+
+
+def _name_suffix() -> str:
+    """A strictly increasing nanosecond stamp in hex, as client-go names events ``<object>.<hex ns>``."""
+    global _last_suffix
+    _last_suffix = max(time.time_ns(), _last_suffix + 1)
+    return f"{_last_suffix:x}"
+
+
+def object_reference(obj: Object, field_path: str | None = None) -> Object:
+    """A ``v1.ObjectReference`` to ``obj`` (empty fields omitted)."""
+    meta = obj.get("metadata") or {}
+    ref = {
+        "kind": obj.get("kind"),
+        "namespace": meta.get("namespace"),
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "apiVersion": obj.get("apiVersion"),
+        "resourceVersion": meta.get("resourceVersion"),
+        "fieldPath": field_path,
+    }
+    return {k: v for k, v in ref.items() if v}
+
+
+def make_event(
+    involved: Object,
+    *,
+    event_type: EventType,
+    reason: str,
+    message: str,
+    component: str,
+    host: str | None = None,
+    now: datetime | None = None,
+) -> Object:
+    """A new Event (count 1) about ``involved``, in its namespace (``default`` for cluster-scoped objects)."""
+    ref = object_reference(involved)
+    ts = format_time(now or REAL_CLOCK.now())
+    source = {"component": component, **({"host": host} if host else {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{ref.get('name', 'unknown')}.{_name_suffix()}",
+                     "namespace": ref.get("namespace") or "default"},
+        "involvedObject": ref,
+        "reason": reason,
+        "message": message,
+        "type": event_type,
+        "source": source,
+        "firstTimestamp": ts,
+        "lastTimestamp": ts,
+        "count": 1,
+        "reportingComponent": component,
+        "reportingInstance": host or "",
+    }
+
+
+@dataclass(slots=True)
+class _Seen:
+    name: str
+    namespace: str
+    count: int
+    last_seen: float
+
+
+_Key = tuple[Any, ...]
+
+
+class EventRecorder:
+    """Records Events on behalf of ``component`` (running on ``host``); see the module docstring."""
+
+    def __init__(
+        self,
+        events: ResourceClient,
+        component: str,
+        host: str | None = None,
+        *,
+        window: float = 600.0,
+        cache_size: int = 4096,
+        queue_size: int = 1000,
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
+        self._events = events
+        self.component = component
+        self.host = host
+        self._window = window
+        self._cache_size = cache_size
+        self._queue_size = queue_size
+        self._clock = clock
+        self._cache: OrderedDict[_Key, _Seen] = OrderedDict()
+        self._pending: deque[tuple[Object, EventType, str, str]] = deque()
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._worker: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+
+    def event(self, obj: Object, event_type: EventType, reason: str, message: str) -> None:
+        """Queue an event about ``obj`` without waiting (see the module docstring for dropping)."""
+        if len(self._pending) >= self._queue_size:
+            log.warning("event queue full, dropping %s event %s: %s", event_type, reason, message)
+            return
+        self._pending.append((obj, event_type, reason, message))
+        self._idle.clear()
+        self._wakeup.set()
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.get_running_loop().create_task(self._drain(), name="event-recorder")
+
+    async def record(self, obj: Object, event_type: EventType, reason: str, message: str) -> Object:
+        """Write (or aggregate into) the event now and return it as stored; raises on API errors."""
+        key = self._key(obj, event_type, reason, message)
+        async with self._lock:
+            now, mono = self._clock.now(), self._clock.monotonic()
+            seen = self._cache.get(key)
+            if seen is not None and mono - seen.last_seen <= self._window:
+                patch = {"count": seen.count + 1, "lastTimestamp": format_time(now), "message": message}
+                try:
+                    stored = await self._events.patch(seen.name, patch, "merge", seen.namespace)
+                except NotFound:
+                    pass
+                else:
+                    seen.count, seen.last_seen = int(stored.get("count") or seen.count + 1), mono
+                    self._cache.move_to_end(key)
+                    return stored
+            event = make_event(obj, event_type=event_type, reason=reason, message=message,
+                               component=self.component, host=self.host, now=now)
+            stored = await self._events.create(event)
+            meta = stored.get("metadata") or event["metadata"]
+            self._cache[key] = _Seen(meta["name"], meta["namespace"], int(stored.get("count") or 1), mono)
+            self._cache.move_to_end(key)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+            return stored
+
+    def _key(self, obj: Object, event_type: str, reason: str, message: str) -> _Key:
+        ref = object_reference(obj)
+        return (ref.get("kind"), ref.get("namespace"), ref.get("name"), ref.get("uid"), ref.get("apiVersion"),
+                event_type, reason, message, self.component, self.host)
+
+    async def _drain(self) -> None:
+        while True:
+            while self._pending:
+                obj, event_type, reason, message = self._pending.popleft()
+                try:
+                    await self.record(obj, event_type, reason, message)
+                except (StatusError, ValueError) as e:
+                    log.warning("could not record %s event %s on %s: %s", event_type, reason,
+                                (obj.get("metadata") or {}).get("name"), e)
+            self._idle.set()
+            self._wakeup.clear()
+            await self._wakeup.wait()
+
+    async def flush(self) -> None:
+        """Wait until every queued event has been written (or failed)."""
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        """Flush, then stop the background task."""
+        await self.flush()
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except asyncio.CancelledError:
+                pass
+            self._worker = None

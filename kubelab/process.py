@@ -1,0 +1,231 @@
+"""Spawn, watch and stop component processes: one OS process per component, each its own group.
+
+Why process groups: a component may start children (the kubelet runs containers as processes), and
+Ctrl-C in the launcher's terminal must not reach them directly — the launcher stops them in reverse
+order instead (SIGTERM to the group, then SIGKILL after a timeout). Stopping works from a pid alone, so
+`kubelab down` can stop what a detached `kubelab up` left running; the recorded start time guards
+against signalling an unrelated process that reused the pid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import httpx
+
+__all__ = [
+    "Spawned",
+    "group_members",
+    "pid_alive",
+    "process_start_time",
+    "spawn",
+    "stop_group",
+    "stop_groups",
+    "tail",
+    "wait_http_ok",
+]
+
+
+class Spawned:
+    """A component process we started: its Popen, log file and when it started."""
+
+    def __init__(self, name: str, popen: subprocess.Popen[bytes], log_path: Path) -> None:
+        self.name = name
+        self.popen = popen
+        self.log_path = log_path
+        self.started_at = time.time()
+        self.start_time = process_start_time(popen.pid)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def exit_code(self) -> int | None:
+        """None while running (reaps the process when it has exited)."""
+        return self.popen.poll()
+
+
+def spawn(
+    name: str,
+    argv: Sequence[str],
+    log_path: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Spawned:
+    """Start argv in a new session (own process group), stdout+stderr appended to log_path."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        log.write(f"\n==> {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(argv)}\n".encode())
+        log.flush()
+        popen = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            cwd=cwd,
+        )
+    return Spawned(name, popen, log_path)
+
+
+def process_start_time(pid: int) -> int | None:
+    """The kernel's start time of pid in clock ticks since boot (Linux), None when unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode()
+    except OSError:
+        return None
+    # The command name (field 2) may contain spaces and parentheses: split after its last ')'.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return int(fields[19])  # field 22 overall
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes in process group pgid, found through /proc (Linux)."""
+    members: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry))
+    return members
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].startswith("Z")
+
+
+def pid_alive(pid: int | None, start_time: int | None = None) -> bool:
+    """True if pid runs and, when start_time is given, is still the process that was recorded."""
+    if not pid or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    if _is_zombie(pid):
+        return False
+    if start_time is not None:
+        now = process_start_time(pid)
+        if now is not None and now != start_time:
+            return False
+    return True
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _is_zombie(pid)
+
+
+def _reap(pid: int) -> None:
+    """Collect our own exited child so it does not linger as a zombie (no-op for others)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def stop_group(pid: int, start_time: int | None = None, timeout: float = 10.0) -> bool:
+    """SIGTERM pid's process group, SIGKILL it after timeout; True if it was running."""
+    return bool(stop_groups([(pid, start_time)], timeout))
+
+
+def stop_groups(targets: Sequence[tuple[int, int | None]], timeout: float = 10.0) -> list[int]:
+    """Stop several process groups at once (SIGTERM all, wait, SIGKILL stragglers).
+
+    Each target is (pid of the group leader, its recorded start time or None). A pid whose start
+    time no longer matches belongs to someone else and is left alone. Returns the pids that were
+    running and got stopped.
+    """
+    running: list[int] = []
+    for pid, start_time in targets:
+        if pid_alive(pid, start_time):
+            running.append(pid)
+            _killpg(pid, signal.SIGTERM)
+        elif not _pid_exists(pid):
+            # The leader is gone, but children it started may still hold its group id; no other
+            # process can have that id while they live, so killing the group is safe.
+            _killpg(pid, signal.SIGKILL)
+            _reap(pid)
+    deadline = time.monotonic() + timeout
+    pending = list(running)
+    while pending and time.monotonic() < deadline:
+        for pid in pending:
+            _reap(pid)
+        pending = [pid for pid in pending if pid_alive(pid)]
+        if pending:
+            time.sleep(0.05)
+    for pid in running:
+        _killpg(pid, signal.SIGKILL)  # stragglers, and anything a leader started and left behind
+    # SIGKILL is delivered asynchronously: wait (briefly) until each group is really empty.
+    kill_deadline = time.monotonic() + 5.0
+    pending = list(running)
+    while pending and time.monotonic() < kill_deadline:
+        for pid in pending:
+            _reap(pid)
+        pending = [pid for pid in pending if pid_alive(pid) or group_members(pid)]
+        if pending:
+            time.sleep(0.02)
+    return running
+
+
+def _killpg(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def wait_http_ok(
+    url: str,
+    timeout: float,
+    alive: Callable[[], bool] = lambda: True,
+    expect_body: str | None = None,
+) -> bool:
+    """Poll url until it answers 200 (and body == expect_body if given); False on timeout or death."""
+    deadline = time.monotonic() + timeout
+    with httpx.Client(timeout=1.0) as client:
+        while time.monotonic() < deadline:
+            if not alive():
+                return False
+            try:
+                r = client.get(url)
+                if r.status_code == 200 and (expect_body is None or r.text.strip() == expect_body):
+                    return True
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+    return False
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    """The last lines of a log, for error messages."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 16384))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,95 @@
+"""``<data-dir>/state.json``: what `kubelab up` started, so `status` and `down` can find it later.
+
+Why a file: a detached `up` exits, and `down` runs in another process (often another terminal). Each
+record keeps the kernel's start time of the pid, so a pid reused by an unrelated process after a
+reboot or a crash is never signalled. Writes are atomic (temp file + rename): `status` may read while
+`up` is still writing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ClusterState", "ProcessRecord", "load_state", "remove_state", "save_state", "state_path"]
+
+STATE_FILE = "state.json"
+
+
+@dataclass
+class ProcessRecord:
+    """One running process: etcd, the apiserver, a controller-manager, a scheduler or a kubelet."""
+
+    name: str  # unique within the cluster: "etcd", "apiserver", "kubelet-node01"
+    component: str  # the component table's name ("etcd" for etcd)
+    pid: int
+    start_time: int | None  # /proc/<pid>/stat start time in clock ticks, guards against pid reuse
+    started_at: float  # wall-clock seconds since the epoch, for UPTIME
+    log: str
+    port: int | None = None
+    health_url: str | None = None
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> ProcessRecord:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in raw.items() if k in known})
+
+
+@dataclass
+class ClusterState:
+    """Everything `up` started, in start order (`down` stops them in reverse)."""
+
+    data_dir: str
+    api_url: str
+    etcd_url: str
+    etcd_client_port: int
+    etcd_peer_port: int
+    kubeconfig: str
+    launcher_pid: int | None = None  # set while a foreground `up` supervises the processes
+    launcher_start_time: int | None = None
+    processes: list[ProcessRecord] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> ClusterState:
+        raw = json.loads(text)
+        processes = [ProcessRecord.from_dict(p) for p in raw.pop("processes", [])]
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in raw.items() if k in known}, processes=processes)
+
+
+def state_path(data_dir: str | Path) -> Path:
+    return Path(data_dir) / STATE_FILE
+
+
+def save_state(data_dir: str | Path, state: ClusterState) -> Path:
+    """Write state.json atomically; returns its path."""
+    path = state_path(data_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state.", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(state.to_json())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_state(data_dir: str | Path) -> ClusterState | None:
+    """The recorded state, or None when there is none (or it is unreadable)."""
+    try:
+        return ClusterState.from_json(state_path(data_dir).read_text())
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def remove_state(data_dir: str | Path) -> None:
+    state_path(data_dir).unlink(missing_ok=True)

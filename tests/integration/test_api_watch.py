@@ -1,0 +1,229 @@
+"""Watch streams: start positions, selectors (entering/leaving), bookmarks, timeouts, 410 and restarts."""
+
+from __future__ import annotations
+
+import queue
+from pathlib import Path
+
+import httpx
+import pytest
+
+from conftest import ApiServer
+from kubelab.etcd import EtcdServer
+from support.builders import make_pod
+from support.watch import WatchReader
+
+
+def pods_path(ns: str, name: str = "") -> str:
+    return f"/api/v1/namespaces/{ns}/pods" + (f"/{name}" if name else "")
+
+
+def label(client: httpx.Client, ns: str, name: str, **labels: str | None) -> dict:
+    resp = client.patch(pods_path(ns, name), json={"metadata": {"labels": labels}},
+                        headers={"Content-Type": "application/merge-patch+json"})
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def test_watch_without_rv_sends_state_then_changes(api_url: str, client: httpx.Client, ns: str) -> None:
+    client.post(pods_path(ns), json=make_pod("before").build())
+    w = WatchReader(api_url, pods_path(ns))
+    try:
+        assert w.status_code == 200
+        first = w.next()
+        assert first["type"] == "ADDED" and first["object"]["metadata"]["name"] == "before"
+        client.post(pods_path(ns), json=make_pod("after").build())
+        label(client, ns, "after", x="1")
+        client.delete(pods_path(ns, "after"))
+        events = [(e["type"], e["object"]["metadata"]["name"]) for e in w.take(3)]
+        assert events == [("ADDED", "after"), ("MODIFIED", "after"), ("DELETED", "after")]
+    finally:
+        w.close()
+
+
+def test_watch_from_rv_is_exclusive_and_ordered(api_url: str, client: httpx.Client, ns: str) -> None:
+    created = client.post(pods_path(ns), json=make_pod("a").build()).json()
+    rv = created["metadata"]["resourceVersion"]
+    label(client, ns, "a", step="1")
+    label(client, ns, "a", step="2")
+    w = WatchReader(api_url, pods_path(ns), {"resourceVersion": rv})
+    try:
+        events = w.take(2)
+        assert [e["object"]["metadata"]["labels"]["step"] for e in events] == ["1", "2"]
+        assert all(e["type"] == "MODIFIED" for e in events)
+        rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+        assert rvs == sorted(rvs) and rvs[0] > int(rv)
+    finally:
+        w.close()
+
+
+def test_label_selector_enter_and_leave(api_url: str, client: httpx.Client, ns: str) -> None:
+    client.post(pods_path(ns), json=make_pod("m").label(role="cache").build())
+    w = WatchReader(api_url, pods_path(ns), {"labelSelector": "role=web", "resourceVersion": "0"})
+    try:
+        label(client, ns, "m", role="web")  # enters the selection
+        entered = w.next()
+        assert entered["type"] == "ADDED" and entered["object"]["metadata"]["labels"]["role"] == "web"
+        label(client, ns, "m", role="db")  # leaves it
+        left = w.next()
+        assert left["type"] == "DELETED"
+        assert left["object"]["metadata"]["labels"]["role"] == "web"  # the last state that matched
+        assert int(left["object"]["metadata"]["resourceVersion"]) > int(entered["object"]["metadata"]
+                                                                        ["resourceVersion"])
+        with pytest.raises(queue.Empty):
+            w.next(timeout=0.5)
+    finally:
+        w.close()
+
+
+def test_field_selector_watch_on_node_name(api_url: str, client: httpx.Client, ns: str) -> None:
+    w = WatchReader(api_url, "/api/v1/pods", {"fieldSelector": "spec.nodeName=watch-node-1", "resourceVersion": "0"})
+    try:
+        client.post(pods_path(ns), json=make_pod("elsewhere").node("watch-node-2").build())
+        client.post(pods_path(ns), json=make_pod("here").node("watch-node-1").build())
+        event = w.next()
+        assert event["type"] == "ADDED" and event["object"]["metadata"]["name"] == "here"
+    finally:
+        w.close()
+
+
+def test_watch_single_object_path(api_url: str, client: httpx.Client, ns: str) -> None:
+    client.post(pods_path(ns), json=make_pod("one").build())
+    client.post(pods_path(ns), json=make_pod("two").build())
+    w = WatchReader(api_url, f"/api/v1/watch/namespaces/{ns}/pods/one", {"watch": "false"})
+    try:
+        assert w.next()["object"]["metadata"]["name"] == "one"
+        label(client, ns, "two", x="1")
+        label(client, ns, "one", x="1")
+        event = w.next()
+        assert event["type"] == "MODIFIED" and event["object"]["metadata"]["name"] == "one"
+    finally:
+        w.close()
+
+
+def test_timeout_seconds_ends_the_stream(api_url: str, ns: str) -> None:
+    w = WatchReader(api_url, pods_path(ns), {"timeoutSeconds": "1", "resourceVersion": "0"})
+    try:
+        assert w.next(timeout=10) is None
+    finally:
+        w.close()
+
+
+def test_bookmarks(api_url: str, client: httpx.Client, ns: str) -> None:
+    w = WatchReader(api_url, pods_path(ns), {"sendInitialEvents": "true", "allowWatchBookmarks": "true",
+                                             "resourceVersionMatch": "NotOlderThan", "resourceVersion": ""})
+    try:
+        client.post(pods_path(ns), json=make_pod("x").build())
+        events = w.take(1)
+        bookmark = events[0]
+        assert bookmark["type"] == "BOOKMARK"
+        assert bookmark["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+        assert w.next()["type"] == "ADDED"
+    finally:
+        w.close()
+
+
+async def _compact(etcd_url: str) -> int:
+    from apiserver.storage.etcd3 import EtcdStorage
+
+    storage = EtcdStorage([etcd_url])
+    await storage.connect()
+    rev = await storage.current_revision()
+    await storage.compact(rev)
+    await storage.close()
+    return rev
+
+
+def test_watch_older_than_the_cache_is_served_from_etcd_history_or_410(etcd: EtcdServer, tmp_path: Path) -> None:
+    """With a ring buffer of 3 events, a watch from 6 changes ago is replayed from etcd's history; once etcd
+    has compacted that history, the same watch gets an ERROR event with a 410 Expired Status."""
+    import asyncio
+
+    server = ApiServer(etcd.url, tmp_path, extra=["--watch-cache-size", "3"])
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as c:
+            ns = c.post("/api/v1/namespaces", json={"metadata": {"generateName": "old-"}}).json()["metadata"]["name"]
+            rv = c.post(pods_path(ns), json=make_pod("old").build()).json()["metadata"]["resourceVersion"]
+            for i in range(6):
+                label(c, ns, "old", i=str(i))
+        w = WatchReader(server.url, pods_path(ns), {"resourceVersion": rv})
+        try:
+            events = w.take(6)
+            assert [e["object"]["metadata"]["labels"]["i"] for e in events] == [str(i) for i in range(6)]
+        finally:
+            w.close()
+        asyncio.run(_compact(etcd.url))
+        w = WatchReader(server.url, pods_path(ns), {"resourceVersion": rv})
+        try:
+            event = w.next()
+            assert event["type"] == "ERROR"
+            assert event["object"]["code"] == 410 and event["object"]["reason"] == "Expired"
+            assert w.next() is None  # the stream ends after the error
+        finally:
+            w.close()
+    finally:
+        server.stop()
+
+
+def test_resume_after_apiserver_restart(etcd: EtcdServer, tmp_path: Path) -> None:
+    """A watcher that saw RV R reconnects to a restarted apiserver with R and misses nothing, or gets 410 if
+    etcd compacted; here etcd keeps the history, so every change made while the server was down arrives."""
+    server = ApiServer(etcd.url, tmp_path)
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as c:
+            ns = c.post("/api/v1/namespaces", json={"metadata": {"generateName": "restart-"}}).json()["metadata"]["name"]
+            rv = c.post(pods_path(ns), json=make_pod("r").build()).json()["metadata"]["resourceVersion"]
+        server.stop()
+        server.start()
+        with httpx.Client(base_url=server.url, timeout=30) as c:
+            label(c, ns, "r", after="restart")
+            c.post(pods_path(ns), json=make_pod("r2").build())
+        w = WatchReader(server.url, pods_path(ns), {"resourceVersion": rv})
+        try:
+            events = [(e["type"], e["object"]["metadata"]["name"]) for e in w.take(2)]
+            assert events == [("MODIFIED", "r"), ("ADDED", "r2")]
+        finally:
+            w.close()
+        # Same after the restart for a compacted revision: 410 Expired.
+        import asyncio
+
+        asyncio.run(_compact(etcd.url))
+        server.stop()
+        server.start()
+        w = WatchReader(server.url, pods_path(ns), {"resourceVersion": rv})
+        try:
+            event = w.next()
+            assert event["type"] == "ERROR"
+            assert event["object"]["code"] == 410 and event["object"]["reason"] == "Expired"
+        finally:
+            w.close()
+    finally:
+        server.stop()
+
+
+def test_many_watchers_all_see_the_change(api_url: str, client: httpx.Client, ns: str) -> None:
+    readers = [WatchReader(api_url, pods_path(ns), {"resourceVersion": "0"}) for _ in range(20)]
+    try:
+        client.post(pods_path(ns), json=make_pod("fanout").build())
+        for r in readers:
+            event = r.next()
+            assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "fanout")
+    finally:
+        for r in readers:
+            r.close()
+
+
+def test_table_watch_for_kubectl(api_url: str, client: httpx.Client, ns: str) -> None:
+    w = WatchReader(api_url, pods_path(ns), {"resourceVersion": "0"},
+                    headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    try:
+        client.post(pods_path(ns), json=make_pod("tbl").build())
+        event = w.next()
+        table = event["object"]
+        assert table["kind"] == "Table"
+        assert [c["name"] for c in table["columnDefinitions"]][:3] == ["Name", "Ready", "Status"]
+        assert table["rows"][0]["cells"][0] == "tbl"
+    finally:
+        w.close()

@@ -1,0 +1,130 @@
+"""The real kubectl against the OpenAPI router alone (plus canned discovery), over a loopback uvicorn server.
+
+No etcd or apiserver needed: this pins down what kubectl needs from ``/openapi/v2`` and ``/openapi/v3`` —
+``explain`` renders from the v3 documents, ``--output=plaintext-openapiv2`` from the v2 protobuf, and ``create``
+learns from the v3 PATCH operation that it may send ``fieldValidation=Strict``.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from apiserver.handlers.openapi import router
+
+pytestmark = pytest.mark.kubectl
+
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+POD_YAML = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: nginx
+spec:
+  containers:
+  - name: nginx
+    image: nginx
+"""
+
+
+def resource(name: str, kind: str) -> dict[str, Any]:
+    return {"name": name, "singularName": "", "namespaced": True, "kind": kind, "verbs": VERBS}
+
+
+def canned_app(posted: list[str]) -> FastAPI:
+    """The OpenAPI router plus just enough discovery for kubectl to map pods and deployments to their kinds."""
+    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+    app.include_router(router)
+
+    @app.get("/version")
+    def version() -> dict[str, str]:
+        return {"major": "1", "minor": "32", "gitVersion": "v1.32.0", "platform": "linux/amd64"}
+
+    @app.get("/api")
+    def api() -> dict[str, Any]:
+        return {"kind": "APIVersions", "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}
+
+    @app.get("/api/v1")
+    def core() -> dict[str, Any]:
+        return {"kind": "APIResourceList", "groupVersion": "v1", "resources": [resource("pods", "Pod")]}
+
+    @app.get("/apis")
+    def groups() -> dict[str, Any]:
+        apps = {"groupVersion": "apps/v1", "version": "v1"}
+        return {"kind": "APIGroupList", "apiVersion": "v1",
+                "groups": [{"name": "apps", "versions": [apps], "preferredVersion": apps}]}
+
+    @app.get("/apis/apps/v1")
+    def apps() -> dict[str, Any]:
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
+                "resources": [resource("deployments", "Deployment")]}
+
+    @app.post("/api/v1/namespaces/{namespace}/pods")
+    async def create(namespace: str, request: Request) -> JSONResponse:
+        posted.append(request.url.query)
+        pod = await request.json()
+        pod["metadata"].update(namespace=namespace, uid="1", resourceVersion="1")
+        return JSONResponse(pod, status_code=201)
+
+    return app
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[str, list[str]]]:
+    posted: list[str] = []
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(canned_app(posted), log_level="warning", lifespan="off", ws="none")
+    instance = uvicorn.Server(config)
+    thread = threading.Thread(target=instance.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not instance.started:
+        thread.join(0.05)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}", posted
+    instance.should_exit = True
+    thread.join(10)
+    sock.close()
+
+
+def run(kubectl_bin: str, url: str, cache: Path, *args: str) -> str:
+    result = subprocess.run([kubectl_bin, "-s", url, "--cache-dir", str(cache), *args], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_explain_reads_the_v3_documents(kubectl_bin: str, server: tuple[str, list[str]], tmp_path: Path) -> None:
+    out = run(kubectl_bin, server[0], tmp_path, "explain", "pod.spec.containers")
+    assert out.startswith("KIND:       Pod\nVERSION:    v1\n")
+    assert "FIELD: containers <[]Container>" in out
+    assert "A single application container that you want to run within a pod." in out
+    assert "\n  name\t<string> -required-\n" in out
+    assert "\n  resources\t<ResourceRequirements>\n" in out
+
+    out = run(kubectl_bin, server[0], tmp_path, "explain", "deployment.spec.strategy.rollingUpdate")
+    assert out.startswith("GROUP:      apps\nKIND:       Deployment\n")
+    assert "\n  maxSurge\t<IntOrString>\n" in out
+
+
+def test_explain_from_the_v2_protobuf(kubectl_bin: str, server: tuple[str, list[str]], tmp_path: Path) -> None:
+    out = run(kubectl_bin, server[0], tmp_path, "explain", "pods", "--output=plaintext-openapiv2")
+    assert "Pod is a collection of containers that can run on a host." in out
+    assert "Specification of the desired behavior of the pod." in out
+
+
+def test_create_validates_on_the_server(kubectl_bin: str, server: tuple[str, list[str]], tmp_path: Path) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(POD_YAML)
+    out = run(kubectl_bin, server[0], tmp_path / "cache", "create", "-f", str(manifest))
+    assert out.strip() == "pod/nginx created"
+    assert "fieldValidation=Strict" in server[1][-1].split("&")

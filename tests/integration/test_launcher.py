@@ -1,0 +1,332 @@
+"""`kubelab up/status/down` as a user runs them: real etcd, real processes, real signals.
+
+One test drives the real apiserver (skipped until ``apiserver/__main__.py`` exists). The others use
+stand-in component packages put first on PYTHONPATH, so the launcher's own behaviour — start order,
+the flags each component gets, kubelet ports and root dirs, health URLs printed in logs, Ctrl-C, leaving
+nothing behind — is tested whatever state the real components are in.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kubelab import process
+from kubelab.etcd import EtcdServer, find_etcd, free_port
+from kubelab.state import ClusterState, load_state
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _etcd_or_skip() -> str:
+    try:
+        return find_etcd()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+
+
+def kubelab(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kubelab", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def assert_nothing_left(state: ClusterState) -> None:
+    for record in state.processes:
+        assert not process.pid_alive(record.pid, record.start_time), f"{record.name} still runs"
+        assert process.group_members(record.pid) == [], f"{record.name}'s process group still has members"
+
+
+class Launcher:
+    """A foreground `kubelab up` whose output is read by a thread, so waiting for a line has a timeout."""
+
+    def __init__(self, data_dir: Path, port: int, nodes: int, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kubelab", "up", "--data-dir", str(data_dir), "--port", str(port)]
+            + ["--nodes", str(nodes)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, **env},
+            cwd=data_dir.parent,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def wait_for(self, *texts: str, timeout: float = 60) -> str:
+        """The first line containing every text; fails with everything seen so far."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"no line with {texts} within {timeout}s:\n{''.join(self.seen)}")
+            if line is None:
+                pytest.fail(f"kubelab up exited ({self.proc.wait()}) before {texts}:\n{''.join(self.seen)}")
+            self.seen.append(line)
+            if all(text in line for text in texts):
+                return line
+
+    def finish(self, timeout: float = 60) -> str:
+        """Wait for the exit; the rest of the output."""
+        self.proc.wait(timeout)
+        self.reader.join(timeout)
+        while (line := self.lines.get_nowait()) is not None:
+            self.seen.append(line)
+        return "".join(self.seen)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        if self.proc.stdout is not None:
+            self.reader.join(5)
+            self.proc.stdout.close()
+
+
+@pytest.fixture()
+def data_dir(tmp_path: Path) -> Iterator[Path]:
+    """A data dir that is always brought down, whatever the test did."""
+    path = tmp_path / "data"  # not "kubelab": in the cwd it would shadow the package as a namespace package
+    yield path
+    state = load_state(path)
+    if state is not None:
+        kubelab("down", "--data-dir", str(path), "--timeout", "2")
+        assert_nothing_left(state)
+
+
+# ---- with the real apiserver ---------------------------------------------------------------------
+
+
+def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
+    if not (ROOT / "apiserver" / "__main__.py").is_file():
+        pytest.skip("apiserver/__main__.py does not exist yet")
+    _etcd_or_skip()
+    port = free_port()
+    up = kubelab("up", "--detach", "--data-dir", str(data_dir), "--port", str(port), "--nodes", "0")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert f"http://127.0.0.1:{port}" in up.stdout
+
+    r = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+    assert (r.status_code, r.text.strip()) == (200, "ok")
+
+    status = kubelab("status", "--data-dir", str(data_dir))
+    assert status.returncode == 0, status.stdout + status.stderr
+    lines = status.stdout.splitlines()
+    assert lines[1].split() == ["COMPONENT", "PID", "PORT", "HEALTH", "UPTIME"]
+    rows = {line.split()[0]: line.split() for line in lines[2:]}
+    assert rows["etcd"][3] == "ok"
+    assert rows["apiserver"][2:4] == [str(port), "ok"]
+
+    state = load_state(data_dir)
+    assert state is not None
+    assert (data_dir / "kubeconfig").read_text().count(f"http://127.0.0.1:{port}") == 1
+    down = kubelab("down", "--data-dir", str(data_dir))
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert_nothing_left(state)
+    assert load_state(data_dir) is None
+    assert (data_dir / "etcd" / "member").is_dir()  # the data stays for the next `up`
+
+
+# ---- with stand-in components --------------------------------------------------------------------
+
+STAND_IN = """
+import argparse, http.server, os, sys, time
+parser = argparse.ArgumentParser()
+for flag in ("--etcd-servers", "--bind-address", "--master", "--node-name", "--root-dir"):
+    parser.add_argument(flag)
+parser.add_argument("--port", type=int)
+args = parser.parse_args()
+print("ARGS", " ".join(sys.argv[1:]), flush=True)
+
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ok")
+    def log_message(self, *a):
+        pass
+
+if args.port:
+    server = http.server.HTTPServer(("127.0.0.1", args.port), Health)
+    print(f"healthz: http://127.0.0.1:{args.port}/healthz", flush=True)
+    server.serve_forever()
+while True:
+    time.sleep(1)
+"""
+
+
+@pytest.fixture()
+def stand_ins(tmp_path: Path) -> dict[str, str]:
+    """Env that makes `python -m apiserver|controllers|scheduler|kubelet` run the stand-in above.
+
+    Run the launcher with ``cwd=tmp_path``: `python -m` puts the working directory first on sys.path,
+    and from the repository root the real packages would shadow the stand-ins.
+    """
+    pkgs = tmp_path / "stand-ins"
+    for package in ("apiserver", "controllers", "scheduler", "kubelet"):
+        (pkgs / package).mkdir(parents=True)
+        (pkgs / package / "__init__.py").write_text("")
+        (pkgs / package / "__main__.py").write_text(STAND_IN)
+    return {"PYTHONPATH": os.pathsep.join([str(pkgs), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+
+
+def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dict[str, str]) -> None:
+    _etcd_or_skip()
+    port = free_port()
+    up = kubelab(
+        "up", "--detach", "--data-dir", str(data_dir), "--port", str(port), "--nodes", "2",
+        env=stand_ins, cwd=data_dir.parent,
+    )  # fmt: skip
+    assert up.returncode == 0, up.stdout + up.stderr
+    for name in ("etcd", "apiserver", "controller-manager", "scheduler", "kubelet-node01", "kubelet-node02"):
+        assert f"✓ {name}" in up.stdout
+
+    state = load_state(data_dir)
+    assert state is not None
+    records = {r.name: r for r in state.processes}
+    assert list(records)[:2] == ["etcd", "apiserver"]
+    api = f"http://127.0.0.1:{port}"
+
+    def args_of(name: str) -> str:
+        log = (data_dir / "logs" / f"{name}.log").read_text()
+        return next(line for line in log.splitlines() if line.startswith("ARGS ")).removeprefix("ARGS ")
+
+    assert args_of("apiserver") == f"--etcd-servers {state.etcd_url} --port {port} --bind-address 127.0.0.1"
+    assert args_of("controller-manager") == f"--master {api}"
+    assert args_of("scheduler") == f"--master {api}"
+    kubelet_ports = [records["kubelet-node01"].port, records["kubelet-node02"].port]
+    assert kubelet_ports[0] is not None and kubelet_ports[0] >= 10250
+    for node, kport in zip(("node01", "node02"), kubelet_ports, strict=True):
+        root = data_dir / "kubelet" / node
+        assert args_of(f"kubelet-{node}") == f"--master {api} --node-name {node} --port {kport} --root-dir {root}"
+        assert root.is_dir()
+        # The stand-in printed its health URL, so the launcher polls it instead of "alive".
+        assert records[f"kubelet-{node}"].health_url == f"http://127.0.0.1:{kport}/healthz"
+
+    status = kubelab("status", "--data-dir", str(data_dir))
+    assert status.returncode == 0, status.stdout
+    health = {line.split()[0]: line.split()[3] for line in status.stdout.splitlines()[2:]}
+    assert health == {
+        "etcd": "ok",
+        "apiserver": "ok",
+        "controller-manager": "running",
+        "scheduler": "running",
+        "kubelet-node01": "ok",
+        "kubelet-node02": "ok",
+    }
+
+    again = kubelab(
+        "up", "--detach", "--data-dir", str(data_dir), "--port", str(free_port()), env=stand_ins, cwd=data_dir.parent
+    )
+    assert again.returncode == 1 and "already running" in again.stderr
+
+    down = kubelab("down", "--data-dir", str(data_dir))
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert_nothing_left(state)
+
+
+def test_foreground_up_stops_everything_on_ctrl_c(data_dir: Path, stand_ins: dict[str, str]) -> None:
+    _etcd_or_skip()
+    launcher = Launcher(data_dir, free_port(), 1, stand_ins)
+    try:
+        launcher.wait_for("Ctrl-C stops everything")
+        state = load_state(data_dir)
+        assert state is not None and state.launcher_pid == launcher.proc.pid
+        launcher.proc.send_signal(signal.SIGINT)
+        output = launcher.finish()
+        assert launcher.proc.returncode == 0, output
+        assert "stopped kubelet-node01, scheduler, controller-manager, apiserver, etcd" in output
+        assert_nothing_left(state)
+        assert load_state(data_dir) is None
+    finally:
+        launcher.kill()
+
+
+def test_foreground_up_survives_a_client_but_not_the_apiserver(data_dir: Path, stand_ins: dict[str, str]) -> None:
+    _etcd_or_skip()
+    launcher = Launcher(data_dir, free_port(), 0, stand_ins)
+    try:
+        launcher.wait_for("Ctrl-C stops everything")
+        state = load_state(data_dir)
+        assert state is not None
+        pids = {r.name: r.pid for r in state.processes}
+        os.kill(pids["scheduler"], signal.SIGKILL)
+        launcher.wait_for("scheduler", "exited with code -9")
+        assert launcher.proc.poll() is None  # a client dying does not take the cluster down
+        os.kill(pids["apiserver"], signal.SIGKILL)
+        output = launcher.finish()
+        assert launcher.proc.returncode == 1, output
+        assert "apiserver is essential: stopping everything" in output
+        assert_nothing_left(state)
+    finally:
+        launcher.kill()
+
+
+def test_up_refuses_a_taken_port(data_dir: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        up = kubelab("up", "--data-dir", str(data_dir), "--port", str(port))
+    assert up.returncode == 1
+    assert f"port {port} on 127.0.0.1 is already in use" in up.stderr
+    assert not data_dir.exists()  # nothing was started
+
+
+def test_down_without_a_cluster(tmp_path: Path) -> None:
+    down = kubelab("down", "--data-dir", str(tmp_path))
+    assert down.returncode == 0 and "nothing to stop" in down.stdout
+    started = time.monotonic()
+    status = kubelab("status", "--data-dir", str(tmp_path))
+    assert status.returncode == 1 and "not running" in status.stdout
+    assert time.monotonic() - started < 30
+
+
+def test_etcd_restart_on_new_ports_keeps_the_data(tmp_path: Path) -> None:
+    """What `kubelab up` does on an existing data dir: same data, whatever ports are free now."""
+    _etcd_or_skip()
+    first = EtcdServer(tmp_path / "etcd", log_path=tmp_path / "etcd.log")
+    first.start()
+    try:
+        put = httpx.post(f"{first.url}/v3/kv/put", json={"key": "a2V5", "value": "dmFsdWU="}, timeout=5)
+        assert put.status_code == 200, put.text
+    finally:
+        first.stop()
+    assert first.pid is None
+    second = EtcdServer(tmp_path / "etcd", log_path=tmp_path / "etcd.log")
+    assert second.url != first.url or second.peer_url != first.peer_url
+    second.start()
+    try:
+        got = httpx.post(f"{second.url}/v3/kv/range", json={"key": "a2V5"}, timeout=5).json()
+        assert got["kvs"][0]["value"] == "dmFsdWU="
+    finally:
+        second.stop()
