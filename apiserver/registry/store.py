@@ -201,7 +201,13 @@ class ResourceStore:
             rv = await self.storage.create(key, self._encode_for_storage(obj))
         except KeyExists:
             raise errors.already_exists(self.strategy.resource, meta["name"], self.strategy.group) from None
-        return self._cached(obj, rv)
+        return self._written(key, obj, rv)
+
+    def _written(self, key: bytes, obj: Object, rv: int) -> CachedObject:
+        """The response object of a write, also handed to the watch cache for its event."""
+        co = self._cached(obj, rv)
+        self.cache.prime(key, co)
+        return co
 
     # --- update ---------------------------------------------------------------------------------------------
     async def guaranteed_update(
@@ -247,7 +253,7 @@ class ResourceStore:
                 kv = err.current
                 co = self._decode(kv.key, kv.value, kv.mod_revision)
                 continue
-            return self._cached(new, rv)
+            return self._written(kv.key, new, rv)
         raise errors.conflict(strategy.resource, name, strategy.group, "too many concurrent updates; try again")
 
     def _prepare_update(self, new: Object, old: Object, subresource: str, field_validation: str) -> Object:
@@ -349,7 +355,7 @@ class ResourceStore:
                 if new is obj:
                     return co, False
                 rv = await self.storage.update(kv.key, self._encode_for_storage(new), co.rv)
-                return self._cached(new, rv), False
+                return self._written(kv.key, new, rv), False
             except RevisionMismatch as err:
                 if err.current is None:
                     raise errors.not_found(strategy.resource, name, strategy.group) from None

@@ -171,6 +171,9 @@ class WatchCache:
         self._ready = asyncio.Event()
         self._sorted: list[CachedObject] | None = None
         self._sorted_keys: list[str] = []
+        # Objects this apiserver just wrote, by (etcd key, revision): their watch event reuses them instead of
+        # decoding and re-encoding the same bytes.
+        self._primed: dict[tuple[bytes, int], CachedObject] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -214,6 +217,7 @@ class WatchCache:
                 if key not in fresh:
                     self._emit(CacheEvent("DELETED", self._restamp(prev, revision), prev, revision))
         self.store = fresh
+        self._primed.clear()
         self._sorted = None
         self.rv = max(self.rv, revision)
         if not emit:
@@ -255,7 +259,7 @@ class WatchCache:
             del self.store[change.kv.key]
             event = CacheEvent("DELETED", self._restamp(prev, rv), prev, rv)
         else:
-            co = self._decode(change.kv.key, change.kv.value, rv)
+            co = self._primed.pop((change.kv.key, rv), None) or self._decode(change.kv.key, change.kv.value, rv)
             self.store[change.kv.key] = co
             event = CacheEvent("MODIFIED" if prev is not None else "ADDED", co, prev, rv)
         self._sorted = None
@@ -284,6 +288,12 @@ class WatchCache:
     async def _notify(self) -> None:
         async with self._advanced:
             self._advanced.notify_all()
+
+    def prime(self, key: bytes, co: CachedObject) -> None:
+        """Offer the object a write produced, for reuse when its own watch event arrives."""
+        if len(self._primed) >= self._capacity:
+            self._primed.clear()  # events that never came (a relist): drop them all
+        self._primed[(key, co.rv)] = co
 
     # --- reads ----------------------------------------------------------------------------------------------
     async def wait_fresh(self, timeout: float = 10.0) -> None:
