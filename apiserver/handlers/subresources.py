@@ -43,6 +43,8 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
             return await handler.update(request, info, store, subresource="status")
         if method == "PATCH":
             return await handler.patch(request, info, store, subresource="status")
+    elif sub == "finalize" and method == "PUT":
+        return await handler.update(request, info, store, subresource="finalize")
     elif sub == "scale":
         return await _scale(handler, request, info, store)
     elif sub == "binding" and method == "POST":

@@ -68,6 +68,13 @@ class NamespaceStrategy(Strategy):
             return [invalid("status.Phase", phase, "may only be 'Terminating' if `deletionTimestamp` is not empty")]
         return []
 
+    # --- deletion: Terminating until the namespace controller empties spec.finalizers ----------------------
+    def deletion_pending(self, obj: Object) -> bool:
+        return bool((obj.get("spec") or {}).get("finalizers"))
+
+    def prepare_for_delete(self, obj: Object) -> None:
+        obj.setdefault("status", {})["phase"] = "Terminating"
+
     # --- finalize subresource (called by the handler of PUT /api/v1/namespaces/{name}/finalize) -------------
     def prepare_for_finalize_update(self, new: Object, old: Object) -> None:
         """``/finalize`` changes only ``spec.finalizers``: metadata and status come from the stored object."""

@@ -292,9 +292,10 @@ class ResourceStore:
                     f"deleted, found new finalizers {sorted(added)!r}", "metadata.finalizers")], strategy.group)
         if subresource == "binding":
             causes = []  # the server's own write (BindingREST): spec.nodeName and PodScheduled only
-        elif subresource == "status":
-            strategy.prepare_for_status_update(new, old)
-            causes = strategy.validate_status_update(new, old)
+        elif subresource:
+            # status, finalize: the strategy's prepare_for_<sub>_update / validate_<sub>_update pair
+            getattr(strategy, f"prepare_for_{subresource}_update")(new, old)
+            causes = getattr(strategy, f"validate_{subresource}_update")(new, old)
         else:
             strategy.prepare_for_update(new, old)
             causes = validate_meta_update(meta, old_meta, strategy) + strategy.validate_update(new, old)
@@ -313,12 +314,11 @@ class ResourceStore:
             return old
         return new
 
-    @staticmethod
-    def _finalized(obj: Object) -> bool:
+    def _finalized(self, obj: Object) -> bool:
         """Being deleted, no finalizers left and no grace period pending: the object can go."""
         meta = obj["metadata"]
         return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and \
-            not meta.get("deletionGracePeriodSeconds")
+            not meta.get("deletionGracePeriodSeconds") and not self.strategy.deletion_pending(obj)
 
     async def _delete_now(self, namespace: str | None, name: str, obj: Object, rv: int) -> CachedObject:
         try:
@@ -383,9 +383,10 @@ class ResourceStore:
         grace = 0
         if strategy.graceful_deletion:
             grace = strategy.graceful_delete_seconds(obj, options.grace_period_seconds)
-        if not finalizers and grace == 0:
+        if not finalizers and grace == 0 and not strategy.deletion_pending(obj):
             return None
         new = copy.deepcopy(obj)
+        strategy.prepare_for_delete(new)
         new_meta = new["metadata"]
         new_meta.pop("resourceVersion", None)
         if finalizers:

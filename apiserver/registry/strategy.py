@@ -163,6 +163,14 @@ class Strategy:
         """Seconds of grace for a DELETE (0 = remove now). Only called when ``graceful_deletion`` is set."""
         return 0
 
+    def deletion_pending(self, obj: Object) -> bool:
+        """Finalization of the resource's own (beyond ``metadata.finalizers``) still to happen before a deleted
+        object may go: namespaces wait for ``spec.finalizers`` to empty."""
+        return False
+
+    def prepare_for_delete(self, obj: Object) -> None:
+        """Called when a DELETE marks the object (sets deletionTimestamp) instead of removing it."""
+
     # --- fields and tables ----------------------------------------------------------------------------------
     def selectable_fields(self, obj: Object) -> dict[str, str]:
         """Fields a ``fieldSelector`` may name, with their string values (``metadata.name`` always)."""

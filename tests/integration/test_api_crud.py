@@ -232,3 +232,20 @@ def test_default_tolerations_added_to_pods(client: httpx.Client, ns: str) -> Non
     keys = {(t["key"], t.get("tolerationSeconds")) for t in pod["spec"]["tolerations"]}
     assert ("node.kubernetes.io/not-ready", 300) in keys
     assert ("node.kubernetes.io/unreachable", 300) in keys
+
+
+def test_namespace_deletion_waits_for_finalize(client: httpx.Client) -> None:
+    """DELETE puts a namespace in Terminating (no new content allowed); it goes once spec.finalizers is emptied
+    through /finalize — the namespace controller's last step."""
+    name = client.post("/api/v1/namespaces", json={"metadata": {"generateName": "del-"}}).json()["metadata"]["name"]
+    assert client.delete(f"/api/v1/namespaces/{name}").status_code == 200
+    ns = client.get(f"/api/v1/namespaces/{name}").json()
+    assert ns["status"]["phase"] == "Terminating" and ns["metadata"]["deletionTimestamp"]
+    assert ns["spec"]["finalizers"] == ["kubernetes"]
+    resp = client.post(f"/api/v1/namespaces/{name}/pods", json=make_pod("late").build())
+    assert resp.status_code == 403 and resp.json()["reason"] == "Forbidden"
+    assert "because it is being terminated" in resp.json()["message"]
+    ns["spec"]["finalizers"] = []
+    resp = client.put(f"/api/v1/namespaces/{name}/finalize", json=ns)
+    assert resp.status_code == 200, resp.text
+    assert client.get(f"/api/v1/namespaces/{name}").status_code == 404
