@@ -1,9 +1,10 @@
-"""The apiserver application: FastAPI app factory wiring etcd, the registry and the handlers together.
+"""The apiserver application: the app factory wiring etcd, the registry and the handlers together.
 
-Routes are few and generic: ``/api/v1/{path}`` and ``/apis/{group}/{version}/{path}`` go to the REST handler,
-which parses the path itself (as kube-apiserver's RequestInfoFactory), so every resource is served by the same
-code. Every error leaves as a Kubernetes ``Status`` body; an unexpected exception is a 500 InternalError and the
-server keeps serving.
+Resource paths (``/api/v1/…`` and ``/apis/{group}/{version}/…``) go to the generic REST handler through a
+plain ASGI router, which parses the path itself (as kube-apiserver's RequestInfoFactory), so every resource is
+served by the same code. Discovery, health, OpenAPI and the exec websocket are FastAPI routes. Every error
+leaves as a Kubernetes ``Status`` body; an unexpected exception is a 500 InternalError and the server keeps
+serving.
 """
 
 from __future__ import annotations
@@ -64,8 +65,6 @@ def create_app(config: Config) -> WarningMiddleware:
             await storage.close()
 
     app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
-    app.state.registry = registry
-    app.state.handler = handler
 
     @app.exception_handler(errors.StatusError)
     async def on_status_error(request: Request, err: errors.StatusError) -> Response:

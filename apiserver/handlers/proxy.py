@@ -8,11 +8,13 @@ as kube-apiserver's pod strategy does (container name, pod bound), and streams b
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import aiohttp
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -31,7 +33,7 @@ EXEC_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io",
                   "channel.k8s.io")
 
 
-def _container_name(pod: dict[str, Any], requested: str | None, verb: str) -> str:
+def _container_name(pod: dict[str, Any], requested: str | None) -> str:
     """The container a log/exec request means: the named one, or the only one (else 400 as Kubernetes says)."""
     spec = pod.get("spec", {})
     containers = [c["name"] for c in spec.get("containers", [])]
@@ -74,7 +76,7 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
                                       f"({request.method} {info.subresource}); exec needs a websocket upgrade")
     pod = (await store.get(info.namespace, info.name)).obj
     params = request.query_params
-    container = _container_name(pod, params.get("container"), "log")
+    container = _container_name(pod, params.get("container"))
     base = await kubelet_base_url(handler.registry, pod)
     query = urlencode({k: params[k] for k in LOG_PARAMS if k in params})
     url = f"{base}/containerLogs/{info.namespace}/{info.name}/{container}" + (f"?{query}" if query else "")
@@ -90,11 +92,10 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
         upstream.release()
         await session.close()
         try:
-            import orjson
-
-            raise errors.StatusError.from_status(orjson.loads(body), upstream.status)
-        except ValueError:
+            status = orjson.loads(body)
+        except orjson.JSONDecodeError:
             raise errors.BadRequest(body.decode(errors="replace").strip()) from None
+        raise errors.StatusError.from_status(status, upstream.status)
 
     async def relay() -> AsyncIterator[bytes]:
         try:
@@ -113,7 +114,7 @@ async def serve_exec(websocket: WebSocket, registry: Registry, namespace: str, n
     params = websocket.query_params
     try:
         pod = (await pods.get(namespace, name)).obj
-        container = _container_name(pod, params.get("container"), "exec")
+        container = _container_name(pod, params.get("container"))
         base = await kubelet_base_url(registry, pod)
     except errors.StatusError as err:
         await websocket.close(code=1011, reason=err.message[:120])
@@ -133,8 +134,6 @@ async def serve_exec(websocket: WebSocket, registry: Registry, namespace: str, n
 
 
 async def _relay_websockets(client: WebSocket, upstream: aiohttp.ClientWebSocketResponse) -> None:
-    import asyncio
-
     async def client_to_upstream() -> None:
         try:
             while True:

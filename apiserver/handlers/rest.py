@@ -23,6 +23,7 @@ from ..registry.decoder import field_validation_mode
 from ..registry.registry import Registry
 from ..registry.store import DeleteOptions, ResourceStore, filter_for
 from ..storage.cacher import CachedObject
+from ..storage.etcd3 import Compacted
 from .request import (
     JSON,
     JSON_PATCH,
@@ -209,8 +210,6 @@ class RESTHandler:
 
     async def _page(self, store: ResourceStore, filter: Any, limit: int, start: bytes | None,
                     revision: int) -> tuple[list[CachedObject], dict[str, Any]]:
-        from ..storage.etcd3 import Compacted
-
         try:
             objects, rev, next_start = await store.list_from_storage(filter, limit, start, revision)
         except Compacted:

@@ -63,7 +63,6 @@ async def serve_watch(request: Request, info: RequestInfo, store: ResourceStore,
     rv_param = params.get("resourceVersion") or ""
     initial_events_end = False
     from_cache = True
-    prelude: list[bytes] = []
 
     if send_initial == "true":
         if params.get("resourceVersionMatch") != "NotOlderThan" or not bookmarks:
@@ -95,7 +94,7 @@ async def serve_watch(request: Request, info: RequestInfo, store: ResourceStore,
 
     encoder = _Encoder(store, output, params)
     return StreamingResponse(
-        _stream(watcher, store, encoder, timeout, bookmarks, initial_events_end, from_cache, prelude),
+        _stream(watcher, store, encoder, timeout, bookmarks, initial_events_end, from_cache),
         media_type="application/json",
     )
 
@@ -127,14 +126,11 @@ class _Encoder:
 
 
 async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder, timeout: float,
-                  bookmarks: bool, initial_events_end: bool, from_cache: bool,
-                  prelude: list[bytes]) -> AsyncIterator[bytes]:
+                  bookmarks: bool, initial_events_end: bool, from_cache: bool) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     last_rv = 0
     try:
-        for chunk in prelude:
-            yield chunk
         if initial_events_end:
             initial = []
             while not watcher.queue.empty():

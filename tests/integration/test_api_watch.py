@@ -168,13 +168,15 @@ def test_watch_older_than_the_cache_is_served_from_etcd_history_or_410(etcd: Etc
 
 
 def test_resume_after_apiserver_restart(etcd: EtcdServer, tmp_path: Path) -> None:
-    """A watcher that saw RV R reconnects to a restarted apiserver with R and misses nothing, or gets 410 if
-    etcd compacted; here etcd keeps the history, so every change made while the server was down arrives."""
+    """A watcher that saw RV R reconnects to a restarted apiserver with R: the new server's cache starts after
+    R, so it replays R's successors from etcd's history and misses nothing; once etcd has compacted that history,
+    the same resume gets 410 Expired."""
     server = ApiServer(etcd.url, tmp_path)
     server.start()
     try:
         with httpx.Client(base_url=server.url, timeout=30) as c:
-            ns = c.post("/api/v1/namespaces", json={"metadata": {"generateName": "restart-"}}).json()["metadata"]["name"]
+            created = c.post("/api/v1/namespaces", json={"metadata": {"generateName": "restart-"}}).json()
+            ns = created["metadata"]["name"]
             rv = c.post(pods_path(ns), json=make_pod("r").build()).json()["metadata"]["resourceVersion"]
         server.stop()
         server.start()
