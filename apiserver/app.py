@@ -31,7 +31,7 @@ from .openapi import documents as openapi_documents
 from .registry import all_strategies
 from .registry.decoder import Decoder
 from .registry.registry import Registry
-from .storage.etcd3 import EtcdStorage
+from .storage.etcd3 import EtcdStorage, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +174,9 @@ class ResourceRouter:
                 response = await self.handler.handle(request, info)
         except errors.StatusError as err:
             response = status_response(err)
+        except StorageError as err:
+            log.warning("storage unavailable serving %s %s: %s", request.method, scope["path"], err)
+            response = status_response(errors.ServiceUnavailable(f"etcd is unavailable: {err}", retry_after=1))
         except Exception as err:
             log.exception("internal error serving %s %s", request.method, scope["path"])
             response = status_response(errors.InternalError(
