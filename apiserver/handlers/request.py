@@ -27,6 +27,7 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
+PROTOBUF = "application/vnd.kubernetes.protobuf"  # kubectl's typed clients; decoded by apiserver.protobuf
 PATCH_TYPES = (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH)
 
 
@@ -70,8 +71,8 @@ def media_type(content_type: str | None) -> str:
     return (content_type or "").split(";")[0].strip().lower()
 
 
-def decode_body(body: bytes, content_type: str | None, allowed: tuple[str, ...] = (JSON, YAML)) -> Any:
-    """Decode a request body; 415 for an unsupported content type, 400 for malformed JSON/YAML, 413 if too big."""
+def decode_body(body: bytes, content_type: str | None, allowed: tuple[str, ...] = (JSON, YAML, PROTOBUF)) -> Any:
+    """Decode a request body; 415 for an unsupported content type, 400 for a malformed body, 413 if too big."""
     if len(body) > MAX_BODY_BYTES:
         raise errors.RequestEntityTooLarge("Request entity too large: limit is 3145728")
     mt = media_type(content_type) or JSON
@@ -81,6 +82,10 @@ def decode_body(body: bytes, content_type: str | None, allowed: tuple[str, ...] 
             f'{", ".join(allowed)}')
     if not body.strip():
         raise errors.BadRequest("the body of the request is empty")
+    if mt == PROTOBUF:
+        from apiserver.protobuf import decode as decode_protobuf  # imported on first use: the schema is large
+
+        return decode_protobuf(body)
     try:
         if mt == YAML or mt == APPLY_PATCH:
             return yaml.safe_load(body)

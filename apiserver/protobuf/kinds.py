@@ -1,0 +1,45 @@
+"""Which protobuf message a request body holds, from the ``runtime.Unknown`` envelope's apiVersion and kind.
+
+One row per kind this apiserver accepts as a body: the served resources (create/update), the subresource bodies
+(``Binding``, ``Eviction``, ``Scale``) and ``DeleteOptions``. client-go registers ``DeleteOptions`` in every group
+version, so it arrives as ``v1``, ``apps/v1``, ``policy/v1`` … and is accepted under any apiVersion.
+"""
+
+from __future__ import annotations
+
+from google.protobuf.message import Message
+
+from apimachinery import errors
+
+from .gen.k8s_io.api.apps.v1 import generated_pb2 as appsv1
+from .gen.k8s_io.api.autoscaling.v1 import generated_pb2 as autoscalingv1
+from .gen.k8s_io.api.coordination.v1 import generated_pb2 as coordinationv1
+from .gen.k8s_io.api.core.v1 import generated_pb2 as corev1
+from .gen.k8s_io.api.policy.v1 import generated_pb2 as policyv1
+from .gen.k8s_io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as metav1
+
+KINDS: dict[tuple[str, str], type[Message]] = {
+    ("v1", "Pod"): corev1.Pod,
+    ("v1", "Node"): corev1.Node,
+    ("v1", "Namespace"): corev1.Namespace,
+    ("v1", "ReplicationController"): corev1.ReplicationController,
+    ("v1", "Event"): corev1.Event,
+    ("v1", "Service"): corev1.Service,
+    ("v1", "ConfigMap"): corev1.ConfigMap,
+    ("v1", "Binding"): corev1.Binding,
+    ("apps/v1", "Deployment"): appsv1.Deployment,
+    ("apps/v1", "ReplicaSet"): appsv1.ReplicaSet,
+    ("coordination.k8s.io/v1", "Lease"): coordinationv1.Lease,
+    ("policy/v1", "Eviction"): policyv1.Eviction,
+    ("autoscaling/v1", "Scale"): autoscalingv1.Scale,
+}
+ANY_VERSION: dict[str, type[Message]] = {"DeleteOptions": metav1.DeleteOptions}
+
+
+def message_type(api_version: str, kind: str) -> type[Message]:
+    """The generated class for (apiVersion, kind); 400 for a kind the server does not take as a body."""
+    found = KINDS.get((api_version, kind)) or ANY_VERSION.get(kind)
+    if found is None:
+        raise errors.BadRequest(f'no kind "{kind}" is registered for version "{api_version}" in the protobuf '
+                                f'decoder')
+    return found
