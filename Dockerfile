@@ -1,0 +1,27 @@
+# One image for every kubelab component; docker-compose.yml picks the component with its command
+# (`kubelab apiserver ...`, `kubelab kubelet ...`). etcd runs from the official etcd image instead.
+FROM python:3.11-slim-bookworm
+
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+
+WORKDIR /opt/kubelab
+# Dependencies first, so editing the source does not re-download them.
+COPY pyproject.toml README.md ./
+RUN mkdir apimachinery kubeclient apiserver controllers scheduler kubelet kubelab \
+    && pip install . \
+    && pip uninstall -y kubelab
+COPY apimachinery ./apimachinery
+COPY kubeclient ./kubeclient
+COPY apiserver ./apiserver
+COPY controllers ./controllers
+COPY scheduler ./scheduler
+COPY kubelet ./kubelet
+COPY kubelab ./kubelab
+RUN pip install --no-deps . && kubelab --version
+
+# The kubelet keeps pod directories here (each compose node mounts a volume over its own).
+RUN mkdir -p /var/lib/kubelab
+WORKDIR /var/lib/kubelab
+EXPOSE 8080 10248 10250 10257 10259
+ENTRYPOINT []
+CMD ["kubelab", "--help"]

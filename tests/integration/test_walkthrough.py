@@ -1,0 +1,424 @@
+"""docs/walkthrough.md, every command in order, against `kubelab up --nodes 3` with the real kubectl.
+
+The commands are read from the page itself (its ``sh`` blocks) and run as a user's shell runs them: in a
+directory with ``examples/``, with ``kubectl`` and ``kubelab`` on PATH and ``KUBECONFIG`` pointing at the
+cluster, ``POD=$(...)`` carried to later commands. After each one the test checks what the page says the user
+sees, polling where the page says "within seconds". Only these are run differently, each for a stated reason:
+``kubelab up`` is started ``--detach`` on a free port (the test cannot leave a foreground process or take 8080),
+the watch is stopped once it has shown the flow (the user presses Ctrl-C), ``exec -it`` is fed its input (no
+terminal), and the kubelet's pid comes from ``.kubelab/state.json`` instead of ``pgrep`` (a test must not signal
+processes by name).
+
+``test_every_walkthrough_command_has_a_check`` keeps the page and this module in step and always runs; the
+walkthrough itself needs the controller-manager, the scheduler and the kubelet, and is skipped until they exist.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import KUBECTL, ROOT
+from kubelab.etcd import free_port
+from kubelab.state import load_state
+
+pytestmark = pytest.mark.kubectl
+
+DOC = ROOT / "docs" / "walkthrough.md"
+NEEDED = ("controllers", "scheduler", "kubelet")
+Result = subprocess.CompletedProcess[str]
+
+
+# ---- the page --------------------------------------------------------------------------------------------
+
+
+def doc_sections() -> dict[str, list[str]]:
+    """Section ("0".."7", "Clean up") -> the command lines of its ``sh`` blocks, in order."""
+    sections: dict[str, list[str]] = {}
+    current, fenced = "", False
+    for line in DOC.read_text().splitlines():
+        heading = re.match(r"## (\d+)\.|## (Clean up)", line)
+        if heading and not fenced:
+            current = heading.group(1) or heading.group(2)
+            sections[current] = []
+        elif line.startswith("```"):
+            fenced = line.strip() == "```sh"
+        elif fenced and line.strip() and not line.lstrip().startswith("#"):
+            sections[current].append(line.strip())
+    return sections
+
+
+def table(out: str) -> list[dict[str, str]]:
+    """kubectl's columns by header position (headers like ``NOMINATED NODE`` contain one space)."""
+    lines = [line for line in out.splitlines() if line.strip()]
+    if not lines:
+        return []
+    names = re.split(r"\s{2,}", lines[0].strip())
+    starts = [lines[0].index(n) for n in names]
+    bounds = list(zip(starts, starts[1:] + [None], strict=True))
+    return [{n: line[a:b].strip() for n, (a, b) in zip(names, bounds, strict=True)} for line in lines[1:]]
+
+
+# ---- running commands like a user's shell ----------------------------------------------------------------
+
+
+class Shell:
+    """bash in a work directory; ``NAME=$(...)`` lines set variables that later commands see."""
+
+    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+        self.workdir, self.env = workdir, env
+        self.vars: dict[str, str] = {}
+        self.notes: dict[str, object] = {}  # what one check remembers for a later one
+
+    def run(self, line: str, input: str | None = None, timeout: float = 120) -> Result:
+        assign = re.fullmatch(r"(\w+)=\$\((.*)\)", line)
+        result = self._bash(assign.group(2) if assign else line, input, timeout)
+        if assign:
+            self.vars[assign.group(1)] = result.stdout.strip()
+        return result
+
+    def _bash(self, command: str, input: str | None, timeout: float) -> Result:
+        script = self.workdir / "step.sh"  # bash script.sh: the command text is not in bash's own argv
+        script.write_text(command + "\n")
+        return subprocess.run(["bash", str(script)], cwd=self.workdir, env={**self.env, **self.vars}, input=input,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def pid_of(self, name: str) -> int:
+        state = load_state(self.workdir / ".kubelab")
+        assert state is not None
+        return next(r.pid for r in state.processes if r.name == name)
+
+
+Check = Callable[[Shell, str, Result], None]
+
+
+def eventually(shell: Shell, line: str, result: Result, ok: Callable[[str], bool], timeout: float = 90) -> str:
+    """Re-run ``line`` until its output satisfies ``ok`` (the page's "within seconds")."""
+    deadline = time.monotonic() + timeout
+    while not (result.returncode == 0 and ok(result.stdout)):
+        assert time.monotonic() < deadline, (
+            f"`{line}` never showed what docs/walkthrough.md says; last output:\n{result.stdout}{result.stderr}")
+        time.sleep(1)
+        result = shell.run(line)
+    return result.stdout
+
+
+def prints(*texts: str) -> Check:
+    def check(shell: Shell, line: str, result: Result) -> None:
+        assert result.returncode == 0, result.stderr
+        for text in texts:
+            assert text in result.stdout, f"`{line}` printed:\n{result.stdout}"
+    return check
+
+
+def shows(ok: Callable[[list[dict[str, str]]], bool], timeout: float = 90) -> Check:
+    def check(shell: Shell, line: str, result: Result) -> None:
+        eventually(shell, line, result, lambda out: ok(table(out)), timeout)
+    return check
+
+
+def shows_text(ok: Callable[[str], bool], timeout: float = 90) -> Check:
+    def check(shell: Shell, line: str, result: Result) -> None:
+        eventually(shell, line, result, ok, timeout)
+    return check
+
+
+def running(rows: list[dict[str, str]], prefix: str = "") -> list[dict[str, str]]:
+    return [r for r in rows if r["NAME"].startswith(prefix) and r["STATUS"] == "Running"]
+
+
+def on(rows: list[dict[str, str]], name: str) -> str | None:
+    return next((r.get("NODE") for r in rows if r["NAME"] == name and r["STATUS"] == "Running"), None)
+
+
+def node_status(rows: list[dict[str, str]]) -> dict[str, str]:
+    return {r["NAME"]: r["STATUS"] for r in rows}
+
+
+def fails_with(*texts: str) -> Check:
+    def check(shell: Shell, line: str, result: Result) -> None:
+        assert result.returncode != 0, f"`{line}` should have been refused:\n{result.stdout}"
+        for text in texts:
+            assert text in result.stdout + result.stderr, f"`{line}`:\n{result.stdout}{result.stderr}"
+    return check
+
+
+def remember(key: str, value: Callable[[Shell, Result], object]) -> Check:
+    def check(shell: Shell, line: str, result: Result) -> None:
+        assert result.returncode == 0, result.stderr
+        shell.notes[key] = value(shell, result)
+    return check
+
+
+def both(*checks: Check) -> Check:
+    def check(shell: Shell, line: str, result: Result) -> None:
+        for c in checks:
+            c(shell, line, result)
+    return check
+
+
+# ---- commands run differently (see the module docstring) -----------------------------------------------
+
+
+def up_detached(shell: Shell, line: str) -> Result:
+    port = free_port()
+    return shell.run(line.replace("kubelab up", f"kubelab up --detach --port {port}"), timeout=180)
+
+
+def watch_until_running(shell: Shell, line: str) -> Result:
+    """The watch, stopped (Ctrl-C) once three web pods have been seen Running."""
+    proc = subprocess.Popen(["bash", "-c", line], cwd=shell.workdir, env={**shell.env, **shell.vars},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    done = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for out in proc.stdout:
+            lines.append(out)
+            if len({row.split()[0] for row in lines if " Running " in row and row.startswith("web-")}) >= 3:
+                done.set()
+        done.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    done.wait(120)
+    proc.terminate()
+    stdout, stderr = "".join(lines), proc.communicate(timeout=10)[1]
+    return subprocess.CompletedProcess(line, 0, stdout, stderr)
+
+
+def exec_with_input(shell: Shell, line: str) -> Result:
+    return shell.run(line, input="echo hello from the pod\nexit\n")
+
+
+def signal_kubelet(shell: Shell, line: str) -> Result:
+    pid = shell.pid_of("kubelet-node03")
+    return shell.run(line.replace("$(pgrep -f -- '--node-name node03')", str(pid)))
+
+
+SPECIAL: dict[str, Callable[[Shell, str], Result]] = {
+    "kubelab up --nodes 3": up_detached,
+    "kubectl get pods -o wide -w": watch_until_running,
+    "kubectl exec -it $POD -- sh": exec_with_input,
+    "kill -STOP $(pgrep -f -- '--node-name node03')": signal_kubelet,
+    "kill -CONT $(pgrep -f -- '--node-name node03')": signal_kubelet,
+}
+
+def trace_observed(shell: Shell, line: str, result: Result) -> None:
+    """The pod was stored (7), bound (10) and reported Running (13), each at a revision."""
+    rows = {row.split()[0]: row for row in result.stdout.splitlines() if re.match(r"\d+ ", row)}
+    for step in ("7", "10", "13"):
+        assert "not observed" not in rows[step] and re.search(r"\s\d+\s+\S+$", rows[step]), result.stdout
+
+
+def cordon_respected(shell: Shell, line: str, result: Result) -> None:
+    """Four web pods run, and none of the new ones went to the cordoned node02."""
+    before = shell.notes["web-on-node02"]
+    eventually(shell, line, result, lambda out: len(running(table(out), "web-")) == 4
+               and len([r for r in table(out) if r["NODE"] == "node02"]) <= before)  # type: ignore[operator]
+
+
+NODES = ("node01", "node02", "node03")
+ALL_READY = shows(lambda rows: all(node_status(rows).get(n) == "Ready" for n in NODES))
+
+
+def web_nodes(shell: Shell, result: Result) -> set[str]:
+    return {r["NODE"] for r in running(table(result.stdout), "web-")}
+
+
+# ---- what each command shows, per the page (a list where a command occurs more than once) ----------------
+
+CHECKS: dict[str, list[Check]] = {
+    # 0
+    "kubelab up --nodes 3": [prints("kubelab is up")],
+    "kubectl get nodes": [
+        ALL_READY,  # 0
+        shows(lambda rows: node_status(rows).get("node03") == "NotReady", timeout=150),  # 5: heartbeat stopped
+        ALL_READY,  # 5: resumed
+        ALL_READY,  # 6
+        shows(lambda rows: node_status(rows).get("node02") == "Ready,SchedulingDisabled"),  # 7: cordoned
+        ALL_READY,  # 7: uncordoned
+    ],
+    "kubelab status": [shows_text(lambda out: all(
+        re.search(rf"^{name}\s+\d+\s+\S+\s+(ok|running)\s", out, re.M)
+        for name in ("etcd", "apiserver", "controller-manager", "scheduler", *(f"kubelet-{n}" for n in NODES))))],
+    # 1
+    "kubectl apply -f examples/01-creation-flow/rc-web.yaml": [prints("replicationcontroller/web created")],
+    "kubectl get pods -o wide -w": [prints("Pending", "Running", "NODE")],
+    "kubectl get rc web": [shows(lambda rows: [rows[0]["DESIRED"], rows[0]["CURRENT"], rows[0]["READY"]]
+                                 == ["3", "3", "3"])],
+    "POD=$(kubectl get pods -l app=web -o jsonpath='{.items[0].metadata.name}')": [
+        lambda shell, line, result: None if shell.vars["POD"].startswith("web-") else pytest.fail(shell.vars["POD"]),
+    ] * 2,
+    "kubelab trace pod $POD": [both(
+        prints("controlled by: ReplicationController/web", "SuccessfulCreate", "event Scheduled"), trace_observed)],
+    "kubectl scale rc web --replicas=5": [prints("replicationcontroller/web scaled")],
+    "kubectl get pods -l app=web -o wide": [
+        shows(lambda rows: len(running(rows, "web-")) == 5),  # 1: scaled to 5
+        remember("web-nodes", web_nodes),  # 3: where the web pods run (two of them)
+        shows(lambda rows: len(running(rows, "web-")) == 2 and all(r["NODE"] != "node01" for r in rows
+                                                                  if r["NAME"].startswith("web-"))),  # 4
+        cordon_respected,  # 7: scaled to 4 while node02 is cordoned
+    ],
+    "kubectl scale rc web --replicas=2": [prints("replicationcontroller/web scaled")],
+    "kubectl get pods -l app=web": [shows(lambda rows: len(rows) == 2 and len(running(rows)) == 2)],
+    # 2
+    "kubectl apply -f examples/02-node-selection/pod-nodename.yaml": [prints("pod/pinned created")],
+    "kubectl get pod pinned -o wide": [shows(lambda rows: on(rows, "pinned") == "node01")],
+    "kubectl describe pod pinned": [both(prints("node01"), shows_text(
+        lambda out: "Started" in out and "Scheduled" not in out.split("Events:")[-1]))],
+    "kubectl label --help": [prints("Update the labels on a resource.")],
+    "kubectl get node": [ALL_READY],
+    "kubectl label nodes node01 feng=a": [prints("node/node01 labeled")],
+    "kubectl label nodes node02 feng=b": [prints("node/node02 labeled")],
+    "kubectl get nodes --show-labels": [shows(lambda rows: "feng=a" in next(
+        r["LABELS"] for r in rows if r["NAME"] == "node01"))],
+    "kubectl get node -l feng=a": [shows(lambda rows: [r["NAME"] for r in rows] == ["node01"])],
+    "kubectl apply -f examples/02-node-selection/pod-nodeselector.yaml": [prints("pod/selected created")],
+    "kubectl get pod selected -o wide": [shows(lambda rows: on(rows, "selected") == "node01")],
+    # 3
+    "kubectl label nodes node01 rank=1": [prints("node/node01 labeled")],
+    "kubectl label nodes node02 rank=2": [prints("node/node02 labeled")],
+    "kubectl label nodes node03 rank=3": [prints("node/node03 labeled")],
+    "kubectl apply -f examples/03-affinity/node-affinity-required.yaml": [prints("pod/affinity-required created")],
+    "kubectl get pod affinity-required -o wide": [shows(lambda rows: on(rows, "affinity-required") == "node02")],
+    "kubectl apply -f examples/03-affinity/node-affinity-preferred.yaml": [prints("pod/affinity-preferred created")],
+    "kubectl get pod affinity-preferred -o wide": [shows(lambda rows: on(rows, "affinity-preferred") == "node01")],
+    "kubectl apply -f examples/03-affinity/pod-affinity.yaml": [prints("pod/with-web created")],
+    "kubectl get pod with-web -o wide": [
+        lambda shell, line, result: eventually(shell, line, result, lambda out: on(table(out), "with-web")
+                                               in shell.notes["web-nodes"]),  # type: ignore[operator]
+    ],
+    "kubectl apply -f examples/03-affinity/pod-anti-affinity.yaml": [prints("replicationcontroller/cache created")],
+    "kubectl get pods -l app=cache -o wide": [shows(lambda rows: len(running(rows)) == 3
+                                                     and len({r["NODE"] for r in rows}) == 3)],
+    "kubectl scale rc cache --replicas=4": [prints("replicationcontroller/cache scaled")],
+    "kubectl get pods -l app=cache": [shows(lambda rows: sorted(r["STATUS"] for r in rows)
+                                            == ["Pending", "Running", "Running", "Running"])],
+    "kubectl get events --field-selector reason=FailedScheduling": [shows_text(
+        lambda out: "didn't match pod anti-affinity rules" in out)],
+    "kubectl delete rc cache": [prints('replicationcontroller "cache" deleted')],
+    # 4
+    "kubectl taint nodes node01 check=mycheck:NoSchedule": [prints("node/node01 tainted")],
+    "kubectl describe node node01": [shows_text(lambda out: re.search(r"Taints:\s+check=mycheck:NoSchedule", out)
+                                                is not None)],
+    "kubectl apply -f examples/04-taints/pod-toleration-noschedule.yaml": [prints("pod/tolerates-noschedule created")],
+    "kubectl apply -f examples/04-taints/pod-toleration-key-exists.yaml": [prints("pod/tolerates-check created")],
+    "kubectl get pods -o wide": [
+        shows(lambda rows: on(rows, "tolerates-noschedule") is not None and on(rows, "tolerates-check") is not None),
+        shows(lambda rows: not [r for r in rows if r["NODE"] == "node02"]  # 7: drained
+              and len(running(rows, "web-")) == 4),
+    ],
+    "kubectl taint nodes node01 check=mycheck:NoSchedule-": [prints("node/node01 untainted")],
+    "kubectl taint nodes node03 node-role.kubernetes.io/master=:PreferNoSchedule": [prints("node/node03 tainted")],
+    "kubectl apply -f examples/04-taints/pod-toleration-prefernoschedule.yaml":
+        [prints("pod/tolerates-master created")],
+    "kubectl get pod tolerates-master -o wide": [shows(lambda rows: on(rows, "tolerates-master") in NODES)],
+    "kubectl apply -f examples/04-taints/pod-tolerate-everything.yaml": [prints("pod/tolerates-everything created")],
+    "kubectl apply -f examples/04-taints/pod-toleration-noexecute.yaml": [prints("pod/tolerates-noexecute created")],
+    "kubectl get pods -o wide --field-selector spec.nodeName=node01": [
+        shows(lambda rows: on(rows, "tolerates-everything") == on(rows, "tolerates-noexecute") == "node01"),
+        shows(lambda rows: {"pinned", "selected"}.isdisjoint(r["NAME"] for r in rows)
+              and not [r for r in rows if r["NAME"].startswith("web-")]
+              and on(rows, "tolerates-everything") == "node01"),
+        shows(lambda rows: [r["NAME"] for r in rows] == ["tolerates-everything"], timeout=120),
+    ],
+    "kubectl taint nodes node01 check=mycheck:NoExecute": [prints("node/node01 tainted")],
+    "kubectl taint nodes node01 check=mycheck:NoExecute-": [prints("node/node01 untainted")],
+    "kubectl taint nodes node03 node-role.kubernetes.io/master=:PreferNoSchedule-": [prints("node/node03 untainted")],
+    # 5
+    "kubectl apply -f examples/05-phases/pod-succeeded.yaml": [prints("pod/job-done created")],
+    "kubectl apply -f examples/05-phases/pod-failed.yaml": [prints("pod/job-failed created")],
+    "kubectl apply -f examples/05-phases/pod-unschedulable.yaml": [prints("pod/too-big created")],
+    "kubectl get pods job-done job-failed too-big": [shows(lambda rows: [r["STATUS"] for r in rows]
+                                                           == ["Completed", "Error", "Pending"])],
+    "kubectl get pod job-done -o jsonpath='{.status.phase}'": [shows_text(lambda out: out == "Succeeded")],
+    "kubectl get pod job-failed -o jsonpath='{.status.phase} {.status.containerStatuses[0].state.terminated.exitCode}'":
+        [shows_text(lambda out: out == "Failed 3")],
+    "kubectl describe pod too-big": [shows_text(lambda out: "FailedScheduling" in out and "Insufficient cpu" in out)],
+    "kubectl apply -f examples/05-phases/pod-unreachable-10s.yaml": [prints("pod/short-fuse created")],
+    "kubectl get pod short-fuse -o wide": [shows(lambda rows: on(rows, "short-fuse") == "node03")],
+    "kill -STOP $(pgrep -f -- '--node-name node03')": [prints()],
+    "kubectl describe node node03": [shows_text(lambda out: "node.kubernetes.io/unreachable:NoExecute" in out)],
+    "kubectl get pods -o wide --field-selector spec.nodeName=node03": [shows(
+        lambda rows: "short-fuse" not in [r["NAME"] for r in rows], timeout=120)],
+    "kill -CONT $(pgrep -f -- '--node-name node03')": [prints()],
+    # 6
+    "kubectl describe pod $POD": [shows_text(lambda out: "Events:" in out and "Started" in out)],
+    "kubectl logs $POD": [prints("web is up")],
+    "kubectl logs job-failed": [prints("cannot open /data/input.csv")],
+    "kubectl exec -it $POD -- sh": [prints("hello from the pod")],
+    "kubectl cluster-info": [prints("Kubernetes control plane is running at http://127.0.0.1:")],
+    "ls .kubelab/logs/": [prints("apiserver.log", "controller-manager.log", "scheduler.log", "kubelet-node01.log")],
+    "tail -n 20 .kubelab/logs/kubelet-node01.log": [shows_text(lambda out: bool(out.strip()))],
+    # 7
+    "kubectl apply -f examples/07-maintenance/pod-unmanaged.yaml": [prints("pod/scratch created")],
+    "kubectl cordon node02": [both(prints("node/node02 cordoned"), remember("web-on-node02", lambda shell, result: len(
+        [r for r in table(shell.run("kubectl get pods -l app=web -o wide").stdout) if r["NODE"] == "node02"])))],
+    "kubectl scale rc web --replicas=4": [prints("replicationcontroller/web scaled")],
+    "kubectl drain node02 --ignore-daemonsets": [fails_with(
+        "cannot delete Pods with local storage (use --delete-emptydir-data to override)", "default/scratch")],
+    "kubectl drain node02 --ignore-daemonsets --delete-emptydir-data --force": [prints("node/node02 drained")],
+    "kubectl uncordon node02": [prints("node/node02 uncordoned")],
+    # clean up
+    "kubectl delete rc web": [prints('replicationcontroller "web" deleted')],
+    "kubectl delete pods --all": [prints()],
+    "kubectl label nodes node01 node02 node03 feng- rank-": [prints("node/node01 unlabeled")],
+}
+
+
+def test_every_walkthrough_command_has_a_check() -> None:
+    commands = [c for lines in doc_sections().values() for c in lines]
+    counts = {c: commands.count(c) for c in commands}
+    missing = {c: n for c, n in counts.items() if len(CHECKS.get(c, [])) != n}
+    assert not missing, f"docs/walkthrough.md commands whose checks do not match their occurrences: {missing}"
+    assert set(CHECKS) <= set(counts), f"checks for commands the page no longer has: {set(CHECKS) - set(counts)}"
+    assert list(doc_sections()) == ["0", "1", "2", "3", "4", "5", "6", "7", "Clean up"]
+
+
+# ---- the walkthrough ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shell]:
+    missing = [p for p in NEEDED if not (ROOT / p / "__main__.py").is_file()]
+    if missing:
+        pytest.skip(f"the walkthrough needs every component; not there yet: {', '.join(missing)}")
+    if not os.path.exists(KUBECTL):
+        pytest.skip(f"kubectl not found at {KUBECTL}")
+    work = tmp_path_factory.mktemp("walkthrough")
+    (work / "examples").symlink_to(ROOT / "examples")
+    bin_dir = work / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kubectl").symlink_to(KUBECTL)
+    env = {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(work),
+           "KUBECONFIG": str(work / ".kubelab" / "kubeconfig"), "LANG": "C.UTF-8"}
+    if "KUBELAB_ETCD" in os.environ:
+        env["KUBELAB_ETCD"] = os.environ["KUBELAB_ETCD"]
+    sh = Shell(work, env)
+    try:
+        yield sh
+    finally:
+        sh.run("kubelab down", timeout=120)
+
+
+def run_section(shell: Shell, section: str) -> None:
+    seen: dict[str, int] = shell.notes.setdefault("seen", {})  # type: ignore[assignment]
+    for line in doc_sections()[section]:
+        index = seen.get(line, 0)
+        seen[line] = index + 1
+        result = SPECIAL[line](shell, line) if line in SPECIAL else shell.run(line)
+        CHECKS[line][index](shell, line, result)
+
+
+@pytest.mark.parametrize("section", ["0", "1", "2", "3", "4", "5", "6", "7", "Clean up"])
+def test_walkthrough(shell: Shell, section: str) -> None:
+    run_section(shell, section)

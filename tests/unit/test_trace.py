@@ -1,0 +1,465 @@
+"""`kubelab trace`'s step builder on a recorded flow: what each of the 13 steps reports, from which record, and
+what it says when a record is missing, does not apply, or the history was compacted.
+
+RECORDED is the evidence `gather` read from the real apiserver for the scenario in
+tests/integration/test_trace.py (RC `web` applied with kubectl; pod created, bound and reported Running as the
+controller, scheduler and kubelet do), trimmed to the fields the trace reads, renamed to the walkthrough's
+names, with timestamps set a few seconds apart so each latency is distinct.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from kubelab.commands.trace import Evidence, Version, build_steps, gather, render, to_json
+
+UID = "77418bdd-6f82-4440-8e3c-d464314df517"
+RECORDED: dict[str, Any] = {'pod': {'apiVersion': 'v1',
+         'kind': 'Pod',
+         'metadata': {'name': 'web-7x2kq',
+                      'namespace': 'default',
+                      'uid': '77418bdd-6f82-4440-8e3c-d464314df517',
+                      'resourceVersion': '22',
+                      'creationTimestamp': '2026-12-02T10:00:01Z',
+                      'ownerReferences': [{'apiVersion': 'v1',
+                                           'kind': 'ReplicationController',
+                                           'name': 'web',
+                                           'uid': '781cae61-137f-4a76-986a-314b807373e4',
+                                           'controller': True,
+                                           'blockOwnerDeletion': True}],
+                      'labels': {'app': 'web'}},
+         'spec': {'nodeName': 'node02', 'containers': [{'name': 'main', 'image': 'busybox'}]},
+         'status': {'phase': 'Running',
+                    'conditions': [{'type': 'PodScheduled',
+                                    'status': 'True',
+                                    'lastTransitionTime': '2026-12-02T10:00:01Z'},
+                                   {'type': 'Initialized',
+                                    'status': 'True',
+                                    'lastTransitionTime': '2026-12-02T10:00:02Z'},
+                                   {'type': 'ContainersReady',
+                                    'status': 'True',
+                                    'lastTransitionTime': '2026-12-02T10:00:06Z'},
+                                   {'type': 'Ready',
+                                    'status': 'True',
+                                    'lastTransitionTime': '2026-12-02T10:00:06Z'}],
+                    'startTime': '2026-12-02T10:00:02Z',
+                    'containerStatuses': [{'name': 'main',
+                                           'image': 'busybox',
+                                           'imageID': '',
+                                           'ready': True,
+                                           'restartCount': 0,
+                                           'started': True,
+                                           'state': {'running': {'startedAt': '2026-12-02T10:00:05Z'}}}]}},
+ 'controllers': [{'apiVersion': 'v1',
+                  'kind': 'ReplicationController',
+                  'metadata': {'name': 'web',
+                               'namespace': 'default',
+                               'uid': '781cae61-137f-4a76-986a-314b807373e4',
+                               'resourceVersion': '12',
+                               'creationTimestamp': '2026-12-02T10:00:00Z',
+                               'labels': {'app': 'web'},
+                               'annotations': {'kubectl.kubernetes.io/last-applied-configuration': '{...}'}},
+                  'spec': {'replicas': 1}}],
+ 'pod_events': [{'involvedObject': {'kind': 'Pod',
+                                    'name': 'web-7x2kq',
+                                    'uid': '77418bdd-6f82-4440-8e3c-d464314df517',
+                                    'resourceVersion': '13'},
+                 'reason': 'Scheduled',
+                 'message': 'Successfully assigned default/web-7x2kq to node02',
+                 'type': 'Normal',
+                 'source': {'component': 'default-scheduler'},
+                 'eventTime': '2026-12-02T10:00:01.250000Z',
+                 'action': 'Binding',
+                 'metadata': {'name': 'web-7x2kq.18ed812957cfc71c', 'resourceVersion': '16'}},
+                {'involvedObject': {'kind': 'Pod',
+                                    'name': 'web-7x2kq',
+                                    'uid': '77418bdd-6f82-4440-8e3c-d464314df517',
+                                    'resourceVersion': '15',
+                                    'fieldPath': 'spec.containers{main}'},
+                 'reason': 'Pulling',
+                 'message': 'Pulling image "busybox"',
+                 'type': 'Normal',
+                 'source': {'component': 'kubelet', 'host': 'node02'},
+                 'firstTimestamp': '2026-12-02T10:00:02Z',
+                 'metadata': {'name': 'web-7x2kq.18ed8129583b8f88', 'resourceVersion': '18'}},
+                {'involvedObject': {'kind': 'Pod',
+                                    'name': 'web-7x2kq',
+                                    'uid': '77418bdd-6f82-4440-8e3c-d464314df517',
+                                    'resourceVersion': '15',
+                                    'fieldPath': 'spec.containers{main}'},
+                 'reason': 'Pulled',
+                 'message': 'Successfully pulled image "busybox" in 2.9s (2.9s including waiting)',
+                 'type': 'Normal',
+                 'source': {'component': 'kubelet', 'host': 'node02'},
+                 'firstTimestamp': '2026-12-02T10:00:05Z',
+                 'metadata': {'name': 'web-7x2kq.18ed8129585e54da', 'resourceVersion': '19'}},
+                {'involvedObject': {'kind': 'Pod',
+                                    'name': 'web-7x2kq',
+                                    'uid': '77418bdd-6f82-4440-8e3c-d464314df517',
+                                    'resourceVersion': '15',
+                                    'fieldPath': 'spec.containers{main}'},
+                 'reason': 'Created',
+                 'message': 'Created container main',
+                 'type': 'Normal',
+                 'source': {'component': 'kubelet', 'host': 'node02'},
+                 'firstTimestamp': '2026-12-02T10:00:05Z',
+                 'metadata': {'name': 'web-7x2kq.18ed812958838c50', 'resourceVersion': '20'}},
+                {'involvedObject': {'kind': 'Pod',
+                                    'name': 'web-7x2kq',
+                                    'uid': '77418bdd-6f82-4440-8e3c-d464314df517',
+                                    'resourceVersion': '15',
+                                    'fieldPath': 'spec.containers{main}'},
+                 'reason': 'Started',
+                 'message': 'Started container main',
+                 'type': 'Normal',
+                 'source': {'component': 'kubelet', 'host': 'node02'},
+                 'firstTimestamp': '2026-12-02T10:00:05Z',
+                 'metadata': {'name': 'web-7x2kq.18ed812958a726a9', 'resourceVersion': '21'}}],
+ 'owner_events': [{'involvedObject': {'kind': 'ReplicationController',
+                                      'name': 'web',
+                                      'uid': '781cae61-137f-4a76-986a-314b807373e4',
+                                      'resourceVersion': '12'},
+                   'reason': 'SuccessfulCreate',
+                   'message': 'Created pod: web-7x2kq',
+                   'type': 'Normal',
+                   'source': {'component': 'replication-controller'},
+                   'firstTimestamp': '2026-12-02T10:00:01Z',
+                   'metadata': {'name': 'web.18ed8129575d6079', 'resourceVersion': '14'}}],
+ 'pod_history': [{'type': 'ADDED',
+                  'rv': 13,
+                  'obj': {'metadata': {'uid': '77418bdd-6f82-4440-8e3c-d464314df517', 'resourceVersion': '13'},
+                          'spec': {},
+                          'status': {'phase': 'Pending'}}},
+                 {'type': 'MODIFIED',
+                  'rv': 15,
+                  'obj': {'metadata': {'uid': '77418bdd-6f82-4440-8e3c-d464314df517', 'resourceVersion': '15'},
+                          'spec': {'nodeName': 'node02'},
+                          'status': {'phase': 'Pending',
+                                     'conditions': [{'type': 'PodScheduled',
+                                                     'status': 'True',
+                                                     'lastTransitionTime': '2026-12-02T10:00:01Z'}]}}},
+                 {'type': 'MODIFIED',
+                  'rv': 17,
+                  'obj': {'metadata': {'uid': '77418bdd-6f82-4440-8e3c-d464314df517', 'resourceVersion': '17'},
+                          'spec': {'nodeName': 'node02'},
+                          'status': {'phase': 'Pending',
+                                     'conditions': [{'type': 'PodScheduled',
+                                                     'status': 'True',
+                                                     'lastTransitionTime': '2026-12-02T10:00:01Z'},
+                                                    {'type': 'Initialized',
+                                                     'status': 'True',
+                                                     'lastTransitionTime': '2026-12-02T10:00:02Z'}],
+                                     'startTime': '2026-12-02T10:00:02Z'}}},
+                 {'type': 'MODIFIED',
+                  'rv': 22,
+                  'obj': {'metadata': {'uid': '77418bdd-6f82-4440-8e3c-d464314df517', 'resourceVersion': '22'},
+                          'spec': {'nodeName': 'node02'},
+                          'status': {'phase': 'Running',
+                                     'conditions': [{'type': 'PodScheduled',
+                                                     'status': 'True',
+                                                     'lastTransitionTime': '2026-12-02T10:00:01Z'},
+                                                    {'type': 'Initialized',
+                                                     'status': 'True',
+                                                     'lastTransitionTime': '2026-12-02T10:00:02Z'},
+                                                    {'type': 'ContainersReady',
+                                                     'status': 'True',
+                                                     'lastTransitionTime': '2026-12-02T10:00:06Z'},
+                                                    {'type': 'Ready',
+                                                     'status': 'True',
+                                                     'lastTransitionTime': '2026-12-02T10:00:06Z'}],
+                                     'startTime': '2026-12-02T10:00:02Z',
+                                     'containerStatuses': [{'name': 'main',
+                                                            'image': 'busybox',
+                                                            'imageID': '',
+                                                            'ready': True,
+                                                            'restartCount': 0,
+                                                            'started': True,
+                                                            'state': {'running': {
+                                                                'startedAt': '2026-12-02T10:00:05Z'}}}]}}}],
+ 'root_history': [{'type': 'ADDED',
+                   'rv': 12,
+                   'obj': {'metadata': {'uid': '781cae61-137f-4a76-986a-314b807373e4', 'resourceVersion': '12'}}}],
+ 'node': {'apiVersion': 'v1',
+          'kind': 'Node',
+          'metadata': {'name': 'node02', 'creationTimestamp': '2026-12-02T09:59:57Z'},
+          'status': {'conditions': [{'type': 'Ready',
+                                     'status': 'True',
+                                     'reason': 'KubeletReady',
+                                     'lastHeartbeatTime': '2026-12-02T09:59:58Z',
+                                     'lastTransitionTime': '2026-12-02T09:59:58Z'}]}}}
+
+
+def evidence(doc: dict[str, Any] | None = None) -> Evidence:
+    doc = copy.deepcopy(doc or RECORDED)
+
+    def versions(items: list[dict[str, Any]] | None) -> list[Version] | None:
+        return None if items is None else [Version(**v) for v in items]
+
+    return Evidence(pod=doc["pod"], controllers=doc["controllers"], pod_events=doc["pod_events"],
+                    owner_events=doc["owner_events"], pod_history=versions(doc["pod_history"]),
+                    root_history=versions(doc["root_history"]), node=doc["node"], leases=doc.get("leases", {}))
+
+
+def by_number(ev: Evidence) -> dict[str, Any]:
+    return {s.number: s for s in build_steps(ev)}
+
+
+def test_the_steps_come_in_the_seeds_order() -> None:
+    numbers = [s.number for s in build_steps(evidence())]
+    assert numbers == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "12a", "12b", "12c", "12d",
+                       "13"]
+
+
+def test_each_step_has_the_revision_the_components_recorded() -> None:
+    steps = by_number(evidence())
+    assert steps["3"].revision == 12 and steps["4"].revision == 12  # the RC's creation, from etcd's history
+    assert steps["5"].revision == 12  # the RC version the replication controller acted on
+    assert steps["7"].revision == 13  # the pod's creation
+    assert steps["8"].revision == 13  # the version the scheduler scheduled
+    assert steps["10"].revision == 15  # the first version with spec.nodeName
+    assert steps["11"].revision == 15  # the version the kubelet acted on
+    assert steps["13"].revision == 22  # the first version with phase Running
+    assert [steps[n].revision for n in ("1", "2", "6", "9", "12a")] == [None] * 5
+
+
+def test_each_step_has_its_time_and_says_where_it_came_from() -> None:
+    steps = by_number(evidence())
+    assert steps["3"].stamp.source == "metadata.creationTimestamp"
+    assert steps["6"].stamp.source == "event SuccessfulCreate firstTimestamp"
+    assert steps["9"].stamp.source == "event Scheduled eventTime" and steps["9"].stamp.precise
+    assert steps["10"].stamp.source == "PodScheduled lastTransitionTime"
+    assert steps["11"].stamp.source == "status.startTime"
+    assert steps["12d"].stamp.source == "spec.containers{main} state.startedAt"
+    assert steps["13"].stamp.source == "Ready lastTransitionTime"
+    assert steps["9"].actor == "default-scheduler" and steps["9"].what == "bind the pod to node02"
+    assert steps["12b"].actor == "kubelet (node02)"
+    assert steps["6"].evidence == "event SuccessfulCreate: Created pod: web-7x2kq"
+    assert "kubectl apply" in steps["2"].evidence
+
+
+def test_latencies_compare_whole_seconds_when_a_timestamp_has_only_seconds() -> None:
+    steps = by_number(evidence())
+    latencies = {n: s.latency for n, s in steps.items() if s.stamp}
+    # 3 at :00; 6, 7 at :01; 9 at :01.25 (µs, but its neighbours have whole seconds); 10 :01; 11 :02;
+    # 12a :02; 12b-d :05; 13 :06.
+    assert latencies == {"3": None, "6": 1.0, "7": 0.0, "9": 0.0, "10": 0.0, "11": 1.0, "12a": 0.0, "12b": 3.0,
+                         "12c": 0.0, "12d": 0.0, "13": 1.0}
+    assert not any(s.latency_precise for s in steps.values())
+
+
+def test_latency_between_two_microsecond_times_is_exact() -> None:
+    doc = copy.deepcopy(RECORDED)
+    for event in doc["pod_events"]:
+        if event["reason"] in ("Pulling", "Pulled"):
+            event["eventTime"] = {"Pulling": "2026-12-02T10:00:02.100000Z",
+                                  "Pulled": "2026-12-02T10:00:04.600000Z"}[event["reason"]]
+    steps = by_number(evidence(doc))
+    assert steps["12b"].latency == pytest.approx(2.5) and steps["12b"].latency_precise
+    assert not steps["12a"].latency_precise  # after startTime, which has whole seconds
+
+
+def test_step_one_reports_leases_and_the_node() -> None:
+    steps = by_number(evidence())
+    assert "kubelet: node node02 Ready=True since 2026-12-02T09:59:58Z" in steps["1"].evidence
+    assert "scheduler: not observed (no lease kube-system/kube-scheduler)" in steps["1"].evidence
+    doc = copy.deepcopy(RECORDED)
+    doc["leases"] = {"kube-scheduler": {"spec": {"holderIdentity": "sched-1", "renewTime": "2026-12-02T10:00:00Z"}}}
+    assert "scheduler: leader sched-1 (lease kube-system/kube-scheduler" in by_number(evidence(doc))["1"].evidence
+
+
+def test_without_etcd_history_revisions_are_not_observed_but_times_remain() -> None:
+    doc = copy.deepcopy(RECORDED)
+    doc["pod_history"] = doc["root_history"] = None
+    steps = by_number(evidence(doc))
+    assert [steps[n].revision for n in ("3", "4", "7", "10", "13")] == [None] * 5
+    assert not steps["4"].observed
+    assert "etcd's history was not available" in steps["7"].evidence
+    assert steps["13"].observed and steps["13"].evidence.startswith("current status (no history)")
+    assert steps["5"].revision == 12 and steps["8"].revision == 13  # from the events: still there
+
+
+def test_a_pod_without_controller_skips_the_controller_steps() -> None:
+    doc = copy.deepcopy(RECORDED)
+    doc["controllers"], doc["owner_events"], doc["root_history"] = [], [], None
+    del doc["pod"]["metadata"]["ownerReferences"]
+    steps = by_number(evidence(doc))
+    assert steps["2"].what == "create Pod/web-7x2kq" and steps["3"].revision == 13
+    assert [(steps[n].applicable, steps[n].observed) for n in ("5", "6", "7")] == [(False, False)] * 3
+
+
+def test_node_name_set_by_the_client_bypasses_the_scheduler() -> None:
+    doc = copy.deepcopy(RECORDED)
+    doc["pod_history"][0]["obj"]["spec"]["nodeName"] = "node02"
+    doc["pod_events"] = [e for e in doc["pod_events"] if e["reason"] != "Scheduled"]
+    steps = by_number(evidence(doc))
+    assert not steps["8"].applicable and not steps["9"].applicable
+    assert "the scheduler is bypassed" in steps["9"].evidence
+    assert steps["10"].revision == 13
+
+
+def test_an_unschedulable_pod_shows_the_scheduler_s_reason() -> None:
+    doc = copy.deepcopy(RECORDED)
+    pod = doc["pod"]
+    del pod["spec"]["nodeName"]
+    pod["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+                                                         "reason": "Unschedulable",
+                                                         "lastTransitionTime": "2026-12-02T10:00:01Z"}]}
+    doc["pod_history"] = doc["pod_history"][:1]
+    failed = {"involvedObject": {"kind": "Pod", "name": "web-7x2kq", "uid": UID, "resourceVersion": "13"},
+              "reason": "FailedScheduling", "count": 3, "type": "Warning", "source": {"component": "default-scheduler"},
+              "message": "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.",
+              "firstTimestamp": "2026-12-02T10:00:01Z", "metadata": {"name": "x", "resourceVersion": "16"}}
+    doc["pod_events"], doc["node"] = [failed], None
+    steps = by_number(evidence(doc))
+    assert steps["8"].observed and steps["8"].revision == 13
+    assert "3 FailedScheduling attempt(s), last: 0/3 nodes are available" in steps["9"].evidence
+    assert not steps["9"].observed
+    assert steps["10"].evidence == "PodScheduled=False (Unschedulable)"
+    assert not any(steps[n].observed for n in ("11", "12", "12a", "13"))
+    assert "kubelet: not observed (no node yet)" in steps["1"].evidence
+
+
+def test_an_image_already_on_the_node_is_not_pulled() -> None:
+    doc = copy.deepcopy(RECORDED)
+    doc["pod_events"] = [e for e in doc["pod_events"] if e["reason"] != "Pulling"]
+    pulled = next(e for e in doc["pod_events"] if e["reason"] == "Pulled")
+    pulled["message"] = 'Container image "busybox" already present on machine'
+    steps = by_number(evidence(doc))
+    assert not steps["12a"].applicable and steps["12a"].evidence == "image already present on the node: no pull"
+    assert steps["12b"].observed
+
+
+def test_containers_get_sub_steps_in_spec_order_init_containers_first() -> None:
+    doc = copy.deepcopy(RECORDED)
+    doc["pod"]["spec"]["initContainers"] = [{"name": "setup", "image": "busybox"}]
+    doc["pod"]["spec"]["containers"].append({"name": "side", "image": "nginx"})
+    steps = build_steps(evidence(doc))
+    whats = [s.what for s in steps if s.number.startswith("12") and s.number != "12"]
+    assert whats[0] == "pull image busybox" and whats[3] == "start container setup"
+    assert whats[8] == "pull image nginx" and whats[11] == "start container side"
+    assert [s.number for s in steps if s.number.startswith("12")][-1] == "12l"
+
+
+def test_a_deployment_s_pod_starts_from_the_deployment() -> None:
+    doc = copy.deepcopy(RECORDED)
+    rs = doc["controllers"][0]
+    rs.update(apiVersion="apps/v1", kind="ReplicaSet")
+    rs["metadata"]["name"] = "web-5d4f8"
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "web", "uid": "d-1", "resourceVersion": "10",
+                               "creationTimestamp": "2026-12-02T09:59:59Z"}}
+    doc["controllers"].append(deployment)
+    doc["root_history"] = [{"type": "ADDED", "rv": 10, "obj": deployment}]
+    doc["owner_events"][0]["source"]["component"] = "replicaset-controller"
+    steps = by_number(evidence(doc))
+    assert steps["2"].what == "create Deployment/web" and steps["3"].revision == 10
+    assert steps["5"].what == "see ReplicaSet/web-5d4f8 (too few replicas)"
+    assert steps["6"].actor == "replicaset-controller"
+    assert "kubectl create or an API call" in steps["2"].evidence
+
+
+def test_render_shows_a_row_per_step_with_its_evidence() -> None:
+    ev = evidence()
+    text = render(ev, build_steps(ev))
+    lines = text.splitlines()
+    assert lines[0].startswith(f"pod default/web-7x2kq  uid {UID}  node node02  phase Running")
+    assert "controlled by: ReplicationController/web" in text
+    header = next(i for i, line in enumerate(lines) if line.startswith("STEP"))
+    assert lines[header].split() == ["STEP", "WHO", "WHAT", "TIME", "REV", "LATENCY"]
+    row9 = next(line for line in lines if line.startswith("9 "))
+    assert row9.split()[-3:] == ["10:00:01.250000", "-", "~+0s"]
+    row7 = next(line for line in lines if line.startswith("7 "))
+    assert row7.split()[-3:] == ["10:00:01", "13", "~+0s"]
+    assert lines[lines.index(row9) + 1].strip() == "event Scheduled: Successfully assigned default/web-7x2kq to node02"
+
+
+def test_json_output_carries_the_same_steps() -> None:
+    ev = evidence()
+    doc = json.loads(to_json(ev, build_steps(ev)))
+    assert doc["pod"] == {"namespace": "default", "name": "web-7x2kq", "uid": UID}
+    assert doc["controllers"] == ["ReplicationController/web"]
+    step9 = next(s for s in doc["steps"] if s["number"] == "9")
+    assert step9["time"] == "2026-12-02T10:00:01.250000Z" and step9["precision"] == "us"
+    assert step9["time_source"] == "event Scheduled eventTime"
+
+
+# ---- gather: the reads, against a scripted apiserver ----------------------------------------------------
+
+
+def scripted_apiserver(history_status: int = 200) -> tuple[httpx.Client, list[str]]:
+    """An httpx transport that answers the trace's reads from RECORDED; records the watch requests."""
+    watches: list[str] = []
+    pod, rc = RECORDED["pod"], RECORDED["controllers"][0]
+
+    def lines(items: list[dict[str, Any]]) -> bytes:
+        return b"".join(json.dumps(i).encode() + b"\n" for i in items)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        path, params = request.url.path, request.url.params
+        if params.get("watch") == "true":
+            watches.append(f"{path}?resourceVersion={params['resourceVersion']}")
+            if history_status != 200:
+                return httpx.Response(history_status, json={"kind": "Status", "code": history_status})
+            since = int(params["resourceVersion"])
+            source = RECORDED["pod_history"] if path.endswith("/pods") else RECORDED["root_history"]
+            full = pod if path.endswith("/pods") else rc
+            events = [{"type": v["type"], "object": {**full, "metadata": {**full["metadata"], **v["obj"]["metadata"]},
+                                                     **{k: v["obj"][k] for k in ("spec", "status") if k in v["obj"]}}}
+                      for v in source if v["rv"] > since]
+            return httpx.Response(200, content=lines(events))
+        if path == "/api/v1/namespaces/default/pods/web-7x2kq":
+            return httpx.Response(200, json=pod)
+        if path == "/api/v1":
+            return httpx.Response(200, json={"resources": [
+                {"name": "pods", "kind": "Pod", "namespaced": True},
+                {"name": "replicationcontrollers/status", "kind": "ReplicationController", "namespaced": True},
+                {"name": "replicationcontrollers", "kind": "ReplicationController", "namespaced": True}]})
+        if path == "/api/v1/namespaces/default/replicationcontrollers/web":
+            return httpx.Response(200, json=rc)
+        if path == "/api/v1/namespaces/default/events":
+            uid = params["fieldSelector"].removeprefix("involvedObject.uid=")
+            items = [e for e in RECORDED["pod_events"] + RECORDED["owner_events"] if e["involvedObject"]["uid"] == uid]
+            return httpx.Response(200, json={"items": items})
+        if path == "/api/v1/nodes/node02":
+            return httpx.Response(200, json=RECORDED["node"])
+        return httpx.Response(404, json={"kind": "Status", "code": 404})
+
+    return httpx.Client(base_url="http://apiserver", transport=httpx.MockTransport(handler)), watches
+
+
+def test_gather_replays_history_from_the_revision_the_controller_saw() -> None:
+    client, watches = scripted_apiserver()
+    ev = gather(client, "default", "web-7x2kq")
+    assert [c["kind"] for c in ev.controllers] == ["ReplicationController"]
+    assert {e["reason"] for e in ev.pod_events} == {"Scheduled", "Pulling", "Pulled", "Created", "Started"}
+    assert [v.rv for v in ev.pod_history or []] == [13, 15, 17, 22]
+    assert [v.rv for v in ev.root_history or []] == [12]
+    # The RC from the beginning; the pod from rev 12, the RC version the controller saw before creating it.
+    assert watches == ["/api/v1/namespaces/default/replicationcontrollers?resourceVersion=1",
+                       "/api/v1/namespaces/default/pods?resourceVersion=12"]
+    assert ev.leases == {"kube-controller-manager": None, "kube-scheduler": None}
+    assert by_number(ev)["13"].revision == 22
+
+
+def test_gather_without_etcd_history() -> None:
+    client, _ = scripted_apiserver(history_status=410)
+    ev = gather(client, "default", "web-7x2kq")
+    assert ev.pod_history is None and ev.root_history is None
+
+
+def test_gather_replays_from_the_beginning_when_the_hint_missed_the_creation() -> None:
+    saved = RECORDED["owner_events"][0]["involvedObject"]["resourceVersion"]
+    RECORDED["owner_events"][0]["involvedObject"]["resourceVersion"] = "14"  # later than the pod's creation (13)
+    try:
+        client, watches = scripted_apiserver()
+        ev = gather(client, "default", "web-7x2kq")
+    finally:
+        RECORDED["owner_events"][0]["involvedObject"]["resourceVersion"] = saved
+    assert watches[1:] == ["/api/v1/namespaces/default/pods?resourceVersion=14",
+                           "/api/v1/namespaces/default/pods?resourceVersion=1"]
+    assert [v.rv for v in ev.pod_history or []] == [13, 15, 17, 22]
