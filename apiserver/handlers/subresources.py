@@ -152,11 +152,13 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
                                 _ScaleStore(store))(strategy.scale_of(co.obj))
     else:
         raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
-    replicas = (scale.get("spec") or {}).get("replicas")
-    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-        raise errors.invalid("Scale", info.name, [Cause("FieldValueInvalid",
-                                                        f"Invalid value: {replicas!r}: must be greater than or "
-                                                        f"equal to 0", "spec.replicas")], "autoscaling")
+    replicas = (scale.get("spec") or {}).get("replicas") or 0
+    if not isinstance(replicas, int) or isinstance(replicas, bool):
+        raise errors.BadRequest(f'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
+                                f"{type(replicas).__name__} into Go struct field ScaleSpec.spec.replicas of type int32")
+    causes = strategy.validate_scale(scale)
+    if causes:
+        raise errors.invalid("Scale", info.name, causes, "autoscaling")
     precondition = (scale.get("metadata") or {}).get("resourceVersion") if method == "PUT" else None
 
     def apply(obj: dict[str, Any]) -> dict[str, Any]:

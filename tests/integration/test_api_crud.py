@@ -209,6 +209,10 @@ def test_scale_subresource(client: httpx.Client, ns: str) -> None:
     assert resp.status_code == 200, resp.text
     assert resp.json()["spec"]["replicas"] == 5
     assert client.get(f"/api/v1/namespaces/{ns}/replicationcontrollers/web").json()["spec"]["replicas"] == 5
+    resp = client.patch(f"/api/v1/namespaces/{ns}/replicationcontrollers/web/scale",
+                        json={"spec": {"replicas": -1}}, headers={"Content-Type": "application/merge-patch+json"})
+    assert resp.status_code == 422 and resp.json()["details"]["causes"][0]["field"] == "spec.replicas"
+    assert client.get(f"/api/v1/namespaces/{ns}/replicationcontrollers/web").json()["spec"]["replicas"] == 5
 
 
 def test_apps_group_replicaset(client: httpx.Client, ns: str) -> None:
