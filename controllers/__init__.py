@@ -1,0 +1,22 @@
+"""kubelab's controller-manager: Kubernetes' core controllers as one process (``python -m controllers``).
+
+Every controller has the same shape (``controllers.base``): informer handlers compute a key, note
+expectations and enqueue it; ``async def sync(key)`` re-reads the informer caches, acts through the API and
+is idempotent; failures are retried by the worker loop with per-key exponential backoff.  Controllers never
+talk to each other: each one's only inputs are the shared informers, its only outputs API writes.
+
+Modules::
+
+    base            Controller: the workqueue and worker loop every controller runs
+    expectations    creations/deletions a controller is waiting to see, so a burst of events acts once
+    podutil         pod predicates (active, ready, available), deletion ranking, pods from templates
+    controllerref   adopting orphans and releasing dependents through controller ownerReferences
+    replicaset      apps/v1 ReplicaSets; replication adapts it to core/v1 ReplicationControllers
+    deployment/     rolling and recreate rollouts between ReplicaSets
+    nodelifecycle   node heartbeats (Leases, status) → Ready=Unknown, NoExecute/NoSchedule taints
+    tainteviction   deleting pods from nodes with NoExecute taints they do not tolerate (in time)
+    podgc           pods of deleted nodes, unscheduled terminating pods, too many terminated pods
+    garbagecollector ownerReferences: Background, Foreground and Orphan deletion
+    namespace       emptying and finalizing a deleted namespace
+    manager         flags, the controller registry, leader election, /healthz
+"""

@@ -13,24 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from apimachinery import errors
+from apimachinery.patch import go_json_kind
 from apimachinery.quantity import parse_quantity
 
 Schema = dict[str, Any]
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 class Decoder:
@@ -70,7 +59,7 @@ class _Walk:
     def fail(self, value: Any, parent: str, path: str, go_type: str) -> errors.BadRequest:
         return errors.BadRequest(
             f'{self.kind} in version "{self.version}" cannot be handled as a {self.kind}: json: cannot unmarshal '
-            f"{_json_type(value)} into Go struct field {parent}.{path} of type {go_type}")
+            f"{go_json_kind(value)} into Go struct field {parent}.{path} of type {go_type}")
 
     def go_type(self, schema: Schema) -> str:
         ref = schema.get("$ref")
