@@ -110,6 +110,9 @@ class ResourceStore:
                 raise errors.not_found(self.strategy.resource, name, self.strategy.group)
             return co
         if resource_version:
+            if not resource_version.isdigit():
+                raise errors.BadRequest(f'resourceVersion: Invalid value: "{resource_version}": must be a '
+                                        f"non-negative integer")
             await self.cache.wait_rv(int(resource_version))
             co = self.cache.get(self.etcd_key(namespace, name))
             if co is None:
