@@ -123,7 +123,7 @@ class RESTHandler:
             if method == "GET":
                 if watch:
                     return await serve_watch(request, info, store, negotiate(request.headers.get("accept")))
-                return await self.list(request, info, store)
+                return await self.list_collection(request, info, store)
             if method == "POST":
                 return await self.create(request, info, store)
             if method == "DELETE":
@@ -150,7 +150,7 @@ class RESTHandler:
                                        f"({method})")
 
     # --- list -----------------------------------------------------------------------------------------------
-    async def list(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+    async def list_collection(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         params = request.query_params
         output = negotiate(request.headers.get("accept"))
         objects, list_meta = await self.list_objects(params, info, store)
@@ -275,22 +275,24 @@ class RESTHandler:
     async def patch(self, request: Request, info: RequestInfo, store: ResourceStore,
                     subresource: str = "") -> Response:
         assert info.name is not None
-        apply_patch = self.patcher(request.headers.get("content-type"), await request.body(), store)
+        strategy = store.strategy
+        apply_patch = self.patcher(request.headers.get("content-type"), await request.body(), strategy.kind,
+                                   strategy.resource, strategy.group)
         co = await store.guaranteed_update(info.namespace, info.name, apply_patch, subresource=subresource,
                                            dry_run=_dry_run(request.query_params),
                                            field_validation=field_validation_mode(request.query_params))
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
     @staticmethod
-    def patcher(content_type: str | None, body: bytes, store: ResourceStore) -> Any:
-        """The update function for a PATCH body; a resourceVersion inside the patch is a precondition."""
+    def patcher(content_type: str | None, body: bytes, kind: str, resource: str, group: str) -> Any:
+        """The update function for a PATCH body of a ``kind`` object (strategic merge needs the kind); a
+        resourceVersion inside the patch is a precondition."""
         mt = media_type(content_type)
         if mt not in PATCH_TYPES:
             raise errors.UnsupportedMediaType(
                 f"the body of the request was in an unknown format - accepted media types include: "
                 f"{', '.join(PATCH_TYPES)}")
         patch = decode_body(body, JSON, allowed=(JSON,))
-        strategy = store.strategy
 
         def apply(old: dict[str, Any]) -> dict[str, Any]:
             current_rv = old["metadata"].get("resourceVersion")
@@ -300,12 +302,12 @@ class RESTHandler:
                 new = mergepatch.apply(old, patch)
             else:
                 assert mt == STRATEGIC_PATCH
-                new = strategic.apply(old, patch, strategy.kind)
+                new = strategic.apply(old, patch, kind)
             if not isinstance(new, dict):
                 raise errors.BadRequest("the patched object must be a JSON object")
             new_rv = (new.get("metadata") or {}).get("resourceVersion")
             if new_rv and new_rv != current_rv:
-                raise errors.conflict(strategy.resource, old["metadata"]["name"], strategy.group)
+                raise errors.conflict(resource, old["metadata"]["name"], group)
             return new
 
         return apply

@@ -148,8 +148,8 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
         scale = decode_object(await request.body(), request.headers.get("content-type"), "Scale", "autoscaling/v1")
     elif method == "PATCH":
         co = await store.get(info.namespace, info.name)
-        scale = handler.patcher(request.headers.get("content-type"), await request.body(),
-                                _ScaleStore(store))(strategy.scale_of(co.obj))
+        scale = handler.patcher(request.headers.get("content-type"), await request.body(), "Scale",
+                                strategy.resource, strategy.group)(strategy.scale_of(co.obj))
     else:
         raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
     replicas = (scale.get("spec") or {}).get("replicas") or 0
@@ -168,17 +168,3 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
     co = await store.guaranteed_update(info.namespace, info.name, apply, precondition_rv=precondition or None)
     return rest.json_response(strategy.scale_of(copy.deepcopy(co.obj)))
 
-
-class _ScaleStore:
-    """Lets the generic patcher patch a Scale (strategic merge as the ``Scale`` kind)."""
-
-    def __init__(self, store: ResourceStore) -> None:
-        self.strategy = _ScaleStrategy(store)
-
-
-class _ScaleStrategy:
-    kind = "Scale"
-
-    def __init__(self, store: ResourceStore) -> None:
-        self.resource = store.strategy.resource
-        self.group = store.strategy.group

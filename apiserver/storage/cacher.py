@@ -410,7 +410,11 @@ class WatchCache:
                 watcher.close()
 
         task = asyncio.create_task(pump())
-        watcher._on_stop = lambda w: task.cancel() if not task.done() and task is not asyncio.current_task() \
-            else None
+
+        def stop_pump(_: CacheWatcher) -> None:
+            if not task.done() and task is not asyncio.current_task():
+                task.cancel()
+
+        watcher._on_stop = stop_pump
         return watcher
 

@@ -113,8 +113,8 @@ class EtcdStorage:
         self._watch: Any = None
 
     async def connect(self) -> None:
-        options = [("grpc.max_receive_message_length", 256 * 1024 * 1024),
-                   ("grpc.keepalive_time_ms", 30_000)]
+        options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", 256 * 1024 * 1024),
+                                          ("grpc.keepalive_time_ms", 30_000)]
         if self._target.startswith("ipv4:"):
             options.append(("grpc.lb_policy_name", "round_robin"))
         self._channel = grpc.aio.insecure_channel(self._target, options=options)
