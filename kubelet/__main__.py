@@ -1,0 +1,101 @@
+"""``python -m kubelet`` / ``kubelab kubelet``: run one node's kubelet (real processes as containers)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from aiohttp import web
+
+from kubeclient import Clientset
+
+from .kubelet import Kubelet
+from .node import NodeAgent, machine_capacity
+from .server import make_app
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="kubelab kubelet", description="The kubelab node agent: runs the pods bound "
+                                "to its node as real OS processes and reports their status.")
+    p.add_argument("--master", help="apiserver URL (e.g. http://127.0.0.1:8080)")
+    p.add_argument("--kubeconfig", help="kubeconfig file to find the apiserver")
+    p.add_argument("--node-name", required=True, help="name of this node (e.g. node01)")
+    p.add_argument("--port", type=int, default=10250, help="port of the kubelet API (logs) (default: %(default)s)")
+    p.add_argument("--address", default="127.0.0.1", help="address to serve the kubelet API on")
+    p.add_argument("--node-ip", default="127.0.0.1", help="InternalIP published in the node's status")
+    p.add_argument("--root-dir", default=".kubelab/kubelet", help="directory for pods' files and logs")
+    p.add_argument("--healthz-port", type=int, default=0, help="also serve /healthz on this port (0: off)")
+    p.add_argument("--cpu", help="cpu capacity (default: the machine's)")
+    p.add_argument("--memory", help="memory capacity (default: the machine's)")
+    p.add_argument("--pods", default="110", help="pod capacity (default: %(default)s)")
+    p.add_argument("--node-labels", default="", help="extra labels, key=value[,key=value]")
+    p.add_argument("--register-with-taints", default="", help="taints at registration, key=value:Effect[,...]")
+    p.add_argument("--node-lease-renew-interval", type=float, default=10.0, help="seconds between Lease renewals")
+    p.add_argument("--node-status-update-frequency", type=float, default=60.0,
+                   help="seconds between node status posts")
+    p.add_argument("--crashloop-backoff", type=float, default=10.0,
+                   help="first CrashLoopBackOff delay in seconds, doubling to 300 (default: %(default)s)")
+    p.add_argument("-v", "--v", dest="verbosity", type=int, default=1, help="log verbosity")
+    return p.parse_args(argv)
+
+
+def _taints(text: str) -> list[dict[str, str]]:
+    taints = []
+    for item in filter(None, text.split(",")):
+        kv, _, effect = item.partition(":")
+        key, _, value = kv.partition("=")
+        taint = {"key": key, "effect": effect}
+        if value:
+            taint["value"] = value
+        taints.append(taint)
+    return taints
+
+
+async def run(args: argparse.Namespace) -> None:
+    client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig)
+    capacity = machine_capacity()
+    capacity["pods"] = args.pods
+    if args.cpu:
+        capacity["cpu"] = args.cpu
+    if args.memory:
+        capacity["memory"] = args.memory
+    labels = dict(kv.split("=", 1) for kv in filter(None, args.node_labels.split(",")))
+    node = NodeAgent(client, args.node_name, port=args.port, host_ip=args.node_ip, capacity=capacity,
+                     labels=labels, taints=_taints(args.register_with_taints),
+                     lease_interval=args.node_lease_renew_interval,
+                     status_interval=args.node_status_update_frequency)
+    kubelet = Kubelet(client, args.node_name, Path(args.root_dir).absolute(), args.node_ip,
+                      backoff_base=args.crashloop_backoff)
+    runner = web.AppRunner(make_app(kubelet), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, args.address, args.port).start()
+    if args.healthz_port:
+        await web.TCPSite(runner, "127.0.0.1", args.healthz_port).start()
+        logging.info("healthz: http://127.0.0.1:%d/healthz", args.healthz_port)
+    else:
+        logging.info("healthz: http://127.0.0.1:%d/healthz", args.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await node.register()
+    try:
+        await asyncio.gather(node.run(stop), kubelet.run(stop))
+    finally:
+        await runner.cleanup()
+        await client.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    level = logging.WARNING if args.verbosity <= 0 else logging.INFO if args.verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""The Node object and its heartbeats: registration, the Lease in ``kube-node-lease``, node status.
+
+Registration creates the Node (capacity and allocatable from flags or the machine, labels, taints, addresses,
+``daemonEndpoints`` for the apiserver's log/exec proxy); an existing Node keeps its spec (labels and taints set
+with kubectl survive a kubelet restart) and gets its status refreshed. The Lease is renewed every
+``lease_interval`` seconds (the heartbeat the node lifecycle controller watches); node conditions are posted on
+start and every ``status_interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import platform
+from typing import Any
+
+from apimachinery import errors
+from apimachinery.meta import now_rfc3339, now_rfc3339_micro
+from kubeclient import Clientset
+
+log = logging.getLogger(__name__)
+LEASE_NAMESPACE = "kube-node-lease"
+KUBELET_VERSION = "v1.32.4"
+
+
+def machine_capacity() -> dict[str, str]:
+    pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return {"cpu": str(os.cpu_count() or 1), "memory": f"{pages // 1024}Ki", "pods": "110",
+            "ephemeral-storage": "20Gi"}
+
+
+def node_conditions(previous: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    now = now_rfc3339()
+    old = {c["type"]: c for c in previous or []}
+    specs = [("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+             ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+             ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+             ("Ready", "True", "KubeletReady", "kubelet is posting ready status")]
+    out = []
+    for kind, status, reason, message in specs:
+        prev = old.get(kind)
+        since = prev["lastTransitionTime"] if prev and prev.get("status") == status else now
+        out.append({"type": kind, "status": status, "reason": reason, "message": message,
+                    "lastHeartbeatTime": now, "lastTransitionTime": since})
+    return out
+
+
+class NodeAgent:
+    def __init__(self, client: Clientset, name: str, *, port: int, host_ip: str, capacity: dict[str, str],
+                 labels: dict[str, str], taints: list[dict[str, str]], lease_interval: float = 10.0,
+                 status_interval: float = 60.0, lease_duration: int = 40) -> None:
+        self.client = client
+        self.name = name
+        self.port = port
+        self.host_ip = host_ip
+        self.capacity = capacity
+        self.labels = labels
+        self.taints = taints
+        self.lease_interval = lease_interval
+        self.status_interval = status_interval
+        self.lease_duration = lease_duration
+
+    def _status(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {
+            "capacity": self.capacity,
+            "allocatable": self.capacity,
+            "conditions": node_conditions((previous or {}).get("conditions")),
+            "addresses": [{"type": "InternalIP", "address": self.host_ip}, {"type": "Hostname", "address": self.name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port}},
+            "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": platform.release(),
+                         "osImage": platform.platform(), "containerRuntimeVersion": "kubelab-process://0.1",
+                         "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": "", "operatingSystem": "linux",
+                         "architecture": "amd64" if platform.machine() == "x86_64" else platform.machine()},
+            "images": [{"names": [f"docker.io/library/{name}:latest", name], "sizeBytes": size}
+                       for name, size in (("busybox", 4_261_574), ("python", 50_000_000))],
+        }
+
+    async def register(self) -> None:
+        labels = {"kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
+                  "kubernetes.io/arch": "amd64" if platform.machine() == "x86_64" else platform.machine(),
+                  **self.labels}
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.name, "labels": labels},
+                "spec": {"taints": self.taints} if self.taints else {}, "status": self._status()}
+        try:
+            await self.client.nodes.create(node)
+            log.info("registered node %s", self.name)
+        except errors.AlreadyExists:
+            await self.post_status()
+            log.info("node %s already registered: status refreshed", self.name)
+
+    async def post_status(self) -> None:
+        current = await self.client.nodes.get(self.name)
+        await self.client.nodes.patch(self.name, {"status": self._status(current.get("status"))}, "merge",
+                                      subresource="status")
+
+    async def renew_lease(self) -> None:
+        now = now_rfc3339_micro()
+        try:
+            lease = await self.client.leases.get(self.name, LEASE_NAMESPACE)
+        except errors.NotFound:
+            await self.client.leases.create({
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": LEASE_NAMESPACE},
+                "spec": {"holderIdentity": self.name, "leaseDurationSeconds": self.lease_duration,
+                         "renewTime": now}}, LEASE_NAMESPACE)
+            return
+        lease["spec"]["renewTime"] = now
+        await self.client.leases.update(lease)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        next_status = loop.time() + self.status_interval
+        while not stop.is_set():
+            try:
+                await self.renew_lease()
+                if loop.time() >= next_status:
+                    await self.post_status()
+                    next_status = loop.time() + self.status_interval
+            except errors.StatusError as err:
+                log.warning("heartbeat failed: %s", err)
+            try:
+                await asyncio.wait_for(stop.wait(), self.lease_interval)
+            except TimeoutError:
+                pass

@@ -1,0 +1,80 @@
+"""The kubelet's own HTTP API (kubelet port 10250's role), which the apiserver proxies ``pods/log`` to.
+
+``GET /healthz`` and ``GET /containerLogs/{namespace}/{pod}/{container}`` with ``follow``, ``tailLines``,
+``timestamps``, ``previous``, ``limitBytes``. Log files hold CRI-format lines (``<time> <stream> F <text>``);
+without ``timestamps`` only the text is served, as ``kubectl logs`` prints it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from aiohttp import web
+
+from .kubelet import Kubelet
+
+FOLLOW_POLL = 0.2
+
+
+def _render(line: str, timestamps: bool) -> str:
+    parts = line.split(" ", 3)
+    if len(parts) < 4:
+        return line
+    return f"{parts[0]} {parts[3]}" if timestamps else parts[3]
+
+
+def _status(code: int, reason: str, message: str) -> web.Response:
+    return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                              "message": message, "reason": reason, "code": code}, status=code)
+
+
+def make_app(kubelet: Kubelet) -> web.Application:
+    async def healthz(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def container_logs(request: web.Request) -> web.StreamResponse:
+        ns, pod, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
+        worker = kubelet.worker_for(ns, pod)
+        if worker is None:
+            return _status(404, "NotFound", f'pods "{pod}" not found on node {kubelet.node_name}')
+        query = request.query
+        previous = query.get("previous") in ("true", "1")
+        path: Path = worker.log_path(container, previous)
+        if not path.exists():
+            if previous:
+                return _status(400, "BadRequest", f'previous terminated container "{container}" in pod "{pod}" '
+                                                  f"not found")
+            return _status(400, "BadRequest", f'container "{container}" in pod "{pod}" is waiting to start')
+        timestamps = query.get("timestamps") in ("true", "1")
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        if query.get("tailLines"):
+            lines = lines[-int(query["tailLines"]):] if int(query["tailLines"]) > 0 else []
+        body = "".join(_render(line, timestamps) + "\n" for line in lines)
+        if query.get("limitBytes"):
+            body = body[: int(query["limitBytes"])]
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await response.prepare(request)
+        await response.write(body.encode())
+        if query.get("follow") in ("true", "1"):
+            offset = path.stat().st_size
+            while worker.containers.get(container) is not None and not worker.task.done():
+                await asyncio.sleep(FOLLOW_POLL)
+                size = path.stat().st_size if path.exists() else 0
+                if size > offset:
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        f.seek(offset)
+                        chunk = f.read()
+                    offset = size
+                    await response.write("".join(_render(line, timestamps) + "\n"
+                                                 for line in chunk.splitlines()).encode())
+                record = worker.containers[container]
+                if record.process is None and record.done:
+                    break
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs)
+    return app
