@@ -23,13 +23,12 @@ from apimachinery import errors
 from apimachinery.meta import now_rfc3339
 
 from . import status as st
-from .runtime import ContainerProcess, image_name
+from .runtime import IMAGES, ContainerProcess, image_name
 
 if TYPE_CHECKING:
     from .kubelet import Kubelet
 
 log = logging.getLogger(__name__)
-KNOWN_IMAGES = ("busybox", "python", "alpine", "nginx")
 
 
 @dataclass
@@ -118,7 +117,7 @@ class PodWorker:
     async def _start(self, record: ContainerRecord) -> None:
         spec = record.spec
         image = spec.get("image", "")
-        if image_name(image) not in KNOWN_IMAGES:
+        if image_name(image) not in IMAGES:
             record.status = st.waiting(spec, "ErrImagePull", record.restarts, record.last,
                                        f'image "{image}" is not in the local image store')
             self.kubelet.event(self.pod, "Warning", "Failed", f'Failed to pull image "{image}": not found')

@@ -1,7 +1,7 @@
 """The process runtime: each container is a real OS process in its own process group.
 
-A container's command is ``command`` + ``args`` (an image's entrypoint when ``command`` is empty: ``sh`` for
-busybox-like images, the Python interpreter for ``python``); it runs with the pod's environment in its own
+A container's command line follows Kubernetes' rule over the local images' ENTRYPOINT and CMD (``IMAGES``;
+``nginx`` is a stand-in: Python's http.server on port 80, not nginx); it runs with the pod's environment in its own
 working directory under the kubelet's root dir. stdout and stderr go to a per-container log file, one line
 per output line, prefixed with an RFC 3339 timestamp and the stream name (the CRI log format), so logs can be
 served with or without timestamps.
@@ -18,8 +18,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-# Images with a known entrypoint: what runs when a container gives no command.
-ENTRYPOINTS: dict[str, list[str]] = {"busybox": ["sh"], "python": [sys.executable], "alpine": ["sh"]}
+# The local images' ENTRYPOINT and CMD, as their Dockerfiles set them: ``command`` replaces the entrypoint,
+# ``args`` replaces the CMD (busybox and alpine: no entrypoint, CMD ["sh"]; python: CMD ["python3"]).
+IMAGES: dict[str, tuple[list[str], list[str]]] = {
+    "busybox": ([], ["sh"]), "alpine": ([], ["sh"]), "python": ([], [sys.executable]),
+    "nginx": ([], [sys.executable, "-m", "http.server", "80"]),
+}
 
 
 def image_name(image: str) -> str:
@@ -29,11 +33,12 @@ def image_name(image: str) -> str:
 
 
 def container_argv(container: dict[str, Any]) -> list[str]:
-    command = list(container.get("command") or [])
-    if not command:
-        command = list(ENTRYPOINTS.get(image_name(container.get("image", "")), []))
-    argv = command + list(container.get("args") or [])
-    if argv and argv[0] == "python":
+    """Kubernetes' rule: ``command`` overrides the image's ENTRYPOINT, ``args`` its CMD."""
+    entrypoint, cmd = IMAGES.get(image_name(container.get("image", "")), ([], []))
+    command = list(container.get("command") or []) or list(entrypoint)
+    args = list(container.get("args") or []) if container.get("args") or container.get("command") else list(cmd)
+    argv = command + args
+    if argv and argv[0] in ("python", "python3"):
         argv[0] = sys.executable  # the "python" image is this machine's interpreter
     return argv
 

@@ -1,0 +1,155 @@
+"""The scheduling framework: one small Protocol per extension point, a Status with a code, node snapshots.
+
+As in kube-scheduler: Filter plugins say whether a pod fits a node (with the reason a user reads in
+``FailedScheduling``), Score plugins rank the feasible nodes 0–100 (``MAX_NODE_SCORE``), weights multiply the
+scores, and the highest total wins. Plugins are pure: they read a ``NodeInfo`` and the pod, never the API.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from apimachinery.quantity import parse_quantity
+
+MAX_NODE_SCORE = 100
+Pod = dict[str, Any]
+
+
+class Code(enum.Enum):
+    SUCCESS = "Success"
+    UNSCHEDULABLE = "Unschedulable"  # this node cannot take the pod now
+    UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"  # and preempting would not help
+
+
+@dataclass(frozen=True)
+class Status:
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.code is Code.SUCCESS
+
+
+SUCCESS = Status()
+
+
+def unschedulable(*reasons: str, resolvable: bool = True) -> Status:
+    return Status(Code.UNSCHEDULABLE if resolvable else Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons)
+
+
+@dataclass
+class Resources:
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    pods: int = 0
+
+    def add(self, other: Resources) -> None:
+        self.milli_cpu += other.milli_cpu
+        self.memory += other.memory
+        self.ephemeral_storage += other.ephemeral_storage
+        self.pods += other.pods
+
+
+def _quantity(values: dict[str, Any], name: str, milli: bool = False) -> int:
+    if name not in values:
+        return 0
+    q = parse_quantity(values[name])
+    return q.milli_value() if milli else q.value()
+
+
+def resources_of(values: dict[str, Any] | None) -> Resources:
+    values = values or {}
+    return Resources(_quantity(values, "cpu", milli=True), _quantity(values, "memory"),
+                     _quantity(values, "ephemeral-storage"), _quantity(values, "pods"))
+
+
+def pod_requests(pod: Pod) -> Resources:
+    """Requests as kube-scheduler counts them: the sum over containers, or the largest init container if more."""
+    spec = pod.get("spec", {})
+    total = Resources(pods=1)
+    for container in spec.get("containers", []):
+        total.add(resources_of((container.get("resources") or {}).get("requests")))
+    for init in spec.get("initContainers") or []:
+        r = resources_of((init.get("resources") or {}).get("requests"))
+        total.milli_cpu = max(total.milli_cpu, r.milli_cpu)
+        total.memory = max(total.memory, r.memory)
+        total.ephemeral_storage = max(total.ephemeral_storage, r.ephemeral_storage)
+    return total
+
+
+@dataclass
+class NodeInfo:
+    """A node and what is already placed on it (bound and assumed pods)."""
+
+    node: dict[str, Any]
+    pods: dict[str, Pod] = field(default_factory=dict)  # by pod key
+    requested: Resources = field(default_factory=Resources)
+    used_ports: set[tuple[str, str, int]] = field(default_factory=set)  # (hostIP, protocol, hostPort)
+
+    @property
+    def name(self) -> str:
+        return self.node["metadata"]["name"]
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.node["metadata"].get("labels") or {}
+
+    @property
+    def allocatable(self) -> Resources:
+        return resources_of(self.node.get("status", {}).get("allocatable"))
+
+    def add_pod(self, key: str, pod: Pod) -> None:
+        if key in self.pods:
+            self.remove_pod(key)
+        self.pods[key] = pod
+        self.requested.add(pod_requests(pod))
+        self.used_ports |= host_ports(pod)
+
+    def remove_pod(self, key: str) -> None:
+        pod = self.pods.pop(key, None)
+        if pod is None:
+            return
+        r = pod_requests(pod)
+        self.requested.milli_cpu -= r.milli_cpu
+        self.requested.memory -= r.memory
+        self.requested.ephemeral_storage -= r.ephemeral_storage
+        self.requested.pods -= r.pods
+        self.used_ports = set().union(*(host_ports(p) for p in self.pods.values())) if self.pods else set()
+
+
+def host_ports(pod: Pod) -> set[tuple[str, str, int]]:
+    ports = set()
+    for container in pod.get("spec", {}).get("containers", []):
+        for port in container.get("ports") or []:
+            if port.get("hostPort"):
+                ports.add((port.get("hostIP") or "0.0.0.0", port.get("protocol", "TCP"), int(port["hostPort"])))
+    return ports
+
+
+class FilterPlugin(Protocol):
+    """Filter: can ``pod`` run on this node? A non-success Status carries the reason shown to users."""
+
+    name: str
+
+    def filter(self, pod: Pod, node: NodeInfo) -> Status: ...
+
+
+class ScorePlugin(Protocol):
+    """Score: how good is this node for ``pod``, 0..MAX_NODE_SCORE (after ``normalize``, if any)."""
+
+    name: str
+
+    def score(self, pod: Pod, node: NodeInfo) -> int: ...
+
+
+def default_normalize_score(scores: dict[str, int], reverse: bool = False) -> dict[str, int]:
+    """Scale scores so the highest is MAX_NODE_SCORE (reverse: the lowest raw score becomes the best)."""
+    top = max(scores.values(), default=0)
+    if top == 0:
+        return {n: MAX_NODE_SCORE if reverse else 0 for n in scores}
+    out = {n: s * MAX_NODE_SCORE // top for n, s in scores.items()}
+    return {n: MAX_NODE_SCORE - s for n, s in out.items()} if reverse else out

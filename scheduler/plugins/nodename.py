@@ -1,0 +1,20 @@
+"""NodeName (PodFitsHost): a pod that names a node fits only that node."""
+
+from __future__ import annotations
+
+from ..framework import SUCCESS, NodeInfo, Pod, Status, unschedulable
+
+NAME = "NodeName"
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+def fits_host(pod: Pod, node: NodeInfo) -> bool:
+    wanted = pod.get("spec", {}).get("nodeName")
+    return not wanted or wanted == node.name
+
+
+class NodeName:
+    name = NAME
+
+    def filter(self, pod: Pod, node: NodeInfo) -> Status:
+        return SUCCESS if fits_host(pod, node) else unschedulable(ERR_REASON, resolvable=False)

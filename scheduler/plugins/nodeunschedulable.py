@@ -1,0 +1,21 @@
+"""NodeUnschedulable: cordoned nodes take no new pods unless the pod tolerates the unschedulable taint."""
+
+from __future__ import annotations
+
+from ..framework import SUCCESS, NodeInfo, Pod, Status, unschedulable
+from .tainttoleration import tolerates
+
+NAME = "NodeUnschedulable"
+ERR_REASON = "node(s) were unschedulable"
+TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
+class NodeUnschedulable:
+    name = NAME
+
+    def filter(self, pod: Pod, node: NodeInfo) -> Status:
+        if not node.node.get("spec", {}).get("unschedulable"):
+            return SUCCESS
+        if any(tolerates(t, TAINT) for t in pod.get("spec", {}).get("tolerations") or []):
+            return SUCCESS
+        return unschedulable(ERR_REASON, resolvable=False)

@@ -1,0 +1,97 @@
+"""A real scheduler process against the real apiserver, with Node objects made by the test (no kubelet)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from conftest import ROOT
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def scheduler(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    log_path = tmp_path_factory.mktemp("scheduler") / "scheduler.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "scheduler", "--master", api_url], cwd=ROOT, stdout=log,
+                                stderr=subprocess.STDOUT)
+    try:
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def make_nodes(client: httpx.Client, prefix: str, specs: dict[str, dict[str, Any]]) -> None:
+    for suffix, spec in specs.items():
+        body = {"metadata": {"name": f"{prefix}-{suffix}", "labels": {"pool": prefix, **spec.get("labels", {})}},
+                "spec": {"taints": spec.get("taints", [])},
+                "status": {"allocatable": {"cpu": spec.get("cpu", "4"), "memory": "8Gi", "pods": "110"},
+                           "capacity": {"cpu": spec.get("cpu", "4"), "memory": "8Gi", "pods": "110"},
+                           "conditions": [{"type": "Ready", "status": "True"}]}}
+        assert client.post("/api/v1/nodes", json=body).status_code == 201
+
+
+def create_pod(client: httpx.Client, ns: str, name: str, prefix: str, **spec: Any) -> None:
+    body = {"metadata": {"name": name},
+            "spec": {"nodeSelector": {"pool": prefix, **spec.pop("selector", {})},
+                     "containers": [{"name": "c", "image": "busybox",
+                                     "resources": {"requests": {"cpu": spec.pop("cpu", "100m")}}}], **spec}}
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=body).status_code == 201, body
+
+
+def node_of(client: httpx.Client, ns: str, name: str) -> str:
+    return client.get(f"/api/v1/namespaces/{ns}/pods/{name}").json()["spec"].get("nodeName", "")
+
+
+def test_binds_with_event_and_condition(client: httpx.Client, ns: str, scheduler: None) -> None:
+    make_nodes(client, ns, {"a": {}})
+    create_pod(client, ns, "web", ns)
+    assert wait_for(lambda: node_of(client, ns, "web"), what="binding") == f"{ns}-a"
+    pod = client.get(f"/api/v1/namespaces/{ns}/pods/web").json()
+    assert {"type": "PodScheduled", "status": "True"}.items() <= pod["status"]["conditions"][0].items()
+    events = wait_for(lambda: client.get(f"/api/v1/namespaces/{ns}/events",
+                                         params={"fieldSelector": "involvedObject.name=web,reason=Scheduled"})
+                      .json()["items"], what="Scheduled event")
+    assert events[0]["message"] == f"Successfully assigned {ns}/web to {ns}-a"
+    assert events[0]["source"]["component"] == "default-scheduler"
+
+
+def test_taints_selectors_and_unschedulable(client: httpx.Client, ns: str, scheduler: None) -> None:
+    make_nodes(client, ns, {"tainted": {"taints": [{"key": "check", "value": "mycheck", "effect": "NoExecute"}]},
+                            "small": {"cpu": "1"}, "labelled": {"labels": {"feng": "a"}, "cpu": "1"}})
+    create_pod(client, ns, "selected", ns, selector={"feng": "a"})
+    assert wait_for(lambda: node_of(client, ns, "selected"), what="binding") == f"{ns}-labelled"
+    create_pod(client, ns, "tolerant", ns, cpu="2",
+               tolerations=[{"key": "check", "operator": "Equal", "value": "mycheck", "effect": "NoExecute"}])
+    assert wait_for(lambda: node_of(client, ns, "tolerant"), what="binding") == f"{ns}-tainted"
+    create_pod(client, ns, "huge", ns, cpu="3")
+
+    def failed() -> dict[str, Any] | None:
+        conditions = client.get(f"/api/v1/namespaces/{ns}/pods/huge").json().get("status", {}).get("conditions")
+        return next((c for c in conditions or [] if c["type"] == "PodScheduled"), None)
+
+    condition = wait_for(failed, what="PodScheduled=False")
+    assert condition["status"] == "False" and condition["reason"] == "Unschedulable"
+    assert condition["message"].startswith("0/")
+    assert "1 node(s) had untolerated taint {check: mycheck}" in condition["message"]
+    assert "Insufficient cpu" in condition["message"]
+    # Room appears: the pending pod is retried on the cluster change, not by polling.
+    make_nodes(client, ns, {"big": {"cpu": "8"}})
+    assert wait_for(lambda: node_of(client, ns, "huge"), what="retry on node add") == f"{ns}-big"
