@@ -449,5 +449,5 @@ def test_request_layer_accepts_protobuf_objects_but_not_patches() -> None:
         decode_body(b"x", "text/plain")
     assert err.value.code == 415
     with pytest.raises(errors.UnsupportedMediaType) as patch_err:
-        RESTHandler.patcher(PROTOBUF, body, None)  # type: ignore[arg-type]  # refused before the store is used
+        RESTHandler.patcher(PROTOBUF, body, "Deployment", "deployments", "apps")  # refused: not a patch type
     assert "vnd.kubernetes.protobuf" not in patch_err.value.message
