@@ -1,7 +1,7 @@
 """The process runtime: each container is a real OS process in its own process group.
 
 A container's command line follows Kubernetes' rule over the local images' ENTRYPOINT and CMD (``IMAGES``;
-``nginx`` is a stand-in: Python's http.server on port 80, not nginx); it runs with the pod's environment in its own
+``nginx`` is a stand-in: Python's http.server on a free port, not nginx); it runs with the pod's environment in its own
 working directory under the kubelet's root dir. stdout and stderr go to a per-container log file, one line
 per output line, prefixed with an RFC 3339 timestamp and the stream name (the CRI log format), so logs can be
 served with or without timestamps.
@@ -22,7 +22,9 @@ from typing import Any, TextIO
 # ``args`` replaces the CMD (busybox and alpine: no entrypoint, CMD ["sh"]; python: CMD ["python3"]).
 IMAGES: dict[str, tuple[list[str], list[str]]] = {
     "busybox": ([], ["sh"]), "alpine": ([], ["sh"]), "python": ([], [sys.executable]),
-    "nginx": ([], [sys.executable, "-m", "http.server", "80"]),
+    # A stand-in, not nginx: Python's http.server on a free port (pods share the host's network here, so a
+    # fixed port 80 would clash between replicas).
+    "nginx": ([], [sys.executable, "-m", "http.server", "0"]),
 }
 
 

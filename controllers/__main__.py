@@ -1,0 +1,7 @@
+"""``python -m controllers`` / ``kubelab controller-manager``."""
+
+import sys
+
+from controllers.cli import main
+
+sys.exit(main())

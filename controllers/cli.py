@@ -1,0 +1,111 @@
+"""The command line: kube-controller-manager's flags (the subset kubelab implements) and ``main``.
+
+Flag names and defaults are kube-controller-manager's; durations are Go durations (``50s``, ``1m30s``,
+``500ms``) or plain seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import re
+import sys
+
+from controllers.manager import CONTROLLERS, enabled_controllers, run
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration(text: str) -> float:
+    """Seconds in a Go duration string (``1m30s`` → 90.0) or a plain number of seconds."""
+    text = text.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (use e.g. 50s, 1m30s, 500ms)")
+    return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {text!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="kubelab controller-manager",
+        description="The kubelab controller-manager: Kubernetes' core control loops over List-Watch "
+                    "(replication, ReplicaSets, Deployments, node lifecycle, NoExecute taint eviction, "
+                    "pod GC, garbage collection, namespaces).")
+    p.add_argument("--master", default=None, help="URL of the apiserver (overrides the kubeconfig's server)")
+    p.add_argument("--kubeconfig", default=None, help="kubeconfig file with the apiserver's address and credentials")
+    names = ", ".join(f"{n} ({'/'.join(a)})" if a else n for n, (a, _) in CONTROLLERS.items())
+    p.add_argument("--controllers", default=["*"], type=lambda s: s.split(","),
+                   help=f"controllers to run: '*' all, 'foo' enables foo, '-foo' disables foo; known: {names} "
+                        "(default: *)")
+    g = p.add_argument_group("leader election")
+    g.add_argument("--leader-elect", type=_bool, default=True, nargs="?", const=True,
+                   help="run controllers only while holding the leader Lease, so several managers can run "
+                        "(default: true)")
+    g.add_argument("--leader-elect-lease-duration", type=duration, default=15.0,
+                   help="how long a non-leader waits after the last renewal before taking over (default: 15s)")
+    g.add_argument("--leader-elect-renew-deadline", type=duration, default=10.0,
+                   help="how long the leader keeps retrying a renewal before giving up (default: 10s)")
+    g.add_argument("--leader-elect-retry-period", type=duration, default=2.0,
+                   help="interval between acquire/renew attempts (default: 2s)")
+    g.add_argument("--leader-elect-resource-namespace", default="kube-system",
+                   help="namespace of the leader Lease (default: kube-system)")
+    g.add_argument("--leader-elect-resource-name", default="kube-controller-manager",
+                   help="name of the leader Lease (default: kube-controller-manager)")
+    g = p.add_argument_group("controllers")
+    g.add_argument("--concurrent-replicaset-syncs", type=int, default=5,
+                   help="ReplicaSets synced concurrently (default: 5)")
+    g.add_argument("--concurrent-rc-syncs", "--concurrent_rc_syncs", dest="concurrent_rc_syncs", type=int, default=5,
+                   help="ReplicationControllers synced concurrently (default: 5)")
+    g.add_argument("--concurrent-deployment-syncs", type=int, default=5,
+                   help="Deployments synced concurrently (default: 5)")
+    g.add_argument("--concurrent-gc-syncs", type=int, default=20,
+                   help="garbage collector workers (default: 20)")
+    g.add_argument("--concurrent-namespace-syncs", type=int, default=10,
+                   help="namespaces emptied concurrently (default: 10)")
+    g.add_argument("--node-monitor-period", type=duration, default=5.0,
+                   help="how often node health is checked (default: 5s)")
+    g.add_argument("--node-monitor-grace-period", type=duration, default=50.0,
+                   help="how long a node may go without a heartbeat (Lease or status) before it is marked "
+                        "Unknown and tainted unreachable (default: 50s)")
+    g.add_argument("--node-startup-grace-period", type=duration, default=60.0,
+                   help="how long a new node may take to post its first status before it is marked Unknown "
+                        "(default: 1m)")
+    g.add_argument("--terminated-pod-gc-threshold", type=int, default=12500,
+                   help="terminated pods kept before the pod GC deletes the oldest; <= 0 disables (default: 12500)")
+    p.add_argument("--healthz-port", type=int, default=0,
+                   help="serve /healthz on 127.0.0.1:PORT (0 = off; default: 0)")
+    p.add_argument("-v", "--v", dest="verbosity", type=int, default=1,
+                   help="log verbosity: 0 warnings, 1 info, 2+ debug (default: 1)")
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    options = build_parser().parse_args(argv)
+    try:
+        enabled_controllers(options.controllers)
+    except ValueError as err:
+        build_parser().error(str(err))
+    return options
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse_args(argv)
+    level = logging.WARNING if options.verbosity <= 0 else logging.INFO if options.verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if options.verbosity < 3:
+        logging.getLogger("kubeclient").setLevel(max(level, logging.INFO))
+    return asyncio.run(run(options))
