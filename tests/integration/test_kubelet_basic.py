@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +13,9 @@ import httpx
 import pytest
 
 from conftest import ROOT, Kubectl
+from support.wait import wait_for
 from kubelab.etcd import free_port
 
-
-def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture()
