@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..framework import SUCCESS, NodeInfo, Pod, Status, unschedulable
-from .tainttoleration import tolerates
+from apimachinery.taints import tolerates
 
 NAME = "NodeUnschedulable"
 ERR_REASON = "node(s) were unschedulable"

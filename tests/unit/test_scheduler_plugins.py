@@ -11,7 +11,8 @@ from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
-from scheduler.plugins.tainttoleration import TaintToleration, tolerates
+from apimachinery.taints import tolerates
+from scheduler.plugins.tainttoleration import TaintToleration
 from scheduler.scheduler import failure_message
 
 
