@@ -29,9 +29,11 @@ def scheduler(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 
 def make_nodes(client: httpx.Client, prefix: str, specs: dict[str, dict[str, Any]]) -> None:
+    """Nodes of this test only: a ``pool=<prefix>:NoSchedule`` taint keeps other tests' pending pods off them."""
     for suffix, spec in specs.items():
+        taints = [{"key": "pool", "value": prefix, "effect": "NoSchedule"}, *spec.get("taints", [])]
         body = {"metadata": {"name": f"{prefix}-{suffix}", "labels": {"pool": prefix, **spec.get("labels", {})}},
-                "spec": {"taints": spec.get("taints", [])},
+                "spec": {"taints": taints},
                 "status": {"allocatable": {"cpu": spec.get("cpu", "4"), "memory": "8Gi", "pods": "110"},
                            "capacity": {"cpu": spec.get("cpu", "4"), "memory": "8Gi", "pods": "110"},
                            "conditions": [{"type": "Ready", "status": "True"}]}}
@@ -39,6 +41,8 @@ def make_nodes(client: httpx.Client, prefix: str, specs: dict[str, dict[str, Any
 
 
 def create_pod(client: httpx.Client, ns: str, name: str, prefix: str, **spec: Any) -> None:
+    pool = {"key": "pool", "operator": "Equal", "value": prefix, "effect": "NoSchedule"}
+    spec["tolerations"] = [pool, *spec.get("tolerations", [])]
     body = {"metadata": {"name": name},
             "spec": {"nodeSelector": {"pool": prefix, **spec.pop("selector", {})},
                      "containers": [{"name": "c", "image": "busybox",
@@ -64,12 +68,13 @@ def test_binds_with_event_and_condition(client: httpx.Client, ns: str, scheduler
 
 
 def test_taints_selectors_and_unschedulable(client: httpx.Client, ns: str, scheduler: None) -> None:
-    make_nodes(client, ns, {"tainted": {"taints": [{"key": "check", "value": "mycheck", "effect": "NoExecute"}]},
+    # The taint's value is unique to this test: the session's apiserver holds other tests' nodes too.
+    make_nodes(client, ns, {"tainted": {"taints": [{"key": "check", "value": ns, "effect": "NoExecute"}]},
                             "small": {"cpu": "1"}, "labelled": {"labels": {"feng": "a"}, "cpu": "1"}})
     create_pod(client, ns, "selected", ns, selector={"feng": "a"})
     assert wait_for(lambda: node_of(client, ns, "selected"), what="binding") == f"{ns}-labelled"
     create_pod(client, ns, "tolerant", ns, cpu="2",
-               tolerations=[{"key": "check", "operator": "Equal", "value": "mycheck", "effect": "NoExecute"}])
+               tolerations=[{"key": "check", "operator": "Equal", "value": ns, "effect": "NoExecute"}])
     assert wait_for(lambda: node_of(client, ns, "tolerant"), what="binding") == f"{ns}-tainted"
     create_pod(client, ns, "huge", ns, cpu="3")
 
@@ -80,7 +85,7 @@ def test_taints_selectors_and_unschedulable(client: httpx.Client, ns: str, sched
     condition = wait_for(failed, what="PodScheduled=False")
     assert condition["status"] == "False" and condition["reason"] == "Unschedulable"
     assert condition["message"].startswith("0/")
-    assert "1 node(s) had untolerated taint {check: mycheck}" in condition["message"]
+    assert f"1 node(s) had untolerated taint {{check: {ns}}}" in condition["message"]
     assert "Insufficient cpu" in condition["message"]
     # Room appears: the pending pod is retried on the cluster change, not by polling.
     make_nodes(client, ns, {"big": {"cpu": "8"}})
