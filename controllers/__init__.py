@@ -10,6 +10,7 @@ Modules::
     base            Controller: the workqueue and worker loop every controller runs
     expectations    creations/deletions a controller is waiting to see, so a burst of events acts once
     podutil         pod predicates (active, ready, available), deletion ranking, pods from templates
+    taints          which tolerations match a node's NoExecute taints, and for how long
     controllerref   adopting orphans and releasing dependents through controller ownerReferences
     replicaset      apps/v1 ReplicaSets; replication adapts it to core/v1 ReplicationControllers
     deployment/     rolling and recreate rollouts between ReplicaSets
@@ -18,5 +19,6 @@ Modules::
     podgc           pods of deleted nodes, unscheduled terminating pods, too many terminated pods
     garbagecollector ownerReferences: Background, Foreground and Orphan deletion
     namespace       emptying and finalizing a deleted namespace
-    manager         flags, the controller registry, leader election, /healthz
+    manager         the controller registry, leader election, the process lifecycle
+    cli, healthz    kube-controller-manager's flags and ``main``; the /healthz endpoint
 """

@@ -159,7 +159,7 @@ async def run(options: argparse.Namespace) -> int:
     elector: LeaderElector | None = None
     health: HealthServer | None = None
     if options.healthz_port:
-        health = HealthServer(options.healthz_port, {"leaderElection": lambda: True})
+        health = HealthServer(options.healthz_port, {"ping": lambda: True})
         await health.start()
     try:
         if not options.leader_elect:

@@ -32,11 +32,17 @@ _PHASE_RANK = {POD_PENDING: 0, POD_UNKNOWN: 1, POD_RUNNING: 2}
 
 
 def meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    return obj.get("metadata") or {}  # type: ignore[no-any-return]
+    metadata: dict[str, Any] = obj.get("metadata") or {}
+    return metadata
 
 
 def now_utc() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def fmt_time(dt: datetime) -> str:
+    """``metav1.Time`` (whole seconds, UTC)."""
+    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def is_pod_terminal(pod: Object) -> bool:

@@ -35,6 +35,7 @@ from controllers.expectations import Expectations
 from controllers.podutil import (
     controller_ref,
     deletion_order,
+    fmt_time,
     get_condition,
     is_pod_active,
     is_pod_available,
@@ -99,7 +100,7 @@ def calculate_status(rs: Object, pods: list[Object], manage_error: Exception | N
         conditions.append({"type": REPLICA_FAILURE, "status": "True",
                            "reason": "FailedCreate" if diff < 0 else "FailedDelete",
                            "message": getattr(manage_error, "message", None) or str(manage_error),
-                           "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ")})
+                           "lastTransitionTime": fmt_time(now)})
     elif manage_error is None and failure is not None:
         conditions = [c for c in conditions if c.get("type") != REPLICA_FAILURE]
     return _compact_status({

@@ -1,96 +1,201 @@
-"""NoExecute taint eviction (kube-controller-manager's taint-eviction-controller).
+"""The taint eviction controller (``pkg/controller/tainteviction``): NoExecute taints empty nodes.
 
-A pod on a node with a NoExecute taint it does not tolerate is deleted at once; a pod that tolerates the taint
-with ``tolerationSeconds`` is deleted when that time has passed, counted from when this controller first saw
-the taint on the node (``timeAdded`` when the taint carries it); removing the taint in time cancels the
-eviction. Each eviction leaves a ``TaintManagerEviction`` event. Handlers only enqueue pod keys; ``sync``
-re-reads the caches, so a requeued key simply re-decides.
+For every pod bound to a node with NoExecute taints:
+
+* a taint the pod does not tolerate → the pod is deleted at once;
+* all tolerated, some with ``tolerationSeconds`` → deleted when the first of those times has passed, each
+  counted from when its taint appeared (the taint's ``timeAdded``, else when this controller first saw it),
+  so re-checks and controller restarts do not restart the clock;
+* all tolerated forever → left alone.
+
+Removing the taint (or adding a toleration) before the time is up cancels the deletion.  Each decision
+leaves a ``TaintManagerEviction`` event on the pod ("Marking for deletion Pod ns/name", "Cancelling deletion
+of Pod ns/name"), and an evicted pod first gets the ``DisruptionTarget`` condition (reason
+``DeletionByTaintManager``) so its owner and users can tell why it went.
+
+Queue keys are ``node:<name>`` (re-check every pod of the node), ``pod:<ns>/<name>`` (re-check one pod) and
+``evict:<ns>/<name>`` (a timer fired); timers live on the event loop, one per pod.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from apimachinery.errors import NotFound
 from apimachinery.meta import Object, parse_time
-from apimachinery.taints import tolerates
-from kubeclient import NODES, PODS, Clientset, EventRecorder, InformerFactory
+from kubeclient import NODE_NAME_INDEX, NODES, PODS, Clientset, EventRecorder, InformerFactory
+from kubeclient.informer import node_name_index_func
 
-from controllers.base import Controller, key_of, unwrap
+from controllers.base import Controller, ensure_indexer, key_of, unwrap
+from controllers.podutil import fmt_time, get_condition, is_pod_terminal, meta, now_utc
+from controllers.taints import matching_tolerations, min_toleration_seconds, no_execute_taints
 
 log = logging.getLogger(__name__)
 
-
-def noexecute_taints(node: Object) -> list[dict[str, Any]]:
-    return [t for t in (node.get("spec", {}).get("taints") or []) if t.get("effect") == "NoExecute"]
+REASON = "TaintManagerEviction"
 
 
-def eviction_delay(pod: Object, taints: list[dict[str, Any]]) -> float | None:
-    """Seconds the pod may stay (0: now), or None when it tolerates every NoExecute taint forever."""
-    tolerations = pod.get("spec", {}).get("tolerations") or []
-    delay: float | None = None
-    for taint in taints:
-        matching = [t for t in tolerations if tolerates(t, taint)]
-        if not matching:
-            return 0.0
-        bounded = [float(t["tolerationSeconds"]) for t in matching if t.get("tolerationSeconds") is not None]
-        if len(bounded) == len(matching):  # every matching toleration is time-limited: the shortest wins
-            delay = min(bounded) if delay is None else min(delay, min(bounded))
-    return delay
+@dataclass
+class _Scheduled:
+    created: float
+    fire_at: float
+    uid: str
+    timer: asyncio.TimerHandle
+
+
+def _tolerations(pod: Object) -> list[dict[str, Any]]:
+    return list((pod.get("spec") or {}).get("tolerations") or [])
 
 
 class TaintEvictionController(Controller):
     name = "taint-eviction-controller"
 
-    def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 2) -> None:
-        super().__init__(workers=workers)
+    def __init__(self, clientset: Clientset, factory: InformerFactory, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(workers=8)
         self.clientset = clientset
+        self._clock = clock
+        self.scheduled: dict[str, _Scheduled] = {}
+        self.first_seen: dict[tuple[Any, ...], float] = {}  # (node, key, value, effect) → when we saw the taint
         self.recorder = EventRecorder(clientset.events, "taint-eviction-controller")
-        self.nodes = factory.informer(NODES)
-        self.pods = factory.informer(PODS)
-        self.informers = [self.nodes, self.pods]
-        self.first_seen: dict[tuple[str, str, str], float] = {}  # (node, key, effect) → when seen
-        self.pods.add_event_handler(self.enqueue, lambda old, new: self.enqueue(new), None)
-        self.nodes.add_event_handler(self._node_changed, lambda old, new: self._node_changed(new), None)
+        self.node_informer = factory.informer(NODES)
+        self.pod_informer = factory.informer(PODS)
+        ensure_indexer(self.pod_informer, NODE_NAME_INDEX, node_name_index_func)
+        self.informers = [self.node_informer, self.pod_informer]
+        self.node_informer.add_event_handler(self._node_added, self._node_updated)
+        self.pod_informer.add_event_handler(self._pod_added, self._pod_updated, self._pod_deleted)
 
-    def _node_changed(self, node: Object) -> None:
-        name = node["metadata"]["name"]
-        for pod in self.pods.indexer.list():
-            if pod.get("spec", {}).get("nodeName") == name:
-                self.enqueue(pod)
+    # --- handlers ------------------------------------------------------------------------------------------
+    def _node_added(self, node: Object) -> None:
+        if no_execute_taints(node):
+            self.queue.add(f"node:{meta(node)['name']}")
 
-    def _taint_added_at(self, node: Object, taint: dict[str, Any]) -> float:
-        if taint.get("timeAdded"):
-            return parse_time(taint["timeAdded"]).timestamp()
-        key = (node["metadata"]["name"], taint.get("key", ""), taint.get("value", ""))
-        return self.first_seen.setdefault(key, time.time())
+    def _node_updated(self, old: Object, new: Object) -> None:
+        if no_execute_taints(old) != no_execute_taints(new):
+            name = meta(new)["name"]
+            current = {(name, t.get("key"), t.get("value"), t.get("effect")) for t in no_execute_taints(new)}
+            for ident in [i for i in self.first_seen if i[0] == name and i not in current]:
+                del self.first_seen[ident]  # a taint removed and added again starts a new clock
+            self.queue.add(f"node:{name}")
 
+    def _pod_added(self, pod: Object) -> None:
+        if (pod.get("spec") or {}).get("nodeName"):
+            self.queue.add(f"pod:{key_of(pod)}")
+
+    def _pod_updated(self, old: Object, new: Object) -> None:
+        old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+        if old_spec.get("nodeName") != new_spec.get("nodeName") or _tolerations(old) != _tolerations(new) or \
+                bool(meta(new).get("deletionTimestamp")) != bool(meta(old).get("deletionTimestamp")) or \
+                is_pod_terminal(new) != is_pod_terminal(old):
+            self.queue.add(f"pod:{key_of(new)}")
+
+    def _pod_deleted(self, obj: Any) -> None:
+        self._cancel(key_of(unwrap(obj)), event=False)
+
+    # --- sync ----------------------------------------------------------------------------------------------
     async def sync(self, key: str) -> None:
-        pod = self.pods.indexer.get_by_key(key)
-        if pod is None:
+        kind, _, name = key.partition(":")
+        if kind == "node":
+            for pod in self.pod_informer.indexer.by_index(NODE_NAME_INDEX, name):
+                self._process(pod)
+        elif kind == "pod":
+            cached = self.pod_informer.indexer.get_by_key(name)
+            if cached is None:
+                self._cancel(name, event=False)
+            else:
+                self._process(cached)
+        elif kind == "evict":
+            await self._evict(name)
+
+    def _process(self, pod: Object) -> None:
+        """Schedule, keep, or cancel the eviction of one pod given its node's NoExecute taints."""
+        key = key_of(pod)
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name or meta(pod).get("deletionTimestamp") or is_pod_terminal(pod):
+            self._cancel(key, event=False)
             return
-        pod = unwrap(pod)
-        node_name = pod.get("spec", {}).get("nodeName")
-        if not node_name or pod["metadata"].get("deletionTimestamp"):
+        taints = no_execute_taints(self.node_informer.indexer.get_by_key(node_name))
+        if not taints:
+            self._cancel(key, event=True)
             return
-        node = self.nodes.indexer.get_by_key(node_name)
-        if node is None:
+        tolerated, used = matching_tolerations(taints, _tolerations(pod))
+        now = self._clock()
+        if not tolerated:
+            self._schedule(key, pod, now, now)
             return
-        taints = noexecute_taints(node)
-        delay = eviction_delay(pod, taints)
-        if delay is None:
+        deadlines = [self._appeared(node_name, taint) + seconds for taint, toleration in zip(taints, used)
+                     if (seconds := min_toleration_seconds([toleration])) is not None]
+        if not deadlines:
+            self._cancel(key, event=True)
             return
-        since = min((self._taint_added_at(node, t) for t in taints), default=time.time())
-        remaining = since + delay - time.time()
-        if remaining > 0:
-            self.enqueue_after(pod, remaining)
+        self._schedule(key, pod, now, min(deadlines))
+
+    def _appeared(self, node_name: str, taint: dict[str, Any]) -> float:
+        """When ``taint`` appeared, on our monotonic clock: its ``timeAdded``, else when we first saw it."""
+        ident = (node_name, taint.get("key"), taint.get("value"), taint.get("effect"))
+        start = self.first_seen.get(ident)
+        if start is None:
+            start = self._clock()
+            if taint.get("timeAdded"):
+                start -= max((now_utc() - parse_time(taint["timeAdded"])).total_seconds(), 0.0)
+            self.first_seen[ident] = start
+        return start
+
+    def _schedule(self, key: str, pod: Object, created: float, fire_at: float) -> None:
+        existing = self.scheduled.get(key)
+        if existing is not None:
+            if existing.fire_at == fire_at and existing.uid == meta(pod).get("uid"):
+                return
+            existing.timer.cancel()
+        delay = max(fire_at - self._clock(), 0.0)
+        timer = asyncio.get_running_loop().call_later(delay, self.queue.add, f"evict:{key}")
+        self.scheduled[key] = _Scheduled(created, fire_at, meta(pod).get("uid") or "", timer)
+        if delay > 0:
+            log.info("pod %s will be evicted in %.1fs (NoExecute taint tolerated for a while)", key, delay)
+
+    def _cancel(self, key: str, *, event: bool) -> None:
+        scheduled = self.scheduled.pop(key, None)
+        if scheduled is None:
             return
-        meta = pod["metadata"]
-        self.recorder.event(pod, "Normal", "TaintManagerEviction", f"Marking for deletion Pod {key_of(pod)}")
+        scheduled.timer.cancel()
+        if event:
+            pod = self.pod_informer.indexer.get_by_key(key)
+            if pod is not None:
+                self.recorder.event(pod, "Normal", REASON, f"Cancelling deletion of Pod {key}")
+
+    async def _evict(self, key: str) -> None:
+        scheduled = self.scheduled.get(key)
+        if scheduled is None or scheduled.fire_at > self._clock() + 0.001:
+            return  # cancelled or rescheduled since the timer was set
+        pod = self.pod_informer.indexer.get_by_key(key)
+        if pod is None or meta(pod).get("uid") != scheduled.uid:
+            self.scheduled.pop(key, None)
+            return
+        self.recorder.event(pod, "Normal", REASON, f"Marking for deletion Pod {key}")
+        await self._add_condition_and_delete(pod)
+        self.scheduled.pop(key, None)
+
+    async def _add_condition_and_delete(self, pod: Object) -> None:
+        """``DisruptionTarget`` first (why the pod goes), then the delete; a pod already gone is fine."""
+        m = meta(pod)
         try:
-            await self.clientset.pods.delete(meta["name"], meta["namespace"], preconditions={"uid": meta["uid"]})
+            fresh = await self.clientset.pods.get(m["name"], m["namespace"])
+            if meta(fresh).get("uid") != m.get("uid"):
+                return
+            status = fresh.setdefault("status", {})
+            condition = get_condition(status, "DisruptionTarget")
+            if condition is None or condition.get("status") != "True":
+                conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+                conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
+                                   "message": "Taint manager: deleting due to NoExecute taint",
+                                   "lastTransitionTime": fmt_time(now_utc())})
+                status["conditions"] = conditions
+                await self.clientset.pods.update_status(fresh)
+            await self.clientset.pods.delete(m["name"], m["namespace"], preconditions={"uid": m["uid"]})
         except NotFound:
-            pass
-        log.info("evicted %s from %s (NoExecute taint)", key, node_name)
+            return

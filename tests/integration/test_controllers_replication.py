@@ -3,31 +3,23 @@ scale up, scale down, replace a deleted pod, ownerReferences. No scheduler or ku
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from conftest import ROOT
+from support.controllers import ControllerManager, bind, set_ready
 from support.wait import wait_for
 
 
 
 @pytest.fixture(scope="module")
 def controller_manager(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    log_path = tmp_path_factory.mktemp("cm") / "controller-manager.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "controllers", "--master", api_url, "--leader-elect=false",
-                                 "--controllers=replicationcontroller,replicaset"],
-                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        yield
-    finally:
-        proc.terminate()
-        proc.wait(15)
+    log = tmp_path_factory.mktemp("cm") / "controller-manager.log"
+    cm = ControllerManager(api_url, log, "--leader-elect=false", "--controllers=replicationcontroller,replicaset")
+    yield
+    cm.stop()
 
 
 def live_pods(client: httpx.Client, ns: str, selector: str) -> list[dict[str, Any]]:
@@ -71,3 +63,93 @@ def test_replicaset_creates_from_template(client: httpx.Client, ns: str, control
                                          params={"fieldSelector": "reason=SuccessfulCreate"}).json()["items"],
                       what="SuccessfulCreate events")
     assert events[0]["involvedObject"]["name"] == "rs"
+
+
+def rc_body(name: str, replicas: int, **template_spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"app": name},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "busybox"}], **template_spec}}}}
+
+
+def scale(client: httpx.Client, ns: str, name: str, replicas: int) -> None:
+    resp = client.patch(f"/api/v1/namespaces/{ns}/replicationcontrollers/{name}/scale",
+                        json={"spec": {"replicas": replicas}}, headers={"Content-Type": "application/merge-patch+json"})
+    assert resp.status_code == 200, resp.text
+
+
+def test_scale_down_order(client: httpx.Client, ns: str, controller_manager: None) -> None:
+    """Unscheduled pods go first, then pending ones, then not-ready ones; the running, ready pod stays."""
+    node = f"{ns}-n"
+    assert client.post("/api/v1/nodes", json={"metadata": {"name": node}}).status_code == 201
+    client.post(f"/api/v1/namespaces/{ns}/replicationcontrollers", json=rc_body("ord", 4))
+    four = wait_for(lambda: (p := live_pods(client, ns, "app=ord")) and len(p) == 4 and p, what="4 pods")
+    ready, running, bound_only = four[0], four[1], four[2]
+    for pod in (ready, running, bound_only):
+        bind(client, pod, node)
+    set_ready(client, ready, True)
+    set_ready(client, running, False)
+    scale(client, ns, "ord", 3)  # the unscheduled pod goes
+    wait_for(lambda: {p["metadata"]["name"] for p in live_pods(client, ns, "app=ord")} ==
+             {ready["metadata"]["name"], running["metadata"]["name"], bound_only["metadata"]["name"]},
+             what="the unscheduled pod deleted first")
+    scale(client, ns, "ord", 2)  # then the Pending one
+    wait_for(lambda: {p["metadata"]["name"] for p in live_pods(client, ns, "app=ord")} ==
+             {ready["metadata"]["name"], running["metadata"]["name"]}, what="the pending pod deleted next")
+    scale(client, ns, "ord", 1)  # then the running but not ready one
+    wait_for(lambda: [p["metadata"]["name"] for p in live_pods(client, ns, "app=ord")] == [ready["metadata"]["name"]],
+             what="the ready pod kept")
+
+
+def test_adopts_orphans_and_releases_unmatched(client: httpx.Client, ns: str, controller_manager: None) -> None:
+    orphan = {"metadata": {"name": "stray", "labels": {"app": "adopt"}},
+              "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=orphan).status_code == 201
+    rc = client.post(f"/api/v1/namespaces/{ns}/replicationcontrollers", json=rc_body("adopt", 2)).json()
+    wait_for(lambda: len(live_pods(client, ns, "app=adopt")) == 2, what="2 pods")
+    stray = client.get(f"/api/v1/namespaces/{ns}/pods/stray").json()
+    # adopted (not duplicated by a new pod)
+    assert [r["uid"] for r in stray["metadata"]["ownerReferences"]] == [rc["metadata"]["uid"]]
+    client.patch(f"/api/v1/namespaces/{ns}/pods/stray", json={"metadata": {"labels": {"app": "other"}}},
+                 headers={"Content-Type": "application/merge-patch+json"})
+    wait_for(lambda: not client.get(f"/api/v1/namespaces/{ns}/pods/stray").json()["metadata"].get("ownerReferences"),
+             what="the relabelled pod released")
+    wait_for(lambda: len(live_pods(client, ns, "app=adopt")) == 2, what="a replacement for the released pod")
+
+
+def test_no_double_creation_under_event_bursts(client: httpx.Client, ns: str, controller_manager: None) -> None:
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "burst"},
+          "spec": {"replicas": 12, "selector": {"matchLabels": {"app": "burst"}},
+                   "template": {"metadata": {"labels": {"app": "burst"}},
+                                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    assert client.post(f"/apis/apps/v1/namespaces/{ns}/replicasets", json=rs).status_code == 201
+    for i in range(15):  # each annotation change is one more watch event and sync of the ReplicaSet
+        client.patch(f"/apis/apps/v1/namespaces/{ns}/replicasets/burst",
+                     json={"metadata": {"annotations": {"n": str(i)}}},
+                     headers={"Content-Type": "application/merge-patch+json"})
+    wait_for(lambda: client.get(f"/apis/apps/v1/namespaces/{ns}/replicasets/burst").json()["status"].get(
+        "replicas") == 12, what="status.replicas=12")
+    created = client.get(f"/api/v1/namespaces/{ns}/events", params={"fieldSelector": "reason=SuccessfulCreate"})
+    assert sum(e.get("count", 1) for e in created.json()["items"]) == 12
+    assert len(client.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]) == 12
+
+
+def test_status_counts_and_failed_pod_replaced(client: httpx.Client, ns: str, controller_manager: None) -> None:
+    body = rc_body("st", 2)
+    body["spec"]["minReadySeconds"] = 2
+    client.post(f"/api/v1/namespaces/{ns}/replicationcontrollers", json=body)
+    two = wait_for(lambda: (p := live_pods(client, ns, "app=st")) and len(p) == 2 and p, what="2 pods")
+    for pod in two:
+        set_ready(client, pod)
+
+    def status() -> dict[str, Any]:
+        return dict(client.get(f"/api/v1/namespaces/{ns}/replicationcontrollers/st").json().get("status", {}))
+
+    wait_for(lambda: status().get("readyReplicas") == 2, what="readyReplicas=2")
+    assert status().get("availableReplicas", 0) == 0  # ready for less than minReadySeconds
+    wait_for(lambda: status().get("availableReplicas") == 2, what="availableReplicas=2 after minReadySeconds")
+    assert status()["fullyLabeledReplicas"] == 2 and status()["observedGeneration"] == 1
+    set_ready(client, two[0], False, phase="Failed")
+    wait_for(lambda: len(live_pods(client, ns, "app=st")) == 3 and
+             sum(p.get("status", {}).get("phase") != "Failed" for p in live_pods(client, ns, "app=st")) == 2,
+             what="the failed pod replaced")

@@ -3,8 +3,6 @@ honoured, a toleration without a bound keeps the pod (no kubelet: deletion shows
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -12,22 +10,17 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import ROOT
+from conftest import Kubectl
+from support.controllers import ControllerManager
 from support.wait import wait_for
 
 
 @pytest.fixture(scope="module")
 def taint_manager(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    log_path = tmp_path_factory.mktemp("cm-taints") / "controller-manager.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "controllers", "--master", api_url, "--leader-elect=false",
-                                 "--controllers=taint-eviction-controller"],
-                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        yield
-    finally:
-        proc.terminate()
-        proc.wait(15)
+    log = tmp_path_factory.mktemp("cm-taints") / "controller-manager.log"
+    cm = ControllerManager(api_url, log, "--leader-elect=false", "--controllers=taint-eviction-controller")
+    yield
+    cm.stop()
 
 
 def bound_pod(client: httpx.Client, ns: str, name: str, node: str,
@@ -61,3 +54,20 @@ def test_noexecute_taint_evicts(client: httpx.Client, ns: str, taint_manager: No
     assert not terminating(client, ns, "forever") and not terminating(client, ns, "everything")
     events = client.get(f"/api/v1/namespaces/{ns}/events", params={"fieldSelector": "reason=TaintManagerEviction"})
     assert {e["involvedObject"]["name"] for e in events.json()["items"]} >= {"plain"}
+
+
+def test_removing_the_taint_in_time_cancels(client: httpx.Client, ns: str, kubectl: Kubectl,
+                                            taint_manager: None) -> None:
+    """The seed's maintenance recipe through the real kubectl: taint, then untaint before tolerationSeconds."""
+    node = f"{ns}-m"
+    assert client.post("/api/v1/nodes", json={"metadata": {"name": node}}).status_code == 201
+    toleration = {"key": "check", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2}
+    bound_pod(client, ns, "patient", node, [toleration])
+    kubectl("taint", "nodes", node, "check=mycheck:NoExecute")
+    time.sleep(0.5)
+    kubectl("taint", "nodes", node, "check=mycheck:NoExecute-")
+    wait_for(lambda: any("Cancelling deletion" in e["message"] for e in client.get(
+        f"/api/v1/namespaces/{ns}/events", params={"fieldSelector": "reason=TaintManagerEviction"}).json()["items"]),
+        what="the cancellation event")
+    time.sleep(2.5)  # past the toleration: the cancelled eviction must not happen
+    assert not terminating(client, ns, "patient")
