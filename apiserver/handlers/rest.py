@@ -265,8 +265,9 @@ class RESTHandler:
             raise errors.BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL "
                                     f"({info.name})")
         precondition = str(meta.get("resourceVersion") or "") or None
+        # A uid in the body is a precondition (kube-apiserver's defaultUpdatedObjectInfo): 409 if it differs.
         co = await store.guaranteed_update(info.namespace, info.name, lambda _old: obj, subresource=subresource,
-                                           precondition_rv=precondition,
+                                           precondition_rv=precondition, precondition_uid=meta.get("uid") or None,
                                            dry_run=_dry_run(request.query_params),
                                            field_validation=field_validation_mode(request.query_params))
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)

@@ -44,6 +44,7 @@ class DeploymentStrategy(ScalableStrategy):
     short_names = ("deploy",)
     categories = ("all",)
     subresources = ("status", "scale")
+    status_resets = ("labels",)  # a status write keeps the labels (its status strategy)
 
     def prepare_for_create(self, obj: Object) -> None:
         self.default(obj)

@@ -56,6 +56,7 @@ class PodStrategy(Strategy):
     short_names = ("po",)
     categories = ("all",)
     subresources = ("status", "binding", "eviction", "log", "exec")
+    status_resets = ("ownerReferences",)  # podStatusStrategy
     bumps_generation = False
     graceful_deletion = True
 

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 
 from apimachinery import errors
+from apimachinery.errors import Cause
 
 from ..storage.etcd3 import EtcdStorage
 from .decoder import Decoder
@@ -83,4 +84,5 @@ class Registry:
                 co.obj.get("status", {}).get("phase") == "Terminating":
             raise errors.Forbidden(
                 f'{resource} "{name}" is forbidden: unable to create new content in namespace {namespace} '
-                f"because it is being terminated", name=name, kind=resource)
+                f"because it is being terminated", name=name, kind=resource,
+                causes=[Cause("NamespaceTerminating", f"namespace {namespace} is being terminated", "metadata.namespace")])

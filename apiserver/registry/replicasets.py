@@ -35,6 +35,7 @@ class ReplicaSetStrategy(ScalableStrategy):
     short_names = ("rs",)
     categories = ("all",)
     subresources = ("status", "scale")
+    status_resets = ("labels",)  # a status write keeps the labels (its status strategy)
 
     def prepare_for_create(self, obj: Object) -> None:
         self.default(obj)

@@ -277,6 +277,11 @@ class ResourceStore:
         new["kind"] = strategy.kind
         new = _kubernetes_order(new)
         meta = new["metadata"]
+        if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
+            # A PUT's uid is a precondition checked before; only a patch can get here with another uid.
+            raise errors.invalid(strategy.kind, old_meta["name"], [Cause(
+                "FieldValueInvalid", f"Invalid value: {meta['uid']!r}: field is immutable", "metadata.uid")],
+                strategy.group)
         # Fields only the server sets: carried over from the stored object whatever the client sent.
         for field in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
                       "deletionGracePeriodSeconds", "generation"):
@@ -298,7 +303,8 @@ class ResourceStore:
         elif subresource:
             # status, finalize: the strategy's prepare_for_<sub>_update / validate_<sub>_update pair
             getattr(strategy, f"prepare_for_{subresource}_update")(new, old)
-            causes = getattr(strategy, f"validate_{subresource}_update")(new, old)
+            causes = validate_meta_update(new["metadata"], old_meta, strategy) + \
+                getattr(strategy, f"validate_{subresource}_update")(new, old)
         else:
             strategy.prepare_for_update(new, old)
             causes = validate_meta_update(meta, old_meta, strategy) + strategy.validate_update(new, old)

@@ -106,6 +106,8 @@ class Strategy:
     )
     # Subresources served for this resource: any of "status", "scale", "binding", "eviction", "log", "exec".
     subresources: ClassVar[tuple[str, ...]] = ()
+    # Metadata a ``/status`` write cannot change (besides the server-set fields): the status strategy's resets.
+    status_resets: ClassVar[tuple[str, ...]] = ()
     # Whether metadata.generation is set on create and bumped when spec_changed() (pods: False in v1.32).
     bumps_generation: ClassVar[bool] = True
     # Pods: DELETE marks the object (deletionTimestamp) and the kubelet confirms; see graceful_delete_seconds.
@@ -146,10 +148,17 @@ class Strategy:
 
     # --- status subresource ---------------------------------------------------------------------------------
     def prepare_for_status_update(self, new: Object, old: Object) -> None:
-        """An update of ``/status`` changes only status: everything else is taken from the stored object."""
-        status = new.get("status")
+        """An update of ``/status`` keeps the stored spec (and the ``status_resets`` metadata); status and the
+        rest of metadata (annotations, say) come from the body, as kube-apiserver's status strategies do."""
+        meta, status = new.get("metadata") or {}, new.get("status")
         new.clear()
         new.update(copy.deepcopy(old))
+        new["metadata"] = meta
+        for field in self.status_resets:
+            if field in old["metadata"]:
+                meta[field] = copy.deepcopy(old["metadata"][field])
+            else:
+                meta.pop(field, None)
         if status is None:
             new.pop("status", None)
         else:

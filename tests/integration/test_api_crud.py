@@ -84,6 +84,39 @@ def test_update_keeps_status_and_bumps_resource_version(client: httpx.Client, ns
     assert resp.json()["spec"]["replicas"] == 3
 
 
+def test_status_update_takes_annotations_but_not_spec_or_apps_labels(client: httpx.Client, ns: str) -> None:
+    """As kube-apiserver's status strategies: a ``/status`` PUT keeps the stored spec, and for apps/v1
+    workloads the stored labels, but annotations come from the body."""
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs", "labels": {"tier": "web"}},
+          "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "rs"}},
+                   "template": {"metadata": {"labels": {"app": "rs"}},
+                                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    rs = client.post(f"/apis/apps/v1/namespaces/{ns}/replicasets", json=rs).json()
+    rs["metadata"]["annotations"] = {"note": "from status"}
+    rs["metadata"]["labels"] = {"tier": "changed"}
+    rs["spec"]["replicas"] = 5
+    rs["status"] = {"replicas": 1}
+    resp = client.put(f"/apis/apps/v1/namespaces/{ns}/replicasets/rs/status", json=rs)
+    assert resp.status_code == 200, resp.text
+    stored = client.get(f"/apis/apps/v1/namespaces/{ns}/replicasets/rs").json()
+    assert stored["metadata"]["annotations"] == {"note": "from status"}
+    assert stored["metadata"]["labels"] == {"tier": "web"}
+    assert stored["spec"]["replicas"] == 1 and stored["status"]["replicas"] == 1
+
+
+def test_uid_in_body_is_a_precondition_and_immutable(client: httpx.Client, ns: str) -> None:
+    pod = client.post(pods_path(ns), json=make_pod("u").build()).json()
+    other = "00000000-0000-0000-0000-000000000000"
+    resp = client.put(pods_path(ns, "u"), json=dict(pod, metadata=dict(pod["metadata"], uid=other)))
+    assert resp.status_code == 409 and resp.json()["reason"] == "Conflict"
+    assert f"Precondition failed: UID in precondition: {other}" in resp.json()["message"]
+    resp = client.patch(pods_path(ns, "u"), json={"metadata": {"uid": other}},
+                        headers={"Content-Type": "application/merge-patch+json"})
+    assert resp.status_code == 422, resp.text
+    assert resp.json()["details"]["causes"][0]["field"] == "metadata.uid"
+    assert client.get(pods_path(ns, "u")).json()["metadata"]["uid"] == pod["metadata"]["uid"]
+
+
 def test_stale_resource_version_conflicts(client: httpx.Client, ns: str) -> None:
     pod = client.post(pods_path(ns), json=make_pod("a").build()).json()
     first = dict(pod, metadata=dict(pod["metadata"], labels={"v": "1"}))
@@ -249,6 +282,8 @@ def test_namespace_deletion_waits_for_finalize(client: httpx.Client) -> None:
     resp = client.post(f"/api/v1/namespaces/{name}/pods", json=make_pod("late").build())
     assert resp.status_code == 403 and resp.json()["reason"] == "Forbidden"
     assert "because it is being terminated" in resp.json()["message"]
+    assert resp.json()["details"]["causes"] == [{"reason": "NamespaceTerminating", "field": "metadata.namespace",
+                                                 "message": f"namespace {name} is being terminated"}]
     ns["spec"]["finalizers"] = []
     resp = client.put(f"/api/v1/namespaces/{name}/finalize", json=ns)
     assert resp.status_code == 200, resp.text
