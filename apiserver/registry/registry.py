@@ -85,4 +85,5 @@ class Registry:
             raise errors.Forbidden(
                 f'{resource} "{name}" is forbidden: unable to create new content in namespace {namespace} '
                 f"because it is being terminated", name=name, kind=resource,
-                causes=[Cause("NamespaceTerminating", f"namespace {namespace} is being terminated", "metadata.namespace")])
+                causes=[Cause("NamespaceTerminating", f"namespace {namespace} is being terminated",
+                              "metadata.namespace")])

@@ -352,8 +352,8 @@ CHECKS: dict[str, list[Check]] = {
     "kubectl get pod short-fuse -o wide": [shows(lambda rows: on(rows, "short-fuse") == "node03")],
     "kill -STOP $(pgrep -f -- '--node-name node03')": [prints()],
     "kubectl describe node node03": [shows_text(lambda out: "node.kubernetes.io/unreachable:NoExecute" in out)],
-    "kubectl get pods -o wide --field-selector spec.nodeName=node03": [shows(
-        lambda rows: "short-fuse" not in [r["NAME"] for r in rows], timeout=120)],
+    "kubectl get pods -o wide --field-selector spec.nodeName=node03": [shows(  # deleted; no kubelet to confirm
+        lambda rows: {r["NAME"]: r["STATUS"] for r in rows}.get("short-fuse") == "Terminating", timeout=120)],
     "kill -CONT $(pgrep -f -- '--node-name node03')": [prints()],
     # 6
     "kubectl describe pod $POD": [shows_text(lambda out: "Events:" in out and "Started" in out)],

@@ -57,7 +57,8 @@ def test_taint_rules() -> None:
                              {"key": "y"}])
     causes = errors(STRATEGY.validate(node))
     assert causes[0] == ('metadata.taints[1]: Duplicate value: core.Taint{Key:"dedicated", Value:"other", '
-                         'Effect:"NoSchedule", TimeAdded:(*v1.Time)(nil)}: taints must be unique by key and effect pair')
+                         'Effect:"NoSchedule", TimeAdded:(*v1.Time)(nil)}: '
+                         'taints must be unique by key and effect pair')
     assert causes[1].startswith('metadata.taints[2].key: Invalid value: "bad key": name part must consist of')
     assert causes[2:] == [
         'metadata.taints[3].effect: Unsupported value: "Never": supported values: "NoSchedule", "PreferNoSchedule", '

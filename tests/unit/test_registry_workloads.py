@@ -214,7 +214,8 @@ def test_deployment_strategy_rules() -> None:
     assert errors(DEPLOY.validate(zero)) == [
         "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}: "
         "may not be 0 when `maxSurge` is 0"]
-    bad = deployment(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "lots", "maxUnavailable": "150%"}})
+    bad = deployment(strategy={"type": "RollingUpdate",
+                               "rollingUpdate": {"maxSurge": "lots", "maxUnavailable": "150%"}})
     assert errors(DEPLOY.validate(bad)) == [
         'spec.strategy.rollingUpdate.maxSurge: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:"lots"}: a '
         "valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used "

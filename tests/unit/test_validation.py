@@ -66,7 +66,8 @@ def test_values_render_like_go() -> None:
 
 def test_invalid_status_message_matches_kubectl() -> None:
     err = invalid_error("Pod", "x", [required("spec.containers"), invalid("metadata.name", "X", "bad")])
-    assert err.message == 'Pod "x" is invalid: [spec.containers: Required value, metadata.name: Invalid value: "X": bad]'
+    assert err.message == ('Pod "x" is invalid: '
+                           '[spec.containers: Required value, metadata.name: Invalid value: "X": bad]')
 
 
 # --- names ----------------------------------------------------------------------------------------------------
