@@ -5,7 +5,8 @@ directory with ``examples/``, with ``kubectl`` and ``kubelab`` on PATH and ``KUB
 cluster, ``POD=$(...)`` carried to later commands. After each one the test checks what the page says the user
 sees, polling where the page says "within seconds". Only these are run differently, each for a stated reason:
 ``kubelab up`` is started ``--detach`` on a free port (the test cannot leave a foreground process or take 8080),
-the watch is stopped once it has shown the flow (the user presses Ctrl-C), ``exec -it`` is fed its input (no
+the watch (the page's second terminal) runs in the background and is stopped once it has shown the flow
+(the user presses Ctrl-C), ``exec -it`` is fed its input (no
 terminal), and the kubelet's pid comes from ``.kubelab/state.json`` instead of ``pgrep`` (a test must not signal
 processes by name).
 
@@ -177,26 +178,55 @@ def up_detached(shell: Shell, line: str) -> Result:
     return shell.run(line.replace("kubelab up", f"kubelab up --detach --port {port}"), timeout=180)
 
 
-def watch_until_running(shell: Shell, line: str) -> Result:
-    """The watch, stopped (Ctrl-C) once three web pods have been seen Running."""
-    proc = subprocess.Popen(["bash", "-c", line], cwd=shell.workdir, env={**shell.env, **shell.vars},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: list[str] = []
-    done = threading.Event()
+class Watch:
+    """A command left running in a second terminal: its output lines as they come, stopped with Ctrl-C."""
 
-    def read() -> None:
-        assert proc.stdout is not None
-        for out in proc.stdout:
-            lines.append(out)
-            if len({row.split()[0] for row in lines if " Running " in row and row.startswith("web-")}) >= 3:
-                done.set()
-        done.set()
+    def __init__(self, shell: Shell, line: str) -> None:
+        self.proc = subprocess.Popen(["bash", "-c", line], cwd=shell.workdir, env={**shell.env, **shell.vars},
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.changed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
 
-    threading.Thread(target=read, daemon=True).start()
-    done.wait(120)
-    proc.terminate()
-    stdout, stderr = "".join(lines), proc.communicate(timeout=10)[1]
-    return subprocess.CompletedProcess(line, 0, stdout, stderr)
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for out in self.proc.stdout:
+            with self.changed:
+                self.lines.append(out)
+                self.changed.notify_all()
+
+    def wait_for(self, ok: Callable[[list[str]], bool], timeout: float = 120) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: ok(self.lines), timeout)
+
+    def stop(self) -> str:
+        self.proc.terminate()
+        self.proc.communicate(timeout=10)
+        return "".join(self.lines)
+
+
+def start_watch(shell: Shell, line: str) -> Result:
+    """The page's second terminal: the watch keeps running while the next commands are typed."""
+    watch = Watch(shell, line)
+    shell.notes["watch"] = watch
+    time.sleep(0.5)  # kubectl is up and watching before the next command
+    return subprocess.CompletedProcess(line, 0 if watch.proc.poll() is None else 1, "", "")
+
+
+def watched_flow(shell: Shell, line: str, result: Result) -> None:
+    """What the watch showed (stopped once three web pods were Running): each pod Pending, bound, Running."""
+    watch = shell.notes.pop("watch")
+    assert isinstance(watch, Watch)
+    running_pods = lambda lines: {row.split()[0] for row in lines if " Running " in row and row.startswith("web-")}
+    watch.wait_for(lambda lines: len(running_pods(lines)) >= 3)
+    out = watch.stop()
+    rows = [row.split() for row in out.splitlines() if row.startswith("web-")]
+    assert len(running_pods(out.splitlines())) == 3, f"the watch showed:\n{out}"
+    for pod in running_pods(out.splitlines()):
+        states = [(r[2], r[6]) for r in rows if r[0] == pod]  # (STATUS, NODE)
+        assert states[0] == ("Pending", "<none>"), f"{pod} was not first seen unscheduled:\n{out}"
+        assert any(status == "Pending" and node.startswith("node") for status, node in states) or \
+            any(status == "ContainerCreating" for status, _ in states), f"{pod} was not seen bound:\n{out}"
 
 
 def exec_with_input(shell: Shell, line: str) -> Result:
@@ -210,7 +240,7 @@ def signal_kubelet(shell: Shell, line: str) -> Result:
 
 SPECIAL: dict[str, Callable[[Shell, str], Result]] = {
     "kubelab up --nodes 3": up_detached,
-    "kubectl get pods -o wide -w": watch_until_running,
+    "kubectl get pods -o wide -w": start_watch,
     "kubectl exec -it $POD -- sh": exec_with_input,
     "kill -STOP $(pgrep -f -- '--node-name node03')": signal_kubelet,
     "kill -CONT $(pgrep -f -- '--node-name node03')": signal_kubelet,
@@ -255,8 +285,9 @@ CHECKS: dict[str, list[Check]] = {
         re.search(rf"^{name}\s+\d+\s+\S+\s+(ok|running)\s", out, re.M)
         for name in ("etcd", "apiserver", "controller-manager", "scheduler", *(f"kubelet-{n}" for n in NODES))))],
     # 1
-    "kubectl apply -f examples/01-creation-flow/rc-web.yaml": [prints("replicationcontroller/web created")],
-    "kubectl get pods -o wide -w": [prints("Pending", "Running", "NODE")],
+    "kubectl get pods -o wide -w": [prints()],  # its output is checked once the RC exists
+    "kubectl apply -f examples/01-creation-flow/rc-web.yaml": [both(prints("replicationcontroller/web created"),
+                                                                    watched_flow)],
     "kubectl get rc web": [shows(lambda rows: [rows[0]["DESIRED"], rows[0]["CURRENT"], rows[0]["READY"]]
                                  == ["3", "3", "3"])],
     "POD=$(kubectl get pods -l app=web -o jsonpath='{.items[0].metadata.name}')": [
