@@ -1,18 +1,50 @@
-"""``python -m scheduler`` / ``kubelab scheduler``: bind pending pods to nodes (first part of issue 4)."""
+"""``python -m scheduler`` / ``kubelab scheduler``: bind pending pods to nodes, as kube-scheduler.
+
+* ``--config FILE``: a KubeSchedulerConfiguration (scheduler/config.py); an invalid one is reported on stderr
+  and the process exits with status 1.
+* ``--leader-elect`` (default true, as kube-scheduler): informers run in every instance, but only the holder of
+  the Lease ``kube-system/kube-scheduler`` schedules. The leader annotates the Lease with
+  ``kubelab.io/debug-endpoint: http://<addr>:<port>`` so ``kubelab explain`` finds it. Losing the lease ends the
+  process with status 1 (as kube-scheduler); SIGTERM/SIGINT release it and exit 0.
+* An HTTP server (``--healthz-port``; 0 picks a free port, negative turns it off) answers ``/healthz`` and
+  ``GET /debug/explain/{namespace}/{name}``: the pod's last attempt as JSON (404 if unknown).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import os
 import signal
+import socket
 import sys
+import uuid
 
 from aiohttp import web
 
-from kubeclient import Clientset
+from kubeclient import Clientset, LeaderElector
 
+from .config import Configuration, ConfigError, LeaderElection, Profile, load_config, parse_duration
 from .scheduler import Scheduler
+
+log = logging.getLogger("scheduler")
+DEBUG_ENDPOINT_ANNOTATION = "kubelab.io/debug-endpoint"
+
+
+def _bool(value: str) -> bool:
+    if value.lower() in ("true", "1", "yes"):
+        return True
+    if value.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"not a boolean: {value}")
+
+
+def _duration(value: str) -> float:
+    try:
+        return parse_duration(value, "duration")
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -20,40 +52,138 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                 description="The kubelab scheduler: filters and scores nodes, binds pods.")
     p.add_argument("--master", help="apiserver URL (e.g. http://127.0.0.1:8080)")
     p.add_argument("--kubeconfig", help="kubeconfig file to find the apiserver")
-    p.add_argument("--scheduler-name", default="default-scheduler", help="pods' spec.schedulerName to serve")
-    p.add_argument("--healthz-port", type=int, default=0, help="serve /healthz on this port (0: off)")
+    p.add_argument("--config", help="KubeSchedulerConfiguration YAML file")
+    p.add_argument("--scheduler-name", help="pods' spec.schedulerName to serve (without --config)")
+    p.add_argument("--leader-elect", type=_bool, nargs="?", const=True, default=None,
+                   help="elect a leader through a Lease before scheduling (default true)")
+    p.add_argument("--leader-elect-resource-name", help="the Lease's name (default kube-scheduler)")
+    p.add_argument("--leader-elect-resource-namespace", help="the Lease's namespace (default kube-system)")
+    p.add_argument("--leader-elect-lease-duration", type=_duration)
+    p.add_argument("--leader-elect-renew-deadline", type=_duration)
+    p.add_argument("--leader-elect-retry-period", type=_duration)
+    p.add_argument("--bind-address", default="127.0.0.1", help="address of the healthz/debug server")
+    p.add_argument("--healthz-port", type=int, default=0, help="healthz/debug port (0: any free port, <0: off)")
     p.add_argument("-v", "--v", dest="verbosity", type=int, default=1, help="log verbosity")
     return p.parse_args(argv)
 
 
-async def run(args: argparse.Namespace) -> None:
-    client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig)
-    scheduler = Scheduler(client, args.scheduler_name)
+def configuration(args: argparse.Namespace) -> Configuration:
+    """The config file (or defaults), with explicit flags on top."""
+    config = load_config(args.config) if args.config else Configuration()
+    profiles = config.profiles
+    if args.scheduler_name:
+        profiles = (Profile(args.scheduler_name, profiles[0].filters, profiles[0].scores,
+                            profiles[0].percentage_of_nodes_to_score), *profiles[1:])
+    le = config.leader_election
+    overrides = {k: v for k, v in (
+        ("leader_elect", args.leader_elect), ("resource_name", args.leader_elect_resource_name),
+        ("resource_namespace", args.leader_elect_resource_namespace),
+        ("lease_duration", args.leader_elect_lease_duration), ("renew_deadline", args.leader_elect_renew_deadline),
+        ("retry_period", args.leader_elect_retry_period)) if v is not None}
+    return Configuration(profiles, config.percentage_of_nodes_to_score, LeaderElection(**{**le.__dict__, **overrides}))
+
+
+class DebugServer:
+    """``/healthz`` and ``/debug/explain/{namespace}/{name}`` over aiohttp."""
+
+    def __init__(self, scheduler: Scheduler, host: str, port: int) -> None:
+        self.scheduler = scheduler
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def endpoint(self) -> str:
+        host = socket.gethostname() if self.host in ("0.0.0.0", "::") else self.host
+        return f"http://{host}:{self.port}"
+
+    async def _explain(self, request: web.Request) -> web.Response:
+        key = f"{request.match_info['namespace']}/{request.match_info['name']}"
+        attempt = self.scheduler.diagnoses.get(key)
+        if attempt is None:
+            return web.json_response({"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404,
+                                      "message": f"no scheduling attempt recorded for pod {key}"}, status=404)
+        return web.json_response(attempt.to_dict())
+
+    async def start(self) -> None:
+        app = web.Application()
+        for path in ("/healthz", "/livez", "/readyz"):
+            app.router.add_get(path, lambda _: web.Response(text="ok"))
+        app.router.add_get("/debug/explain/{namespace}/{name}", self._explain)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        print(f"healthz: http://127.0.0.1:{self.port}/healthz", file=sys.stderr, flush=True)  # for the launcher
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+async def annotate_lease(client: Clientset, le: LeaderElection, endpoint: str) -> None:
+    try:
+        await client.leases.patch(le.resource_name,
+                                  {"metadata": {"annotations": {DEBUG_ENDPOINT_ANNOTATION: endpoint}}},
+                                  "merge", le.resource_namespace)
+    except Exception as err:  # explain is a convenience; scheduling goes on
+        log.warning("could not annotate lease %s/%s: %s", le.resource_namespace, le.resource_name, err)
+
+
+async def run(args: argparse.Namespace, config: Configuration) -> int:
+    client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig, user_agent="kube-scheduler")
+    scheduler = Scheduler(client, list(config.profiles))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    runner = None
-    if args.healthz_port:
-        app = web.Application()
-        app.router.add_get("/healthz", lambda _: web.Response(text="ok"))
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", args.healthz_port).start()
-        logging.info("healthz: http://127.0.0.1:%d/healthz", args.healthz_port)
+    server = DebugServer(scheduler, args.bind_address, args.healthz_port) if args.healthz_port >= 0 else None
+    if server is not None:
+        await server.start()
+    tasks = await scheduler.start_informers(stop)
+    le = config.leader_election
     try:
-        await scheduler.run(stop)
+        if not le.leader_elect:
+            await scheduler.schedule(stop)
+            return 0
+
+        async def lead(stopped: asyncio.Event) -> None:
+            log.info("started leading: scheduling")
+            if server is not None:
+                await annotate_lease(client, le, server.endpoint)
+            await scheduler.schedule(stopped)
+
+        identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+        elector = LeaderElector(client.leases, name=le.resource_name, namespace=le.resource_namespace,
+                                identity=identity, lease_duration=le.lease_duration, renew_deadline=le.renew_deadline,
+                                retry_period=le.retry_period, on_started_leading=lead,
+                                on_new_leader=lambda who: log.info("new leader elected: %s", who))
+        log.info("attempting to acquire leader lease %s/%s as %s", le.resource_namespace, le.resource_name, identity)
+        await elector.run(stop)
+        if not stop.is_set():
+            log.error("leaderelection lost")
+            return 1
+        return 0
     finally:
-        if runner is not None:
-            await runner.cleanup()
+        stop.set()
+        await scheduler.close(tasks)
+        if server is not None:
+            await server.stop()
         await client.close()
+        log.info("scheduler stopped (pid %d)", os.getpid())
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     level = logging.WARNING if args.verbosity <= 0 else logging.INFO if args.verbosity == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    asyncio.run(run(args))
+    try:
+        config = configuration(args)
+    except ConfigError as err:
+        print(f"error: invalid scheduler configuration: {err}", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(asyncio.run(run(args, config)))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from apimachinery.quantity import parse_quantity
@@ -53,6 +54,12 @@ class Resources:
         self.ephemeral_storage += other.ephemeral_storage
         self.pods += other.pods
 
+    def subtract(self, other: Resources) -> None:
+        self.milli_cpu -= other.milli_cpu
+        self.memory -= other.memory
+        self.ephemeral_storage -= other.ephemeral_storage
+        self.pods -= other.pods
+
 
 def _quantity(values: dict[str, Any], name: str, milli: bool = False) -> int:
     if name not in values:
@@ -81,6 +88,32 @@ def pod_requests(pod: Pod) -> Resources:
     return total
 
 
+# kube-scheduler's defaults for a container that requests nothing, used only by scores (so that many
+# zero-request pods do not all pile onto one node): 0.1 cpu and 200 MiB.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+
+def pod_non_zero_requests(pod: Pod) -> Resources:
+    """cpu and memory requests as scores count them: a container without a request counts the defaults."""
+    spec = pod.get("spec", {})
+    total = Resources(pods=1)
+
+    def non_zero(container: dict[str, Any]) -> Resources:
+        requests = (container.get("resources") or {}).get("requests") or {}
+        r = resources_of(requests)
+        return Resources(r.milli_cpu if "cpu" in requests else DEFAULT_MILLI_CPU_REQUEST,
+                         r.memory if "memory" in requests else DEFAULT_MEMORY_REQUEST)
+
+    for container in spec.get("containers", []):
+        total.add(non_zero(container))
+    for init in spec.get("initContainers") or []:
+        r = non_zero(init)
+        total.milli_cpu = max(total.milli_cpu, r.milli_cpu)
+        total.memory = max(total.memory, r.memory)
+    return total
+
+
 @dataclass
 class NodeInfo:
     """A node and what is already placed on it (bound and assumed pods)."""
@@ -88,6 +121,7 @@ class NodeInfo:
     node: dict[str, Any]
     pods: dict[str, Pod] = field(default_factory=dict)  # by pod key
     requested: Resources = field(default_factory=Resources)
+    non_zero_requested: Resources = field(default_factory=Resources)  # for scores (see pod_non_zero_requests)
     used_ports: set[tuple[str, str, int]] = field(default_factory=set)  # (hostIP, protocol, hostPort)
 
     @property
@@ -107,17 +141,15 @@ class NodeInfo:
             self.remove_pod(key)
         self.pods[key] = pod
         self.requested.add(pod_requests(pod))
+        self.non_zero_requested.add(pod_non_zero_requests(pod))
         self.used_ports |= host_ports(pod)
 
     def remove_pod(self, key: str) -> None:
         pod = self.pods.pop(key, None)
         if pod is None:
             return
-        r = pod_requests(pod)
-        self.requested.milli_cpu -= r.milli_cpu
-        self.requested.memory -= r.memory
-        self.requested.ephemeral_storage -= r.ephemeral_storage
-        self.requested.pods -= r.pods
+        self.requested.subtract(pod_requests(pod))
+        self.non_zero_requested.subtract(pod_non_zero_requests(pod))
         self.used_ports = set().union(*(host_ports(p) for p in self.pods.values())) if self.pods else set()
 
 
@@ -130,20 +162,65 @@ def host_ports(pod: Pod) -> set[tuple[str, str, int]]:
     return ports
 
 
+class CycleState(dict[str, Any]):
+    """Scratch space for one scheduling attempt of one pod, shared by its plugins.
+
+    The runner makes a fresh one per attempt, ``CycleState(all_nodes)``; PreFilter/PreScore write what they
+    computed once (keyed by their plugin name) so Filter/Score, called per node, only read it. A plugin must cope
+    with a missing entry (compute it then), so a runner that skips an optional extension point stays correct,
+    only slower.
+
+    ``snapshot`` is every node of this attempt (kube-scheduler's SnapshotSharedLister): PreScore sees only the
+    feasible nodes, yet InterPodAffinity, PodTopologySpread and ImageLocality count pods and images cluster-wide.
+    Left empty, those plugins fall back to the nodes they are handed.
+    """
+
+    def __init__(self, snapshot: Iterable[NodeInfo] = ()) -> None:
+        super().__init__()
+        self.snapshot: list[NodeInfo] = list(snapshot)
+
+    def all_nodes(self, fallback: list[NodeInfo]) -> list[NodeInfo]:
+        return self.snapshot or fallback
+
+
+class PreFilterPlugin(Protocol):
+    """PreFilter (optional): called once per attempt, before any Filter, with every node. A non-success Status
+    rejects the pod for every node (its reasons go to each node)."""
+
+    name: str
+
+    def pre_filter(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status: ...
+
+
 class FilterPlugin(Protocol):
     """Filter: can ``pod`` run on this node? A non-success Status carries the reason shown to users."""
 
     name: str
 
-    def filter(self, pod: Pod, node: NodeInfo) -> Status: ...
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status: ...
 
 
-class ScorePlugin(Protocol):
-    """Score: how good is this node for ``pod``, 0..MAX_NODE_SCORE (after ``normalize``, if any)."""
+class PreScorePlugin(Protocol):
+    """PreScore (optional): called once per attempt with the feasible nodes, before any Score."""
 
     name: str
 
-    def score(self, pod: Pod, node: NodeInfo) -> int: ...
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> None: ...
+
+
+class ScorePlugin(Protocol):
+    """Score: how good is this node for ``pod``. Without ``normalize`` the score must already be
+    0..MAX_NODE_SCORE; with it, raw scores may be any int and ``normalize`` maps them to 0..MAX_NODE_SCORE."""
+
+    name: str
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int: ...
+
+
+class NormalizeScorePlugin(ScorePlugin, Protocol):
+    """ScoreExtensions.NormalizeScore (optional): raw scores of all scored nodes (by node name) → 0..100."""
+
+    def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> dict[str, int]: ...
 
 
 def default_normalize_score(scores: dict[str, int], reverse: bool = False) -> dict[str, int]:

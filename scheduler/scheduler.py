@@ -1,10 +1,18 @@
-"""The scheduling loop: informers on nodes and pods, a queue of pods to place, filter → score → bind.
+"""The framework runner (a profile's filter → score over the node table) and the scheduling loop.
 
-Pods to schedule have no ``spec.nodeName``, name this scheduler (``default-scheduler``) and are not being
-deleted. Node usage comes from the pods bound to each node plus pods this scheduler has *assumed* (bound but not
-yet seen bound in the watch), so two quick decisions never double-book a node. A pod nothing fits gets
-``PodScheduled=False`` (reason Unschedulable) and a ``FailedScheduling`` event in Kubernetes' words, and waits
-in the unschedulable set until a node or pod changes (no busy loop).
+Runner, as kube-scheduler's ``schedulePod``: PreFilter, then Filter over nodes from a rotating start index until
+``percentageOfNodesToScore`` feasible nodes are found (kube-scheduler's adaptive default), PreScore and Score the
+feasible ones, weights × normalised scores, the highest total wins, ties at random. Speed (see nodetable.py):
+NodeResourcesFit, LeastAllocated and BalancedAllocation run as array maths over all nodes; plugins that read only
+a node's labels/taints/name (NodeName, NodeUnschedulable, TaintToleration, NodeAffinity) are answered from a
+per-pod-shape cache; plugins that have nothing to say about a pod (no host ports, no volumes, no spread
+constraints, no pod affinity anywhere) are skipped. Only the nodes left undecided go through per-node plugin
+calls. ``find_node_reference`` is the plain per-node runner; a unit test checks both agree.
+
+Loop: informers feed the cache (nodes, bound pods) and the queue (pending pods of our profiles); the loop pops
+a pod, runs its profile, assumes the pod on the chosen node and binds it asynchronously. A failed bind forgets
+the assumption and requeues with backoff. A pod nothing fits gets ``PodScheduled=False`` (reason
+Unschedulable) and a ``FailedScheduling`` event in Kubernetes' words, and waits for a cluster event.
 """
 
 from __future__ import annotations
@@ -12,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections import Counter
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from apimachinery import errors
 from apimachinery.meta import now_rfc3339
@@ -21,160 +31,435 @@ from kubeclient import Clientset
 from kubeclient.events import EventRecorder
 from kubeclient.informer import SharedInformer
 
-from .framework import NodeInfo, Pod, Status, default_normalize_score
-from .plugins import DEFAULT_FILTERS, DEFAULT_SCORES, REGISTRY
+from .cache import Cache, is_terminated
+from .config import Profile
+from .diagnosis import Attempt, DiagnosisStore, ScoreColumn, failure_message
+from .framework import CycleState, Pod, pod_non_zero_requests, pod_requests
+from .nodetable import (NodeTable, balanced_allocation, default_normalize, fit_reasons, least_allocated,
+                        shape_key)
+from .plugins import REGISTRY
+from .queue import QueuedPodInfo, SchedulingQueue, pod_key
+
+__all__ = ["Scheduler", "Runner", "failure_message", "num_feasible_nodes_to_find", "pod_key"]
 
 log = logging.getLogger(__name__)
 
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+MAX_BINDS_IN_FLIGHT = 64
 
-def pod_key(pod: Pod) -> str:
-    meta = pod["metadata"]
-    return f"{meta['namespace']}/{meta['name']}"
+
+def num_feasible_nodes_to_find(percentage: int, nodes: int) -> int:
+    """kube-scheduler's ``numFeasibleNodesToFind``: all of a small cluster, else a share (adaptive if 0)."""
+    if nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
+        return nodes
+    if percentage == 0:
+        percentage = max(50 - nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def failure_message(total: int, statuses: dict[str, Status]) -> str:
-    """``0/3 nodes are available: 1 node(s) had untolerated taint {check: mycheck}, 2 Insufficient cpu.``"""
-    counts = Counter(reason for s in statuses.values() for reason in s.reasons)
-    parts = ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))  # as FitError sorts them
-    return f"0/{total} nodes are available: {parts}." if parts else f"0/{total} nodes are available."
+# --- what the vectorised path knows about in-tree plugins -------------------------------------------------------
+
+def _spec(pod: Pod) -> dict[str, Any]:
+    return pod.get("spec", {})
+
+
+def _tolerations(pod: Pod) -> Any:
+    return _spec(pod).get("tolerations") or []
+
+
+def _node_affinity(pod: Pod) -> dict[str, Any]:
+    return (_spec(pod).get("affinity") or {}).get("nodeAffinity") or {}
+
+
+# Filters whose verdict depends only on the node object and this view of the pod: cached per pod shape.
+STATIC_FILTERS: dict[str, Callable[[Pod], Any]] = {
+    "NodeName": lambda pod: _spec(pod).get("nodeName"),
+    "NodeUnschedulable": _tolerations,
+    "TaintToleration": _tolerations,
+    "NodeAffinity": lambda pod: (_spec(pod).get("nodeSelector"),
+                                 _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")),
+}
+# Scores likewise (raw per node), with their default normalisation's direction.
+STATIC_SCORES: dict[str, tuple[Callable[[Pod], Any], bool]] = {
+    "TaintToleration": (_tolerations, True),
+    "NodeAffinity": (lambda pod: _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution"), False),
+}
+
+
+def _has_host_ports(pod: Pod) -> bool:
+    return any(p.get("hostPort") for c in _spec(pod).get("containers", []) for p in c.get("ports") or [])
+
+
+def _has_hard_spread(pod: Pod) -> bool:
+    return any(c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+               for c in _spec(pod).get("topologySpreadConstraints") or [])
+
+
+def _pod_affinity_terms(pod: Pod, kind: str, when: str) -> list[Any]:
+    return ((_spec(pod).get("affinity") or {}).get(kind) or {}).get(when) or []
+
+
+def _has_controller(pod: Pod) -> bool:
+    return any(ref.get("controller") for ref in pod.get("metadata", {}).get("ownerReferences") or [])
+
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+class Runner:
+    """Runs one profile's plugins for a pod over the cache's nodes; see the module docstring."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.filters = [REGISTRY[name]() for name in profile.filters]
+        by_name = {p.name: p for p in self.filters}  # a plugin in both lists is one instance (shared state)
+        self.scores = [(by_name.get(name) or REGISTRY[name](), weight) for name, weight in profile.scores]
+        self.next_start = 0
+
+    def _in_tree(self, plugin: Any, name: str) -> bool:
+        return plugin.name == name and type(plugin) is REGISTRY.get(name)
+
+    # --- filter forms: (passed, undecided) over all rows, or None (every row per node) ----------------------
+    def _filter_form(self, plugin: Any, pod: Pod, table: NodeTable, attempt: Attempt, k: int
+                     ) -> tuple[np.ndarray, np.ndarray | None] | None:
+        n = table.n
+        name = plugin.name
+        if name in STATIC_FILTERS and self._in_tree(plugin, name):
+            entry = table.shapes.filter((name, "filter", shape_key(STATIC_FILTERS[name](pod))),
+                                        lambda info: plugin.filter(CycleState(), pod, info))
+            attempt.statuses[k] = entry.statuses
+            return entry.ok[:n], None
+        if self._in_tree(plugin, "NodeResourcesFit"):
+            bits = fit_reasons(table, pod_requests(pod))
+            attempt.fit_index, attempt.fit_bits = k, bits
+            return bits == 0, None
+        everywhere = np.ones(n, bool)
+        if self._in_tree(plugin, "NodePorts"):
+            return (everywhere, None) if not _has_host_ports(pod) else (~table.ports[:n], table.ports[:n])
+        if self._in_tree(plugin, "VolumeRestrictions"):
+            if not _spec(pod).get("volumes"):
+                return everywhere, None
+            with_volumes = table.counts[:n, 0] > 0
+            return ~with_volumes, with_volumes
+        if self._in_tree(plugin, "PodTopologySpread") and not _has_hard_spread(pod):
+            return everywhere, None
+        if self._in_tree(plugin, "InterPodAffinity") and not _pod_affinity_terms(pod, "podAffinity", REQUIRED) \
+                and not _pod_affinity_terms(pod, "podAntiAffinity", REQUIRED) and not table.counts[:n, 1].any():
+            return everywhere, None
+        return None
+
+    # --- score forms: (raw, normalized) for the feasible rows, or None (per node) --------------------------
+    def _score_form(self, plugin: Any, pod: Pod, table: NodeTable, rows: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+        name = plugin.name
+        if self._in_tree(plugin, "NodeResourcesFit"):
+            raw = least_allocated(table, rows, pod_non_zero_requests(pod))
+            return raw, raw
+        if self._in_tree(plugin, "NodeResourcesBalancedAllocation"):
+            raw = balanced_allocation(table, rows, pod_non_zero_requests(pod))
+            return raw, raw
+        if name in STATIC_SCORES and self._in_tree(plugin, name):
+            view, reverse = STATIC_SCORES[name]
+            entry = table.shapes.score((name, "score", shape_key(view(pod))),
+                                       lambda info: plugin.score(CycleState(), pod, info))
+            raw = entry.raw[rows]
+            return raw, default_normalize(raw, reverse)
+        zeros = np.zeros(len(rows), np.int64)
+        if self._in_tree(plugin, "PodTopologySpread") and not _spec(pod).get("topologySpreadConstraints") \
+                and not _has_controller(pod):
+            return zeros, zeros
+        if self._in_tree(plugin, "InterPodAffinity") and not _pod_affinity_terms(pod, "podAffinity", PREFERRED) \
+                and not _pod_affinity_terms(pod, "podAntiAffinity", PREFERRED) and not table.counts[:table.n, 2].any():
+            return zeros, zeros
+        if self._in_tree(plugin, "ImageLocality") and not table.images[rows].any():
+            return zeros, zeros
+        return None
+
+    # --- the attempt --------------------------------------------------------------------------------------------
+    def _new_attempt(self, pod: Pod, table: NodeTable, number: int) -> Attempt:
+        n = len(self.filters)
+        return Attempt(pod_key(pod), number, now_rfc3339(), table.names, [p.name for p in self.filters],
+                       np.zeros(0, np.int64), np.full(table.n, n, np.int16), [{} for _ in range(n)])
+
+    def find_node(self, pod: Pod, cache: Cache, number: int = 1) -> Attempt:
+        """The vectorised attempt: filters over all rows at once, per-node calls only where undecided."""
+        table = cache.table
+        n, k_all = table.n, len(self.filters)
+        attempt = self._new_attempt(pod, table, number)
+        if n == 0:
+            return self._finish(attempt, pod, table, None)
+        state = CycleState(table.infos)
+        fail_at = attempt.fail_at
+        needs_call = np.zeros(n, bool)
+        undecided: list[np.ndarray | None] = []
+        for k, plugin in enumerate(self.filters):
+            form = self._filter_form(plugin, pod, table, attempt, k)
+            if form is None:
+                passed, unknown = np.zeros(n, bool), np.ones(n, bool)
+            else:
+                passed, unknown = form
+            clean = fail_at == k_all
+            if unknown is not None:
+                needs_call |= unknown & clean
+                failed = ~passed & ~unknown
+            else:
+                failed = ~passed
+            fail_at[failed & clean] = k
+            undecided.append(unknown)
+            if unknown is not None and unknown.any() and hasattr(plugin, "pre_filter"):
+                status = plugin.pre_filter(state, pod, table.infos)
+                if not status.ok:
+                    attempt.pre_filter = (plugin.name, status)
+                    attempt.evaluated = np.arange(n)
+                    return self._finish(attempt, pod, table, None)
+
+        def resolve(row: int) -> bool:
+            """Run the undecided filters of ``row`` in order, up to its first failure; True if it passes all."""
+            info = table.infos[row]
+            for k, plugin in enumerate(self.filters):
+                if k == fail_at[row]:
+                    return False
+                unknown = undecided[k]
+                if unknown is None or not unknown[row]:
+                    continue
+                status = plugin.filter(state, pod, info)
+                if not status.ok:
+                    fail_at[row] = k
+                    attempt.statuses[k][row] = status
+                    return False
+            fail_at[row] = k_all
+            return True
+
+        decided = (fail_at == k_all) & ~needs_call
+        return self._search(attempt, pod, table, state, decided, needs_call, resolve)
+
+    def _search(self, attempt: Attempt, pod: Pod, table: NodeTable, state: CycleState, decided: np.ndarray,
+                uncertain: np.ndarray, resolve: Callable[[int], bool]) -> Attempt:
+        """Walk rows from the rotating start until enough feasible nodes are found (as kube-scheduler)."""
+        n = table.n
+        want = num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, n)
+        start = self.next_start % n
+        order = np.roll(np.arange(n), -start)
+        counts = np.cumsum(decided[order])
+        extra, processed = 0, n
+        feasible_uncertain: list[int] = []
+        for pos in np.flatnonzero(uncertain[order]).tolist():
+            if counts[pos] + extra >= want:
+                processed = int(np.searchsorted(counts, want - extra)) + 1
+                break
+            if resolve(int(order[pos])):
+                extra += 1
+                feasible_uncertain.append(pos)
+                if counts[pos] + extra >= want:
+                    processed = pos + 1
+                    break
+        else:
+            if counts[-1] + extra >= want:
+                processed = int(np.searchsorted(counts, want - extra)) + 1
+        self.next_start = (start + processed) % n
+        walked = order[:processed]
+        attempt.evaluated = walked
+        feasible_mask = decided[walked].copy()
+        feasible_mask[[p for p in feasible_uncertain if p < processed]] = True
+        attempt.feasible = walked[feasible_mask]
+        return self._finish(attempt, pod, table, state)
+
+    def _finish(self, attempt: Attempt, pod: Pod, table: NodeTable, state: CycleState | None) -> Attempt:
+        rows = attempt.feasible
+        if len(rows) == 0:
+            attempt.result = "Unschedulable"
+            attempt.message = attempt.failure_message(table.n)
+            return attempt
+        attempt.result = "Scheduled"
+        if len(rows) == 1:  # as kube-scheduler: one feasible node needs no scoring
+            attempt.node = table.names[int(rows[0])]
+            return attempt
+        assert state is not None
+        per_node: list[tuple[int, Any, int]] = []
+        columns: list[ScoreColumn | None] = []
+        for i, (plugin, weight) in enumerate(self.scores):
+            form = self._score_form(plugin, pod, table, rows)
+            if form is None:
+                per_node.append((i, plugin, weight))
+                columns.append(None)
+            else:
+                columns.append(ScoreColumn(plugin.name, weight, form[0], form[1]))
+        if per_node:
+            infos = [table.infos[r] for r in rows.tolist()]
+            for _, plugin, _ in per_node:
+                if hasattr(plugin, "pre_score"):
+                    plugin.pre_score(state, pod, infos)
+            for i, plugin, weight in per_node:
+                raw = {info.name: plugin.score(state, pod, info) for info in infos}
+                normalized = plugin.normalize(state, pod, raw) if hasattr(plugin, "normalize") else raw
+                columns[i] = ScoreColumn(plugin.name, weight, np.array([raw[x.name] for x in infos], np.int64),
+                                         np.array([normalized[x.name] for x in infos], np.int64))
+        attempt.scores = [c for c in columns if c is not None]
+        return self._pick(attempt, table)
+
+    def _pick(self, attempt: Attempt, table: NodeTable) -> Attempt:
+        totals = np.zeros(len(attempt.feasible), np.int64)
+        for column in attempt.scores:
+            totals += column.normalized * column.weight
+        attempt.totals = totals
+        best = np.flatnonzero(totals == totals.max())
+        attempt.node = table.names[int(attempt.feasible[random.choice(best.tolist())])]
+        return attempt
+
+    def find_node_reference(self, pod: Pod, cache: Cache, number: int = 1) -> Attempt:
+        """The same attempt with every plugin called per node (the oracle the vectorised path must equal)."""
+        table = cache.table
+        n, k_all = table.n, len(self.filters)
+        attempt = self._new_attempt(pod, table, number)
+        if n == 0:
+            return self._finish(attempt, pod, table, None)
+        state = CycleState(table.infos)
+        for plugin in self.filters:
+            if hasattr(plugin, "pre_filter"):
+                status = plugin.pre_filter(state, pod, table.infos)
+                if not status.ok:
+                    attempt.pre_filter = (plugin.name, status)
+                    attempt.evaluated = np.arange(n)
+                    return self._finish(attempt, pod, table, None)
+
+        def resolve(row: int) -> bool:
+            for k, plugin in enumerate(self.filters):
+                status = plugin.filter(state, pod, table.infos[row])
+                if not status.ok:
+                    attempt.fail_at[row] = k
+                    attempt.statuses[k][row] = status
+                    return False
+            attempt.fail_at[row] = k_all
+            return True
+
+        return self._search(attempt, pod, table, state, np.zeros(n, bool), np.ones(n, bool), resolve)
+
+    def finish_reference(self, attempt: Attempt, pod: Pod, cache: Cache) -> Attempt:
+        """Score ``attempt``'s feasible nodes per node (every plugin through score/normalize)."""
+        rows = attempt.feasible
+        if len(rows) < 2:
+            return attempt
+        table = cache.table
+        state = CycleState(table.infos)
+        infos = [table.infos[r] for r in rows.tolist()]
+        for plugin, _ in self.scores:
+            if hasattr(plugin, "pre_score"):
+                plugin.pre_score(state, pod, infos)
+        attempt.scores = []
+        for plugin, weight in self.scores:
+            raw = {info.name: plugin.score(state, pod, info) for info in infos}
+            normalized = plugin.normalize(state, pod, raw) if hasattr(plugin, "normalize") else raw
+            attempt.scores.append(ScoreColumn(plugin.name, weight, np.array([raw[x.name] for x in infos], np.int64),
+                                              np.array([normalized[x.name] for x in infos], np.int64)))
+        return self._pick(attempt, table)
 
 
 class Scheduler:
-    def __init__(self, client: Clientset, name: str = "default-scheduler") -> None:
+    """Informers → cache and queue → runner → assume → bind (see the module docstring)."""
+
+    def __init__(self, client: Clientset, profiles: list[Profile] | None = None) -> None:
         self.client = client
-        self.name = name
-        self.filters = [REGISTRY[n]() for n in DEFAULT_FILTERS]
-        self.scores = [(REGISTRY[n](), w) for n, w in DEFAULT_SCORES.items()]
-        self.nodes: dict[str, NodeInfo] = {}
-        self.assigned: dict[str, str] = {}  # pod key → node (bound or assumed)
-        self._bound_pods: dict[str, Pod] = {}  # pod key → the pod as last seen bound (or assumed)
-        self.queue: asyncio.Queue[str] = asyncio.Queue()
-        self.pending: dict[str, Pod] = {}
-        self.unschedulable: set[str] = set()
+        profiles = profiles or [Profile()]
+        self.runners = {p.scheduler_name: Runner(p) for p in profiles}
+        self.name = profiles[0].scheduler_name
+        self.cache = Cache()
+        self.queue = SchedulingQueue()
+        self.diagnoses = DiagnosisStore()
         self.recorder = EventRecorder(client.events, self.name)
         self.node_informer = SharedInformer(client.nodes)
         self.pod_informer = SharedInformer(client.pods)
         self.node_informer.add_event_handler(self._node_changed, lambda o, n: self._node_changed(n),
                                              self._node_deleted)
         self.pod_informer.add_event_handler(self._pod_changed, lambda o, n: self._pod_changed(n), self._pod_deleted)
+        self._binds = asyncio.Semaphore(MAX_BINDS_IN_FLIGHT)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.scheduled = 0
 
-    # --- cache maintenance (informer handlers) ---------------------------------------------------------------
+    # --- informer handlers ------------------------------------------------------------------------------------
     def _node_changed(self, node: dict[str, Any]) -> None:
-        name = node["metadata"]["name"]
-        info = self.nodes.get(name)
-        if info is None:
-            info = self.nodes[name] = NodeInfo(node)
-            for key, node_name in self.assigned.items():
-                if node_name == name and key in self._bound_pods:
-                    info.add_pod(key, self._bound_pods[key])
-        else:
-            info.node = node
-        self._retry_unschedulable()
+        if self.cache.add_node(node):
+            self.queue.move_all_to_active_or_backoff("NodeChange")
 
     def _node_deleted(self, node: Any) -> None:
         obj = getattr(node, "obj", node)
-        self.nodes.pop(obj["metadata"]["name"], None)
+        self.cache.remove_node(obj["metadata"]["name"])
 
     def _pod_changed(self, pod: Pod) -> None:
         key = pod_key(pod)
-        node_name = pod.get("spec", {}).get("nodeName")
-        if node_name:
-            self.pending.pop(key, None)
-            self.unschedulable.discard(key)
-            if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
-                self._forget(key)
-                self._retry_unschedulable()
-                return
-            self._bound_pods[key] = pod
-            self.assigned[key] = node_name
-            info = self.nodes.get(node_name)
-            if info is not None:
-                info.add_pod(key, pod)
+        if _spec(pod).get("nodeName"):
+            self.queue.delete(key)
+            was_counted = key in self.cache.pod_nodes
+            self.cache.add_pod(pod)
+            if is_terminated(pod) and was_counted:
+                self.queue.move_all_to_active_or_backoff("AssignedPodTerminated")
             return
-        if pod["metadata"].get("deletionTimestamp") or \
-                pod.get("spec", {}).get("schedulerName", "default-scheduler") != self.name:
+        if pod["metadata"].get("deletionTimestamp") or _spec(pod).get("schedulerName", "default-scheduler") \
+                not in self.runners:
+            self.queue.delete(key)
             return
-        first = key not in self.pending
-        self.pending[key] = pod
-        if first and key not in self.unschedulable:
-            self.queue.put_nowait(key)
+        if self.cache.is_assumed(key):
+            return  # our own decision, not yet seen bound
+        self.queue.update(pod) if self.queue.where(key) else self.queue.add(pod)
 
     def _pod_deleted(self, pod: Any) -> None:
         obj = getattr(pod, "obj", pod)
         key = pod_key(obj)
-        self.pending.pop(key, None)
-        self.unschedulable.discard(key)
-        self._forget(key)
-        self._retry_unschedulable()
-
-    def _forget(self, key: str) -> None:
-        node_name = self.assigned.pop(key, None)
-        self._bound_pods.pop(key, None)
-        if node_name and node_name in self.nodes:
-            self.nodes[node_name].remove_pod(key)
-
-    def _retry_unschedulable(self) -> None:
-        """Something changed that could help: move every unschedulable pod back to the active queue."""
-        for key in list(self.unschedulable):
-            self.unschedulable.discard(key)
-            self.queue.put_nowait(key)
+        self.queue.delete(key)
+        if key in self.cache.pod_nodes:
+            self.cache.remove_pod(key)
+            self.queue.move_all_to_active_or_backoff("AssignedPodDelete")
 
     # --- one scheduling cycle ---------------------------------------------------------------------------------
-    def find_node(self, pod: Pod) -> tuple[str | None, dict[str, Status]]:
-        """Filter every node, score the feasible ones, pick the best (ties at random)."""
-        statuses: dict[str, Status] = {}
-        feasible: list[NodeInfo] = []
-        for info in self.nodes.values():
-            for plugin in self.filters:
-                status = plugin.filter(pod, info)
-                if not status.ok:
-                    statuses[info.name] = status
-                    break
-            else:
-                feasible.append(info)
-        if not feasible:
-            return None, statuses
-        totals = dict.fromkeys((n.name for n in feasible), 0)
-        for plugin, weight in self.scores:
-            raw = {n.name: plugin.score(pod, n) for n in feasible}
-            normalized = default_normalize_score(raw, getattr(plugin, "reverse", False)) \
-                if plugin.name in ("TaintToleration", "NodeAffinity") else raw
-            for name, value in normalized.items():
-                totals[name] += value * weight
-        best = max(totals.values())
-        return random.choice([n for n, v in totals.items() if v == best]), statuses
-
-    async def schedule_one(self, key: str) -> None:
-        pod = self.pending.get(key)
-        if pod is None:
-            return
-        node_name, statuses = self.find_node(pod)
-        if node_name is None:
-            await self._unschedulable(key, pod, failure_message(len(self.nodes), statuses))
-            return
-        self.pending.pop(key, None)
-        self.assigned[key] = node_name
-        self._bound_pods[key] = pod
-        self.nodes[node_name].add_pod(key, pod)  # assume: the node counts it before the bind lands
-        asyncio.create_task(self._bind(key, pod, node_name))
-
-    async def _bind(self, key: str, pod: Pod, node_name: str) -> None:
+    def schedule_one(self, info: QueuedPodInfo) -> Attempt | None:
+        pod = info.pod
+        runner = self.runners.get(_spec(pod).get("schedulerName", "default-scheduler"))
+        if runner is None:
+            self.queue.done(info.key)
+            return None
         try:
-            await self.client.pods.bind(pod, node_name)
-        except errors.StatusError as err:
-            log.warning("binding %s to %s failed: %s", key, node_name, err)
-            self._forget(key)
-            if not isinstance(err, errors.NotFound):
-                self.pending[key] = pod
-                await asyncio.sleep(1)
-                self.queue.put_nowait(key)
-            return
+            attempt = runner.find_node(pod, self.cache, info.attempts)
+        except Exception as err:  # one bad pod must not stop the scheduler
+            log.exception("scheduling %s failed", info.key)
+            self.queue.add_backoff(info)
+            self.diagnoses.record(Attempt(info.key, info.attempts, now_rfc3339(), [], [], np.zeros(0, np.int64),
+                                          np.zeros(0, np.int16), [], result="Error", message=str(err)))
+            return None
+        self.diagnoses.record(attempt)
+        if attempt.node is None:
+            self.queue.add_unschedulable(info, {name for name, _ in ([attempt.pre_filter] if attempt.pre_filter
+                                                                     else [])})
+            self._spawn(self._unschedulable(pod, attempt.message))
+            return attempt
+        self.cache.assume_pod(pod, attempt.node)
+        self.queue.done(info.key)
+        self._spawn(self._bind(info, attempt.node))
+        return attempt
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _bind(self, info: QueuedPodInfo, node_name: str) -> None:
+        pod = info.pod
+        async with self._binds:
+            try:
+                await self.client.pods.bind(pod, node_name)
+            except errors.StatusError as err:
+                log.warning("binding %s to %s failed: %s", info.key, node_name, err)
+                self.cache.forget_pod(info.key)
+                self.queue.move_all_to_active_or_backoff("BindFailed")
+                if not isinstance(err, errors.NotFound):
+                    self.queue.add_backoff(info)
+                return
+        self.scheduled += 1
         meta = pod["metadata"]
         self.recorder.event(pod, "Normal", "Scheduled",
                             f"Successfully assigned {meta['namespace']}/{meta['name']} to {node_name}")
 
-    async def _unschedulable(self, key: str, pod: Pod, message: str) -> None:
-        self.unschedulable.add(key)
+    async def _unschedulable(self, pod: Pod, message: str) -> None:
         self.recorder.event(pod, "Warning", "FailedScheduling", message)
         meta = pod["metadata"]
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
@@ -183,23 +468,41 @@ class Scheduler:
             await self.client.pods.patch(meta["name"], {"status": {"conditions": [condition]}}, "strategic",
                                          meta["namespace"], subresource="status")
         except errors.StatusError as err:
-            log.info("could not mark %s unschedulable: %s", key, err)
+            log.info("could not mark %s unschedulable: %s", pod_key(pod), err)
 
-    async def run(self, stop: asyncio.Event) -> None:
-        tasks = [asyncio.create_task(self.node_informer.run(stop)), asyncio.create_task(self.pod_informer.run(stop))]
+    # --- lifecycle --------------------------------------------------------------------------------------------
+    async def start_informers(self, stop: asyncio.Event) -> list[asyncio.Task[None]]:
+        tasks = [asyncio.create_task(self.node_informer.run(stop)), asyncio.create_task(self.pod_informer.run(stop)),
+                 asyncio.create_task(self.queue.run(stop))]
         await self.node_informer.wait_for_sync()
         await self.pod_informer.wait_for_sync()
-        while not stop.is_set():
-            get = asyncio.create_task(self.queue.get())
-            stopped = asyncio.create_task(stop.wait())
-            done, _ = await asyncio.wait({get, stopped}, return_when=asyncio.FIRST_COMPLETED)
-            if get not in done:
-                get.cancel()
-                break
+        return tasks
+
+    async def schedule(self, stop: asyncio.Event) -> None:
+        """Pop and schedule pods until ``stop`` (only the leader calls this)."""
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            while not stop.is_set():
+                get = asyncio.ensure_future(self.queue.pop())
+                done, _ = await asyncio.wait({get, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                if get not in done:
+                    get.cancel()
+                    break
+                self.schedule_one(get.result())
+                await asyncio.sleep(0)  # let the watch and the binds run between pods
+        finally:
             stopped.cancel()
-            try:
-                await self.schedule_one(get.result())
-            except Exception:  # one bad pod must not stop the scheduler
-                log.exception("scheduling %s failed", get.result())
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Informers and the loop without leader election (as ``--leader-elect=false``)."""
+        tasks = await self.start_informers(stop)
+        try:
+            await self.schedule(stop)
+        finally:
+            await self.close(tasks)
+
+    async def close(self, tasks: list[asyncio.Task[None]]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=5)
         await self.recorder.close()

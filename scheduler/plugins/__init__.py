@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .imagelocality import ImageLocality
+from .interpodaffinity import InterPodAffinity
 from .nodeaffinity import NodeAffinity
 from .nodename import NodeName
 from .nodeports import NodePorts
 from .noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
 from .nodeunschedulable import NodeUnschedulable
+from .podtopologyspread import PodTopologySpread
 from .tainttoleration import TaintToleration
+from .volumerestrictions import VolumeRestrictions
 
 REGISTRY: dict[str, Callable[[], Any]] = {
     "NodeName": NodeName,
@@ -20,10 +24,14 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     "NodePorts": NodePorts,
     "NodeResourcesFit": NodeResourcesFit,
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocation,
+    "VolumeRestrictions": VolumeRestrictions,
+    "PodTopologySpread": PodTopologySpread,
+    "InterPodAffinity": InterPodAffinity,
+    "ImageLocality": ImageLocality,
 }
 
-# kube-scheduler's default profile: filters in order, scores with weights.
+# kube-scheduler's default profile: filters in its order, scores with its default weights.
 DEFAULT_FILTERS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-                   "NodeResourcesFit")
-DEFAULT_SCORES = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
-                  "NodeResourcesBalancedAllocation": 1}
+                   "NodeResourcesFit", "VolumeRestrictions", "PodTopologySpread", "InterPodAffinity")
+DEFAULT_SCORES = {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2, "InterPodAffinity": 2,
+                  "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}

@@ -1,7 +1,9 @@
 """NodeAffinity: ``nodeSelector`` and required node affinity filter; preferred terms add their weights.
 
 Terms are ORed, expressions within a term ANDed; operators In, NotIn, Exists, DoesNotExist, Gt, Lt on labels
-(``matchExpressions``) and on ``metadata.name`` (``matchFields``).
+(``matchExpressions``). ``matchFields`` is a field selector, as in Kubernetes: only In/NotIn with exactly one
+value, on ``metadata.name``; anything else makes the term match nothing. Scores are the summed weights of the
+matching preferred terms, normalised so the best node gets 100.
 """
 
 from __future__ import annotations
@@ -10,10 +12,18 @@ from typing import Any
 
 from apimachinery.labels import node_selector_requirement_matches
 
-from ..framework import SUCCESS, NodeInfo, Pod, Status, unschedulable
+from ..framework import SUCCESS, CycleState, NodeInfo, Pod, Status, default_normalize_score, unschedulable
 
 NAME = "NodeAffinity"
 ERR_REASON = "node(s) didn't match Pod's node affinity/selector"
+
+
+def field_requirement_matches(requirement: dict[str, Any], node_name: str) -> bool:
+    values = requirement.get("values") or []
+    if requirement.get("operator") not in ("In", "NotIn") or len(values) != 1:
+        return False  # unsupported by the field selector: the term is invalid and matches nothing
+    actual = node_name if requirement.get("key") == "metadata.name" else ""
+    return (actual == values[0]) is (requirement["operator"] == "In")
 
 
 def term_matches(term: dict[str, Any], node: NodeInfo) -> bool:
@@ -23,30 +33,37 @@ def term_matches(term: dict[str, Any], node: NodeInfo) -> bool:
         return False  # an empty term matches nothing
     if not all(node_selector_requirement_matches(e, node.labels) for e in expressions):
         return False
-    return all(node_selector_requirement_matches(f, {"metadata.name": node.name}) for f in fields)
+    return all(field_requirement_matches(f, node.name) for f in fields)
+
+
+def node_affinity(pod: Pod) -> dict[str, Any]:
+    return (pod.get("spec", {}).get("affinity") or {}).get("nodeAffinity") or {}
 
 
 def required_matches(pod: Pod, node: NodeInfo) -> bool:
-    spec = pod.get("spec", {})
-    selector = spec.get("nodeSelector") or {}
+    """nodeSelector (every label equal) AND required affinity (any term)."""
+    selector = pod.get("spec", {}).get("nodeSelector") or {}
     if any(node.labels.get(k) != v for k, v in selector.items()):
         return False
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution")
+    required = node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
     if not required:
         return True
     return any(term_matches(t, node) for t in required.get("nodeSelectorTerms") or [])
 
 
+def preferred_score(pod: Pod, node: NodeInfo) -> int:
+    preferred = node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    return sum(int(p.get("weight", 0)) for p in preferred if term_matches(p.get("preference") or {}, node))
+
+
 class NodeAffinity:
     name = NAME
 
-    def filter(self, pod: Pod, node: NodeInfo) -> Status:
-        return SUCCESS if required_matches(pod, node) else unschedulable(ERR_REASON, resolvable=False)
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        return SUCCESS if required_matches(pod, node_info) else unschedulable(ERR_REASON, resolvable=False)
 
-    def score(self, pod: Pod, node: NodeInfo) -> int:
-        preferred = ((pod.get("spec", {}).get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "preferredDuringSchedulingIgnoredDuringExecution") or []
-        return sum(int(p.get("weight", 0)) for p in preferred if term_matches(p.get("preference") or {}, node))
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        return preferred_score(pod, node_info)
 
-    reverse = False
+    def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> dict[str, int]:
+        return default_normalize_score(scores)

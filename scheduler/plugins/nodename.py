@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..framework import SUCCESS, NodeInfo, Pod, Status, unschedulable
+from ..framework import SUCCESS, CycleState, NodeInfo, Pod, Status, unschedulable
 
 NAME = "NodeName"
 ERR_REASON = "node(s) didn't match the requested node name"
@@ -16,5 +16,5 @@ def fits_host(pod: Pod, node: NodeInfo) -> bool:
 class NodeName:
     name = NAME
 
-    def filter(self, pod: Pod, node: NodeInfo) -> Status:
-        return SUCCESS if fits_host(pod, node) else unschedulable(ERR_REASON, resolvable=False)
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        return SUCCESS if fits_host(pod, node_info) else unschedulable(ERR_REASON, resolvable=False)

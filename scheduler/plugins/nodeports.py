@@ -3,7 +3,7 @@ with every IP)."""
 
 from __future__ import annotations
 
-from ..framework import SUCCESS, NodeInfo, Pod, Status, host_ports, unschedulable
+from ..framework import SUCCESS, CycleState, NodeInfo, Pod, Status, host_ports, unschedulable
 
 NAME = "NodePorts"
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
@@ -21,5 +21,5 @@ def fits_ports(pod: Pod, node: NodeInfo) -> bool:
 class NodePorts:
     name = NAME
 
-    def filter(self, pod: Pod, node: NodeInfo) -> Status:
-        return SUCCESS if fits_ports(pod, node) else unschedulable(ERR_REASON)
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        return SUCCESS if fits_ports(pod, node_info) else unschedulable(ERR_REASON)

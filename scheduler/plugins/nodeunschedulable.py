@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..framework import SUCCESS, NodeInfo, Pod, Status, unschedulable
+from ..framework import SUCCESS, CycleState, NodeInfo, Pod, Status, unschedulable
 from apimachinery.taints import tolerates
 
 NAME = "NodeUnschedulable"
@@ -13,8 +13,8 @@ TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 class NodeUnschedulable:
     name = NAME
 
-    def filter(self, pod: Pod, node: NodeInfo) -> Status:
-        if not node.node.get("spec", {}).get("unschedulable"):
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        if not node_info.node.get("spec", {}).get("unschedulable"):
             return SUCCESS
         if any(tolerates(t, TAINT) for t in pod.get("spec", {}).get("tolerations") or []):
             return SUCCESS

@@ -1,5 +1,10 @@
 """TaintToleration: untolerated NoSchedule/NoExecute taints filter a node; PreferNoSchedule ones lower its score
-(the matching rule is apimachinery.taints')."""
+(the matching rule is apimachinery.taints').
+
+Score as kube-scheduler: the raw score counts the node's PreferNoSchedule taints that the pod's tolerations
+(those with an empty effect or PreferNoSchedule) do not tolerate; normalisation is reversed, so the node with
+the fewest gets 100 and a node with the most gets 0.
+"""
 
 from __future__ import annotations
 
@@ -7,29 +12,43 @@ from typing import Any
 
 from apimachinery.taints import untolerated
 
-from ..framework import MAX_NODE_SCORE, SUCCESS, NodeInfo, Pod, Status, unschedulable
+from ..framework import SUCCESS, CycleState, NodeInfo, Pod, Status, default_normalize_score, unschedulable
 
 NAME = "TaintToleration"
 
 
 def describe(taint: dict[str, Any]) -> str:
-    return f"{{{taint['key']}: {taint['value']}}}" if taint.get("value") else f"{{{taint['key']}: }}"
+    """``{key: value}`` as Kubernetes prints a taint in the filter's reason."""
+    return f"{{{taint['key']}: {taint.get('value') or ''}}}"
+
+
+def taints_of(node: NodeInfo) -> list[dict[str, Any]]:
+    return node.node.get("spec", {}).get("taints") or []
+
+
+def first_untolerated(pod: Pod, node: NodeInfo) -> dict[str, Any] | None:
+    """The first NoSchedule/NoExecute taint the pod does not tolerate (None: it fits)."""
+    bad = untolerated(taints_of(node), pod.get("spec", {}).get("tolerations") or [], ("NoSchedule", "NoExecute"))
+    return bad[0] if bad else None
+
+
+def intolerable_prefer_no_schedule(pod: Pod, node: NodeInfo) -> int:
+    tolerations = [t for t in pod.get("spec", {}).get("tolerations") or []
+                   if t.get("effect") in (None, "", "PreferNoSchedule")]
+    return len(untolerated(taints_of(node), tolerations, ("PreferNoSchedule",)))
 
 
 class TaintToleration:
     name = NAME
 
-    def filter(self, pod: Pod, node: NodeInfo) -> Status:
-        taints = node.node.get("spec", {}).get("taints") or []
-        bad = untolerated(taints, pod.get("spec", {}).get("tolerations") or [], ("NoSchedule", "NoExecute"))
-        if bad:
-            return unschedulable(f"node(s) had untolerated taint {describe(bad[0])}", resolvable=False)
-        return SUCCESS
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        taint = first_untolerated(pod, node_info)
+        if taint is None:
+            return SUCCESS
+        return unschedulable(f"node(s) had untolerated taint {describe(taint)}", resolvable=False)
 
-    def score(self, pod: Pod, node: NodeInfo) -> int:
-        """Raw score: the number of intolerable PreferNoSchedule taints (normalised in reverse)."""
-        taints = node.node.get("spec", {}).get("taints") or []
-        return len(untolerated(taints, pod.get("spec", {}).get("tolerations") or [], ("PreferNoSchedule",)))
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        return intolerable_prefer_no_schedule(pod, node_info)
 
-    reverse = True
-    max_score = MAX_NODE_SCORE
+    def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> dict[str, int]:
+        return default_normalize_score(scores, reverse=True)

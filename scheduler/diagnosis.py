@@ -1,0 +1,146 @@
+"""What one scheduling attempt decided, per node and plugin, for ``kubelab explain`` and ``/debug/explain``.
+
+An ``Attempt`` keeps what the runner computed anyway — per node the index of the first failing filter, the
+statuses of per-node calls, NodeResourcesFit's reason bits, the score arrays of the feasible nodes — and builds
+the per-node JSON only when asked (``to_dict``), so a 5,000-node cluster does not pay for dicts nobody reads.
+As Kubernetes, a node's filters stop at the first failure; nodes the attempt never reached (the search stops
+after ``percentageOfNodesToScore`` feasible nodes) are left out. ``DiagnosisStore`` keeps the last attempt of
+the ~1,000 most recently tried pods.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from .framework import Code, Status, unschedulable
+from .nodetable import FIT_REASONS, fit_reason_strings
+
+Result = Literal["Scheduled", "Unschedulable", "Error"]
+STORE_SIZE = 1000
+
+
+@dataclass
+class ScoreColumn:
+    plugin: str
+    weight: int
+    raw: np.ndarray  # aligned with Attempt.feasible
+    normalized: np.ndarray
+
+
+@dataclass
+class Attempt:
+    pod: str
+    attempt: int
+    time: str
+    node_names: list[str]  # node order of the attempt (row i is node_names[i])
+    filters: list[str]  # filter plugin names, in order
+    evaluated: np.ndarray  # rows the filters ran on, in search order
+    fail_at: np.ndarray  # per row: index of the first failing filter (len(filters): passed all)
+    statuses: list[dict[int, Status]]  # per filter: rows it rejected with its Status (unless fit bits say it)
+    fit_index: int = -1  # the NodeResourcesFit filter's index whose reasons come from ``fit_bits``
+    fit_bits: np.ndarray | None = None
+    pre_filter: tuple[str, Status] | None = None  # a PreFilter that rejected the pod for every node
+    feasible: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    scores: list[ScoreColumn] = field(default_factory=list)
+    totals: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    result: Result = "Unschedulable"
+    node: str | None = None
+    message: str = ""
+
+    # --- per node -----------------------------------------------------------------------------------------------
+    def status_of(self, row: int) -> tuple[str, Status] | None:
+        """(plugin, status) of the filter that rejected ``row``; None if it passed every filter."""
+        if self.pre_filter is not None:
+            return self.pre_filter
+        k = int(self.fail_at[row])
+        if k >= len(self.filters):
+            return None
+        status = self.statuses[k].get(row)
+        if status is None and k == self.fit_index and self.fit_bits is not None:
+            status = unschedulable(*fit_reason_strings(int(self.fit_bits[row])))
+        return self.filters[k], status or unschedulable()
+
+    def reason_counts(self) -> Counter[str]:
+        """How many evaluated nodes each reason rejected (FitError's histogram)."""
+        counts: Counter[str] = Counter()
+        if self.pre_filter is not None:
+            for reason in self.pre_filter[1].reasons:
+                counts[reason] += len(self.evaluated)
+            return counts
+        rows = self.evaluated
+        fail_at = self.fail_at[rows]
+        for k in range(len(self.filters)):
+            failed = rows[fail_at == k]
+            if not len(failed):
+                continue
+            if k == self.fit_index and self.fit_bits is not None:
+                explicit = self.statuses[k]
+                bits = self.fit_bits[[r for r in failed.tolist() if r not in explicit]]
+                for bit, text in FIT_REASONS:
+                    if n := int(np.count_nonzero(bits & bit)):
+                        counts[text] += n
+                failed = np.array([r for r in failed.tolist() if r in explicit], np.int64)
+            for row in failed.tolist():
+                status = self.statuses[k].get(row)
+                for reason in status.reasons if status else ():
+                    counts[reason] += 1
+        return counts
+
+    def failure_message(self, total: int) -> str:
+        return failure_message_from_counts(total, self.reason_counts())
+
+    def to_dict(self) -> dict[str, Any]:
+        nodes: dict[str, Any] = {}
+        positions = {int(r): i for i, r in enumerate(self.feasible.tolist())}
+        for row in self.evaluated.tolist():
+            failed = self.status_of(row)
+            if failed is None:
+                filters = [{"plugin": p, "code": Code.SUCCESS.value, "reasons": []} for p in self.filters]
+            else:
+                plugin, status = failed
+                upto = self.filters.index(plugin) if plugin in self.filters else 0
+                filters = [{"plugin": p, "code": Code.SUCCESS.value, "reasons": []} for p in self.filters[:upto]]
+                filters.append({"plugin": plugin, "code": status.code.value, "reasons": list(status.reasons)})
+            entry: dict[str, Any] = {"filters": filters, "scores": [], "total": 0}
+            i = positions.get(row)
+            if i is not None and self.scores:
+                entry["scores"] = [{"plugin": c.plugin, "raw": int(c.raw[i]), "normalized": int(c.normalized[i]),
+                                    "weight": c.weight} for c in self.scores]
+                entry["total"] = int(self.totals[i])
+            nodes[self.node_names[row]] = entry
+        return {"pod": self.pod, "attempt": self.attempt, "time": self.time, "result": self.result,
+                "node": self.node, "message": self.message, "nodes": nodes}
+
+
+def failure_message_from_counts(total: int, counts: Counter[str]) -> str:
+    """``0/3 nodes are available: 1 node(s) had untolerated taint {check: mycheck}, 2 Insufficient cpu.``"""
+    parts = ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))  # as FitError sorts them
+    return f"0/{total} nodes are available: {parts}." if parts else f"0/{total} nodes are available."
+
+
+def failure_message(total: int, statuses: dict[str, Status]) -> str:
+    return failure_message_from_counts(total, Counter(r for s in statuses.values() for r in s.reasons))
+
+
+class DiagnosisStore:
+    """The last attempt of the most recently tried pods (an LRU bounded at ``size`` pods)."""
+
+    def __init__(self, size: int = STORE_SIZE) -> None:
+        self.size = size
+        self._attempts: OrderedDict[str, Attempt] = OrderedDict()
+
+    def record(self, attempt: Attempt) -> None:
+        self._attempts[attempt.pod] = attempt
+        self._attempts.move_to_end(attempt.pod)
+        while len(self._attempts) > self.size:
+            self._attempts.popitem(last=False)
+
+    def get(self, pod: str) -> Attempt | None:
+        return self._attempts.get(pod)
+
+    def __len__(self) -> int:
+        return len(self._attempts)

@@ -1,0 +1,222 @@
+"""InterPodAffinity: place a pod near (affinity) or away from (anti-affinity) pods in a topology domain.
+
+As kube-scheduler. PreFilter counts, over every node's pods, per topology pair (``topologyKey``, node's value):
+the existing pods that match *all* of the incoming pod's required affinity terms, those that match each of its
+required anti-affinity terms, and the existing pods whose required anti-affinity terms match the incoming pod.
+Filter then reads those counts for the node's own pairs. A pod whose affinity terms match itself may go where
+no pod matches yet, so the first pod of a self-affine group is not stuck pending.
+
+A term selects pods by ``labelSelector`` in ``namespaces``; with neither ``namespaces`` nor
+``namespaceSelector`` it means the owner's namespace, ``namespaceSelector: {}`` means every namespace, and a
+non-empty selector is matched against namespace labels (given to the plugin; by default only the built-in
+``kubernetes.io/metadata.name`` label is known).
+
+Score (PreScore over all nodes): for every existing pod, the incoming pod's preferred terms it matches add
+(affinity) or subtract (anti-affinity) their weight to its node's topology pair, and the existing pod's own
+terms that match the incoming pod do the same (required affinity counting ``hardPodAffinityWeight`` = 1).
+A node's raw score sums its pairs; normalisation maps [min(0, lowest), highest] onto 0..100.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from apimachinery.labels import Selector, nothing, selector_from_label_selector
+
+from ..framework import MAX_NODE_SCORE, SUCCESS, CycleState, NodeInfo, Pod, Status, unschedulable
+
+NAME = "InterPodAffinity"
+ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
+HARD_POD_AFFINITY_WEIGHT = 1
+_PRE_FILTER_KEY = "PreFilter" + NAME
+_PRE_SCORE_KEY = "PreScore" + NAME
+
+NamespaceLabels = Callable[[str], Mapping[str, str]]
+TopologyPair = tuple[str, str]
+
+
+def builtin_namespace_labels(namespace: str) -> Mapping[str, str]:
+    return {"kubernetes.io/metadata.name": namespace}
+
+
+@dataclass(frozen=True)
+class AffinityTerm:
+    """A parsed ``PodAffinityTerm``: which pods (namespaces × selector) and over which topology key."""
+
+    namespaces: frozenset[str]
+    namespace_selector: Selector
+    selector: Selector
+    topology_key: str
+    weight: int = 1
+
+    def matches(self, pod: Pod, namespace_labels: NamespaceLabels = builtin_namespace_labels) -> bool:
+        meta = pod.get("metadata", {})
+        namespace = meta.get("namespace", "default")
+        if namespace not in self.namespaces and not self.namespace_selector.matches(namespace_labels(namespace)):
+            return False
+        return self.selector.matches(meta.get("labels") or {})
+
+
+def parse_term(owner: Pod, term: dict[str, Any], weight: int = 1) -> AffinityTerm:
+    namespaces = frozenset(term.get("namespaces") or ())
+    ns_selector = term.get("namespaceSelector")
+    if not namespaces and ns_selector is None:
+        namespaces = frozenset((owner.get("metadata", {}).get("namespace", "default"),))
+    return AffinityTerm(namespaces, nothing() if ns_selector is None else selector_from_label_selector(ns_selector),
+                        selector_from_label_selector(term.get("labelSelector")), term.get("topologyKey", ""), weight)
+
+
+def _affinity(pod: Pod, kind: str) -> dict[str, Any]:
+    return (pod.get("spec", {}).get("affinity") or {}).get(kind) or {}
+
+
+def required_terms(pod: Pod, kind: str) -> list[AffinityTerm]:
+    """``kind`` is ``podAffinity`` or ``podAntiAffinity``."""
+    return [parse_term(pod, t) for t in _affinity(pod, kind).get("requiredDuringSchedulingIgnoredDuringExecution")
+            or []]
+
+
+def preferred_terms(pod: Pod, kind: str) -> list[AffinityTerm]:
+    return [parse_term(pod, w.get("podAffinityTerm") or {}, int(w.get("weight", 0)))
+            for w in _affinity(pod, kind).get("preferredDuringSchedulingIgnoredDuringExecution") or []]
+
+
+def matches_all(pod: Pod, terms: list[AffinityTerm], namespace_labels: NamespaceLabels) -> bool:
+    return bool(terms) and all(t.matches(pod, namespace_labels) for t in terms)
+
+
+# --- Filter ------------------------------------------------------------------------------------------------
+
+@dataclass
+class FilterState:
+    affinity: list[AffinityTerm]
+    anti_affinity: list[AffinityTerm]
+    self_affine: bool  # the incoming pod matches all its own required affinity terms
+    affinity_counts: Counter[TopologyPair]
+    anti_affinity_counts: Counter[TopologyPair]
+    existing_anti_affinity_counts: Counter[TopologyPair]
+
+
+def compute_filter_state(pod: Pod, nodes: list[NodeInfo],
+                         namespace_labels: NamespaceLabels = builtin_namespace_labels) -> FilterState:
+    affinity, anti = required_terms(pod, "podAffinity"), required_terms(pod, "podAntiAffinity")
+    state = FilterState(affinity, anti, matches_all(pod, affinity, namespace_labels), Counter(), Counter(),
+                        Counter())
+    for info in nodes:
+        labels = info.labels
+        for existing in info.pods.values():
+            for term in required_terms(existing, "podAntiAffinity"):
+                if term.topology_key in labels and term.matches(pod, namespace_labels):
+                    state.existing_anti_affinity_counts[(term.topology_key, labels[term.topology_key])] += 1
+            if matches_all(existing, affinity, namespace_labels):
+                for term in affinity:
+                    if term.topology_key in labels:
+                        state.affinity_counts[(term.topology_key, labels[term.topology_key])] += 1
+            for term in anti:
+                if term.topology_key in labels and term.matches(existing, namespace_labels):
+                    state.anti_affinity_counts[(term.topology_key, labels[term.topology_key])] += 1
+    return state
+
+
+def satisfies_pod_affinity(state: FilterState, node: NodeInfo) -> bool:
+    pods_exist = True
+    for term in state.affinity:
+        value = node.labels.get(term.topology_key)
+        if value is None:
+            return False  # every topology key must be on the node
+        if state.affinity_counts[(term.topology_key, value)] <= 0:
+            pods_exist = False
+    # The first pod of a group with affinity to itself: no pod anywhere matches yet, but it matches itself.
+    return pods_exist or (not +state.affinity_counts and state.self_affine)
+
+
+def satisfies_pod_anti_affinity(state: FilterState, node: NodeInfo) -> bool:
+    return not any(state.anti_affinity_counts[(t.topology_key, node.labels[t.topology_key])] > 0
+                   for t in state.anti_affinity if t.topology_key in node.labels)
+
+
+def satisfies_existing_pods_anti_affinity(state: FilterState, node: NodeInfo) -> bool:
+    return not any(state.existing_anti_affinity_counts[pair] > 0 for pair in node.labels.items())
+
+
+def check(state: FilterState, node: NodeInfo) -> Status:
+    if not satisfies_pod_affinity(state, node):
+        return unschedulable(ERR_REASON_AFFINITY_RULES_NOT_MATCH, resolvable=False)
+    if not satisfies_pod_anti_affinity(state, node):
+        return unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH)
+    if not satisfies_existing_pods_anti_affinity(state, node):
+        return unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH)
+    return SUCCESS
+
+
+# --- Score -------------------------------------------------------------------------------------------------
+
+def topology_scores(pod: Pod, nodes: list[NodeInfo],
+                    namespace_labels: NamespaceLabels = builtin_namespace_labels) -> Counter[TopologyPair]:
+    """Weighted matches per topology pair (may be negative), from every existing pod on ``nodes``."""
+    scores: Counter[TopologyPair] = Counter()
+    incoming = [(t, 1) for t in preferred_terms(pod, "podAffinity")] + \
+        [(t, -1) for t in preferred_terms(pod, "podAntiAffinity")]
+
+    def add(term: AffinityTerm, candidate: Pod, labels: dict[str, str], sign: int) -> None:
+        if labels and term.topology_key in labels and term.matches(candidate, namespace_labels):
+            scores[(term.topology_key, labels[term.topology_key])] += sign * term.weight
+
+    for info in nodes:
+        labels = info.labels
+        for existing in info.pods.values():
+            for term, sign in incoming:
+                add(term, existing, labels, sign)
+            for term in required_terms(existing, "podAffinity"):
+                add(AffinityTerm(term.namespaces, term.namespace_selector, term.selector, term.topology_key,
+                                 HARD_POD_AFFINITY_WEIGHT), pod, labels, 1)
+            for term in preferred_terms(existing, "podAffinity"):
+                add(term, pod, labels, 1)
+            for term in preferred_terms(existing, "podAntiAffinity"):
+                add(term, pod, labels, -1)
+    return scores
+
+
+def node_score(scores: Counter[TopologyPair], node: NodeInfo) -> int:
+    return sum(scores.get(pair, 0) for pair in node.labels.items())
+
+
+def normalize_scores(scores: dict[str, int]) -> dict[str, int]:
+    high = max(0, *scores.values()) if scores else 0
+    low = min(0, *scores.values()) if scores else 0
+    spread = high - low
+    return {n: int(MAX_NODE_SCORE * (s - low) / spread) if spread > 0 else 0 for n, s in scores.items()}
+
+
+class InterPodAffinity:
+    name = NAME
+
+    def __init__(self, namespace_labels: NamespaceLabels = builtin_namespace_labels) -> None:
+        self.namespace_labels = namespace_labels
+
+    def pre_filter(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        state[_PRE_FILTER_KEY] = compute_filter_state(pod, nodes, self.namespace_labels)
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        if _PRE_FILTER_KEY not in state:
+            self.pre_filter(state, pod, state.all_nodes([node_info]))
+        return check(state[_PRE_FILTER_KEY], node_info)
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> None:
+        state[_PRE_SCORE_KEY] = topology_scores(pod, state.all_nodes(nodes), self.namespace_labels)
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        if _PRE_SCORE_KEY not in state:
+            self.pre_score(state, pod, [node_info])
+        return node_score(state[_PRE_SCORE_KEY], node_info)
+
+    def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> dict[str, int]:
+        if not state.get(_PRE_SCORE_KEY):
+            return scores
+        return normalize_scores(scores)

@@ -1,0 +1,54 @@
+"""VolumeRestrictions (the seed's NoDiskConflict): one disk, one writer per node.
+
+As kube-scheduler's ``isVolumeConflict``: the same GCE PD (``pdName``), ISCSI target (``iqn``) or RBD image
+(overlapping ``monitors``, same ``pool`` and ``image``) may be mounted by two pods on a node only if both mount
+it read-only; an AWS EBS volume (``volumeID``) may not be shared at all, read-only or not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..framework import SUCCESS, CycleState, NodeInfo, Pod, Status, unschedulable
+
+NAME = "VolumeRestrictions"
+ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
+
+Volume = dict[str, Any]
+
+
+def _both_read_only(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return bool(a.get("readOnly")) and bool(b.get("readOnly"))
+
+
+def volumes_conflict(volume: Volume, existing: Volume) -> bool:
+    """Do these two pod volumes name the same disk in a way that cannot be shared?"""
+    for source, key in (("gcePersistentDisk", "pdName"), ("iscsi", "iqn")):
+        a, b = volume.get(source), existing.get(source)
+        if a is not None and b is not None and a.get(key) == b.get(key) and not _both_read_only(a, b):
+            return True
+    a, b = volume.get("awsElasticBlockStore"), existing.get("awsElasticBlockStore")
+    if a is not None and b is not None and a.get("volumeID") == b.get("volumeID"):
+        return True
+    a, b = volume.get("rbd"), existing.get("rbd")
+    if a is not None and b is not None:
+        same_image = (set(a.get("monitors") or []) & set(b.get("monitors") or [])
+                      and (a.get("pool") or "rbd") == (b.get("pool") or "rbd") and a.get("image") == b.get("image"))
+        if same_image and not _both_read_only(a, b):
+            return True
+    return False
+
+
+def has_disk_conflict(pod: Pod, node: NodeInfo) -> bool:
+    volumes = pod.get("spec", {}).get("volumes") or []
+    if not volumes:
+        return False
+    return any(volumes_conflict(v, e) for v in volumes for other in node.pods.values()
+               for e in other.get("spec", {}).get("volumes") or [])
+
+
+class VolumeRestrictions:
+    name = NAME
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        return unschedulable(ERR_REASON_DISK_CONFLICT) if has_disk_conflict(pod, node_info) else SUCCESS
