@@ -26,8 +26,9 @@ COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]
 KUBELAB_SERVICES = {"apiserver": "apiserver", "controller-manager": "controller-manager", "scheduler": "scheduler",
                     "node01": "kubelet", "node02": "kubelet"}
-# Flags compose adds to the launcher's: a fixed health port, so Docker's health check knows where to look.
-COMPOSE_ONLY_FLAGS = {"--healthz-port"}
+# Flags compose adds to the launcher's: a fixed health port, so Docker's health check knows where to look, and
+# the scheduler's debug server on every interface, so `kubelab explain` reaches it from another container.
+COMPOSE_ONLY_FLAGS = {"--healthz-port", "--bind-address"}
 FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)")
 
 
