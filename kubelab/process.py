@@ -165,6 +165,7 @@ def stop_groups(targets: Sequence[tuple[int, int | None]], timeout: float = 10.0
         if pid_alive(pid, start_time):
             running.append(pid)
             _killpg(pid, signal.SIGTERM)
+            _killpg(pid, signal.SIGCONT)  # a stopped process (kill -STOP) handles SIGTERM only once resumed
         elif not _pid_exists(pid):
             # The leader is gone, but children it started may still hold its group id; no other
             # process can have that id while they live, so killing the group is safe.

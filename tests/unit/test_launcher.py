@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -271,6 +272,21 @@ def test_stop_group_kills_a_process_that_ignores_sigterm_and_its_children(tmp_pa
     assert 0.4 < time.monotonic() - began < 6
     assert spawned.exit_code() is not None
     assert process.group_members(spawned.pid) == []  # the grandchild went with the group
+
+
+def test_stop_group_resumes_a_stopped_process_so_it_handles_sigterm(tmp_path: Path) -> None:
+    """A frozen component (``kill -STOP``, as the walkthrough does to a kubelet) still gets its clean shutdown."""
+    log = tmp_path / "graceful.log"
+    script = ("import signal, sys, time\n"
+              "signal.signal(signal.SIGTERM, lambda *_: (print('clean shutdown', flush=True), sys.exit(0)))\n"
+              "print('graceful and ready', flush=True)\n"
+              "time.sleep(60)\n")
+    spawned = process.spawn("graceful", [sys.executable, "-c", script], log)
+    _wait_for_line(log, "graceful and ready")
+    os.kill(spawned.pid, signal.SIGSTOP)
+    assert process.stop_group(spawned.pid, spawned.start_time, timeout=5)
+    assert spawned.exit_code() == 0
+    assert "clean shutdown" in log.read_text()
 
 
 def test_pid_alive_rejects_a_reused_pid(tmp_path: Path) -> None:
