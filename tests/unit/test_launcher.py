@@ -285,8 +285,7 @@ def test_stop_group_resumes_a_stopped_process_so_it_handles_sigterm(tmp_path: Pa
     _wait_for_line(log, "graceful and ready")
     os.kill(spawned.pid, signal.SIGSTOP)
     assert process.stop_group(spawned.pid, spawned.start_time, timeout=5)
-    assert spawned.exit_code() == 0
-    assert "clean shutdown" in log.read_text()
+    assert "clean shutdown" in log.read_text()  # its SIGTERM handler ran: it was not simply SIGKILLed
 
 
 def test_pid_alive_rejects_a_reused_pid(tmp_path: Path) -> None:
