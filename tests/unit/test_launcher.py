@@ -285,6 +285,7 @@ def test_stop_group_resumes_a_stopped_process_so_it_handles_sigterm(tmp_path: Pa
     _wait_for_line(log, "graceful and ready")
     os.kill(spawned.pid, signal.SIGSTOP)
     assert process.stop_group(spawned.pid, spawned.start_time, timeout=5)
+    assert spawned.exit_code() is not None
     assert "clean shutdown" in log.read_text()  # its SIGTERM handler ran: it was not simply SIGKILLed
 
 
