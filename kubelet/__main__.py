@@ -64,12 +64,12 @@ async def run(args: argparse.Namespace) -> None:
     if args.memory:
         capacity["memory"] = args.memory
     labels = dict(kv.split("=", 1) for kv in filter(None, args.node_labels.split(",")))
+    kubelet = Kubelet(client, args.node_name, Path(args.root_dir).absolute(), args.node_ip,
+                      backoff_base=args.crashloop_backoff)
     node = NodeAgent(client, args.node_name, port=args.port, host_ip=args.node_ip, capacity=capacity,
                      labels=labels, taints=_taints(args.register_with_taints),
                      lease_interval=args.node_lease_renew_interval,
-                     status_interval=args.node_status_update_frequency)
-    kubelet = Kubelet(client, args.node_name, Path(args.root_dir).absolute(), args.node_ip,
-                      backoff_base=args.crashloop_backoff)
+                     status_interval=args.node_status_update_frequency, images=kubelet.images)
     runner = web.AppRunner(make_app(kubelet), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, args.address, args.port).start()

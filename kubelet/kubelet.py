@@ -3,6 +3,11 @@
 Only pods with ``spec.nodeName`` equal to this node are watched (a field-selected informer), so a slow pod
 never blocks another and the apiserver's watch cache indexes the stream by node. Events are recorded through
 kubeclient's EventRecorder with ``source.host`` set to the node.
+
+On start the kubelet first asks its runtime for the containers it ran before (``ProcessRuntime.recover``): a pod
+worker adopts its pod's containers (``PodWorker._adopt``) instead of starting new ones. Housekeeping (after the
+first list, then every ``HOUSEKEEPING_SECONDS``, as kubelet's ``HandlePodCleanups``) kills and forgets the
+containers of pods this node no longer has, so nothing is duplicated and nothing is orphaned.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ from kubeclient import Clientset
 from kubeclient.events import EventRecorder
 from kubeclient.informer import SharedInformer
 
+from .images import ImageStore
 from .pod_worker import PodWorker
-from .runtime import ProcessRuntime
+from .runtime import ContainerProcess, ProcessRuntime
 
 log = logging.getLogger(__name__)
+HOUSEKEEPING_SECONDS = 2.0
 
 
 class Kubelet:
@@ -31,7 +38,13 @@ class Kubelet:
         self.host_ip = host_ip
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
-        self.runtime = ProcessRuntime()
+        self.runtime = ProcessRuntime(root_dir / "containers")
+        self.images = ImageStore(root_dir / "images", backoff_base, backoff_max)
+        # Containers found from the runtime's state at start, by (pod UID, container name), until adopted.
+        self.recovered: dict[tuple[str, str], ContainerProcess] = {
+            (cp.meta.pod_uid, cp.name): cp for cp in self.runtime.recover()}
+        if self.recovered:
+            log.info("found %d containers from before the restart", len(self.recovered))
         self.recorder = EventRecorder(client.events, "kubelet", node_name)
         self.workers: dict[str, PodWorker] = {}  # by pod UID
         self.informer = SharedInformer(client.pods, field_selector=f"spec.nodeName={node_name}")
@@ -68,10 +81,31 @@ class Kubelet:
             worker.task.cancel()
             asyncio.create_task(worker._kill_all(0))
 
+    def housekeeping(self) -> None:
+        """Kill and forget the containers of pods this node no longer has (deleted while the kubelet was down):
+        kept are those of pods with a live worker or still in the informer's cache."""
+        live = {uid for uid, worker in self.workers.items() if not worker.task.done()}
+        live |= {pod["metadata"]["uid"] for pod in self.informer.store.list()}
+        for uid in set(self.runtime.remove_pods(live)):
+            self.images.forget(uid)
+            for key in [k for k in self.recovered if k[0] == uid]:
+                del self.recovered[key]
+
+    async def _housekeeping_loop(self, stop: asyncio.Event) -> None:
+        await self.informer.wait_for_sync()
+        while not stop.is_set():
+            self.housekeeping()
+            try:
+                await asyncio.wait_for(stop.wait(), HOUSEKEEPING_SECONDS)
+            except TimeoutError:
+                pass
+
     async def run(self, stop: asyncio.Event) -> None:
         informer = asyncio.create_task(self.informer.run(stop))
+        housekeeping = asyncio.create_task(self._housekeeping_loop(stop))
         await stop.wait()
         await informer
+        housekeeping.cancel()
         for worker in list(self.workers.values()):
             worker.task.cancel()
             await worker._kill_all(2)

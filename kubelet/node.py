@@ -4,7 +4,8 @@ Registration creates the Node (capacity and allocatable from flags or the machin
 ``daemonEndpoints`` for the apiserver's log/exec proxy); an existing Node keeps its spec (labels and taints set
 with kubectl survive a kubelet restart) and gets its status refreshed. The Lease is renewed every
 ``lease_interval`` seconds (the heartbeat the node lifecycle controller watches); node conditions are posted on
-start and every ``status_interval`` seconds.
+start and every ``status_interval`` seconds, and as soon as the node's image store pulled an image, so
+``status.images`` (what the scheduler's ImageLocality scores) follows the pulls.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 from apimachinery import errors
 from apimachinery.meta import now_rfc3339, now_rfc3339_micro
 from kubeclient import Clientset
+
+from .images import ImageStore
 
 log = logging.getLogger(__name__)
 LEASE_NAMESPACE = "kube-node-lease"
@@ -49,7 +52,7 @@ def node_conditions(previous: list[dict[str, Any]] | None = None) -> list[dict[s
 class NodeAgent:
     def __init__(self, client: Clientset, name: str, *, port: int, host_ip: str, capacity: dict[str, str],
                  labels: dict[str, str], taints: list[dict[str, str]], lease_interval: float = 10.0,
-                 status_interval: float = 60.0, lease_duration: int = 40) -> None:
+                 status_interval: float = 60.0, lease_duration: int = 40, images: ImageStore | None = None) -> None:
         self.client = client
         self.name = name
         self.port = port
@@ -60,6 +63,7 @@ class NodeAgent:
         self.lease_interval = lease_interval
         self.status_interval = status_interval
         self.lease_duration = lease_duration
+        self.images = images
 
     def _status(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         return {
@@ -72,8 +76,7 @@ class NodeAgent:
                          "osImage": platform.platform(), "containerRuntimeVersion": "kubelab-process://0.1",
                          "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": "", "operatingSystem": "linux",
                          "architecture": "amd64" if platform.machine() == "x86_64" else platform.machine()},
-            "images": [{"names": [f"docker.io/library/{name}:latest", name], "sizeBytes": size}
-                       for name, size in (("busybox", 4_261_574), ("python", 50_000_000))],
+            "images": self.images.images() if self.images is not None else [],
         }
 
     async def register(self) -> None:
@@ -111,15 +114,27 @@ class NodeAgent:
     async def run(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         next_status = loop.time() + self.status_interval
+        next_lease = loop.time()
         while not stop.is_set():
+            pulled = self.images is not None and self.images.changed.is_set()
             try:
-                await self.renew_lease()
-                if loop.time() >= next_status:
+                if loop.time() >= next_lease:
+                    await self.renew_lease()
+                    next_lease = loop.time() + self.lease_interval
+                if loop.time() >= next_status or pulled:
+                    if self.images is not None:
+                        self.images.changed.clear()
                     await self.post_status()
                     next_status = loop.time() + self.status_interval
             except errors.StatusError as err:
                 log.warning("heartbeat failed: %s", err)
-            try:
-                await asyncio.wait_for(stop.wait(), self.lease_interval)
-            except TimeoutError:
-                pass
+            await self._sleep(stop, max(0.0, min(next_lease, next_status) - loop.time()))
+
+    async def _sleep(self, stop: asyncio.Event, seconds: float) -> None:
+        """Until ``stop``, an image pull or ``seconds`` passed."""
+        waits = [asyncio.ensure_future(stop.wait())]
+        if self.images is not None:
+            waits.append(asyncio.ensure_future(self.images.changed.wait()))
+        _, pending = await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        for fut in pending:
+            fut.cancel()

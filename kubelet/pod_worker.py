@@ -1,21 +1,29 @@
 """One worker (an asyncio task) per pod: runs its containers and reports their truth.
 
 The worker keeps only the latest version of its pod (``push``); its loop is a transaction script:
-  1. start every container that is not running and is due to start (image changed: stop it first);
-  2. wait for a container to exit, a restart to fall due, or a newer pod version;
-  3. on exit, record ``terminated`` and apply ``restartPolicy`` with CrashLoopBackOff (10 s doubling to 5 min);
-  4. on ``deletionTimestamp``, SIGTERM every container, SIGKILL after the grace period, then confirm the
-     deletion with ``gracePeriodSeconds=0``;
-  5. write ``pods/{name}/status`` when the computed status changed.
-Any API error is logged and retried on the next pass.
+  1. set up the pod's volumes (``volumes``; a failure is a ``FailedMount`` event, retried);
+  2. kill the containers whose liveness or startup probe failed (``Killing``), then restart them as below;
+  3. run the init containers one at a time, in spec order, each to exit 0 (a failed one is restarted unless
+     ``restartPolicy: Never``, which fails the pod); only then the app containers;
+  4. start every app container that is not running and is due to start, with its environment (``env``), its
+     mounts, its postStart hook and its probes (``probes``); a changed image kills the container and starts the
+     new one at once (restartCount + 1);
+  5. wait for a container to exit, a restart to fall due, a probe result, or a newer pod version;
+  6. on exit, record ``terminated`` and apply ``restartPolicy`` with CrashLoopBackOff (10 s doubling to 5 min);
+  7. on ``deletionTimestamp``, run preStop hooks, SIGTERM every container, SIGKILL after the grace period,
+     remove the pod's volumes, then confirm the deletion with ``gracePeriodSeconds=0``;
+  8. write ``pods/{name}/status`` when the computed status changed.
+Any API error is logged and retried on the next pass. Probe tasks belong to the container instance that
+started them and are cancelled when it stops or when this worker ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,23 +31,51 @@ from apimachinery import errors
 from apimachinery.meta import now_rfc3339
 
 from . import status as st
-from .runtime import IMAGES, ContainerProcess, image_name
+from .env import EnvError, expand_command, pod_env, referenced_config_maps, runtime_env
+from .node import machine_capacity
+from .probes import PROBE_KINDS, ExecTarget, ProbeKind, ProbeWorker, Result, run_hook
+from .runtime import ContainerMeta, ContainerProcess
+from .volumes import VolumeError, mount_container, remove_pod_volumes, setup_volumes
 
 if TYPE_CHECKING:
     from .kubelet import Kubelet
 
 log = logging.getLogger(__name__)
 
+RETRY_SECONDS = 2.0  # a failed mount or container config is tried again after this long
+MIN_GRACE_SECONDS = 2.0  # after a preStop hook, a container still gets this long before SIGKILL (as kubelet)
+
 
 @dataclass
 class ContainerRecord:
     spec: dict[str, Any]
+    init: bool = False
     process: ContainerProcess | None = None
     restarts: int = 0
     status: dict[str, Any] | None = None
     last: dict[str, Any] | None = None
     restart_at: float = 0.0
     done: bool = False  # exited and will not be restarted
+    ready: bool = False  # the readiness probe's result (True without a readiness probe)
+    started: bool = False  # the startup probe's result (True without a startup probe)
+    kill: tuple[str, float] | None = None  # (message, grace) from a failed liveness/startup probe: kill, restart
+    target: ExecTarget | None = None
+    probes: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def succeeded(self) -> bool:
+        state = (self.status or {}).get("state") or {}
+        return self.process is None and state.get("terminated", {}).get("exitCode") == 0
+
+    @property
+    def has_started(self) -> bool:
+        state = (self.status or {}).get("state") or {}
+        return self.process is not None or bool(self.restarts) or "terminated" in state
+
+    def cancel_probes(self) -> None:
+        for task in self.probes:
+            task.cancel()
+        self.probes.clear()
 
 
 class PodWorker:
@@ -48,8 +84,10 @@ class PodWorker:
         self.pod = pod
         self.uid = pod["metadata"]["uid"]
         self.dir = kubelet.root_dir / "pods" / self.uid
-        self.containers: dict[str, ContainerRecord] = {}
+        self.containers: dict[str, ContainerRecord] = {}  # init and app containers (their names are unique)
+        self.volumes: dict[str, Path] | None = None  # volume name → host path, once set up
         self.start_time = now_rfc3339()
+        self._retry_at = 0.0  # when a failed volume set-up is tried again
         self._changed = asyncio.Event()
         self.task = asyncio.create_task(self._run(), name=f"pod {self.key}")
 
@@ -68,20 +106,25 @@ class PodWorker:
     # --- the loop ---------------------------------------------------------------------------------------------
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
-        while True:
-            self._changed.clear()
-            if self.pod["metadata"].get("deletionTimestamp"):
-                await self._terminate()
-                return
-            try:
-                await self._start_due(loop.time())
-                await self._write_status()
-            except errors.NotFound:
-                await self._kill_all(0)
-                return
-            except (errors.StatusError, OSError) as err:
-                log.warning("pod %s: %s (retried)", self.key, err)
-            await self._wait(loop)
+        try:
+            while True:
+                self._changed.clear()
+                if self.pod["metadata"].get("deletionTimestamp"):
+                    await self._terminate()
+                    return
+                try:
+                    await self._kill_unhealthy(loop.time())
+                    await self._start_due(loop.time())
+                    await self._write_status()
+                except errors.NotFound:
+                    await self.remove()
+                    return
+                except (errors.StatusError, OSError) as err:
+                    log.warning("pod %s: %s (retried)", self.key, err)
+                await self._wait(loop)
+        finally:
+            for record in self.containers.values():
+                record.cancel_probes()
 
     async def _wait(self, loop: asyncio.AbstractEventLoop) -> None:
         waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(self._changed.wait())]
@@ -89,6 +132,7 @@ class PodWorker:
                    if r.process is not None and r.status and "running" in r.status["state"]}
         waits.extend(running)
         due = [r.restart_at for r in self.containers.values() if r.process is None and not r.done and r.restart_at]
+        due += [self._retry_at] if self._retry_at else []
         timeout = max(0.0, min(due) - loop.time()) if due else None
         done, pending = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         for fut in pending:
@@ -100,37 +144,106 @@ class PodWorker:
 
     # --- containers -------------------------------------------------------------------------------------------
     async def _start_due(self, now: float) -> None:
-        for spec in self.pod["spec"].get("containers", []):
-            record = self.containers.get(spec["name"])
-            if record is None:
-                record = self.containers[spec["name"]] = ContainerRecord(spec)
-                record.status = st.waiting(spec, "ContainerCreating", 0)
-            if record.process is not None and record.spec.get("image") != spec.get("image"):
-                self.kubelet.event(self.pod, "Normal", "Killing",
-                                   f"Container {spec['name']} definition changed, will be restarted")
-                await self.kubelet.runtime.stop(record.process, self._grace())
-                record.process, record.done, record.restart_at = None, False, 0.0
-            record.spec = spec
+        spec = self.pod["spec"]
+        inits, apps = spec.get("initContainers") or [], spec.get("containers") or []
+        for container, init in [(c, True) for c in inits] + [(c, False) for c in apps]:
+            if container["name"] not in self.containers:
+                record = self.containers[container["name"]] = ContainerRecord(container, init=init)
+                record.status = st.waiting(container, "PodInitializing" if inits else "ContainerCreating", 0)
+        if self.volumes is None and not await self._setup_volumes(now):
+            return
+        if not self._initialized():
+            for container in inits:
+                record = self.containers[container["name"]]
+                if record.succeeded:
+                    continue
+                record.spec = container
+                if record.process is None and not record.done and record.restart_at <= now:
+                    await self._start(record)
+                return  # one init container at a time, in order
+        for container in apps:
+            record = self.containers[container["name"]]
+            if record.process is not None and record.spec.get("image") != container.get("image"):
+                await self._restart_changed(record, container)
+            record.spec = container
             if record.process is None and not record.done and record.restart_at <= now:
                 await self._start(record)
 
+    def _initialized(self) -> bool:
+        """Every init container exited 0, or an app container has already run (``HasAnyRegularContainerStarted``;
+        one found again after a kubelet restart counts, so init containers are not run twice)."""
+        apps = [r for r in self.containers.values() if not r.init]
+        return all(r.succeeded for r in self.containers.values() if r.init) or \
+            any(r.has_started or (self.uid, r.spec["name"]) in self.kubelet.recovered for r in apps)
+
+    async def _setup_volumes(self, now: float) -> bool:
+        volumes = self.pod["spec"].get("volumes") or []
+        config_maps = await self._config_maps(v["configMap"].get("name", "") for v in volumes if v.get("configMap"))
+        try:
+            self.volumes = setup_volumes(self.pod, self.dir, config_maps)
+        except VolumeError as err:
+            self.kubelet.event(self.pod, "Warning", "FailedMount", str(err))
+            self._retry_at = now + RETRY_SECONDS
+            return False
+        self._retry_at = 0.0
+        return True
+
+    async def _config_maps(self, names: Iterable[str]) -> dict[str, dict[str, Any] | None]:
+        """The named ConfigMaps of the pod's namespace (``None`` for one that does not exist)."""
+        found: dict[str, dict[str, Any] | None] = {}
+        for name in set(names):
+            try:
+                found[name] = await self.kubelet.client.config_maps.get(name, self.pod["metadata"]["namespace"])
+            except errors.NotFound:
+                found[name] = None
+        return found
+
+    async def _restart_changed(self, record: ContainerRecord, spec: dict[str, Any]) -> None:
+        """A new image: kill the container and start the new one at once, as a restart (``computePodActions``)."""
+        assert record.process is not None
+        self.kubelet.event(self.pod, "Normal", "Killing",
+                           f"Container {spec['name']} definition changed, will be restarted")
+        started = record.process.started_at
+        code = await self._stop(record, self._grace())
+        record.process = None
+        killed = st.terminated(record.spec, code, started, now_rfc3339(), record.restarts, record.last)
+        record.last = {"terminated": killed["state"]["terminated"]}
+        record.restarts += 1
+        record.done, record.restart_at = False, 0.0
+
+    async def _kill_unhealthy(self, now: float) -> None:
+        """Kill the containers a liveness or startup probe failed; ``_exited`` applies the restart policy."""
+        for record in list(self.containers.values()):
+            kill, record.kill = record.kill, None
+            if kill is not None and record.process is not None:
+                self.kubelet.event(self.pod, "Normal", "Killing", kill[0])
+                code = await self._stop(record, kill[1])
+                self._exited(record, code, now)
+
     async def _start(self, record: ContainerRecord) -> None:
         spec = record.spec
-        image = spec.get("image", "")
-        if image_name(image) not in IMAGES:
-            record.status = st.waiting(spec, "ErrImagePull", record.restarts, record.last,
-                                       f'image "{image}" is not in the local image store')
-            self.kubelet.event(self.pod, "Warning", "Failed", f'Failed to pull image "{image}": not found')
-            record.done = True
+        if await self._adopt(record):
             return
-        self.kubelet.event(self.pod, "Normal", "Pulled",
-                           f'Container image "{image}" already present on machine')
+        pull = await self.kubelet.images.ensure(self.pod, spec, self.kubelet.event)  # Pulling/Pulled events
+        if pull is not None:  # ErrImagePull, ImagePullBackOff or ErrImageNeverPull: tried again after retry_in
+            record.status = st.waiting(spec, pull.reason, record.restarts, record.last, pull.message)
+            record.restart_at = asyncio.get_running_loop().time() + pull.retry_in
+            return
         current = self.log_path(spec["name"])
+        try:
+            run_spec, env, target = await self._prepare(spec)
+        except (EnvError, VolumeError) as err:
+            # Kubernetes retries these: the ConfigMap may be created later.
+            record.status = st.waiting(spec, "CreateContainerConfigError", record.restarts, record.last, str(err))
+            self.kubelet.event(self.pod, "Warning", "Failed", f"Error: {err}")
+            record.restart_at = asyncio.get_running_loop().time() + RETRY_SECONDS
+            return
         if record.restarts and current.exists():
             current.replace(self.log_path(spec["name"], previous=True))
         try:
-            record.process = await self.kubelet.runtime.start(spec, self.dir / "containers" / spec["name"],
-                                                              self._env(spec), current)
+            meta = ContainerMeta(self.uid, self.pod["metadata"]["namespace"], self.pod["metadata"]["name"],
+                                 record.restarts, record.last)
+            record.process = await self.kubelet.runtime.start(run_spec, self._container_dir(spec), env, current, meta)
         except (OSError, RuntimeError) as err:
             record.status = st.waiting(spec, "CreateContainerError", record.restarts, record.last, str(err))
             self.kubelet.event(self.pod, "Warning", "Failed", f"Error: {err}")
@@ -138,16 +251,132 @@ class PodWorker:
             return
         self.kubelet.event(self.pod, "Normal", "Created", f"Created container {spec['name']}")
         self.kubelet.event(self.pod, "Normal", "Started", f"Started container {spec['name']}")
-        record.status = st.running(spec, record.process.started_at, record.restarts, record.last)
+        record.target = target
+        record.ready = spec.get("readinessProbe") is None
+        record.started = spec.get("startupProbe") is None
+        record.kill = None
+        record.status = self._running_status(record)
+        if not await self._post_start(record):
+            return
+        if not record.init:
+            self._start_probes(record)
+
+    async def _adopt(self, record: ContainerRecord) -> bool:
+        """A container of this pod that outlived a kubelet restart (``Kubelet.recovered``): a running one is kept
+        (same process, same restartCount) instead of starting another; one that exited meanwhile is handled as any
+        exit, with its recorded exit code (none recorded: 137 and ``ContainerStatusUnknown``, as kubelet)."""
+        found = self.kubelet.recovered.pop((self.uid, record.spec["name"]), None)
+        if found is None:
+            return False
+        record.restarts, record.last, record.process = found.meta.restart_count, found.meta.last_state, found
+        if found.returncode is not None:
+            self._exited(record, found.returncode, asyncio.get_running_loop().time())
+            if not found.exit_known:
+                state = (record.status or {}).get("state", {}).get("terminated") or \
+                    (record.last or {}).get("terminated") or {}
+                state.update(reason="ContainerStatusUnknown",
+                             message="The container could not be located when the pod was terminated")
+            self._changed.set()
+            return True
+        try:
+            _, _, record.target = await self._prepare(record.spec)
+        except (EnvError, VolumeError):
+            record.target = ExecTarget(found.env, found.cwd or self._container_dir(record.spec),
+                                       self.kubelet.host_ip, list(record.spec.get("ports") or []))
+        record.ready = record.spec.get("readinessProbe") is None
+        record.started = record.spec.get("startupProbe") is None
+        record.status = self._running_status(record)
+        if not record.init:
+            self._start_probes(record)
+        return True
+
+    def _running_status(self, record: ContainerRecord) -> dict[str, Any]:
+        assert record.process is not None
+        return st.running(record.spec, record.process.started_at, record.restarts, record.last,
+                          ready=record.ready and not record.init, started=record.started)
+
+    def _container_dir(self, spec: dict[str, Any]) -> Path:
+        return self.dir / "containers" / spec["name"]
+
+    async def _prepare(self, spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], ExecTarget]:
+        """What a container runs with: its spec with ``$(VAR)`` and mount paths rewritten, its environment, and
+        the target its probes and hooks run against (raises ``EnvError``/``VolumeError``)."""
+        container_dir = self._container_dir(spec)
+        defined = await self._container_env(spec)
+        mounts = mount_container(spec, self.volumes or {}, container_dir)
+        env = runtime_env(self.pod, {name: mounts.rewrite(value) for name, value in defined.items()})
+        cwd = container_dir / spec["workingDir"].lstrip("/") if spec.get("workingDir") else container_dir
+        target = ExecTarget(env, cwd, self.kubelet.host_ip, list(spec.get("ports") or []), mounts.rewrite)
+        return mounts.rewrite_container(expand_command(spec, defined)), env, target
+
+    async def _container_env(self, spec: dict[str, Any]) -> dict[str, str]:
+        """The variables the pod spec defines for this container (``env.pod_env``), ConfigMaps fetched first."""
+        config_maps = await self._config_maps(referenced_config_maps(spec))
+        return pod_env(self.pod, spec, pod_ip=self.kubelet.host_ip, host_ip=self.kubelet.host_ip,
+                       config_maps=config_maps, allocatable=machine_capacity())
+
+    async def _post_start(self, record: ContainerRecord) -> bool:
+        """Run the postStart hook (bounded by the grace period); on failure kill the container, as kubelet does."""
+        hook = (record.spec.get("lifecycle") or {}).get("postStart")
+        if not hook or record.target is None:
+            return True
+        failure = await run_hook(hook, record.target, self._grace())
+        if failure is None or record.process is None:
+            return True
+        log.info("pod %s: postStart hook of %s failed: %s", self.key, record.spec["name"], failure)
+        self.kubelet.event(self.pod, "Warning", "FailedPostStartHook", "PostStartHook failed")
+        self.kubelet.event(self.pod, "Normal", "Killing", "FailedPostStartHook")
+        code = await self._stop(record, self._grace())
+        self._exited(record, code, asyncio.get_running_loop().time())
+        return False
+
+    # --- probes -----------------------------------------------------------------------------------------------
+    def _start_probes(self, record: ContainerRecord) -> None:
+        assert record.target is not None
+        for kind in PROBE_KINDS:
+            probe = record.spec.get(f"{kind}Probe")
+            if probe:
+                worker = ProbeWorker(kind, probe, record.target, started=lambda: record.started,
+                                     on_result=partial(self._probe_result, record),
+                                     on_failure=partial(self._probe_failed, record))
+                record.probes.append(asyncio.create_task(worker.run(), name=f"{kind} probe {self.key}"))
+
+    def _probe_failed(self, record: ContainerRecord, kind: ProbeKind, output: str) -> None:
+        self.kubelet.event(self.pod, "Warning", "Unhealthy", f"{kind.capitalize()} probe failed: {output}")
+
+    def _probe_result(self, record: ContainerRecord, kind: ProbeKind, result: Result) -> None:
+        if record.process is None:
+            return
+        ok = result is Result.SUCCESS
+        before = (record.ready, record.started)
+        if kind == "readiness":
+            record.ready = ok
+        elif kind == "startup" and ok:
+            record.started = True
+        elif not ok:  # liveness or startup failed: the loop kills the container
+            grace = record.spec[f"{kind}Probe"].get("terminationGracePeriodSeconds")
+            record.kill = (f"Container {record.spec['name']} failed {kind} probe, will be restarted",
+                           self._grace() if grace is None else float(grace))
+        if before != (record.ready, record.started) or record.kill:
+            record.status = self._running_status(record)
+            self._changed.set()
 
     def _exited(self, record: ContainerRecord, code: int, now: float) -> None:
         assert record.process is not None
+        record.cancel_probes()
+        code = 128 - code if code < 0 else code  # killed by signal N: exit code 128 + N, as runtimes report it
         started = record.process.started_at
         record.process = None
+        record.ready = False
         spec = record.spec
-        record.status = st.terminated(spec, code, started, now_rfc3339(), record.restarts, record.last)
+        record.status = st.terminated(spec, code, started, now_rfc3339(), record.restarts, record.last,
+                                      init=record.init)
         policy = self.pod["spec"].get("restartPolicy", "Always")
-        if policy == "Always" or (policy == "OnFailure" and code != 0):
+        if record.init:
+            restart = code != 0 and policy != "Never"  # an init container that succeeded is never run again
+        else:
+            restart = policy == "Always" or (policy == "OnFailure" and code != 0)
+        if restart:
             record.last = {"terminated": record.status["state"]["terminated"]}
             delay = min(self.kubelet.backoff_base * (2 ** record.restarts), self.kubelet.backoff_max)
             record.restarts += 1
@@ -161,20 +390,6 @@ class PodWorker:
         else:
             record.done = True
 
-    def _env(self, spec: dict[str, Any]) -> dict[str, str]:
-        meta = self.pod["metadata"]
-        env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOSTNAME": meta["name"],
-               "HOME": "/root"}
-        fields = {"metadata.name": meta["name"], "metadata.namespace": meta["namespace"],
-                  "metadata.uid": meta["uid"], "spec.nodeName": self.kubelet.node_name,
-                  "status.podIP": self.kubelet.host_ip, "status.hostIP": self.kubelet.host_ip}
-        for var in spec.get("env") or []:
-            if "value" in var:
-                env[var["name"]] = str(var["value"])
-            elif (var.get("valueFrom") or {}).get("fieldRef"):
-                env[var["name"]] = fields.get(var["valueFrom"]["fieldRef"].get("fieldPath", ""), "")
-        return env
-
     def _grace(self) -> float:
         meta = self.pod["metadata"]
         grace = meta.get("deletionGracePeriodSeconds")
@@ -182,14 +397,36 @@ class PodWorker:
             grace = self.pod["spec"].get("terminationGracePeriodSeconds", 30)
         return float(grace)
 
+    async def _stop(self, record: ContainerRecord, grace: float) -> int:
+        """``killContainer``: stop probing, run the preStop hook (grace > 0), SIGTERM, SIGKILL after the rest."""
+        assert record.process is not None
+        record.cancel_probes()
+        hook = (record.spec.get("lifecycle") or {}).get("preStop")
+        if hook and grace > 0 and record.target is not None:
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            failure = await run_hook(hook, record.target, grace)
+            if failure is not None:
+                log.info("pod %s: preStop hook of %s failed: %s", self.key, record.spec["name"], failure)
+                self.kubelet.event(self.pod, "Warning", "FailedPreStopHook", "PreStopHook failed")
+            grace = max(grace - (loop.time() - began), MIN_GRACE_SECONDS)
+        code = await self.kubelet.runtime.stop(record.process, grace)
+        return 128 - code if code < 0 else code
+
     async def _kill_all(self, grace: float) -> None:
         procs = [r for r in self.containers.values() if r.process is not None]
         for record in procs:
             self.kubelet.event(self.pod, "Normal", "Killing", f"Stopping container {record.spec['name']}")
-        await asyncio.gather(*(self.kubelet.runtime.stop(r.process, grace) for r in procs if r.process))
+        await asyncio.gather(*(self._stop(r, grace) for r in procs))
+
+    async def remove(self) -> None:
+        """The pod is gone from the API (force-deleted): kill its containers at once and delete its volumes."""
+        await self._kill_all(0)
+        remove_pod_volumes(self.dir)
 
     async def _terminate(self) -> None:
         await self._kill_all(self._grace())
+        remove_pod_volumes(self.dir)
         meta = self.pod["metadata"]
         try:
             await self.kubelet.client.pods.delete(meta["name"], meta["namespace"], grace_period_seconds=0,
@@ -201,8 +438,9 @@ class PodWorker:
 
     # --- status -----------------------------------------------------------------------------------------------
     async def _write_status(self) -> None:
-        statuses = [r.status for r in self.containers.values() if r.status is not None]
-        new = st.build_status(self.pod, statuses, self.kubelet.host_ip, self.start_time)
+        statuses = [r.status for r in self.containers.values() if r.status is not None and not r.init]
+        inits = [r.status for r in self.containers.values() if r.status is not None and r.init]
+        new = st.build_status(self.pod, statuses, self.kubelet.host_ip, self.start_time, inits)
         old = self.pod.get("status") or {}
         if _comparable(new) == _comparable(old):
             return

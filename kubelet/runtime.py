@@ -1,42 +1,59 @@
-"""The process runtime: each container is a real OS process in its own process group.
+"""The process runtime: each container is a real OS process in its own process group, under a shim.
 
-A container's command line follows Kubernetes' rule over the local images' ENTRYPOINT and CMD (``IMAGES``;
-``nginx`` is a stand-in: Python's http.server on a free port, not nginx); it runs with the pod's environment in its own
-working directory under the kubelet's root dir. stdout and stderr go to a per-container log file, one line
-per output line, prefixed with an RFC 3339 timestamp and the stream name (the CRI log format), so logs can be
-served with or without timestamps.
+A container's command line follows Kubernetes' rule over its image's ENTRYPOINT and CMD (``images.CATALOG``); it
+runs with the pod's environment in its own working directory. Like containerd, the runtime does not hold the
+container itself: ``shim.py`` is its parent, writes its stdout/stderr to the per-container log in the CRI format
+(``<time> <stream> F <text>``, so logs can be served with or without timestamps) and records its exit status.
+Each container instance has a state directory ``<root-dir>/containers/<id>/``:
+
+    meta.json  written before the start: pod UID/namespace/name, container name, restart count, last state,
+               image, working directory, log path, start time (the CRI's labels and annotations)
+    pid.json   written by the shim: the container's pid and shim's pid, each with its start time in clock ticks
+    exit.json  written by the shim when the container exits: exit code (negative: the signal) and finishedAt
+
+so a restarted kubelet (``recover``) finds every container again: running ones are kept (a pid is only trusted
+with its recorded start time, so a reused pid is never adopted), those that exited while it was down are
+reported with their exit code, and those that vanished without a trace (the shim was killed too) as unknown.
+Only the newest instance of a container is kept; a pod's directories go when the kubelet forgets the pod.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
+import secrets
+import shutil
 import signal
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-# The local images' ENTRYPOINT and CMD, as their Dockerfiles set them: ``command`` replaces the entrypoint,
-# ``args`` replaces the CMD (busybox and alpine: no entrypoint, CMD ["sh"]; python: CMD ["python3"]).
-IMAGES: dict[str, tuple[list[str], list[str]]] = {
-    "busybox": ([], ["sh"]), "alpine": ([], ["sh"]), "python": ([], [sys.executable]),
-    # A stand-in, not nginx: Python's http.server on a free port (pods share the host's network here, so a
-    # fixed port 80 would clash between replicas).
-    "nginx": ([], [sys.executable, "-m", "http.server", "0"]),
-}
+from . import images
+
+log = logging.getLogger(__name__)
+
+SHIM = Path(__file__).with_name("shim.py")
+UNKNOWN_EXIT_CODE = 137  # a container that vanished: kubelet's ContainerStatusUnknown reports 137
+POLL_SECONDS = 0.5  # how often an adopted container is checked where pidfd_open is not available
+
+# Kept for callers that predate images.py: image name → (ENTRYPOINT, CMD).
+IMAGES: dict[str, tuple[list[str], list[str]]] = {name: (c.entrypoint, c.cmd) for name, c in images.CATALOG.items()}
 
 
 def image_name(image: str) -> str:
-    """``docker.io/library/busybox:1.36`` → ``busybox``."""
-    name = image.rsplit("/", 1)[-1]
-    return name.split("@", 1)[0].split(":", 1)[0]
+    """``docker.io/library/busybox:1.36`` → ``busybox`` (the catalog entry the reference means)."""
+    return images.parse_reference(image).catalog_key
 
 
 def container_argv(container: dict[str, Any]) -> list[str]:
     """Kubernetes' rule: ``command`` overrides the image's ENTRYPOINT, ``args`` its CMD."""
-    entrypoint, cmd = IMAGES.get(image_name(container.get("image", "")), ([], []))
+    config = images.lookup(container.get("image", ""))
+    entrypoint, cmd = (config.entrypoint, config.cmd) if config else ([], [])
     command = list(container.get("command") or []) or list(entrypoint)
     args = list(container.get("args") or []) if container.get("args") or container.get("command") else list(cmd)
     argv = command + args
@@ -49,72 +66,239 @@ def now_rfc3339_nano() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def start_ticks(pid: int) -> int | None:
+    """When the process started (clock ticks since boot), or ``None`` if there is no such live process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(b")") + 2:].split()
+    if fields[0] in (b"Z", b"X"):
+        return None  # a zombie has exited: nobody reaped it yet
+    return int(fields[19])
+
+
+@dataclass
+class ContainerMeta:
+    """What the kubelet labels a container with (the CRI's labels and annotations), kept with it on disk."""
+
+    pod_uid: str = ""
+    pod_namespace: str = ""
+    pod_name: str = ""
+    restart_count: int = 0
+    last_state: dict[str, Any] | None = None
+
+
 @dataclass
 class ContainerProcess:
-    """One running (or finished) container process."""
+    """One container instance: running, or exited (``wait`` returns its exit code; negative: killed by that signal).
+
+    ``exit_known`` is False for a container that vanished while the kubelet was down without its shim recording
+    the exit (then ``wait`` returns 137, as kubelet's ContainerStatusUnknown)."""
 
     name: str
-    process: asyncio.subprocess.Process
+    id: str
+    pid: int
     started_at: str
     log_path: Path
-    pumps: list[asyncio.Task[None]] = field(default_factory=list)
+    dir: Path
+    meta: ContainerMeta = field(default_factory=ContainerMeta)
+    cwd: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    shim: asyncio.subprocess.Process | None = None  # our child; None when adopted after a kubelet restart
+    shim_pid: int = 0
+    exit_known: bool = True
+    _code: int | None = None
+    _waiter: asyncio.Task[int] | None = None
 
     @property
-    def pid(self) -> int:
-        return self.process.pid
+    def returncode(self) -> int | None:
+        return self._code
 
     async def wait(self) -> int:
-        code = await self.process.wait()
-        # Shielded: a caller that stops waiting must not cancel the log pumps.
-        await asyncio.gather(*(asyncio.shield(p) for p in self.pumps), return_exceptions=True)
-        return code
+        """The exit code once the container exited (safe to call from several tasks, and to cancel)."""
+        if self._code is not None:
+            return self._code
+        if self._waiter is None:
+            self._waiter = asyncio.ensure_future(self._wait())
+        return await asyncio.shield(self._waiter)
+
+    async def _wait(self) -> int:
+        if self.shim is not None:
+            await self.shim.wait()
+        else:
+            await _wait_gone(self.shim_pid if self.shim_pid and _alive(self.shim_pid, self.dir) else self.pid)
+        self._code = self._read_exit()
+        return self._code
+
+    def _read_exit(self) -> int:
+        try:
+            return int(json.loads((self.dir / "exit.json").read_text())["exitCode"])
+        except (OSError, ValueError, KeyError):
+            self.exit_known = False
+            return UNKNOWN_EXIT_CODE
+
+    @property
+    def finished_at(self) -> str | None:
+        try:
+            return str(json.loads((self.dir / "exit.json").read_text())["finishedAt"])
+        except (OSError, ValueError, KeyError):
+            return None
 
 
-async def _pump(stream: asyncio.StreamReader, name: str, log: TextIO) -> None:
-    while True:
-        line = await stream.readline()
-        if not line:
-            return
-        text = line.decode(errors="replace").rstrip("\n")
-        log.write(f"{now_rfc3339_nano()} {name} F {text}\n")
-        log.flush()
+def _alive(pid: int, state_dir: Path) -> bool:
+    try:
+        recorded = json.loads((state_dir / "pid.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return start_ticks(pid) == (recorded["shimStart"] if pid == recorded["shim"] else recorded["start"])
+
+
+async def _wait_gone(pid: int) -> None:
+    """Wait for a process that is not our child to end: a pidfd becomes readable when it exits."""
+    loop = asyncio.get_running_loop()
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        while start_ticks(pid) is not None:
+            await asyncio.sleep(POLL_SECONDS)
+        return
+    gone = loop.create_future()
+    loop.add_reader(fd, lambda: gone.done() or gone.set_result(None))
+    try:
+        await gone
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
 
 
 class ProcessRuntime:
-    """Starts and stops container processes; knows nothing about pods' API objects beyond their specs."""
+    """Starts, stops, finds again and removes container processes; knows nothing of pods beyond ``ContainerMeta``."""
 
-    async def start(self, container: dict[str, Any], workdir: Path, env: dict[str, str],
-                    log_path: Path) -> ContainerProcess:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root  # <root-dir>/containers; None: a throw-away directory per container (no recovery)
+
+    def _new_dir(self) -> tuple[str, Path]:
+        cid = secrets.token_hex(32)
+        base = self.root if self.root is not None else Path(os.environ.get("TMPDIR", "/tmp")) / "kubelab-containers"
+        path = base / cid
+        path.mkdir(parents=True)
+        return cid, path
+
+    async def start(self, container: dict[str, Any], workdir: Path, env: dict[str, str], log_path: Path,
+                    meta: ContainerMeta | None = None) -> ContainerProcess:
+        """Start the container under a shim; raises ``FileNotFoundError``/``OSError`` if it cannot be executed."""
         argv = container_argv(container)
         if not argv:
             raise RuntimeError(f'image "{container.get("image")}" has no entrypoint: set command')
         cwd = workdir / container["workingDir"].lstrip("/") if container.get("workingDir") else workdir
         cwd.mkdir(parents=True, exist_ok=True)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        process = await asyncio.create_subprocess_exec(
-            *argv, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
-        )
-        log = open(log_path, "a", encoding="utf-8")
-        assert process.stdout is not None and process.stderr is not None
-        pumps = [asyncio.create_task(_pump(process.stdout, "stdout", log)),
-                 asyncio.create_task(_pump(process.stderr, "stderr", log))]
-        pumps[-1].add_done_callback(lambda _: pumps[0].add_done_callback(lambda _: log.close()))
-        return ContainerProcess(container["name"], process, now_rfc3339_nano()[:19] + "Z", log_path, pumps)
+        meta = meta or ContainerMeta()
+        self._remove_instances(meta, container["name"])
+        cid, state = self._new_dir()
+        started_at = now_rfc3339_nano()[:19] + "Z"
+        (state / "meta.json").write_text(json.dumps({
+            "id": cid, "name": container["name"], "image": container.get("image", ""), "startedAt": started_at,
+            "cwd": str(cwd), "logPath": str(log_path), "env": env, **asdict(meta)}))
+        with open(state / "shim.log", "wb") as shim_log:
+            shim = await asyncio.create_subprocess_exec(
+                sys.executable, "-I", "-S", str(SHIM), str(state), str(cwd), str(log_path), "--", *argv,
+                env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=shim_log,
+                start_new_session=True)
+        assert shim.stdout is not None
+        line = await shim.stdout.readline()
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            reply = {"error": "the container shim failed: " + (state / "shim.log").read_text()[-500:], "errno": 0}
+        if "pid" not in reply:
+            await shim.wait()
+            shutil.rmtree(state, ignore_errors=True)
+            if reply.get("errno") == 2:
+                raise FileNotFoundError(2, f'exec: "{argv[0]}": executable file not found in $PATH')
+            raise OSError(reply.get("errno") or 0, f'exec: "{argv[0]}": {reply["error"]}')
+        return ContainerProcess(container["name"], cid, int(reply["pid"]), started_at, log_path, state, meta,
+                                cwd, env, shim=shim, shim_pid=shim.pid)
 
     async def stop(self, cp: ContainerProcess, grace: float) -> int:
         """SIGTERM to the container's process group, SIGKILL after ``grace`` seconds; returns the exit code."""
-        if cp.process.returncode is None:
+        if cp.returncode is None and start_ticks(cp.pid) is not None:
             _signal_group(cp.pid, signal.SIGTERM)
             try:
-                await asyncio.wait_for(asyncio.shield(cp.process.wait()), max(grace, 0))
+                await asyncio.wait_for(cp.wait(), max(grace, 0))
             except TimeoutError:
                 _signal_group(cp.pid, signal.SIGKILL)
         return await cp.wait()
+
+    # --- finding containers again -----------------------------------------------------------------------------
+    def recover(self) -> list[ContainerProcess]:
+        """Every container this runtime recorded: running ones adopted, exited ones with their exit code."""
+        found = []
+        for state in self._dirs():
+            cp = _load(state)
+            if cp is None:
+                shutil.rmtree(state, ignore_errors=True)  # never started (the kubelet died while starting it)
+            else:
+                found.append(cp)
+        return found
+
+    def _dirs(self) -> Iterator[Path]:
+        if self.root is None or not self.root.is_dir():
+            return iter(())
+        return (p for p in self.root.iterdir() if p.is_dir())
+
+    def _remove_instances(self, meta: ContainerMeta, name: str) -> None:
+        """Only the newest instance of a container is kept: drop the exited older ones."""
+        if not meta.pod_uid:
+            return
+        for state in self._dirs():
+            try:
+                old = json.loads((state / "meta.json").read_text())
+            except (OSError, ValueError):
+                continue
+            if old.get("pod_uid") == meta.pod_uid and old.get("name") == name and (state / "exit.json").exists():
+                shutil.rmtree(state, ignore_errors=True)
+
+    def remove_pods(self, keep: set[str]) -> list[str]:
+        """Remove the state of every pod not in ``keep`` (SIGKILL what still runs); returns their UIDs."""
+        removed = []
+        for state in self._dirs():
+            try:
+                uid = json.loads((state / "meta.json").read_text()).get("pod_uid", "")
+            except (OSError, ValueError):
+                continue  # being created
+            if uid in keep:
+                continue
+            cp = _load(state)
+            if cp is not None and cp.returncode is None and start_ticks(cp.pid) is not None:
+                log.info("killing container %s of pod %s: its pod is gone", cp.name, uid)
+                _signal_group(cp.pid, signal.SIGKILL)
+            shutil.rmtree(state, ignore_errors=True)
+            removed.append(uid)
+        return removed
+
+
+def _load(state: Path) -> ContainerProcess | None:
+    try:
+        meta = json.loads((state / "meta.json").read_text())
+        pids = json.loads((state / "pid.json").read_text())
+    except (OSError, ValueError):
+        return None
+    labels = ContainerMeta(meta.get("pod_uid", ""), meta.get("pod_namespace", ""), meta.get("pod_name", ""),
+                           int(meta.get("restart_count", 0)), meta.get("last_state"))
+    cp = ContainerProcess(meta["name"], meta["id"], int(pids["pid"]), meta["startedAt"], Path(meta["logPath"]),
+                          state, labels, Path(meta["cwd"]), dict(meta.get("env") or {}), shim_pid=int(pids["shim"]))
+    if (state / "exit.json").exists():
+        cp._code = cp._read_exit()
+    elif start_ticks(cp.pid) != pids["start"] and start_ticks(cp.shim_pid) != pids["shimStart"]:
+        cp._code = cp._read_exit()  # gone, and nobody recorded how: unknown (137)
+    return cp
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     try:
         os.killpg(pgid, sig)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass

@@ -1,7 +1,9 @@
-"""The kubelet's own HTTP API (kubelet port 10250's role), which the apiserver proxies ``pods/log`` to.
+"""The kubelet's own HTTP API (kubelet port 10250's role), which the apiserver proxies ``pods/log`` and
+``pods/exec`` to.
 
-``GET /healthz`` and ``GET /containerLogs/{namespace}/{pod}/{container}`` with ``follow``, ``tailLines``,
-``timestamps``, ``previous``, ``limitBytes``. Log files hold CRI-format lines (``<time> <stream> F <text>``);
+``GET /healthz``, ``GET /containerLogs/{namespace}/{pod}/{container}`` with ``follow``, ``tailLines``,
+``timestamps``, ``previous``, ``limitBytes``, and the ``/exec/{namespace}/{pod}/{container}`` websocket
+(``exec``). Log files hold CRI-format lines (``<time> <stream> F <text>``);
 without ``timestamps`` only the text is served, as ``kubectl logs`` prints it.
 """
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from . import exec as exec_
 from .kubelet import Kubelet
 
 FOLLOW_POLL = 0.2
@@ -74,7 +77,20 @@ def make_app(kubelet: Kubelet) -> web.Application:
         await response.write_eof()
         return response
 
+    async def container_exec(request: web.Request) -> web.StreamResponse:
+        ns, pod, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
+        worker = kubelet.worker_for(ns, pod)
+        record = worker.containers.get(container) if worker is not None else None
+        if worker is None:
+            problem: str | None = f'pod "{pod}" not found on node {kubelet.node_name}'
+        elif record is None or record.process is None or record.target is None:
+            problem = f'container "{container}" in pod "{pod}" is not running'
+        else:
+            problem = None
+        return await exec_.serve(request, record.target if record is not None else None, problem)
+
     app = web.Application()
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs)
+    app.router.add_get("/exec/{namespace}/{pod}/{container}", container_exec)
     return app

@@ -1,0 +1,262 @@
+"""The node's image store: which images exist, pulling one onto the node, and the pull policy with its back-off.
+
+A process runtime has no registry to pull from, so ``CATALOG`` plays the registry: it describes each image
+(its ENTRYPOINT and CMD as its Dockerfile sets them, its size, what it runs) under **any tag**. Pulling is real
+work on the node — the image's manifest is written under ``<root-dir>/images/`` — and its effects are those of
+a real pull: ``Pulling``/``Pulled`` events with the measured time, the image in the Node's ``status.images``,
+``Container image "busybox" already present on machine`` afterwards. What the images run:
+
+    busybox, alpine  the host's POSIX ``sh`` and usual utilities (no entrypoint, CMD ``sh``)
+    python           this machine's Python interpreter (CMD ``python3``)
+    nginx            a stand-in, not nginx: Python's ``http.server`` on a free port (pods share the host's
+                     network here, so a fixed port 80 would clash between replicas)
+
+References are normalised as Docker does (``busybox`` == ``docker.io/library/busybox:latest``). An image not in
+the catalog fails to pull: ``ErrImagePull``, then ``ImagePullBackOff`` while the back-off (per pod and image,
+doubling to 5 min, as kubelet's ``imageBackOff``) runs; ``imagePullPolicy: Never`` with the image absent is
+``ErrImageNeverPull``. Pulls are serialised per node (kubelet's default ``serializeImagePulls``), which is why
+the message tells the time "including waiting".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DOMAIN = "docker.io"
+Recorder = Callable[[dict[str, Any], str, str, str], None]  # (pod, type, reason, message), as Kubelet.event
+
+
+@dataclass(frozen=True)
+class ImageConfig:
+    """What an image runs (its Dockerfile's ENTRYPOINT and CMD) and how big it is."""
+
+    entrypoint: list[str]
+    cmd: list[str]
+    size: int
+    description: str
+
+
+CATALOG: dict[str, ImageConfig] = {
+    "busybox": ImageConfig([], ["sh"], 4_261_574, "POSIX sh and the usual utilities (the host's)"),
+    "alpine": ImageConfig([], ["sh"], 7_797_760, "POSIX sh and the usual utilities (the host's)"),
+    "python": ImageConfig([], ["python3"], 49_523_731, "the Python interpreter (this machine's)"),
+    "nginx": ImageConfig([], [sys.executable, "-m", "http.server", "0"], 72_099_410,
+                         "a stand-in: Python's http.server on a free port"),
+}
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A parsed image reference: ``domain/path[:tag][@digest]``."""
+
+    domain: str
+    path: str
+    tag: str
+    digest: str
+
+    @property
+    def repository(self) -> str:
+        return f"{self.domain}/{self.path}"
+
+    @property
+    def name(self) -> str:
+        """The normalised name: ``docker.io/library/busybox:latest`` (the digest form when one was given)."""
+        if self.digest:
+            return f"{self.repository}{':' + self.tag if self.tag else ''}@{self.digest}"
+        return f"{self.repository}:{self.tag or 'latest'}"
+
+    @property
+    def catalog_key(self) -> str:
+        """The catalog entry this reference means: the repository's last component (``library/busybox`` and
+        ``registry.k8s.io/e2e-test-images/busybox`` are both busybox)."""
+        return self.path.rsplit("/", 1)[-1]
+
+
+def parse_reference(image: str) -> Reference:
+    """Docker's normalisation (``reference.ParseNormalizedNamed``): default registry ``docker.io``, ``library/``
+    for official images, tag ``latest`` when neither tag nor digest is given."""
+    name, _, digest = image.strip().partition("@")
+    repository, tag = name, ""
+    if name.rfind(":") > name.rfind("/"):
+        repository, tag = name.rsplit(":", 1)
+    first, slash, rest = repository.partition("/")
+    if not slash or ("." not in first and ":" not in first and first != "localhost"):
+        domain, path = DEFAULT_DOMAIN, repository
+    else:
+        domain, path = first, rest
+    if domain == "index.docker.io":
+        domain = DEFAULT_DOMAIN
+    if domain == DEFAULT_DOMAIN and "/" not in path:
+        path = "library/" + path
+    return Reference(domain, path.lower(), tag, digest)
+
+
+def normalize(image: str) -> str:
+    return parse_reference(image).name
+
+
+def default_pull_policy(image: str) -> str:
+    """As the apiserver defaults it: ``Always`` for ``:latest`` or no tag (and no digest), else ``IfNotPresent``."""
+    ref = parse_reference(image)
+    return "Always" if not ref.digest and ref.tag in ("", "latest") else "IfNotPresent"
+
+
+def lookup(image: str) -> ImageConfig | None:
+    return CATALOG.get(parse_reference(image).catalog_key)
+
+
+def digest_of(ref: Reference) -> str:
+    """A stable content digest for the catalog entry (the same image under every tag has one digest)."""
+    config = CATALOG[ref.catalog_key]
+    body = json.dumps({"image": ref.catalog_key, "entrypoint": config.entrypoint, "cmd": config.cmd,
+                       "size": config.size}, sort_keys=True)
+    return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
+
+
+class PullError(Exception):
+    """The image cannot be pulled (the runtime's error text follows ``Failed to pull image "x": ``)."""
+
+
+@dataclass
+class PullFailure:
+    """Why a container cannot start yet: its waiting reason and message, and when to try again (seconds)."""
+
+    reason: str  # ErrImagePull, ImagePullBackOff, ErrImageNeverPull
+    message: str
+    retry_in: float
+
+
+@dataclass
+class _BackOff:
+    delay: float
+    until: float
+
+
+@dataclass
+class ImageStore:
+    """The images on this node (``<root>/images/<digest>.json``, one per image with every name it was pulled as)."""
+
+    root: Path
+    backoff_base: float = 10.0
+    backoff_max: float = 300.0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)  # set when an image was pulled (node status)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _backoff: dict[tuple[str, str], _BackOff] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _manifest(self, digest: str) -> Path:
+        return self.root / f"{digest.replace(':', '-')}.json"
+
+    def present(self, image: str) -> bool:
+        ref = parse_reference(image)
+        if ref.catalog_key not in CATALOG:
+            return False
+        path = self._manifest(digest_of(ref))
+        if not path.exists():
+            return False
+        return ref.name in json.loads(path.read_text())["names"]
+
+    def images(self) -> list[dict[str, Any]]:
+        """``status.images`` of the Node: every pulled image with its names (digest form first) and size."""
+        out = []
+        for path in sorted(self.root.glob("sha256-*.json")):
+            try:
+                manifest = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            out.append({"names": manifest["names"], "sizeBytes": manifest["size"]})
+        return sorted(out, key=lambda image: -image["sizeBytes"])
+
+    def pull_sync(self, image: str) -> int:
+        """Record the image on the node under its normalised name and return its size (raises ``PullError``)."""
+        ref = parse_reference(image)
+        config = CATALOG.get(ref.catalog_key)
+        if config is None:
+            raise PullError(f'failed to resolve reference "{ref.name}": {ref.name}: not found (the kubelab image '
+                            f"store has {', '.join(sorted(CATALOG))}, under any tag)")
+        digest = digest_of(ref)
+        path = self._manifest(digest)
+        names = [f"{ref.repository}@{digest}"]
+        if path.exists():
+            names = json.loads(path.read_text())["names"]
+        for name in (ref.name, f"{ref.repository}@{digest}"):
+            if name not in names:
+                names.append(name)
+        manifest = {"names": names, "size": config.size, "entrypoint": config.entrypoint, "cmd": config.cmd,
+                    "description": config.description, "digest": digest}
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(manifest, indent=1))
+        tmp.replace(path)
+        return config.size
+
+    async def pull(self, image: str) -> tuple[int, float, float]:
+        """Pull serialised with the node's other pulls: (size, seconds pulling, seconds including waiting)."""
+        queued = time.monotonic()
+        async with self._lock:
+            began = time.monotonic()
+            size = self.pull_sync(image)
+            done = time.monotonic()
+        self.changed.set()
+        return size, done - began, done - queued
+
+    async def ensure(self, pod: dict[str, Any], container: dict[str, Any], record: Recorder,
+                     now: float | None = None) -> PullFailure | None:
+        """kubelet's ``EnsureImageExists``: apply the pull policy, pull if needed, with events; ``None`` when the
+        image is ready to run, else why not and when to try again."""
+        image = container.get("image") or ""
+        policy = container.get("imagePullPolicy") or default_pull_policy(image)
+        present = self.present(image)
+        if policy == "Never" and not present:
+            message = f'Container image "{image}" is not present with pull policy of Never'
+            record(pod, "Warning", "ErrImageNeverPull", message)
+            return PullFailure("ErrImageNeverPull", message, self.backoff_base)
+        if present and policy != "Always":
+            record(pod, "Normal", "Pulled", f'Container image "{image}" already present on machine')
+            return None
+        now = time.monotonic() if now is None else now
+        key = (pod["metadata"].get("uid", ""), image)
+        backoff = self._backoff.get(key)
+        if backoff is not None and now < backoff.until:
+            message = f'Back-off pulling image "{image}"'
+            record(pod, "Normal", "BackOff", message)
+            record(pod, "Warning", "Failed", "Error: ImagePullBackOff")
+            return PullFailure("ImagePullBackOff", message, backoff.until - now)
+        record(pod, "Normal", "Pulling", f'Pulling image "{image}"')
+        try:
+            size, pulling, total = await self.pull(image)
+        except (PullError, OSError) as err:
+            delay = self.backoff_base if backoff is None else min(backoff.delay * 2, self.backoff_max)
+            self._backoff[key] = _BackOff(delay, now + delay)
+            message = f'Failed to pull image "{image}": {err}'
+            record(pod, "Warning", "Failed", message)
+            record(pod, "Warning", "Failed", "Error: ErrImagePull")
+            # The next sync comes soon (the status write triggers one in kubelet) and shows ImagePullBackOff.
+            return PullFailure("ErrImagePull", message, min(1.0, delay / 2))
+        self._backoff.pop(key, None)
+        record(pod, "Normal", "Pulled", f'Successfully pulled image "{image}" in {_duration(pulling)} '
+                                        f"({_duration(total)} including waiting). Image size: {size} bytes.")
+        return None
+
+    def forget(self, pod_uid: str) -> None:
+        """Drop a finished pod's back-off entries."""
+        for key in [k for k in self._backoff if k[0] == pod_uid]:
+            del self._backoff[key]
+
+
+def _duration(seconds: float) -> str:
+    """Go's ``time.Duration`` rounded as kubelet prints it: ``12ms``, ``1.5s``."""
+    if seconds < 1:
+        ms = seconds * 1000
+        return f"{ms:.0f}ms" if ms >= 1 else f"{seconds * 1e6:.0f}µs"
+    return f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
