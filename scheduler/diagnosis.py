@@ -11,6 +11,7 @@ the ~1,000 most recently tried pods.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -40,7 +41,7 @@ class Attempt:
     filters: list[str]  # filter plugin names, in order
     evaluated: np.ndarray  # rows the filters ran on, in search order
     fail_at: np.ndarray  # per row: index of the first failing filter (len(filters): passed all)
-    statuses: list[dict[int, Status]]  # per filter: rows it rejected with its Status (unless fit bits say it)
+    statuses: list[Mapping[int, Status]]  # per filter: rows it rejected with its Status (unless fit bits say it)
     fit_index: int = -1  # the NodeResourcesFit filter's index whose reasons come from ``fit_bits``
     fit_bits: np.ndarray | None = None
     pre_filter: tuple[str, Status] | None = None  # a PreFilter that rejected the pod for every node

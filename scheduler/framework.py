@@ -223,6 +223,27 @@ class NormalizeScorePlugin(ScorePlugin, Protocol):
     def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> dict[str, int]: ...
 
 
+class NodeStaticFilter(Protocol):
+    """Optional, beside ``filter``: the verdict for a node depends only on the node object (name, labels, spec)
+    and ``filter_view(pod)``. The runner then caches verdicts per view and node, recomputing a node's only after
+    its labels or spec changed; a plugin that reads other pods or other nodes must not declare it."""
+
+    def filter_view(self, pod: Pod) -> Any: ...
+
+
+class NodeStaticScore(Protocol):
+    """Optional, beside ``score``: as ``NodeStaticFilter`` for raw scores (``score_view(pod)``)."""
+
+    def score_view(self, pod: Pod) -> Any: ...
+
+
+class DefaultNormalize(Protocol):
+    """Optional: declares that ``normalize`` is ``default_normalize_score(scores, normalize_reverse)``, so the
+    runner may apply it to an array instead of calling it with a dict."""
+
+    normalize_reverse: bool
+
+
 def default_normalize_score(scores: dict[str, int], reverse: bool = False) -> dict[str, int]:
     """Scale scores so the highest is MAX_NODE_SCORE (reverse: the lowest raw score becomes the best)."""
     top = max(scores.values(), default=0)

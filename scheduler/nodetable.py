@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .affinityindex import AffinityIndex
 from .framework import MAX_NODE_SCORE, NodeInfo, Pod, Resources, Status
 
 CPU, MEM, EPH, PODS = range(4)
@@ -65,6 +66,7 @@ class NodeTable:
         self.ports = np.zeros(capacity, bool)  # some pod uses a host port
         self.counts = np.zeros((capacity, 3), np.int32)  # pods with: volumes, required anti-affinity, affinity
         self.shapes = ShapeCache(self)
+        self.affinity = AffinityIndex(capacity)  # placed pods by labels and by pod (anti-)affinity terms
 
     @property
     def capacity(self) -> int:
@@ -79,6 +81,7 @@ class NodeTable:
             grown[:len(old)] = old
             setattr(self, name, grown)
         self.shapes.grow(new)
+        self.affinity.grow(new)
 
     def upsert(self, info: NodeInfo, static_changed: bool = True) -> int:
         """Add the node's row or refresh it from ``info.node``; ``static_changed``: labels/taints/spec changed."""
@@ -104,6 +107,7 @@ class NodeTable:
         self.update_usage(info)
         if static_changed:
             self.shapes.invalidate(i)
+            self.affinity.set_labels(i, info.labels)
         return i
 
     def update_usage(self, info: NodeInfo) -> None:
@@ -118,6 +122,7 @@ class NodeTable:
         i = self.index.get(name)
         if i is not None:
             self.counts[i] += np.array(pod_flags(pod), np.int32) * sign
+            self.affinity.count(i, pod, sign)
 
     def remove(self, name: str) -> None:
         i = self.index.pop(name, None)
@@ -132,6 +137,8 @@ class NodeTable:
             names[i], infos[i] = names[last], infos[last]
             self.index[names[i]] = i
             self.shapes.move(last, i)
+        self.counts[last] = 0
+        self.affinity.move(last, i)
         names.pop()
         infos.pop()
         self.names, self.infos = names, infos

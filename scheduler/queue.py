@@ -11,6 +11,10 @@ Guarantees:
   matters, a pod deleted) moves every unschedulable pod back: to backoff if it is still backing off, else to
   active. An event that arrives while a pod is in flight sends that pod to backoff rather than to the
   unschedulable set, so the event is not missed (kube-scheduler's ``moveRequestCycle``).
+* An event may concern only some pods (``which``, kube-scheduler's queueing hints): e.g. an assigned pod added
+  wakes only the pods whose pod affinity or spread constraints it can satisfy (``assigned_pod_added``). Such an
+  event seen while a concerned pod is in flight sends it to backoff too. Only unschedulable and in-flight pods
+  are visited, so events stay cheap while thousands of pods are active.
 * A pod left unschedulable for ``max_unschedulable`` seconds (60 s) is moved back anyway, as Kubernetes' periodic
   ``flushUnschedulablePodsLeftover`` does; expired backoffs move to active. Both happen in ``run`` (timers, no
   busy loop) or by calling ``flush`` with a fake clock in tests.
@@ -57,6 +61,7 @@ class QueuedPodInfo:
     where: Where = "active"
     cycle: int = 0  # scheduling cycle of its last pop
     unschedulable_plugins: set[str] = field(default_factory=set)
+    missed_event: bool = False  # a targeted event concerned it while it was in flight
 
 
 class SchedulingQueue:
@@ -75,6 +80,7 @@ class SchedulingQueue:
         self._active_ready = asyncio.Event()
         self._timer_wakeup = asyncio.Event()
         self._closed = False
+        self._parked: dict[str, QueuedPodInfo] = {}  # unschedulable or in flight (stale entries skipped)
 
     # --- views ------------------------------------------------------------------------------------------------
     def where(self, key: str) -> Where | None:
@@ -124,15 +130,31 @@ class SchedulingQueue:
     def delete(self, key: str) -> None:
         self._pods.pop(key, None)  # heap entries become stale and are skipped
 
-    def move_all_to_active_or_backoff(self, reason: str = "") -> int:
-        """A cluster event that may make unschedulable pods fit: give them another try. Returns how many moved."""
-        self._move_request_cycle = self._cycle
+    def move_all_to_active_or_backoff(self, reason: str = "", which: Callable[[QueuedPodInfo], bool] | None = None
+                                      ) -> int:
+        """A cluster event that may make unschedulable pods fit: give them (those ``which`` accepts, default all)
+        another try. Returns how many moved."""
+        if which is None:
+            self._move_request_cycle = self._cycle
         moved = 0
-        for info in list(self._pods.values()):
+        for info in self._parked_infos():
+            if which is not None and not which(info):
+                continue
             if info.where == "unschedulable":
                 self._move(info)
                 moved += 1
+            else:
+                info.missed_event = True
         return moved
+
+    def _parked_infos(self) -> list[QueuedPodInfo]:
+        out = []
+        for key, info in list(self._parked.items()):
+            if self._pods.get(key) is info and info.where in ("unschedulable", "in-flight"):
+                out.append(info)
+            else:
+                del self._parked[key]
+        return out
 
     # --- scheduler side ---------------------------------------------------------------------------------------
     async def pop(self) -> QueuedPodInfo:
@@ -152,6 +174,8 @@ class SchedulingQueue:
                 continue
             self._cycle += 1
             info.where, info.cycle = "in-flight", self._cycle
+            info.missed_event = False
+            self._parked[key] = info
             info.attempts += 1
             if info.initial_attempt is None:
                 info.initial_attempt = self.clock()
@@ -170,10 +194,11 @@ class SchedulingQueue:
             return  # deleted (or re-added) meanwhile
         info.timestamp = self.clock()
         info.unschedulable_plugins = plugins or set()
-        if self._move_request_cycle >= info.cycle:
+        if self._move_request_cycle >= info.cycle or info.missed_event:
             self._push_backoff(info)
         else:
             info.where = "unschedulable"
+            self._parked[info.key] = info
 
     def add_backoff(self, info: QueuedPodInfo) -> None:
         """An error (e.g. a failed bind): try again after the pod's backoff."""
@@ -198,7 +223,7 @@ class SchedulingQueue:
             info = self._pods.get(key)
             if info is not None and info.where == "backoff" and info.seq == seq:
                 self._push_active(info)
-        for info in list(self._pods.values()):
+        for info in self._parked_infos():
             if info.where == "unschedulable" and now - info.timestamp >= self.max_unschedulable:
                 self._move(info)
 
@@ -212,7 +237,7 @@ class SchedulingQueue:
                 deadlines.append(self._backoff[0][0])
                 break
             heapq.heappop(self._backoff)
-        if any(info.where == "unschedulable" for info in self._pods.values()):
+        if any(info.where == "unschedulable" for info in self._parked_infos()):
             deadlines.append(self.clock() + UNSCHEDULABLE_FLUSH_PERIOD)
         return min(deadlines, default=None)
 

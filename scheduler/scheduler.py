@@ -4,15 +4,18 @@ Runner, as kube-scheduler's ``schedulePod``: PreFilter, then Filter over nodes f
 ``percentageOfNodesToScore`` feasible nodes are found (kube-scheduler's adaptive default), PreScore and Score the
 feasible ones, weights × normalised scores, the highest total wins, ties at random. Speed (see nodetable.py):
 NodeResourcesFit, LeastAllocated and BalancedAllocation run as array maths over all nodes; plugins that read only
-a node's labels/taints/name (NodeName, NodeUnschedulable, TaintToleration, NodeAffinity) are answered from a
-per-pod-shape cache; plugins that have nothing to say about a pod (no host ports, no volumes, no spread
+a node's labels/taints/name declare it (``filter_view``/``score_view``: NodeName, NodeUnschedulable,
+TaintToleration, NodeAffinity) and are answered from a per-pod-view cache, normalised by their own
+``normalize``; plugins that have nothing to say about a pod (no host ports, no volumes, no spread
 constraints, no pod affinity anywhere) are skipped. Only the nodes left undecided go through per-node plugin
 calls. ``find_node_reference`` is the plain per-node runner; a unit test checks both agree.
 
 Loop: informers feed the cache (nodes, bound pods) and the queue (pending pods of our profiles); the loop pops
 a pod, runs its profile, assumes the pod on the chosen node and binds it asynchronously. A failed bind forgets
-the assumption and requeues with backoff. A pod nothing fits gets ``PodScheduled=False`` (reason
-Unschedulable) and a ``FailedScheduling`` event in Kubernetes' words, and waits for a cluster event.
+the assumption and requeues with backoff. When nothing fits, DefaultPreemption (plugins/defaultpreemption.py)
+looks for lower-priority victims: if found they are deleted and the pod nominated to their node; either way
+the pod gets ``PodScheduled=False`` (reason Unschedulable) and a ``FailedScheduling`` event in Kubernetes'
+words (with the preemption note), and waits for a cluster event (the victims' deletion is one).
 """
 
 from __future__ import annotations
@@ -31,13 +34,14 @@ from kubeclient import Clientset
 from kubeclient.events import EventRecorder
 from kubeclient.informer import SharedInformer
 
+from . import affinityindex
 from .cache import Cache, is_terminated
 from .config import Profile
 from .diagnosis import Attempt, DiagnosisStore, ScoreColumn, failure_message
-from .framework import CycleState, Pod, pod_non_zero_requests, pod_requests
+from .framework import SUCCESS, CycleState, NodeInfo, Pod, Status, pod_non_zero_requests, pod_requests
 from .nodetable import (NodeTable, balanced_allocation, default_normalize, fit_reasons, least_allocated,
                         shape_key)
-from .plugins import REGISTRY
+from .plugins import REGISTRY, defaultpreemption, interpodaffinity, podtopologyspread
 from .queue import QueuedPodInfo, SchedulingQueue, pod_key
 
 __all__ = ["Scheduler", "Runner", "failure_message", "num_feasible_nodes_to_find", "pod_key"]
@@ -64,29 +68,6 @@ def _spec(pod: Pod) -> dict[str, Any]:
     return pod.get("spec", {})
 
 
-def _tolerations(pod: Pod) -> Any:
-    return _spec(pod).get("tolerations") or []
-
-
-def _node_affinity(pod: Pod) -> dict[str, Any]:
-    return (_spec(pod).get("affinity") or {}).get("nodeAffinity") or {}
-
-
-# Filters whose verdict depends only on the node object and this view of the pod: cached per pod shape.
-STATIC_FILTERS: dict[str, Callable[[Pod], Any]] = {
-    "NodeName": lambda pod: _spec(pod).get("nodeName"),
-    "NodeUnschedulable": _tolerations,
-    "TaintToleration": _tolerations,
-    "NodeAffinity": lambda pod: (_spec(pod).get("nodeSelector"),
-                                 _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")),
-}
-# Scores likewise (raw per node), with their default normalisation's direction.
-STATIC_SCORES: dict[str, tuple[Callable[[Pod], Any], bool]] = {
-    "TaintToleration": (_tolerations, True),
-    "NodeAffinity": (lambda pod: _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution"), False),
-}
-
-
 def _has_host_ports(pod: Pod) -> bool:
     return any(p.get("hostPort") for c in _spec(pod).get("containers", []) for p in c.get("ports") or [])
 
@@ -108,6 +89,16 @@ REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
+def _pod_add_may_help(pending: Pod, added: Pod) -> bool:
+    """AssignedPodAdd's queueing hints: InterPodAffinity's and PodTopologySpread's (the plugins it can help)."""
+    return interpodaffinity.assigned_pod_add_may_help(pending, added) or \
+        podtopologyspread.assigned_pod_add_may_help(pending, added)
+
+
+def _plugin_id(plugin: Any) -> tuple[str, str, str]:
+    return type(plugin).__module__, type(plugin).__qualname__, plugin.name
+
+
 class Runner:
     """Runs one profile's plugins for a pod over the cache's nodes; see the module docstring."""
 
@@ -122,13 +113,12 @@ class Runner:
         return plugin.name == name and type(plugin) is REGISTRY.get(name)
 
     # --- filter forms: (passed, undecided) over all rows, or None (every row per node) ----------------------
-    def _filter_form(self, plugin: Any, pod: Pod, table: NodeTable, attempt: Attempt, k: int
+    def _filter_form(self, plugin: Any, pod: Pod, table: NodeTable, state: CycleState, attempt: Attempt, k: int
                      ) -> tuple[np.ndarray, np.ndarray | None] | None:
         n = table.n
-        name = plugin.name
-        if name in STATIC_FILTERS and self._in_tree(plugin, name):
-            entry = table.shapes.filter((name, "filter", shape_key(STATIC_FILTERS[name](pod))),
-                                        lambda info: plugin.filter(CycleState(), pod, info))
+        if hasattr(plugin, "filter_view"):  # NodeStaticFilter: cached per pod view and node
+            entry = table.shapes.filter((_plugin_id(plugin), "filter", shape_key(plugin.filter_view(pod))),
+                                        lambda info: plugin.filter(state, pod, info))
             attempt.statuses[k] = entry.statuses
             return entry.ok[:n], None
         if self._in_tree(plugin, "NodeResourcesFit"):
@@ -145,37 +135,54 @@ class Runner:
             return ~with_volumes, with_volumes
         if self._in_tree(plugin, "PodTopologySpread") and not _has_hard_spread(pod):
             return everywhere, None
-        if self._in_tree(plugin, "InterPodAffinity") and not _pod_affinity_terms(pod, "podAffinity", REQUIRED) \
-                and not _pod_affinity_terms(pod, "podAntiAffinity", REQUIRED) and not table.counts[:n, 1].any():
-            return everywhere, None
+        if self._in_tree(plugin, "InterPodAffinity"):
+            if not _pod_affinity_terms(pod, "podAffinity", REQUIRED) and \
+                    not _pod_affinity_terms(pod, "podAntiAffinity", REQUIRED) and not table.counts[:n, 1].any():
+                return everywhere, None
+            codes = affinityindex.filter_codes(table.affinity, n, pod, plugin.namespace_labels)
+            attempt.statuses[k] = affinityindex.CodedStatuses(codes)
+            return codes == affinityindex.OK, None
         return None
 
     # --- score forms: (raw, normalized) for the feasible rows, or None (per node) --------------------------
-    def _score_form(self, plugin: Any, pod: Pod, table: NodeTable, rows: np.ndarray
+    def _score_form(self, plugin: Any, pod: Pod, table: NodeTable, state: CycleState, rows: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray] | None:
-        name = plugin.name
         if self._in_tree(plugin, "NodeResourcesFit"):
             raw = least_allocated(table, rows, pod_non_zero_requests(pod))
             return raw, raw
         if self._in_tree(plugin, "NodeResourcesBalancedAllocation"):
             raw = balanced_allocation(table, rows, pod_non_zero_requests(pod))
             return raw, raw
-        if name in STATIC_SCORES and self._in_tree(plugin, name):
-            view, reverse = STATIC_SCORES[name]
-            entry = table.shapes.score((name, "score", shape_key(view(pod))),
-                                       lambda info: plugin.score(CycleState(), pod, info))
+        if hasattr(plugin, "score_view"):  # NodeStaticScore: raw scores cached per pod view and node
+            entry = table.shapes.score((_plugin_id(plugin), "score", shape_key(plugin.score_view(pod))),
+                                       lambda info: plugin.score(state, pod, info))
             raw = entry.raw[rows]
-            return raw, default_normalize(raw, reverse)
+            return raw, self._normalize(plugin, pod, table, state, rows, raw)
         zeros = np.zeros(len(rows), np.int64)
         if self._in_tree(plugin, "PodTopologySpread") and not _spec(pod).get("topologySpreadConstraints") \
                 and not _has_controller(pod):
             return zeros, zeros
-        if self._in_tree(plugin, "InterPodAffinity") and not _pod_affinity_terms(pod, "podAffinity", PREFERRED) \
-                and not _pod_affinity_terms(pod, "podAntiAffinity", PREFERRED) and not table.counts[:table.n, 2].any():
-            return zeros, zeros
+        if self._in_tree(plugin, "InterPodAffinity"):
+            if not _pod_affinity_terms(pod, "podAffinity", PREFERRED) and \
+                    not _pod_affinity_terms(pod, "podAntiAffinity", PREFERRED) and not table.counts[:table.n, 2].any():
+                return zeros, zeros
+            raw = affinityindex.raw_scores(table.affinity, table.n, pod, plugin.namespace_labels)[rows]
+            return raw, affinityindex.normalize(raw)
         if self._in_tree(plugin, "ImageLocality") and not table.images[rows].any():
             return zeros, zeros
         return None
+
+    def _normalize(self, plugin: Any, pod: Pod, table: NodeTable, state: CycleState, rows: np.ndarray,
+                   raw: np.ndarray) -> np.ndarray:
+        """The plugin's own normalisation of ``raw`` (feasible ``rows``): as an array when it declares it is the
+        default one (DefaultNormalize), else through its ``normalize``."""
+        if hasattr(plugin, "normalize_reverse"):
+            return default_normalize(raw, plugin.normalize_reverse)
+        if not hasattr(plugin, "normalize"):
+            return raw
+        names = [table.names[r] for r in rows.tolist()]
+        normalized = plugin.normalize(state, pod, dict(zip(names, raw.tolist())))
+        return np.array([normalized[name] for name in names], np.int64)
 
     # --- the attempt --------------------------------------------------------------------------------------------
     def _new_attempt(self, pod: Pod, table: NodeTable, number: int) -> Attempt:
@@ -195,7 +202,7 @@ class Runner:
         needs_call = np.zeros(n, bool)
         undecided: list[np.ndarray | None] = []
         for k, plugin in enumerate(self.filters):
-            form = self._filter_form(plugin, pod, table, attempt, k)
+            form = self._filter_form(plugin, pod, table, state, attempt, k)
             if form is None:
                 passed, unknown = np.zeros(n, bool), np.ones(n, bool)
             else:
@@ -280,7 +287,7 @@ class Runner:
         per_node: list[tuple[int, Any, int]] = []
         columns: list[ScoreColumn | None] = []
         for i, (plugin, weight) in enumerate(self.scores):
-            form = self._score_form(plugin, pod, table, rows)
+            form = self._score_form(plugin, pod, table, state, rows)
             if form is None:
                 per_node.append((i, plugin, weight))
                 columns.append(None)
@@ -307,6 +314,28 @@ class Runner:
         best = np.flatnonzero(totals == totals.max())
         attempt.node = table.names[int(attempt.feasible[random.choice(best.tolist())])]
         return attempt
+
+    def preempt(self, pod: Pod, cache: Cache, attempt: Attempt) -> defaultpreemption.Result:
+        """DefaultPreemption (PostFilter) after a failed ``attempt``: a node and victims, or why there are none."""
+        table = cache.table
+        verdicts = {}
+        for row in attempt.evaluated.tolist():
+            failed = attempt.status_of(row)
+            if failed is not None:
+                verdicts[table.names[row]] = failed[1]
+        infos = list(table.infos)
+
+        def fits_on(original: NodeInfo) -> Callable[[NodeInfo], Status]:
+            def fits(trial: NodeInfo) -> Status:
+                state = CycleState(trial if info is original else info for info in infos)  # PreFilters run lazily
+                for plugin in self.filters:
+                    status = plugin.filter(state, pod, trial)
+                    if not status.ok:
+                        return status
+                return SUCCESS
+            return fits
+
+        return defaultpreemption.preempt(pod, infos, verdicts, fits_on)
 
     def find_node_reference(self, pod: Pod, cache: Cache, number: int = 1) -> Attempt:
         """The same attempt with every plugin called per node (the oracle the vectorised path must equal)."""
@@ -391,9 +420,14 @@ class Scheduler:
         if _spec(pod).get("nodeName"):
             self.queue.delete(key)
             was_counted = key in self.cache.pod_nodes
+            newly_bound = not was_counted or self.cache.is_assumed(key)
             self.cache.add_pod(pod)
-            if is_terminated(pod) and was_counted:
-                self.queue.move_all_to_active_or_backoff("AssignedPodTerminated")
+            if is_terminated(pod):
+                if was_counted:
+                    self.queue.move_all_to_active_or_backoff("AssignedPodTerminated")
+            elif newly_bound:
+                self.queue.move_all_to_active_or_backoff("AssignedPodAdd", lambda info: _pod_add_may_help(info.pod,
+                                                                                                          pod))
             return
         if pod["metadata"].get("deletionTimestamp") or _spec(pod).get("schedulerName", "default-scheduler") \
                 not in self.runners:
@@ -428,14 +462,46 @@ class Scheduler:
             return None
         self.diagnoses.record(attempt)
         if attempt.node is None:
+            candidate = self._post_filter(runner, pod, attempt)
             self.queue.add_unschedulable(info, {name for name, _ in ([attempt.pre_filter] if attempt.pre_filter
                                                                      else [])})
-            self._spawn(self._unschedulable(pod, attempt.message))
+            self._spawn(self._unschedulable(pod, attempt.message, candidate))
             return attempt
         self.cache.assume_pod(pod, attempt.node)
         self.queue.done(info.key)
         self._spawn(self._bind(info, attempt.node))
         return attempt
+
+    def _post_filter(self, runner: Runner, pod: Pod, attempt: Attempt) -> defaultpreemption.Candidate | None:
+        """DefaultPreemption: the node to nominate and the victims to delete, or None with a note in the attempt's
+        message why preemption cannot help (as Kubernetes' FitError appends its PostFilter message)."""
+        try:
+            result = runner.preempt(pod, self.cache, attempt)
+        except Exception:  # preemption is best effort; the pod stays unschedulable
+            log.exception("preemption for %s failed", pod_key(pod))
+            return None
+        if result.candidate is None:
+            attempt.message += f" preemption: {result.message}."
+        return result.candidate
+
+    async def _preempt(self, pod: Pod, candidate: defaultpreemption.Candidate) -> None:
+        """As kube-scheduler's prepareCandidate: mark each victim DisruptionTarget, record Preempted, delete it."""
+        condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                     "message": f"{self.name}: preempting to accommodate a higher priority pod",
+                     "lastTransitionTime": now_rfc3339()}
+        for victim in candidate.victims:
+            meta = victim["metadata"]
+            try:
+                await self.client.pods.patch(meta["name"], {"status": {"conditions": [condition]}}, "strategic",
+                                             meta["namespace"], subresource="status")
+                self.recorder.event(victim, "Normal", "Preempted",
+                                    f"Preempted by pod {pod['metadata'].get('uid', '')} on node {candidate.node}")
+                await self.client.pods.delete(meta["name"], meta["namespace"],
+                                              preconditions={"uid": meta["uid"]} if meta.get("uid") else None)
+            except errors.NotFound:
+                continue
+            except errors.StatusError as err:
+                log.warning("preempting %s for %s failed: %s", pod_key(victim), pod_key(pod), err)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
@@ -459,16 +525,25 @@ class Scheduler:
         self.recorder.event(pod, "Normal", "Scheduled",
                             f"Successfully assigned {meta['namespace']}/{meta['name']} to {node_name}")
 
-    async def _unschedulable(self, pod: Pod, message: str) -> None:
+    async def _unschedulable(self, pod: Pod, message: str, preemption: defaultpreemption.Candidate | None = None
+                             ) -> None:
+        """FailedScheduling, PodScheduled=False and the nominated node; then the victims go. In this order, so the
+        status write cannot land after the bind that the victims' deletion leads to."""
+        nominated = preemption.node if preemption else None
         self.recorder.event(pod, "Warning", "FailedScheduling", message)
         meta = pod["metadata"]
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
                      "lastProbeTime": None, "lastTransitionTime": now_rfc3339()}
+        status: dict[str, Any] = {"conditions": [condition]}
+        if nominated or pod.get("status", {}).get("nominatedNodeName"):
+            status["nominatedNodeName"] = nominated  # None clears it, as a failed preemption does
         try:
-            await self.client.pods.patch(meta["name"], {"status": {"conditions": [condition]}}, "strategic",
+            await self.client.pods.patch(meta["name"], {"status": status}, "strategic",
                                          meta["namespace"], subresource="status")
         except errors.StatusError as err:
             log.info("could not mark %s unschedulable: %s", pod_key(pod), err)
+        if preemption is not None:
+            await self._preempt(pod, preemption)
 
     # --- lifecycle --------------------------------------------------------------------------------------------
     async def start_informers(self, stop: asyncio.Event) -> list[asyncio.Task[None]]:

@@ -154,6 +154,13 @@ def check(state: FilterState, node: NodeInfo) -> Status:
     return SUCCESS
 
 
+def assigned_pod_add_may_help(pending: Pod, added: Pod,
+                              namespace_labels: NamespaceLabels = builtin_namespace_labels) -> bool:
+    """Queueing hint for AssignedPodAdd (kube-scheduler's ``isSchedulableAfterPodChange``): a new pod on a node
+    can only satisfy required affinity, and only if it matches all of the pending pod's affinity terms."""
+    return matches_all(added, required_terms(pending, "podAffinity"), namespace_labels)
+
+
 # --- Score -------------------------------------------------------------------------------------------------
 
 def topology_scores(pod: Pod, nodes: list[NodeInfo],

@@ -58,6 +58,14 @@ def preferred_score(pod: Pod, node: NodeInfo) -> int:
 
 class NodeAffinity:
     name = NAME
+    normalize_reverse = False
+
+    def filter_view(self, pod: Pod) -> Any:
+        return pod.get("spec", {}).get("nodeSelector"), node_affinity(pod).get(
+            "requiredDuringSchedulingIgnoredDuringExecution")
+
+    def score_view(self, pod: Pod) -> Any:
+        return node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution")
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         return SUCCESS if required_matches(pod, node_info) else unschedulable(ERR_REASON, resolvable=False)
@@ -66,4 +74,4 @@ class NodeAffinity:
         return preferred_score(pod, node_info)
 
     def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> dict[str, int]:
-        return default_normalize_score(scores)
+        return default_normalize_score(scores, reverse=self.normalize_reverse)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..framework import SUCCESS, CycleState, NodeInfo, Pod, Status, unschedulable
 
 NAME = "NodeName"
@@ -15,6 +17,9 @@ def fits_host(pod: Pod, node: NodeInfo) -> bool:
 
 class NodeName:
     name = NAME
+
+    def filter_view(self, pod: Pod) -> Any:
+        return pod.get("spec", {}).get("nodeName")
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         return SUCCESS if fits_host(pod, node_info) else unschedulable(ERR_REASON, resolvable=False)

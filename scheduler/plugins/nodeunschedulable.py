@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..framework import SUCCESS, CycleState, NodeInfo, Pod, Status, unschedulable
 from apimachinery.taints import tolerates
 
@@ -12,6 +14,9 @@ TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 
 class NodeUnschedulable:
     name = NAME
+
+    def filter_view(self, pod: Pod) -> Any:
+        return pod.get("spec", {}).get("tolerations") or []
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         if not node_info.node.get("spec", {}).get("unschedulable"):

@@ -104,6 +104,14 @@ def _has_keys(node: NodeInfo, constraints: list[Constraint]) -> bool:
     return all(c.topology_key in node.labels for c in constraints)
 
 
+def assigned_pod_add_may_help(pending: Pod, added: Pod) -> bool:
+    """Queueing hint for AssignedPodAdd: a new pod changes the skew only if one of the pending pod's
+    DoNotSchedule constraints counts it (same namespace, selector matches); it may raise the minimum domain."""
+    if _namespace(added) != _namespace(pending):
+        return False
+    return any(c.matches(added) for c in constraints_of(pending, "DoNotSchedule"))
+
+
 # --- Filter ------------------------------------------------------------------------------------------------
 
 @dataclass

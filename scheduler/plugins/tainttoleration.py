@@ -38,8 +38,19 @@ def intolerable_prefer_no_schedule(pod: Pod, node: NodeInfo) -> int:
     return len(untolerated(taints_of(node), tolerations, ("PreferNoSchedule",)))
 
 
+def _tolerations(pod: Pod) -> Any:
+    return pod.get("spec", {}).get("tolerations") or []
+
+
 class TaintToleration:
     name = NAME
+    normalize_reverse = True
+
+    def filter_view(self, pod: Pod) -> Any:
+        return _tolerations(pod)
+
+    def score_view(self, pod: Pod) -> Any:
+        return _tolerations(pod)
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         taint = first_untolerated(pod, node_info)
@@ -51,4 +62,4 @@ class TaintToleration:
         return intolerable_prefer_no_schedule(pod, node_info)
 
     def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> dict[str, int]:
-        return default_normalize_score(scores, reverse=True)
+        return default_normalize_score(scores, reverse=self.normalize_reverse)

@@ -90,3 +90,49 @@ def test_taints_selectors_and_unschedulable(client: httpx.Client, ns: str, sched
     # Room appears: the pending pod is retried on the cluster change, not by polling.
     make_nodes(client, ns, {"big": {"cpu": "8"}})
     assert wait_for(lambda: node_of(client, ns, "huge"), what="retry on node add") == f"{ns}-big"
+
+
+def test_pod_waiting_for_pod_affinity_is_woken_by_the_pod_it_needs(client: httpx.Client, ns: str,
+                                                                   scheduler: None) -> None:
+    """kube-scheduler's AssignedPodAdd event: the matching pod being bound is the only cluster change."""
+    make_nodes(client, ns, {x: {"labels": {"kubernetes.io/hostname": f"{ns}-{x}"}} for x in "ab"})
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    create_pod(client, ns, "follower", ns, affinity=affinity)
+
+    def reason() -> str:
+        conditions = client.get(f"/api/v1/namespaces/{ns}/pods/follower").json()["status"].get("conditions")
+        return next((c.get("reason", "") for c in conditions or [] if c["type"] == "PodScheduled"), "")
+
+    assert wait_for(reason, what="follower unschedulable") == "Unschedulable"
+    body = {"metadata": {"name": "leader", "labels": {"app": "x"}},
+            "spec": {"nodeName": f"{ns}-b", "containers": [{"name": "c", "image": "busybox"}]}}
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+    assert wait_for(lambda: node_of(client, ns, "follower"), timeout=10, what="retry on AssignedPodAdd") == f"{ns}-b"
+
+
+def test_high_priority_pod_preempts_a_low_priority_one(client: httpx.Client, ns: str, scheduler: None) -> None:
+    """Priority comes from the built-in classes (the apiserver's Priority admission rejects a bare spec.priority)."""
+    make_nodes(client, ns, {"a": {"cpu": "1"}})
+    create_pod(client, ns, "low", ns, cpu="1", nodeName=f"{ns}-a", terminationGracePeriodSeconds=0)
+    low_uid = client.get(f"/api/v1/namespaces/{ns}/pods/low").json()["metadata"]["uid"]
+    create_pod(client, ns, "high", ns, cpu="1", priorityClassName="system-cluster-critical")
+    assert wait_for(lambda: node_of(client, ns, "high"), what="binding after preemption") == f"{ns}-a"
+    assert client.get(f"/api/v1/namespaces/{ns}/pods/high").json()["status"].get("nominatedNodeName") == f"{ns}-a"
+    assert client.get(f"/api/v1/namespaces/{ns}/pods/low").status_code == 404
+    high = client.get(f"/api/v1/namespaces/{ns}/pods/high").json()
+    preempted = wait_for(lambda: client.get(f"/api/v1/namespaces/{ns}/events", params={
+        "fieldSelector": "involvedObject.name=low,reason=Preempted"}).json()["items"], what="Preempted event")
+    assert preempted[0]["message"] == f"Preempted by pod {high['metadata']['uid']} on node {ns}-a"
+    assert preempted[0]["involvedObject"]["uid"] == low_uid
+    failed = client.get(f"/api/v1/namespaces/{ns}/events", params={
+        "fieldSelector": "involvedObject.name=high,reason=FailedScheduling"}).json()["items"]
+    assert failed and "1 Insufficient cpu" in failed[0]["message"] and "preemption" not in failed[0]["message"]
+
+    # Nothing lower to preempt: the note says so, in Kubernetes' words.
+    create_pod(client, ns, "peer", ns, cpu="1", priorityClassName="system-cluster-critical")
+    events = wait_for(lambda: client.get(f"/api/v1/namespaces/{ns}/events", params={
+        "fieldSelector": "involvedObject.name=peer,reason=FailedScheduling"}).json()["items"], what="FailedScheduling")
+    assert "1 Insufficient cpu" in events[0]["message"] and ". preemption: 0/" in events[0]["message"]
+    assert "1 No preemption victims found for incoming pod" in events[0]["message"]
+    assert events[0]["message"].endswith("..")  # FitError appends the PostFilter message and a period

@@ -183,3 +183,74 @@ def test_shape_cache_recomputes_only_changed_nodes() -> None:
 ])
 def test_num_feasible_nodes_to_find(nodes: int, percentage: int, expected: int) -> None:
     assert num_feasible_nodes_to_find(percentage, nodes) == expected
+
+
+def random_term(rng: random.Random) -> dict[str, Any]:
+    term: dict[str, Any] = {"topologyKey": rng.choice(("kubernetes.io/hostname", "topology.kubernetes.io/zone",
+                                                       "disk")),
+                            "labelSelector": rng.choice(({"matchLabels": {"app": rng.choice(("web", "db"))}},
+                                                         {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+                                                         {}))}
+    choice = rng.random()
+    if choice < 0.2:
+        term["namespaces"] = [rng.choice(("d", "e"))]
+    elif choice < 0.3:
+        term["namespaceSelector"] = {}
+    elif choice < 0.4:
+        term["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": "e"}}
+    return term
+
+
+def random_affinity_pod(rng: random.Random, name: str, node: str | None = None) -> dict[str, Any]:
+    """A pod with pod (anti-)affinity of every kind, in namespace d or e (the batch InterPodAffinity's inputs)."""
+    p = random_pod(rng, name, node)
+    p["metadata"]["namespace"] = rng.choice(("d", "d", "e"))
+    if rng.random() < 0.4:
+        p["metadata"]["labels"]["tier"] = "front"
+    p["spec"].pop("topologySpreadConstraints", None)
+    affinity = p["spec"].setdefault("affinity", {})
+    for kind in ("podAffinity", "podAntiAffinity"):
+        rules: dict[str, Any] = {}
+        if rng.random() < 0.25:
+            rules["requiredDuringSchedulingIgnoredDuringExecution"] = [random_term(rng)
+                                                                       for _ in range(rng.choice((1, 1, 2)))]
+        if rng.random() < 0.3:
+            rules["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": rng.randint(1, 100), "podAffinityTerm": random_term(rng)} for _ in range(rng.randint(1, 2))]
+        if rules:
+            affinity[kind] = rules
+    return p
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_batch_inter_pod_affinity_equals_per_node(seed: int) -> None:
+    rng = random.Random(1000 + seed)
+    nodes = rng.choice((5, 30, 120))
+    cache = Cache()
+    for i in range(nodes):
+        cache.add_node(random_node(rng, i))
+    for j in range(rng.randint(0, 80)):
+        cache.add_pod(random_affinity_pod(rng, f"bound{j}", f"n{rng.randrange(nodes)}"))
+    profile = Profile(filters=("NodeResourcesFit", "InterPodAffinity"),
+                      scores=(("InterPodAffinity", 2), ("NodeResourcesFit", 1)), percentage_of_nodes_to_score=100)
+    fast, slow = Runner(profile), Runner(profile)
+    for i in range(20):
+        if rng.random() < 0.15 and cache.table.n > 2:  # nodes leave, come back relabelled; pods go
+            name = rng.choice(cache.table.names)
+            cache.remove_node(name)
+            if rng.random() < 0.5:
+                cache.add_node(random_node(rng, int(name[1:])))
+        if rng.random() < 0.2 and cache.pods:
+            cache.forget_pod(rng.choice(sorted(cache.pods)))
+        pod = random_affinity_pod(rng, f"new{i}")
+        fast.next_start = slow.next_start = 0
+        a = fast.find_node(pod, cache)
+        b = slow.finish_reference(slow.find_node_reference(pod, cache), pod, cache)
+        assert statuses(a) == statuses(b)
+        assert a.message == b.message
+        assert sorted(a.feasible.tolist()) == sorted(b.feasible.tolist())
+        order, other = np.argsort(a.feasible), np.argsort(b.feasible)
+        assert [(p, np.array(r)[order].tolist(), np.array(n)[order].tolist()) for p, _, r, n in scores(a)] == \
+            [(p, np.array(r)[other].tolist(), np.array(n)[other].tolist()) for p, _, r, n in scores(b)]
+        if a.node is not None:
+            cache.assume_pod(pod, a.node)

@@ -180,3 +180,14 @@ def test_existing_pods_terms_count_for_the_incoming_pod() -> None:
 def test_no_terms_anywhere_leaves_scores_zero() -> None:
     raw, normalized = scores(pod("p"), cluster(("node1", pod("w", labels={"app": "web"}))))
     assert raw == normalized == {"node1": 0, "node2": 0, "node3": 0}
+
+
+def test_assigned_pod_add_hint() -> None:
+    from scheduler.plugins.interpodaffinity import assigned_pod_add_may_help
+    waiting = pod("w", podAffinity=required(term(**WEB), term(ZONE, matchLabels={"tier": "front"})))
+    assert assigned_pod_add_may_help(waiting, pod("x", labels={"app": "web", "tier": "front"}))
+    assert not assigned_pod_add_may_help(waiting, pod("x", labels={"app": "web"}))  # must match all terms
+    assert not assigned_pod_add_may_help(waiting, pod("x", "other", labels={"app": "web", "tier": "front"}))
+    # Adding a pod never helps anti-affinity, nor a pod without required affinity.
+    anti = pod("w", podAntiAffinity=required(term(**WEB)))
+    assert not assigned_pod_add_may_help(anti, pod("x", labels={"app": "web"}))

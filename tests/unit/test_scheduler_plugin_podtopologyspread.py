@@ -156,3 +156,13 @@ def test_soft_constraint_counts_pods_on_infeasible_nodes_of_a_feasible_domain() 
     incoming = pod("p", constraints=[constraint(when="ScheduleAnyway")], **WEB_POD)
     raw, _ = scores(incoming, nodes, feasible=[nodes[0], nodes[2]])  # node2 filtered out, its zone still counts
     assert raw == {"node1": round(3 * math.log(4)), "node3": 0}
+
+
+def test_assigned_pod_add_hint() -> None:
+    from scheduler.plugins.podtopologyspread import assigned_pod_add_may_help
+    waiting = pod("w", labels={"app": "web"}, constraints=[constraint()])
+    assert assigned_pod_add_may_help(waiting, pod("x", labels={"app": "web"}))
+    assert not assigned_pod_add_may_help(waiting, pod("x", labels={"app": "db"}))
+    assert not assigned_pod_add_may_help(waiting, pod("x", "other", labels={"app": "web"}))
+    soft = pod("w", labels={"app": "web"}, constraints=[constraint(when="ScheduleAnyway")])
+    assert not assigned_pod_add_may_help(soft, pod("x", labels={"app": "web"}))

@@ -152,3 +152,26 @@ def test_run_flushes_backoff_on_time() -> None:
         return info.key
 
     assert asyncio.run(scenario()) == "d/a"
+
+
+def test_targeted_event_moves_only_the_pods_it_concerns(q: SchedulingQueue, clock: FakeClock) -> None:
+    for name in ("a", "b"):
+        q.add(pod(name))
+        q.add_unschedulable(asyncio.run(q.pop()))
+    clock.now += 5
+    assert q.move_all_to_active_or_backoff("AssignedPodAdd", lambda info: info.key == "d/b") == 1
+    assert (q.where("d/a"), q.where("d/b")) == ("unschedulable", "active")
+    # A targeted event during an attempt that it does not concern leaves the pod to park.
+    info = asyncio.run(q.pop())
+    q.move_all_to_active_or_backoff("AssignedPodAdd", lambda info: False)
+    q.add_unschedulable(info)
+    assert q.where("d/b") == "unschedulable"
+    # One that concerns it is not missed.
+    clock.now += 5
+    q.move_all_to_active_or_backoff("NodeAdd")
+    clock.now += 5
+    q.flush()
+    info = asyncio.run(q.pop())
+    q.move_all_to_active_or_backoff("AssignedPodAdd", lambda i: i.key == info.key)
+    q.add_unschedulable(info)
+    assert q.where(info.key) == "backoff"
