@@ -28,7 +28,7 @@ import httpx
 
 from apimachinery.quantity import format_cpu_milli
 from apimachinery.taints import tolerates, untolerated
-from kubeclient.config import ConfigError, build_config
+from kubelab.commands.podtarget import add_pod_arguments, apiserver_client, unreachable
 from kubelab.table import render_table
 from scheduler.framework import NodeInfo, pod_requests
 from scheduler.plugins.nodeaffinity import term_matches
@@ -41,7 +41,6 @@ __all__ = ["Change", "ExplainError", "add_arguments", "blockers", "nearest_node"
 Object = dict[str, Any]
 Diagnosis = dict[str, Any]
 
-DEFAULT_SERVER = "http://localhost:8080"
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler"
 ENDPOINT_ANNOTATION = "kubelab.io/debug-endpoint"
 CHOSEN = "*"
@@ -301,41 +300,26 @@ def explain(api: httpx.Client, namespace: str, name: str, scheduler_url: str | N
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("kind", choices=("pod", "pods", "po"), help="what to explain (the scheduler places pods)")
-    parser.add_argument("name", help="the pod's name")
-    parser.add_argument("-n", "--namespace", default="default", help="the pod's namespace (default: default)")
-    parser.add_argument("--master", default=None, metavar="URL",
-                        help="the apiserver URL (default: the kubeconfig's server, else http://localhost:8080)")
-    parser.add_argument("--kubeconfig", default=None, metavar="PATH", help="kubeconfig to read the server from")
+    add_pod_arguments(parser, "explain", "the scheduler places pods")
     parser.add_argument("--scheduler", default=None, metavar="URL",
                         help=f"the scheduler's debug endpoint (default: the leader lease's {ENDPOINT_ANNOTATION})")
-    parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format")
-    parser.add_argument("--request-timeout", type=float, default=30.0, metavar="SECONDS",
-                        help="timeout for each request (default 30)")
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        config = build_config(master=args.master, kubeconfig=args.kubeconfig, user_agent="kubelab-explain")
-    except ConfigError as e:
-        if args.master or args.kubeconfig:
-            print(f"kubelab explain: {e}", file=sys.stderr)
-            return 1
-        config = build_config(master=DEFAULT_SERVER, user_agent="kubelab-explain")
-    headers = {"User-Agent": config.user_agent, **({"Authorization": f"Bearer {config.token}"} if config.token else {})}
-    verify: Any = config.ssl_context() or True
+    api = apiserver_client(args, "explain")
+    if api is None:
+        return 1
 
     def open_client(url: str) -> httpx.Client:
         return httpx.Client(base_url=url, timeout=args.request_timeout)
 
     try:
-        with httpx.Client(base_url=config.host, headers=headers, verify=verify, timeout=args.request_timeout) as api:
+        with api:
             diagnosis, text = explain(api, args.namespace, args.name, args.scheduler, open_client)
     except ExplainError as e:
         print(f"kubelab explain: {e}", file=sys.stderr)
         return 1
     except httpx.HTTPError as e:
-        print(f"kubelab explain: cannot reach the apiserver at {config.host}: {e}", file=sys.stderr)
-        return 1
+        return unreachable("explain", api, e)
     print(json.dumps(diagnosis, indent=2) if args.output == "json" else text)
     return 0

@@ -33,14 +33,13 @@ from typing import Any
 import httpx
 
 from apimachinery.meta import parse_time
-from kubeclient.config import ConfigError, build_config
+from kubelab.commands.podtarget import add_pod_arguments, apiserver_client, unreachable
 from kubelab.table import render_table
 
 __all__ = ["Evidence", "Stamp", "Step", "Version", "add_arguments", "build_steps", "gather", "render", "run"]
 
 Object = dict[str, Any]
 
-DEFAULT_SERVER = "http://localhost:8080"  # kubectl's default without a kubeconfig
 LEADER_LEASES = (("controller-manager", "kube-controller-manager"), ("scheduler", "kube-scheduler"))
 KUBELET_REASONS = ("Pulling", "Pulled", "Created", "Started")
 APPLY_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
@@ -557,37 +556,21 @@ def gather(client: httpx.Client, namespace: str, name: str) -> Evidence:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("kind", choices=("pod", "pods", "po"), help="what to trace (only pods have the flow)")
-    parser.add_argument("name", help="the pod's name")
-    parser.add_argument("-n", "--namespace", default="default", help="the pod's namespace (default: default)")
-    parser.add_argument("--master", default=None, metavar="URL",
-                        help="the apiserver URL (default: the kubeconfig's server, else http://localhost:8080)")
-    parser.add_argument("--kubeconfig", default=None, metavar="PATH",
-                        help="kubeconfig to read the server from (default: $KUBECONFIG, ~/.kube/config)")
-    parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format")
-    parser.add_argument("--request-timeout", type=float, default=30.0, metavar="SECONDS",
-                        help="timeout for each request (default 30)")
+    add_pod_arguments(parser, "trace", "only pods have the flow")
 
 
 def run(args: argparse.Namespace) -> int:
+    api = apiserver_client(args, "trace")
+    if api is None:
+        return 1
     try:
-        config = build_config(master=args.master, kubeconfig=args.kubeconfig, user_agent="kubelab-trace")
-    except ConfigError as e:
-        if args.master or args.kubeconfig:
-            print(f"kubelab trace: {e}", file=sys.stderr)
-            return 1
-        config = build_config(master=DEFAULT_SERVER, user_agent="kubelab-trace")
-    headers = {"User-Agent": config.user_agent, **({"Authorization": f"Bearer {config.token}"} if config.token else {})}
-    verify: Any = config.ssl_context() or True
-    try:
-        with httpx.Client(base_url=config.host, headers=headers, verify=verify, timeout=args.request_timeout) as c:
-            evidence = gather(c, args.namespace, args.name)
+        with api:
+            evidence = gather(api, args.namespace, args.name)
     except TraceError as e:
         print(f"kubelab trace: {e}", file=sys.stderr)
         return 1
     except httpx.HTTPError as e:
-        print(f"kubelab trace: cannot reach the apiserver at {config.host}: {e}", file=sys.stderr)
-        return 1
+        return unreachable("trace", api, e)
     steps = build_steps(evidence)
     print(to_json(evidence, steps) if args.output == "json" else render(evidence, steps))
     return 0
