@@ -325,6 +325,9 @@ CHECKS: dict[str, list[Check]] = {
     "kubectl label nodes node03 rank=3": [prints("node/node03 labeled")],
     "kubectl apply -f examples/03-affinity/node-affinity-required.yaml": [prints("pod/affinity-required created")],
     "kubectl get pod affinity-required -o wide": [shows(lambda rows: on(rows, "affinity-required") == "node02")],
+    "kubelab explain pod affinity-required": [prints(
+        "Scheduled on node02", "node01   NodeAffinity: node(s) didn't match Pod's node affinity/selector",
+        "node03   NodeAffinity: node(s) didn't match Pod's node affinity/selector")],
     "kubectl apply -f examples/03-affinity/node-affinity-preferred.yaml": [prints("pod/affinity-preferred created")],
     "kubectl get pod affinity-preferred -o wide": [shows(lambda rows: on(rows, "affinity-preferred") == "node01")],
     "kubectl apply -f examples/03-affinity/pod-affinity.yaml": [prints("pod/with-web created")],
@@ -380,6 +383,7 @@ CHECKS: dict[str, list[Check]] = {
         [shows_text(lambda out: out == "Failed 3")],
     "kubectl describe pod too-big": [shows_text(lambda out: "FailedScheduling" in out and "Insufficient cpu" in out)],
     "kubectl apply -f examples/05-phases/pod-unreachable-10s.yaml": [prints("pod/short-fuse created")],
+    "kubelab explain pod too-big": [prints("Unschedulable", "3 Insufficient cpu", "Nearest node: node0", "lacks")],
     "kubectl get pod short-fuse -o wide": [shows(lambda rows: on(rows, "short-fuse") == "node03")],
     "kill -STOP $(pgrep -f -- '--node-name node03')": [prints()],
     "kubectl describe node node03": [shows_text(lambda out: "node.kubernetes.io/unreachable:NoExecute" in out)],
