@@ -1,4 +1,6 @@
-"""``python -m kubelet`` / ``kubelab kubelet``: run one node's kubelet (real processes as containers)."""
+"""``python -m kubelet`` / ``kubelab kubelet``: run one node's kubelet (real processes as containers).
+
+``--hollow --count N`` runs N simulated nodes instead (``hollow``: no processes; for scale benchmarks only)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from aiohttp import web
 
 from kubeclient import Clientset
 
+from .hollow import HollowNodes
 from .kubelet import Kubelet
 from .node import NodeAgent, machine_capacity
 from .server import make_app
@@ -23,7 +26,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                 "to its node as real OS processes and reports their status.")
     p.add_argument("--master", help="apiserver URL (e.g. http://127.0.0.1:8080)")
     p.add_argument("--kubeconfig", help="kubeconfig file to find the apiserver")
-    p.add_argument("--node-name", required=True, help="name of this node (e.g. node01)")
+    p.add_argument("--node-name", help="name of this node (e.g. node01); required unless --hollow")
+    p.add_argument("--hollow", action="store_true",
+                   help="SIMULATE --count nodes (as kubemark): register and heartbeat them, mark their pods Running "
+                        "without starting any process; for scale benchmarks only")
+    p.add_argument("--count", type=int, default=1, help="with --hollow: how many nodes (default: %(default)s)")
+    p.add_argument("--node-name-prefix", default="hollow-node-",
+                   help="with --hollow: node names are PREFIX0, PREFIX1, ... (default: %(default)s)")
     p.add_argument("--port", type=int, default=10250, help="port of the kubelet API (logs) (default: %(default)s)")
     p.add_argument("--address", default="127.0.0.1", help="address to serve the kubelet API on")
     p.add_argument("--node-ip", default="127.0.0.1", help="InternalIP published in the node's status")
@@ -40,7 +49,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--crashloop-backoff", type=float, default=10.0,
                    help="first CrashLoopBackOff delay in seconds, doubling to 300 (default: %(default)s)")
     p.add_argument("-v", "--v", dest="verbosity", type=int, default=1, help="log verbosity")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not args.hollow and not args.node_name:
+        p.error("--node-name is required (or --hollow)")
+    return args
 
 
 def _taints(text: str) -> list[dict[str, str]]:
@@ -64,6 +76,9 @@ async def run(args: argparse.Namespace) -> None:
     if args.memory:
         capacity["memory"] = args.memory
     labels = dict(kv.split("=", 1) for kv in filter(None, args.node_labels.split(",")))
+    if args.hollow:
+        await run_hollow(args, client, capacity, labels)
+        return
     kubelet = Kubelet(client, args.node_name, Path(args.root_dir).absolute(), args.node_ip,
                       backoff_base=args.crashloop_backoff)
     node = NodeAgent(client, args.node_name, port=args.port, host_ip=args.node_ip, capacity=capacity,
@@ -88,6 +103,37 @@ async def run(args: argparse.Namespace) -> None:
     finally:
         await runner.cleanup()
         await client.close()
+
+
+async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict[str, str],
+                     labels: dict[str, str]) -> None:
+    nodes = HollowNodes(client, prefix=args.node_name_prefix, count=args.count, capacity=capacity, labels=labels,
+                        lease_interval=args.node_lease_renew_interval,
+                        status_interval=args.node_status_update_frequency)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    runner = None
+    if args.healthz_port:
+        app = web.Application()
+        app.router.add_get("/healthz", _healthz)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", args.healthz_port).start()
+    logging.warning("hollow mode: %d SIMULATED nodes %s0..%d; their pods run no process", args.count,
+                    args.node_name_prefix, args.count - 1)
+    await nodes.register()
+    try:
+        await nodes.run(stop)
+    finally:
+        if runner is not None:
+            await runner.cleanup()
+        await client.close()
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
 
 
 def main(argv: list[str] | None = None) -> None:

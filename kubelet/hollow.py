@@ -1,0 +1,196 @@
+"""Hollow nodes: a SIMULATION of many kubelets in one process, for scale benchmarks only (as Kubernetes' kubemark).
+
+``kubelab kubelet --hollow --count N [--node-name-prefix hollow-node-]`` registers N Nodes (``hollow-node-0`` ...,
+labelled ``kubelab.io/hollow=true``, runtime ``hollow://``), renews their N Leases in one bulk pass every
+``lease_interval`` seconds, posts their node status every ``status_interval`` seconds, and marks the pods bound
+to them Running — **no process is started**, no image pulled, no probe run; their logs and exec do not exist.
+Deleting such a pod is confirmed at once (grace period 0), as if its containers stopped immediately.
+
+One pod informer serves all N nodes (not N watches): the control plane sees the load N nodes put on the list/watch
+path for nodes and leases, and one watcher for pods. Status writes go through a bounded pool of in-flight
+requests so a burst of pods does not open thousands of connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import platform
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from apimachinery import errors
+from apimachinery.meta import now_rfc3339, now_rfc3339_micro
+from kubeclient import Clientset
+from kubeclient.informer import SharedInformer
+
+from . import status as st
+from .node import KUBELET_VERSION, LEASE_NAMESPACE, node_conditions
+
+log = logging.getLogger(__name__)
+
+HOLLOW_LABEL = "kubelab.io/hollow"
+IN_FLIGHT = 20  # API requests in flight at once for bulk work (registration, leases, pod statuses)
+
+
+async def bounded(jobs: Iterable[Callable[[], Awaitable[None]]], limit: int = IN_FLIGHT) -> None:
+    """Run the jobs with at most ``limit`` in flight; one job's API error is logged, never stops the others."""
+    gate = asyncio.Semaphore(limit)
+
+    async def run(job: Callable[[], Awaitable[None]]) -> None:
+        async with gate:
+            try:
+                await job()
+            except errors.StatusError as err:
+                log.warning("hollow node request failed: %s", err)
+
+    await asyncio.gather(*(run(job) for job in jobs))
+
+
+class HollowNodes:
+    def __init__(self, client: Clientset, *, prefix: str = "hollow-node-", count: int = 1,
+                 capacity: dict[str, str], labels: dict[str, str] | None = None, lease_interval: float = 10.0,
+                 status_interval: float = 60.0, lease_duration: int = 40) -> None:
+        self.client = client
+        self.names = [f"{prefix}{i}" for i in range(count)]
+        self._index = {name: i for i, name in enumerate(self.names)}
+        self.capacity = capacity
+        self.labels = labels or {}
+        self.lease_interval = lease_interval
+        self.status_interval = status_interval
+        self.lease_duration = lease_duration
+        self._leases: dict[str, dict[str, Any]] = {}  # the last Lease written per node (for its resourceVersion)
+        self._pending: set[str] = set()  # pod keys with a status write or deletion in flight
+        self._gate = asyncio.Semaphore(IN_FLIGHT)
+        self.informer = SharedInformer(client.pods)
+        self.informer.add_event_handler(self._on_pod, lambda old, new: self._on_pod(new), None)
+
+    # --- nodes ----------------------------------------------------------------------------------------------
+    def ip(self, name: str) -> str:
+        i = self._index[name]
+        return f"10.{64 + i // 65536 % 64}.{i // 256 % 256}.{i % 256}"
+
+    def _status(self, name: str, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+        arch = "amd64" if platform.machine() == "x86_64" else platform.machine()
+        return {
+            "capacity": self.capacity, "allocatable": self.capacity,
+            "conditions": node_conditions((previous or {}).get("conditions")),
+            "addresses": [{"type": "InternalIP", "address": self.ip(name)}, {"type": "Hostname", "address": name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+            "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "hollow",
+                         "osImage": "kubelab hollow node (simulated)", "containerRuntimeVersion": "hollow://0.1",
+                         "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": "", "operatingSystem": "linux",
+                         "architecture": arch},
+            "images": [],
+        }
+
+    async def register(self) -> None:
+        async def one(name: str) -> None:
+            labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                      HOLLOW_LABEL: "true", **self.labels}
+            node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+                    "spec": {}, "status": self._status(name)}
+            try:
+                await self.client.nodes.create(node)
+            except errors.AlreadyExists:
+                await self._post_status(name)
+
+        await bounded(lambda name=name: one(name) for name in self.names)  # type: ignore[misc]
+        log.info("registered %d hollow nodes (%s...)", len(self.names), self.names[0] if self.names else "")
+
+    async def _post_status(self, name: str) -> None:
+        current = await self.client.nodes.get(name)
+        await self.client.nodes.patch(name, {"status": self._status(name, current.get("status"))}, "merge",
+                                      subresource="status")
+
+    async def _renew(self, name: str) -> None:
+        lease = self._leases.get(name)
+        now = now_rfc3339_micro()
+        if lease is not None:
+            lease["spec"]["renewTime"] = now
+            try:
+                self._leases[name] = await self.client.leases.update(lease)
+                return
+            except (errors.Conflict, errors.NotFound):
+                pass
+        try:
+            lease = await self.client.leases.get(name, LEASE_NAMESPACE)
+        except errors.NotFound:
+            self._leases[name] = await self.client.leases.create({
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name, "namespace": LEASE_NAMESPACE},
+                "spec": {"holderIdentity": name, "leaseDurationSeconds": self.lease_duration, "renewTime": now}},
+                LEASE_NAMESPACE)
+            return
+        lease["spec"]["renewTime"] = now
+        self._leases[name] = await self.client.leases.update(lease)
+
+    async def heartbeat(self, stop: asyncio.Event) -> None:
+        """Every Lease renewed in one bulk pass per interval; every node status posted per status interval."""
+        loop = asyncio.get_running_loop()
+        next_status = loop.time() + self.status_interval
+        while not stop.is_set():
+            began = loop.time()
+            await bounded(lambda name=name: self._renew(name) for name in self.names)  # type: ignore[misc]
+            if loop.time() >= next_status:
+                await bounded(lambda name=name: self._post_status(name) for name in self.names)  # type: ignore[misc]
+                next_status = loop.time() + self.status_interval
+            try:
+                await asyncio.wait_for(stop.wait(), max(0.0, self.lease_interval - (loop.time() - began)))
+            except TimeoutError:
+                pass
+
+    # --- pods -----------------------------------------------------------------------------------------------
+    def _on_pod(self, pod: dict[str, Any]) -> None:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node not in self._index:
+            return
+        meta = pod["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        if key in self._pending:
+            return
+        if meta.get("deletionTimestamp"):
+            self._pending.add(key)
+            asyncio.create_task(self._confirm_deletion(pod, key))
+        elif (pod.get("status") or {}).get("phase") not in ("Running", "Succeeded", "Failed"):
+            self._pending.add(key)
+            asyncio.create_task(self._mark_running(pod, key))
+
+    def running_status(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """What a kubelet would report once every container started (init containers completed)."""
+        spec = pod["spec"]
+        now = now_rfc3339()
+        inits = [st.terminated(c, 0, now, now, 0, init=True) for c in spec.get("initContainers") or []]
+        apps = [st.running(c, now, 0) for c in spec.get("containers") or []]
+        status = st.build_status(pod, apps, self.ip(spec["nodeName"]), now, inits)
+        status["podIP"], status["podIPs"] = status["hostIP"], status["hostIPs"]
+        return status
+
+    async def _mark_running(self, pod: dict[str, Any], key: str) -> None:
+        meta = pod["metadata"]
+        try:
+            async with self._gate:
+                await self.client.pods.patch(meta["name"], {"status": self.running_status(pod)}, "merge",
+                                             meta["namespace"], subresource="status")
+        except errors.NotFound:
+            pass
+        except errors.StatusError as err:
+            log.warning("hollow pod %s: %s", key, err)
+        finally:
+            self._pending.discard(key)
+
+    async def _confirm_deletion(self, pod: dict[str, Any], key: str) -> None:
+        meta = pod["metadata"]
+        try:
+            async with self._gate:
+                await self.client.pods.delete(meta["name"], meta["namespace"], grace_period_seconds=0,
+                                              preconditions={"uid": meta["uid"]})
+        except (errors.NotFound, errors.Conflict):
+            pass
+        except errors.StatusError as err:
+            log.warning("hollow pod %s: %s", key, err)
+        finally:
+            self._pending.discard(key)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await asyncio.gather(self.heartbeat(stop), self.informer.run(stop))
