@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import os
 import signal
@@ -25,7 +26,7 @@ from aiohttp import web
 
 from kubeclient import Clientset, LeaderElector
 
-from .config import Configuration, ConfigError, LeaderElection, Profile, load_config, parse_duration
+from .config import Configuration, ConfigError, LeaderElection, load_config, parse_duration
 from .scheduler import Scheduler
 
 log = logging.getLogger("scheduler")
@@ -72,8 +73,7 @@ def configuration(args: argparse.Namespace) -> Configuration:
     config = load_config(args.config) if args.config else Configuration()
     profiles = config.profiles
     if args.scheduler_name:
-        profiles = (Profile(args.scheduler_name, profiles[0].filters, profiles[0].scores,
-                            profiles[0].percentage_of_nodes_to_score), *profiles[1:])
+        profiles = (dataclasses.replace(profiles[0], scheduler_name=args.scheduler_name), *profiles[1:])
     le = config.leader_election
     overrides = {k: v for k, v in (
         ("leader_elect", args.leader_elect), ("resource_name", args.leader_elect_resource_name),

@@ -2,7 +2,8 @@
 
 Read: ``percentageOfNodesToScore`` (0: kube-scheduler's adaptive default), ``leaderElection`` (``leaderElect``,
 ``leaseDuration``/``renewDeadline``/``retryPeriod``, ``resourceName``/``resourceNamespace``) and ``profiles[]``
-with ``schedulerName``, ``percentageOfNodesToScore`` and ``plugins.{filter,score,multiPoint}.{enabled,disabled}``.
+with ``schedulerName``, ``percentageOfNodesToScore`` and ``plugins.{filter,score,postFilter,multiPoint}.{enabled,
+disabled}`` (``postFilter``: DefaultPreemption; disabled, an unschedulable pod never preempts).
 
 Plugin sets merge with the defaults as kube-scheduler's ``mergePluginSet`` does: defaults stay in their order
 unless disabled (``*`` disables them all); an enabled default is reconfigured in place (e.g. a new weight);
@@ -19,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from .plugins import DEFAULT_FILTERS, DEFAULT_SCORES, REGISTRY
+from .plugins import DEFAULT_FILTERS, DEFAULT_POST_FILTERS, DEFAULT_SCORES, REGISTRY
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -35,6 +36,7 @@ class Profile:
     filters: tuple[str, ...] = DEFAULT_FILTERS
     scores: tuple[tuple[str, int], ...] = tuple(DEFAULT_SCORES.items())
     percentage_of_nodes_to_score: int = 0  # 0: adaptive
+    post_filters: tuple[str, ...] = DEFAULT_POST_FILTERS
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,11 @@ def _plugin_list(value: Any, where: str) -> list[dict[str, Any]]:
     return value
 
 
+POINT_METHODS = {"filter": "filter", "score": "score", "postFilter": "post_filter"}  # extension point → method
+
+
 def _implements(name: str, point: str) -> bool:
-    return hasattr(REGISTRY[name], point)
+    return hasattr(REGISTRY[name], POINT_METHODS[point])
 
 
 def _merge(defaults: list[tuple[str, int]], section: dict[str, Any], multi: dict[str, Any], point: str,
@@ -135,10 +140,13 @@ def _profile(raw: Any, i: int, default_percentage: int) -> Profile:
                      multi, "filter", f"{where}.plugins")
     scores = _merge(list(DEFAULT_SCORES.items()), _mapping(plugins.get("score"), f"{where}.plugins.score"),
                     multi, "score", f"{where}.plugins")
+    post_filters = _merge([(n, 1) for n in DEFAULT_POST_FILTERS],
+                          _mapping(plugins.get("postFilter"), f"{where}.plugins.postFilter"), multi, "postFilter",
+                          f"{where}.plugins")
     percentage = raw.get("percentageOfNodesToScore")
     return Profile(name, tuple(n for n, _ in filters), tuple(scores),
                    _percentage(percentage, f"{where}.percentageOfNodesToScore") if percentage is not None
-                   else default_percentage)
+                   else default_percentage, tuple(n for n, _ in post_filters))
 
 
 def parse_config(doc: Any) -> Configuration:

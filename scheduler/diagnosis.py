@@ -10,8 +10,8 @@ the ~1,000 most recently tried pods.
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
-from collections.abc import Mapping
+from collections import ChainMap, Counter, OrderedDict
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -64,6 +64,22 @@ class Attempt:
         if status is None and k == self.fit_index and self.fit_bits is not None:
             status = unschedulable(*fit_reason_strings(int(self.fit_bits[row])))
         return self.filters[k], status or unschedulable()
+
+    def override_status(self, k: int, row: int, status: Status) -> None:
+        """Record that filter ``k`` rejected ``row`` with ``status``, over whatever ``statuses[k]`` held (it may be
+        a mapping shared with a cache, so writes go to an overlay) — for a verdict found after the array pass."""
+        self.fail_at[row] = k
+        current = self.statuses[k]
+        if not isinstance(current, ChainMap):
+            current = self.statuses[k] = ChainMap({}, current)  # type: ignore[arg-type]
+        overlay: MutableMapping[int, Status] = current
+        overlay[row] = status
+
+    def unschedulable_plugins(self) -> set[str]:
+        """The filters that rejected at least one evaluated node (kube-scheduler's ``UnschedulablePlugins``)."""
+        if self.pre_filter is not None:
+            return {self.pre_filter[0]}
+        return {self.filters[k] for k in np.unique(self.fail_at[self.evaluated]).tolist() if k < len(self.filters)}
 
     def reason_counts(self) -> Counter[str]:
         """How many evaluated nodes each reason rejected (FitError's histogram)."""

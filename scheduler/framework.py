@@ -8,8 +8,8 @@ scores, and the highest total wins. Plugins are pure: they read a ``NodeInfo`` a
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from apimachinery.quantity import parse_quantity
@@ -59,6 +59,15 @@ class Resources:
         self.memory -= other.memory
         self.ephemeral_storage -= other.ephemeral_storage
         self.pods -= other.pods
+
+
+def pod_key(pod: Pod) -> str:
+    meta = pod["metadata"]
+    return f"{meta.get('namespace', 'default')}/{meta['name']}"
+
+
+def pod_priority(pod: Pod) -> int:
+    return int(pod.get("spec", {}).get("priority") or 0)
 
 
 def _quantity(values: dict[str, Any], name: str, milli: bool = False) -> int:
@@ -144,6 +153,11 @@ class NodeInfo:
         self.non_zero_requested.add(pod_non_zero_requests(pod))
         self.used_ports |= host_ports(pod)
 
+    def clone(self) -> NodeInfo:
+        """A copy whose pods and sums can change without touching this one (kube-scheduler's ``Snapshot``)."""
+        return NodeInfo(self.node, dict(self.pods), replace(self.requested), replace(self.non_zero_requested),
+                        set(self.used_ports))
+
     def remove_pod(self, key: str) -> None:
         pod = self.pods.pop(key, None)
         if pod is None:
@@ -181,6 +195,41 @@ class CycleState(dict[str, Any]):
 
     def all_nodes(self, fallback: list[NodeInfo]) -> list[NodeInfo]:
         return self.snapshot or fallback
+
+
+NamespaceLabels = Callable[[str], Mapping[str, str]]
+
+
+def builtin_namespace_labels(namespace: str) -> Mapping[str, str]:
+    """The one label every namespace carries; what plugins see without a namespace informer."""
+    return {"kubernetes.io/metadata.name": namespace}
+
+
+class PodNominator(Protocol):
+    """Pending pods nominated to nodes (``status.nominatedNodeName``), as the scheduling queue keeps them."""
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
+
+    def nodes(self) -> list[str]:
+        """The nodes that have nominated pods."""
+        ...
+
+
+@dataclass
+class Handle:
+    """What the runner and plugins get from the scheduler beyond the pod and the nodes (kube-scheduler's
+    ``framework.Handle``): namespace labels from the namespace informer, and the queue's nominator, which the runner
+    needs to keep room for nominated pods (``Runner.filter_with_nominated_pods``)."""
+
+    namespace_labels: NamespaceLabels = builtin_namespace_labels
+    nominator: PodNominator | None = None
+
+
+class NamespaceAware(Protocol):
+    """Optional: a plugin that matches namespace labels (a ``namespaceSelector``) exposes ``namespace_labels``;
+    the runner sets it to the Handle's lookup."""
+
+    namespace_labels: NamespaceLabels
 
 
 class PreFilterPlugin(Protocol):
@@ -221,6 +270,42 @@ class NormalizeScorePlugin(ScorePlugin, Protocol):
     """ScoreExtensions.NormalizeScore (optional): raw scores of all scored nodes (by node name) → 0..100."""
 
     def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> dict[str, int]: ...
+
+
+@dataclass
+class Candidate:
+    """A node and the pods to delete from it so the pod fits there (preemption's victims)."""
+
+    node: str
+    victims: list[Pod]
+
+
+@dataclass
+class PostFilterResult:
+    candidate: Candidate | None
+    message: str = ""  # why there is none, appended to FailedScheduling ("preemption: ...")
+    clear_nomination: bool = False  # without a candidate: drop the pod's nominatedNodeName (else leave it)
+
+    @property
+    def nominated_node(self) -> str | None:
+        """kube-scheduler's NominatingInfo: the node to nominate, "" to clear the nomination, None to leave it."""
+        if self.candidate is not None:
+            return self.candidate.node
+        return "" if self.clear_nomination else None
+
+
+FitsOn = Callable[[NodeInfo], Callable[[NodeInfo], Status]]
+
+
+class PostFilterPlugin(Protocol):
+    """PostFilter: called only when no node fits, with the failed filters' Status by node name. It may find a way
+    for the pod to fit later (DefaultPreemption: victims to delete) and names the node to nominate. ``fits_on(node)``
+    gives a check that runs the profile's filters, with the node's nominated pods, on a modified copy of ``node``."""
+
+    name: str
+
+    def post_filter(self, pod: Pod, nodes: list[NodeInfo], statuses: dict[str, Status], fits_on: FitsOn
+                    ) -> PostFilterResult: ...
 
 
 class NodeStaticFilter(Protocol):

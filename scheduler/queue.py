@@ -18,6 +18,8 @@ Guarantees:
 * A pod left unschedulable for ``max_unschedulable`` seconds (60 s) is moved back anyway, as Kubernetes' periodic
   ``flushUnschedulablePodsLeftover`` does; expired backoffs move to active. Both happen in ``run`` (timers, no
   busy loop) or by calling ``flush`` with a fake clock in tests.
+* ``nominator`` (scheduler/nominator.py) holds the pods nominated to nodes: ``add``/``update`` take the pod's
+  ``status.nominatedNodeName``, ``delete`` drops it, as kube-scheduler's queue keeps its nominator.
 """
 
 from __future__ import annotations
@@ -30,22 +32,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Pod = dict[str, Any]
+from .framework import Pod, pod_key, pod_priority
+from .nominator import Nominator
+
+__all__ = ["Nominator", "QueuedPodInfo", "SchedulingQueue", "pod_key", "pod_priority"]
+
 Where = Literal["active", "backoff", "unschedulable", "in-flight"]
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
 MAX_UNSCHEDULABLE = 60.0
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0  # kube-scheduler checks the leftover unschedulable pods every 30 s
-
-
-def pod_key(pod: Pod) -> str:
-    meta = pod["metadata"]
-    return f"{meta.get('namespace', 'default')}/{meta['name']}"
-
-
-def pod_priority(pod: Pod) -> int:
-    return int(pod.get("spec", {}).get("priority") or 0)
 
 
 @dataclass
@@ -81,6 +78,7 @@ class SchedulingQueue:
         self._timer_wakeup = asyncio.Event()
         self._closed = False
         self._parked: dict[str, QueuedPodInfo] = {}  # unschedulable or in flight (stale entries skipped)
+        self.nominator = Nominator()
 
     # --- views ------------------------------------------------------------------------------------------------
     def where(self, key: str) -> Where | None:
@@ -110,6 +108,7 @@ class SchedulingQueue:
             return
         info = QueuedPodInfo(key, pod, self.clock(), seq=next(self._seq))
         self._pods[key] = info
+        self.nominator.add(pod)
         self._push_active(info)
 
     def update(self, pod: Pod) -> None:
@@ -121,6 +120,7 @@ class SchedulingQueue:
             return
         changed = _scheduling_relevant(info.pod) != _scheduling_relevant(pod)
         reprioritised = pod_priority(pod) != pod_priority(info.pod)
+        self.nominator.update(info.pod, pod)
         info.pod = pod
         if info.where == "active" and reprioritised:
             self._push_active(info)
@@ -128,7 +128,9 @@ class SchedulingQueue:
             self._move(info)
 
     def delete(self, key: str) -> None:
+        """The pod is gone or bound: forget it and its nomination."""
         self._pods.pop(key, None)  # heap entries become stale and are skipped
+        self.nominator.delete(key)
 
     def move_all_to_active_or_backoff(self, reason: str = "", which: Callable[[QueuedPodInfo], bool] | None = None
                                       ) -> int:

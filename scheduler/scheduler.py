@@ -8,14 +8,18 @@ a node's labels/taints/name declare it (``filter_view``/``score_view``: NodeName
 TaintToleration, NodeAffinity) and are answered from a per-pod-view cache, normalised by their own
 ``normalize``; plugins that have nothing to say about a pod (no host ports, no volumes, no spread
 constraints, no pod affinity anywhere) are skipped. Only the nodes left undecided go through per-node plugin
-calls. ``find_node_reference`` is the plain per-node runner; a unit test checks both agree.
+calls. Nodes with nominated pods (a preemptor waiting for its victims to go) are filtered per node with those
+pods first (``filter_with_nominated_pods``), so a less important pod cannot take the room made for them.
+``find_node_reference`` is the plain per-node runner; a unit test checks both agree.
 
 Loop: informers feed the cache (nodes, bound pods) and the queue (pending pods of our profiles); the loop pops
 a pod, runs its profile, assumes the pod on the chosen node and binds it asynchronously. A failed bind forgets
-the assumption and requeues with backoff. When nothing fits, DefaultPreemption (plugins/defaultpreemption.py)
-looks for lower-priority victims: if found they are deleted and the pod nominated to their node; either way
-the pod gets ``PodScheduled=False`` (reason Unschedulable) and a ``FailedScheduling`` event in Kubernetes'
-words (with the preemption note), and waits for a cluster event (the victims' deletion is one).
+the assumption and requeues with backoff. When nothing fits, the profile's PostFilter, DefaultPreemption
+(plugins/defaultpreemption.py), looks for lower-priority victims: if found they are deleted and the pod nominated
+to their node (in the queue's nominator at once, in ``status.nominatedNodeName`` after); either way the pod gets
+``PodScheduled=False`` (reason Unschedulable) and a ``FailedScheduling`` event in Kubernetes' words (with the
+preemption note unless preemption is disabled), and waits for a cluster event (the victims' deletion is one).
+A namespace informer gives InterPodAffinity the namespace labels its ``namespaceSelector``s match.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -38,10 +42,11 @@ from . import affinityindex
 from .cache import Cache, is_terminated
 from .config import Profile
 from .diagnosis import Attempt, DiagnosisStore, ScoreColumn, failure_message
-from .framework import SUCCESS, CycleState, NodeInfo, Pod, Status, pod_non_zero_requests, pod_requests
+from .framework import (SUCCESS, Candidate, CycleState, Handle, NamespaceLabels, NodeInfo, Pod, PostFilterResult,
+                        Status, pod_non_zero_requests, pod_priority, pod_requests)
 from .nodetable import (NodeTable, balanced_allocation, default_normalize, fit_reasons, least_allocated,
                         shape_key)
-from .plugins import REGISTRY, defaultpreemption, interpodaffinity, podtopologyspread
+from .plugins import REGISTRY, interpodaffinity, podtopologyspread
 from .queue import QueuedPodInfo, SchedulingQueue, pod_key
 
 __all__ = ["Scheduler", "Runner", "failure_message", "num_feasible_nodes_to_find", "pod_key"]
@@ -89,9 +94,9 @@ REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
-def _pod_add_may_help(pending: Pod, added: Pod) -> bool:
+def _pod_add_may_help(pending: Pod, added: Pod, namespace_labels: NamespaceLabels) -> bool:
     """AssignedPodAdd's queueing hints: InterPodAffinity's and PodTopologySpread's (the plugins it can help)."""
-    return interpodaffinity.assigned_pod_add_may_help(pending, added) or \
+    return interpodaffinity.assigned_pod_add_may_help(pending, added, namespace_labels) or \
         podtopologyspread.assigned_pod_add_may_help(pending, added)
 
 
@@ -102,11 +107,16 @@ def _plugin_id(plugin: Any) -> tuple[str, str, str]:
 class Runner:
     """Runs one profile's plugins for a pod over the cache's nodes; see the module docstring."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, handle: Handle | None = None) -> None:
         self.profile = profile
+        self.handle = handle or Handle()
         self.filters = [REGISTRY[name]() for name in profile.filters]
         by_name = {p.name: p for p in self.filters}  # a plugin in both lists is one instance (shared state)
         self.scores = [(by_name.get(name) or REGISTRY[name](), weight) for name, weight in profile.scores]
+        self.post_filters = [REGISTRY[name]() for name in profile.post_filters]
+        for plugin in (*self.filters, *(p for p, _ in self.scores)):
+            if hasattr(plugin, "namespace_labels"):  # NamespaceAware
+                plugin.namespace_labels = self.handle.namespace_labels
         self.next_start = 0
 
     def _in_tree(self, plugin: Any, name: str) -> bool:
@@ -184,6 +194,46 @@ class Runner:
         normalized = plugin.normalize(state, pod, dict(zip(names, raw.tolist())))
         return np.array([normalized[name] for name in names], np.int64)
 
+    # --- nominated pods -----------------------------------------------------------------------------------------
+    def _with_nominated_pods(self, pod: Pod, info: NodeInfo, infos: list[NodeInfo]
+                             ) -> tuple[CycleState, NodeInfo] | None:
+        """kube-scheduler's ``addNominatedPods``: a copy of ``info`` with the pods nominated to it that have at
+        least ``pod``'s priority (not ``pod`` itself), and a CycleState whose snapshot holds that copy (PreFilters
+        then run on it lazily); None when there are none."""
+        nominator = self.handle.nominator
+        if nominator is None:
+            return None
+        key, priority = pod_key(pod), pod_priority(pod)
+        added = [p for p in nominator.nominated_pods_for_node(info.name)
+                 if pod_priority(p) >= priority and pod_key(p) != key]
+        if not added:
+            return None
+        copy = info.clone()
+        for p in added:
+            copy.add_pod(pod_key(p), p)
+        return CycleState(copy if i is info else i for i in infos), copy
+
+    def _run_filters(self, state: CycleState, pod: Pod, info: NodeInfo) -> tuple[int, Status] | None:
+        """The first filter that rejects ``info`` (its index and Status), or None."""
+        for k, plugin in enumerate(self.filters):
+            status = plugin.filter(state, pod, info)
+            if not status.ok:
+                return k, status
+        return None
+
+    def filter_with_nominated_pods(self, state: CycleState, pod: Pod, info: NodeInfo, infos: list[NodeInfo]
+                                   ) -> tuple[int, Status] | None:
+        """kube-scheduler's ``RunFilterPluginsWithNominatedPods``: the filters run first with the node's nominated
+        pods of equal or higher priority added (the pod must not take the room kept for them), then, if that passes
+        and pods were added, without them (pod affinity may rely on pods that are not there yet). The node fits only
+        if both pass; the first failure is returned."""
+        nominated = self._with_nominated_pods(pod, info, infos)
+        if nominated is not None:
+            failed = self._run_filters(nominated[0], pod, nominated[1])
+            if failed is not None:
+                return failed
+        return self._run_filters(state, pod, info)
+
     # --- the attempt --------------------------------------------------------------------------------------------
     def _new_attempt(self, pod: Pod, table: NodeTable, number: int) -> Attempt:
         n = len(self.filters)
@@ -222,9 +272,24 @@ class Runner:
                     attempt.evaluated = np.arange(n)
                     return self._finish(attempt, pod, table, None)
 
+        # Nodes with nominated pods are checked per node with them first (filter_with_nominated_pods); the
+        # arrays above are the second pass, without them.
+        nominated: dict[int, tuple[CycleState, NodeInfo]] = {}
+        for name in self.handle.nominator.nodes() if self.handle.nominator is not None else ():
+            row = table.index.get(name)
+            found = None if row is None else self._with_nominated_pods(pod, table.infos[row], table.infos)
+            if row is not None and found is not None:
+                nominated[row] = found
+                needs_call[row] = True
+
         def resolve(row: int) -> bool:
             """Run the undecided filters of ``row`` in order, up to its first failure; True if it passes all."""
             info = table.infos[row]
+            if row in nominated:
+                failed = self._run_filters(nominated[row][0], pod, nominated[row][1])
+                if failed is not None:
+                    attempt.override_status(failed[0], row, failed[1])
+                    return False
             for k, plugin in enumerate(self.filters):
                 if k == fail_at[row]:
                     return False
@@ -315,8 +380,12 @@ class Runner:
         attempt.node = table.names[int(attempt.feasible[random.choice(best.tolist())])]
         return attempt
 
-    def preempt(self, pod: Pod, cache: Cache, attempt: Attempt) -> defaultpreemption.Result:
-        """DefaultPreemption (PostFilter) after a failed ``attempt``: a node and victims, or why there are none."""
+    def post_filter(self, pod: Pod, cache: Cache, attempt: Attempt) -> PostFilterResult | None:
+        """The profile's PostFilter plugins (DefaultPreemption) after a failed ``attempt``, as kube-scheduler's
+        ``RunPostFilterPlugins``: the first that finds a candidate wins; otherwise their messages are joined and
+        the last one that decided about the nomination decides. None when the profile has no PostFilter."""
+        if not self.post_filters:
+            return None
         table = cache.table
         verdicts = {}
         for row in attempt.evaluated.tolist():
@@ -327,15 +396,21 @@ class Runner:
 
         def fits_on(original: NodeInfo) -> Callable[[NodeInfo], Status]:
             def fits(trial: NodeInfo) -> Status:
-                state = CycleState(trial if info is original else info for info in infos)  # PreFilters run lazily
-                for plugin in self.filters:
-                    status = plugin.filter(state, pod, trial)
-                    if not status.ok:
-                        return status
-                return SUCCESS
+                trial_infos = [trial if info is original else info for info in infos]
+                failed = self.filter_with_nominated_pods(CycleState(trial_infos), pod, trial, trial_infos)
+                return SUCCESS if failed is None else failed[1]  # PreFilters run lazily on the trial snapshot
             return fits
 
-        return defaultpreemption.preempt(pod, infos, verdicts, fits_on)
+        messages, clear = [], False
+        for plugin in self.post_filters:
+            result = plugin.post_filter(pod, infos, verdicts, fits_on)
+            if result.candidate is not None:
+                return result
+            if result.message:
+                messages.append(result.message)
+            if result.nominated_node is not None:
+                clear = result.clear_nomination
+        return PostFilterResult(None, ", ".join(messages), clear_nomination=clear)
 
     def find_node_reference(self, pod: Pod, cache: Cache, number: int = 1) -> Attempt:
         """The same attempt with every plugin called per node (the oracle the vectorised path must equal)."""
@@ -354,12 +429,11 @@ class Runner:
                     return self._finish(attempt, pod, table, None)
 
         def resolve(row: int) -> bool:
-            for k, plugin in enumerate(self.filters):
-                status = plugin.filter(state, pod, table.infos[row])
-                if not status.ok:
-                    attempt.fail_at[row] = k
-                    attempt.statuses[k][row] = status
-                    return False
+            failed = self.filter_with_nominated_pods(state, pod, table.infos[row], table.infos)
+            if failed is not None:
+                attempt.fail_at[row] = failed[0]
+                attempt.statuses[failed[0]][row] = failed[1]
+                return False
             attempt.fail_at[row] = k_all
             return True
 
@@ -391,22 +465,41 @@ class Scheduler:
     def __init__(self, client: Clientset, profiles: list[Profile] | None = None) -> None:
         self.client = client
         profiles = profiles or [Profile()]
-        self.runners = {p.scheduler_name: Runner(p) for p in profiles}
         self.name = profiles[0].scheduler_name
         self.cache = Cache()
         self.queue = SchedulingQueue()
+        self.handle = Handle(self.namespace_labels, self.queue.nominator)
+        self.runners = {p.scheduler_name: Runner(p, self.handle) for p in profiles}
         self.diagnoses = DiagnosisStore()
         self.recorder = EventRecorder(client.events, self.name)
         self.node_informer = SharedInformer(client.nodes)
         self.pod_informer = SharedInformer(client.pods)
+        self.namespace_informer = SharedInformer(client.namespaces)
         self.node_informer.add_event_handler(self._node_changed, lambda o, n: self._node_changed(n),
                                              self._node_deleted)
         self.pod_informer.add_event_handler(self._pod_changed, lambda o, n: self._pod_changed(n), self._pod_deleted)
+        self.namespace_informer.add_event_handler(lambda ns: self._namespace_changed(None, ns),
+                                                  self._namespace_changed)
         self._binds = asyncio.Semaphore(MAX_BINDS_IN_FLIGHT)
         self._tasks: set[asyncio.Task[None]] = set()
         self.scheduled = 0
 
     # --- informer handlers ------------------------------------------------------------------------------------
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        """A namespace's labels from the informer; none for a namespace not (yet) seen, as kube-scheduler's
+        ``GetNamespaceLabelsSnapshot``."""
+        obj = self.namespace_informer.store.get_by_key(namespace)
+        return (obj.get("metadata", {}).get("labels") or {}) if obj else {}
+
+    def _namespace_changed(self, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        """A namespace added or relabelled may now match (or stop matching) a ``namespaceSelector``: pods that
+        InterPodAffinity rejected get another try."""
+        labels = new.get("metadata", {}).get("labels")
+        if old is None or old.get("metadata", {}).get("labels") != labels:
+            self.queue.move_all_to_active_or_backoff(
+                "NamespaceAdd" if old is None else "NamespaceUpdate",
+                lambda info: interpodaffinity.NAME in info.unschedulable_plugins)
+
     def _node_changed(self, node: dict[str, Any]) -> None:
         if self.cache.add_node(node):
             self.queue.move_all_to_active_or_backoff("NodeChange")
@@ -418,7 +511,7 @@ class Scheduler:
     def _pod_changed(self, pod: Pod) -> None:
         key = pod_key(pod)
         if _spec(pod).get("nodeName"):
-            self.queue.delete(key)
+            self.queue.delete(key)  # and its nomination: it is bound
             was_counted = key in self.cache.pod_nodes
             newly_bound = not was_counted or self.cache.is_assumed(key)
             self.cache.add_pod(pod)
@@ -426,8 +519,8 @@ class Scheduler:
                 if was_counted:
                     self.queue.move_all_to_active_or_backoff("AssignedPodTerminated")
             elif newly_bound:
-                self.queue.move_all_to_active_or_backoff("AssignedPodAdd", lambda info: _pod_add_may_help(info.pod,
-                                                                                                          pod))
+                self.queue.move_all_to_active_or_backoff(
+                    "AssignedPodAdd", lambda info: _pod_add_may_help(info.pod, pod, self.namespace_labels))
             return
         if pod["metadata"].get("deletionTimestamp") or _spec(pod).get("schedulerName", "default-scheduler") \
                 not in self.runners:
@@ -462,30 +555,38 @@ class Scheduler:
             return None
         self.diagnoses.record(attempt)
         if attempt.node is None:
-            candidate = self._post_filter(runner, pod, attempt)
-            self.queue.add_unschedulable(info, {name for name, _ in ([attempt.pre_filter] if attempt.pre_filter
-                                                                     else [])})
-            self._spawn(self._unschedulable(pod, attempt.message, candidate))
+            result = self._post_filter(runner, pod, attempt)
+            # As kube-scheduler's handleSchedulingFailure: the nominator first, so the next cycles already keep
+            # the room, then the status write.
+            self.queue.nominator.add(pod, result.nominated_node)
+            self.queue.add_unschedulable(info, attempt.unschedulable_plugins())
+            self._spawn(self._unschedulable(pod, attempt.message, result.nominated_node, result.candidate))
             return attempt
         self.cache.assume_pod(pod, attempt.node)
+        self.queue.nominator.delete(info.key)  # its room is now held by the assumed pod itself
         self.queue.done(info.key)
         self._spawn(self._bind(info, attempt.node))
         return attempt
 
-    def _post_filter(self, runner: Runner, pod: Pod, attempt: Attempt) -> defaultpreemption.Candidate | None:
-        """DefaultPreemption: the node to nominate and the victims to delete, or None with a note in the attempt's
-        message why preemption cannot help (as Kubernetes' FitError appends its PostFilter message)."""
+    def _post_filter(self, runner: Runner, pod: Pod, attempt: Attempt) -> PostFilterResult:
+        """The PostFilter plugins (DefaultPreemption): victims and the node to nominate, or, without a candidate,
+        their note appended to the attempt's message (as Kubernetes' FitError appends its PostFilter message).
+        A profile without PostFilter plugins only clears the nomination, as kube-scheduler does."""
         try:
-            result = runner.preempt(pod, self.cache, attempt)
+            result = runner.post_filter(pod, self.cache, attempt)
         except Exception:  # preemption is best effort; the pod stays unschedulable
             log.exception("preemption for %s failed", pod_key(pod))
-            return None
-        if result.candidate is None:
-            attempt.message += f" preemption: {result.message}."
-        return result.candidate
+            return PostFilterResult(None)
+        if result is None:
+            log.debug("No PostFilter plugins are registered, so no preemption will be performed")
+            return PostFilterResult(None, clear_nomination=True)
+        if result.candidate is None and result.message:
+            attempt.message += f" {result.message}."
+        return result
 
-    async def _preempt(self, pod: Pod, candidate: defaultpreemption.Candidate) -> None:
-        """As kube-scheduler's prepareCandidate: mark each victim DisruptionTarget, record Preempted, delete it."""
+    async def _preempt(self, pod: Pod, candidate: Candidate) -> None:
+        """As kube-scheduler's prepareCandidate: mark each victim DisruptionTarget, record Preempted, delete it;
+        then clear the nomination of lower-priority pods nominated to the node (they may no longer fit there)."""
         condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
                      "message": f"{self.name}: preempting to accommodate a higher priority pod",
                      "lastTransitionTime": now_rfc3339()}
@@ -502,6 +603,14 @@ class Scheduler:
                 continue
             except errors.StatusError as err:
                 log.warning("preempting %s for %s failed: %s", pod_key(victim), pod_key(pod), err)
+        for nominated in self.queue.nominator.nominated_pods_for_node(candidate.node):
+            if pod_priority(nominated) < pod_priority(pod):
+                meta = nominated["metadata"]
+                try:
+                    await self.client.pods.patch(meta["name"], {"status": {"nominatedNodeName": None}}, "strategic",
+                                                 meta["namespace"], subresource="status")
+                except errors.StatusError as err:
+                    log.info("could not clear the nomination of %s: %s", pod_key(nominated), err)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
@@ -525,18 +634,18 @@ class Scheduler:
         self.recorder.event(pod, "Normal", "Scheduled",
                             f"Successfully assigned {meta['namespace']}/{meta['name']} to {node_name}")
 
-    async def _unschedulable(self, pod: Pod, message: str, preemption: defaultpreemption.Candidate | None = None
-                             ) -> None:
-        """FailedScheduling, PodScheduled=False and the nominated node; then the victims go. In this order, so the
-        status write cannot land after the bind that the victims' deletion leads to."""
-        nominated = preemption.node if preemption else None
+    async def _unschedulable(self, pod: Pod, message: str, nominated: str | None = None,
+                             preemption: Candidate | None = None) -> None:
+        """FailedScheduling, PodScheduled=False and the nomination (``nominated``: a node, "" to clear, None to
+        leave it; written only when it changes); then the victims go. In this order, so the status write cannot
+        land after the bind that the victims' deletion leads to."""
         self.recorder.event(pod, "Warning", "FailedScheduling", message)
         meta = pod["metadata"]
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
                      "lastProbeTime": None, "lastTransitionTime": now_rfc3339()}
         status: dict[str, Any] = {"conditions": [condition]}
-        if nominated or pod.get("status", {}).get("nominatedNodeName"):
-            status["nominatedNodeName"] = nominated  # None clears it, as a failed preemption does
+        if nominated is not None and nominated != ((pod.get("status") or {}).get("nominatedNodeName") or ""):
+            status["nominatedNodeName"] = nominated or None  # None removes it
         try:
             await self.client.pods.patch(meta["name"], {"status": status}, "strategic",
                                          meta["namespace"], subresource="status")
@@ -547,10 +656,11 @@ class Scheduler:
 
     # --- lifecycle --------------------------------------------------------------------------------------------
     async def start_informers(self, stop: asyncio.Event) -> list[asyncio.Task[None]]:
-        tasks = [asyncio.create_task(self.node_informer.run(stop)), asyncio.create_task(self.pod_informer.run(stop)),
+        informers = (self.namespace_informer, self.node_informer, self.pod_informer)
+        tasks = [*(asyncio.create_task(informer.run(stop)) for informer in informers),
                  asyncio.create_task(self.queue.run(stop))]
-        await self.node_informer.wait_for_sync()
-        await self.pod_informer.wait_for_sync()
+        for informer in informers:
+            await informer.wait_for_sync()
         return tasks
 
     async def schedule(self, stop: asyncio.Event) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .defaultpreemption import DefaultPreemption
 from .imagelocality import ImageLocality
 from .interpodaffinity import InterPodAffinity
 from .nodeaffinity import NodeAffinity
@@ -28,10 +29,12 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     "PodTopologySpread": PodTopologySpread,
     "InterPodAffinity": InterPodAffinity,
     "ImageLocality": ImageLocality,
+    "DefaultPreemption": DefaultPreemption,
 }
 
-# kube-scheduler's default profile: filters in its order, scores with its default weights.
+# kube-scheduler's default profile: filters in its order, scores with its default weights, preemption after.
 DEFAULT_FILTERS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
                    "NodeResourcesFit", "VolumeRestrictions", "PodTopologySpread", "InterPodAffinity")
 DEFAULT_SCORES = {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2, "InterPodAffinity": 2,
                   "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
+DEFAULT_POST_FILTERS = ("DefaultPreemption",)

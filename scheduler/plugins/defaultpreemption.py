@@ -13,8 +13,12 @@ As kube-scheduler's ``defaultpreemption`` and ``framework/preemption``:
   is picked with the lowest highest victim priority, then the lowest sum of priorities, the fewest victims, the
   latest start of its highest-priority victims, then the first (``pick_one_node``). PodDisruptionBudgets are not
   served by kubelab, so none is violated.
+* Whether the pod fits a node without some victims is asked through ``fits_on`` (the runner's
+  ``filter_with_nominated_pods``): pods nominated to the node with at least the preemptor's priority count as
+  placed, so a preemptor never takes the room an earlier, more important one made.
 * Without a candidate the PostFilter fails with a message shaped as Kubernetes', which the scheduler appends to
-  FailedScheduling: ``preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.``
+  FailedScheduling: ``preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.``, and
+  the pod's nomination is cleared; a pod not eligible keeps its nomination.
 
 The scheduler (scheduler.py) then deletes the victims (a ``DisruptionTarget`` condition and a ``Preempted`` event
 first), sets the pod's ``status.nominatedNodeName`` and requeues it; the victims' deletion wakes it.
@@ -24,9 +28,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from ..framework import SUCCESS, Candidate, Code, FitsOn, NodeInfo, Pod, PostFilterResult, Status, unschedulable
 
-from ..framework import SUCCESS, Code, NodeInfo, Pod, Status, unschedulable
+__all__ = ["Candidate", "DefaultPreemption", "Result", "eligible", "pick_one_node", "preempt",
+           "select_victims_on_node"]
 
 NAME = "DefaultPreemption"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -48,16 +53,7 @@ def start_time(pod: Pod) -> str:
     return pod.get("status", {}).get("startTime") or pod.get("metadata", {}).get("creationTimestamp") or ""
 
 
-@dataclass
-class Candidate:
-    node: str
-    victims: list[Pod]
-
-
-@dataclass
-class Result:
-    candidate: Candidate | None
-    message: str = ""  # why there is none, as appended to FailedScheduling ("preemption: ...")
+Result = PostFilterResult
 
 
 def eligible(pod: Pod, nodes: list[NodeInfo]) -> str | None:
@@ -121,8 +117,7 @@ def pick_one_node(candidates: list[Candidate]) -> Candidate:
     return next(c for c in best if latest_start(c) == late)
 
 
-def preempt(pod: Pod, nodes: list[NodeInfo], verdicts: dict[str, Status], fits_on: Callable[[NodeInfo], Fits]
-            ) -> Result:
+def preempt(pod: Pod, nodes: list[NodeInfo], verdicts: dict[str, Status], fits_on: FitsOn) -> Result:
     """Find the node and victims for ``pod``; ``verdicts`` are the failed filters' statuses by node name and
     ``fits_on(node)`` runs the profile's filters against a modified copy of ``node``."""
     reason = eligible(pod, nodes)
@@ -150,4 +145,18 @@ def preempt(pod: Pod, nodes: list[NodeInfo], verdicts: dict[str, Status], fits_o
         return Result(pick_one_node(candidates))
     counts = Counter(r for s in statuses.values() for r in s.reasons)
     parts = ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))
-    return Result(None, f"0/{len(nodes)} nodes are available: {parts}.")
+    return Result(None, f"0/{len(nodes)} nodes are available: {parts}.", clear_nomination=True)
+
+
+class DefaultPreemption:
+    """The PostFilter plugin (``plugins.postFilter`` in a KubeSchedulerConfiguration)."""
+
+    name = NAME
+
+    def post_filter(self, pod: Pod, nodes: list[NodeInfo], statuses: dict[str, Status], fits_on: FitsOn
+                    ) -> PostFilterResult:
+        """``preempt``, its message prefixed ``preemption:`` as kube-scheduler's PostFilter does."""
+        result = preempt(pod, nodes, statuses, fits_on)
+        if result.message:
+            result.message = f"preemption: {result.message}"
+        return result

@@ -8,8 +8,8 @@ no pod matches yet, so the first pod of a self-affine group is not stuck pending
 
 A term selects pods by ``labelSelector`` in ``namespaces``; with neither ``namespaces`` nor
 ``namespaceSelector`` it means the owner's namespace, ``namespaceSelector: {}`` means every namespace, and a
-non-empty selector is matched against namespace labels (given to the plugin; by default only the built-in
-``kubernetes.io/metadata.name`` label is known).
+non-empty selector is matched against namespace labels: the scheduler's namespace informer, set by the runner
+(``namespace_labels``, framework.NamespaceAware); alone, the plugin knows only ``kubernetes.io/metadata.name``.
 
 Score (PreScore over all nodes): for every existing pod, the incoming pod's preferred terms it matches add
 (affinity) or subtract (anti-affinity) their weight to its node's topology pair, and the existing pod's own
@@ -20,13 +20,13 @@ A node's raw score sums its pairs; normalisation maps [min(0, lowest), highest] 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from apimachinery.labels import Selector, nothing, selector_from_label_selector
 
-from ..framework import MAX_NODE_SCORE, SUCCESS, CycleState, NodeInfo, Pod, Status, unschedulable
+from ..framework import (MAX_NODE_SCORE, SUCCESS, CycleState, NamespaceLabels, NodeInfo, Pod, Status,
+                         builtin_namespace_labels, unschedulable)
 
 NAME = "InterPodAffinity"
 ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
@@ -36,12 +36,7 @@ HARD_POD_AFFINITY_WEIGHT = 1
 _PRE_FILTER_KEY = "PreFilter" + NAME
 _PRE_SCORE_KEY = "PreScore" + NAME
 
-NamespaceLabels = Callable[[str], Mapping[str, str]]
 TopologyPair = tuple[str, str]
-
-
-def builtin_namespace_labels(namespace: str) -> Mapping[str, str]:
-    return {"kubernetes.io/metadata.name": namespace}
 
 
 @dataclass(frozen=True)

@@ -8,27 +8,12 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from conftest import ROOT
+from support.scheduler import SchedulerProcess, debug_endpoint, node_of
 from support.wait import wait_for
-
-
-def start_scheduler(api_url: str, log_path: Path, *flags: str) -> subprocess.Popen[bytes]:
-    with open(log_path, "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "scheduler", "--master", api_url, *flags], cwd=ROOT,
-                                stdout=log, stderr=subprocess.STDOUT)
-
-
-def lease(client: httpx.Client, name: str) -> dict[str, Any]:
-    resp = client.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{name}")
-    return resp.json() if resp.status_code == 200 else {}
-
-
-def node_of(client: httpx.Client, ns: str, name: str) -> str:
-    return client.get(f"/api/v1/namespaces/{ns}/pods/{name}").json()["spec"].get("nodeName", "")
 
 
 def make_node(client: httpx.Client, ns: str, suffix: str, cpu: str, *taints: dict[str, str]) -> None:
@@ -62,15 +47,14 @@ def row(output: str, node: str) -> str:
 def test_explain_scheduled_and_unschedulable_pods(client: httpx.Client, api_url: str, ns: str,
                                                   tmp_path: Path) -> None:
     lease_name, scheduler_name = f"ks-{uuid.uuid4().hex[:8]}", f"sched-{ns}"
-    scheduler = start_scheduler(api_url, tmp_path / "scheduler.log", f"--leader-elect-resource-name={lease_name}",
-                                f"--scheduler-name={scheduler_name}")
+    scheduler = SchedulerProcess(api_url, tmp_path / "scheduler.log", f"--leader-elect-resource-name={lease_name}",
+                                 f"--scheduler-name={scheduler_name}")
     try:
         check = {"key": "check", "value": ns, "effect": "NoSchedule"}
         make_node(client, ns, "tainted1", "8", check)
         make_node(client, ns, "tainted2", "8", check)
         make_node(client, ns, "small", "99")
-        endpoint = wait_for(lambda: lease(client, lease_name).get("metadata", {}).get("annotations", {})
-                            .get("kubelab.io/debug-endpoint"), what="the scheduler's debug endpoint")
+        endpoint = debug_endpoint(client, lease_name)
 
         create_pod(client, ns, "web", scheduler_name, "1")
         assert wait_for(lambda: node_of(client, ns, "web"), what="binding") == f"{ns}-small"
@@ -93,5 +77,4 @@ def test_explain_scheduled_and_unschedulable_pods(client: httpx.Client, api_url:
         # 1 cpu is taken by web: 98 free of 99, so 2 short.
         assert f"lacks 2 cpu: the pod requests 100, {ns}-small has 98 free of 99" in nearest
     finally:
-        scheduler.terminate()
-        scheduler.wait(15)
+        scheduler.stop()

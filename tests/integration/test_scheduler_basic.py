@@ -2,30 +2,24 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from conftest import ROOT
+from support.scheduler import SchedulerProcess, node_of
 from support.wait import wait_for
-
 
 
 @pytest.fixture(scope="module")
 def scheduler(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    log_path = tmp_path_factory.mktemp("scheduler") / "scheduler.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "scheduler", "--master", api_url], cwd=ROOT, stdout=log,
-                                stderr=subprocess.STDOUT)
+    process = SchedulerProcess(api_url, tmp_path_factory.mktemp("scheduler") / "scheduler.log")
     try:
         yield
     finally:
-        proc.terminate()
-        proc.wait(15)
+        process.stop()
 
 
 def make_nodes(client: httpx.Client, prefix: str, specs: dict[str, dict[str, Any]]) -> None:
@@ -48,10 +42,6 @@ def create_pod(client: httpx.Client, ns: str, name: str, prefix: str, **spec: An
                      "containers": [{"name": "c", "image": "busybox",
                                      "resources": {"requests": {"cpu": spec.pop("cpu", "100m")}}}], **spec}}
     assert client.post(f"/api/v1/namespaces/{ns}/pods", json=body).status_code == 201, body
-
-
-def node_of(client: httpx.Client, ns: str, name: str) -> str:
-    return client.get(f"/api/v1/namespaces/{ns}/pods/{name}").json()["spec"].get("nodeName", "")
 
 
 def test_binds_with_event_and_condition(client: httpx.Client, ns: str, scheduler: None) -> None:
@@ -117,7 +107,15 @@ def test_high_priority_pod_preempts_a_low_priority_one(client: httpx.Client, ns:
     create_pod(client, ns, "low", ns, cpu="1", nodeName=f"{ns}-a", terminationGracePeriodSeconds=0)
     low_uid = client.get(f"/api/v1/namespaces/{ns}/pods/low").json()["metadata"]["uid"]
     create_pod(client, ns, "high", ns, cpu="1", priorityClassName="system-cluster-critical")
+    wait_for(lambda: client.get(f"/api/v1/namespaces/{ns}/pods/high").json()["status"].get("nominatedNodeName"),
+             what="the nomination")
+    # While high backs off, a less important pod arrives: the room the preemption makes is kept for high.
+    create_pod(client, ns, "late", ns, cpu="1")
     assert wait_for(lambda: node_of(client, ns, "high"), what="binding after preemption") == f"{ns}-a"
+    assert not node_of(client, ns, "late")
+    late = wait_for(lambda: client.get(f"/api/v1/namespaces/{ns}/events", params={
+        "fieldSelector": "involvedObject.name=late,reason=FailedScheduling"}).json()["items"], what="late's failure")
+    assert "1 Insufficient cpu" in late[0]["message"]
     assert client.get(f"/api/v1/namespaces/{ns}/pods/high").json()["status"].get("nominatedNodeName") == f"{ns}-a"
     assert client.get(f"/api/v1/namespaces/{ns}/pods/low").status_code == 404
     high = client.get(f"/api/v1/namespaces/{ns}/pods/high").json()
@@ -136,3 +134,32 @@ def test_high_priority_pod_preempts_a_low_priority_one(client: httpx.Client, ns:
     assert "1 Insufficient cpu" in events[0]["message"] and ". preemption: 0/" in events[0]["message"]
     assert "1 No preemption victims found for incoming pod" in events[0]["message"]
     assert events[0]["message"].endswith("..")  # FitError appends the PostFilter message and a period
+
+
+def test_preemption_disabled_in_the_profile(client: httpx.Client, api_url: str, ns: str, tmp_path: Path) -> None:
+    """``plugins.postFilter.disabled: [DefaultPreemption]``: no victims, no nomination, FailedScheduling without a
+    preemption note; kube-scheduler only logs (at -v=3) that no preemption will be performed."""
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                      "leaderElection: {leaderElect: false}\n"
+                      f"profiles:\n- schedulerName: nopreempt-{ns}\n"
+                      "  plugins:\n    postFilter:\n      disabled: [{name: DefaultPreemption}]\n")
+    process = SchedulerProcess(api_url, tmp_path / "scheduler.log", "--config", str(config), "--v=3")
+    try:
+        make_nodes(client, ns, {"a": {"cpu": "1"}})
+        create_pod(client, ns, "low", ns, cpu="1", nodeName=f"{ns}-a")
+        create_pod(client, ns, "high", ns, cpu="1", priorityClassName="system-cluster-critical",
+                   schedulerName=f"nopreempt-{ns}")
+        events = wait_for(lambda: client.get(f"/api/v1/namespaces/{ns}/events", params={
+            "fieldSelector": "involvedObject.name=high,reason=FailedScheduling"}).json()["items"],
+            what="FailedScheduling")
+        message = events[0]["message"]
+        assert "1 Insufficient cpu" in message and "preemption" not in message and not message.endswith("..")
+        wait_for(lambda: "No PostFilter plugins are registered, so no preemption will be performed" in process.log(),
+                 what="the scheduler's note")
+        high = client.get(f"/api/v1/namespaces/{ns}/pods/high").json()
+        assert not high["spec"].get("nodeName") and not high["status"].get("nominatedNodeName")
+        low = client.get(f"/api/v1/namespaces/{ns}/pods/low").json()
+        assert low["kind"] == "Pod" and not low["metadata"].get("deletionTimestamp")
+    finally:
+        process.stop()

@@ -4,40 +4,18 @@ schedulerName, so no other scheduler on the shared apiserver interferes."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from conftest import ROOT
+from support.scheduler import SchedulerProcess, debug_endpoint, lease, node_of
 from support.wait import wait_for
 
 FAST = ("--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=0.5s")
-
-
-class SchedulerProcess:
-    def __init__(self, api_url: str, log_path: Path, *flags: str) -> None:
-        self.log_path = log_path
-        with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "scheduler", "--master", api_url, *flags], cwd=ROOT,
-                                         stdout=log, stderr=subprocess.STDOUT)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
 
 
 def make_nodes(client: httpx.Client, prefix: str, cpus: dict[str, str]) -> None:
@@ -48,15 +26,6 @@ def make_nodes(client: httpx.Client, prefix: str, cpus: dict[str, str]) -> None:
                 "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
                            "conditions": [{"type": "Ready", "status": "True"}]}}
         assert client.post("/api/v1/nodes", json=body).status_code == 201
-
-
-def node_of(client: httpx.Client, ns: str, name: str) -> str:
-    return client.get(f"/api/v1/namespaces/{ns}/pods/{name}").json()["spec"].get("nodeName", "")
-
-
-def lease(client: httpx.Client, name: str) -> dict[str, Any]:
-    resp = client.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{name}")
-    return resp.json() if resp.status_code == 200 else {}
 
 
 def create_pod(client: httpx.Client, ns: str, name: str, scheduler_name: str, cpu: str = "100m") -> None:
@@ -83,8 +52,7 @@ def test_only_the_leader_binds_and_the_other_takes_over(client: httpx.Client, ap
         follower = next(s for s in schedulers if s is not leader)
 
         # The leader names its debug endpoint on the Lease and explains its decisions there.
-        endpoint = wait_for(lambda: lease(client, lease_name).get("metadata", {}).get("annotations", {})
-                            .get("kubelab.io/debug-endpoint"), what="debug endpoint annotation")
+        endpoint = debug_endpoint(client, lease_name)
         explained = httpx.get(f"{endpoint}/debug/explain/{ns}/first").json()
         assert explained["result"] == "Scheduled" and explained["node"] == f"{ns}-a"
         chosen = explained["nodes"][f"{ns}-a"]
@@ -101,7 +69,7 @@ def test_only_the_leader_binds_and_the_other_takes_over(client: httpx.Client, ap
         assert explained["nodes"][f"{ns}-b"]["filters"][-1] == {
             "plugin": "NodeResourcesFit", "code": "Unschedulable", "reasons": ["Insufficient cpu"]}
 
-        assert leader.stop(signal.SIGKILL) != 0  # dies without releasing the lease
+        assert leader.kill() != 0  # dies without releasing the lease
         wait_for(lambda: (h := lease(client, lease_name).get("spec", {}).get("holderIdentity")) and h != holder,
                  timeout=30, what="the follower taking over")
         create_pod(client, ns, "second", scheduler_name)

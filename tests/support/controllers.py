@@ -4,44 +4,22 @@
 from __future__ import annotations
 
 import datetime
-import signal
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from conftest import ROOT
+from support.process import ComponentProcess
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
-class ControllerManager:
+class ControllerManager(ComponentProcess):
     """One controller-manager process; ``stop`` sends SIGTERM (``kill`` SIGKILL) and waits."""
 
     def __init__(self, api_url: str, log_path: Path, *flags: str) -> None:
-        self.log_path = log_path
-        with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "controllers", "--master", api_url, *flags],
-                                         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-    def kill(self) -> int:
-        return self.stop(signal.SIGKILL)
+        super().__init__("controllers", api_url, log_path, *flags)
 
 
 def now() -> str:

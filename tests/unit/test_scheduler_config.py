@@ -25,6 +25,7 @@ def test_defaults() -> None:
     assert profile.filters == DEFAULT_FILTERS and dict(profile.scores) == DEFAULT_SCORES
     assert config.leader_election.leader_elect and config.leader_election.resource_name == "kube-scheduler"
     assert profile.percentage_of_nodes_to_score == 0
+    assert profile.post_filters == ("DefaultPreemption",)
 
 
 def test_disable_enable_and_reweigh_in_place() -> None:
@@ -50,6 +51,23 @@ def test_disable_all_and_multipoint() -> None:
     (profile,) = config.profiles
     assert profile.filters == ("NodeResourcesFit", "NodeName")
     assert profile.scores == (("NodeResourcesFit", 2),)
+    assert profile.post_filters == ()  # '*' in multiPoint disables DefaultPreemption too
+
+
+def test_post_filter_disable_and_enable(tmp_path: Path) -> None:
+    disabled = {"plugins": {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}}
+    (profile,) = cfg(profiles=[disabled]).profiles
+    assert profile.post_filters == () and profile.filters == DEFAULT_FILTERS
+    (profile,) = cfg(profiles=[{"plugins": {"postFilter": {"disabled": [{"name": "*"}],
+                                                           "enabled": [{"name": "DefaultPreemption"}]}}}]).profiles
+    assert profile.post_filters == ("DefaultPreemption",)
+    (profile,) = cfg(profiles=[{"plugins": {"multiPoint": {"disabled": [{"name": "DefaultPreemption"}]}}}]).profiles
+    assert profile.post_filters == ()
+    path = tmp_path / "c.yaml"
+    path.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+                    "- plugins:\n    postFilter:\n      disabled: [{name: DefaultPreemption}]\n")
+    (profile,) = configuration(parse_args(["--config", str(path), "--scheduler-name", "mine"])).profiles
+    assert profile.scheduler_name == "mine" and profile.post_filters == ()  # the flag keeps the rest
 
 
 def test_leader_election_and_durations() -> None:
@@ -69,6 +87,9 @@ def test_leader_election_and_durations() -> None:
     ({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "Bogus"}]}}}]},
      r"profiles\[0\].plugins.filter.enabled\[0\].name: unknown plugin 'Bogus'"),
     ({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "ImageLocality"}]}}}]}, "is not a filter plugin"),
+    ({"profiles": [{"plugins": {"postFilter": {"enabled": [{"name": "NodeName"}]}}}]},
+     r"profiles\[0\].plugins.postFilter.enabled\[0\]: plugin 'NodeName' is not a postFilter plugin"),
+    ({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "DefaultPreemption"}]}}}]}, "is not a filter plugin"),
     ({"profiles": [{"plugins": {"score": {"enabled": [{"name": "NodeAffinity", "weight": -1}]}}}]}, "weight"),
     ({"profiles": [{}, {}]}, "duplicate schedulerName 'default-scheduler'"),
     ({"leaderElection": {"leaseDuration": "soon"}}, "invalid duration"),

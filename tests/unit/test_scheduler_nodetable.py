@@ -11,7 +11,8 @@ import pytest
 
 from scheduler.cache import Cache
 from scheduler.config import Profile
-from scheduler.framework import NodeInfo
+from scheduler.framework import Handle, NodeInfo
+from scheduler.nominator import Nominator
 from scheduler.nodetable import NodeTable, balanced_allocation, fit_reasons, least_allocated
 from scheduler.framework import pod_non_zero_requests, pod_requests
 from scheduler.plugins.noderesources import balanced_allocation as balanced_one
@@ -106,10 +107,16 @@ def test_vectorised_equals_per_node(seed: int) -> None:
     rng = random.Random(seed)
     cache = random_cluster(rng, rng.choice((5, 40, 150)), rng.randint(0, 60))
     percentage = rng.choice((0, 30, 100))
-    fast, slow = Runner(Profile(percentage_of_nodes_to_score=percentage)), \
-        Runner(Profile(percentage_of_nodes_to_score=percentage))
+    nominator = Nominator()  # pods a preemption nominated: some nodes are filtered with them first
+    for k in range(rng.randint(0, 8)):
+        nominated = random_pod(rng, f"nominated{k}")
+        nominated["spec"]["priority"] = rng.choice((0, 5, 10))
+        nominator.add(nominated, f"n{rng.randrange(cache.table.n)}")
+    fast, slow = Runner(Profile(percentage_of_nodes_to_score=percentage), Handle(nominator=nominator)), \
+        Runner(Profile(percentage_of_nodes_to_score=percentage), Handle(nominator=nominator))
     for i in range(15):
         pod = random_pod(rng, f"new{i}")
+        pod["spec"]["priority"] = rng.choice((0, 5, 10))
         start = rng.randrange(cache.table.n)
         fast.next_start = slow.next_start = start
         a = fast.find_node(pod, cache)

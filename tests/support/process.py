@@ -1,0 +1,43 @@
+"""A kubelab component as a real process for integration tests (``python -m <module> --master URL ...``).
+
+The scheduler and the controller-manager are started, logged and stopped alike; their own helpers
+(support/scheduler.py, support/controllers.py) name the module and add what their tests read.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+STOP_TIMEOUT = 15.0
+
+
+class ComponentProcess:
+    """One component process with its output in ``log_path``; ``stop`` sends SIGTERM (or ``sig``), kills it if it
+    has not exited after ``STOP_TIMEOUT`` seconds, and returns its exit status."""
+
+    def __init__(self, module: str, api_url: str, log_path: Path, *flags: str) -> None:
+        self.log_path = log_path
+        with open(log_path, "ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", module, "--master", api_url, *flags], cwd=ROOT,
+                                         stdout=log, stderr=subprocess.STDOUT)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def kill(self) -> int:
+        return self.stop(signal.SIGKILL)
