@@ -67,9 +67,11 @@ def make_event(
     component: str,
     host: str | None = None,
     now: datetime | None = None,
+    field_path: str | None = None,
 ) -> Object:
-    """A new Event (count 1) about ``involved``, in its namespace (``default`` for cluster-scoped objects)."""
-    ref = object_reference(involved)
+    """A new Event (count 1) about ``involved`` (or the part ``field_path`` names, such as
+    ``spec.containers{web}``), in its namespace (``default`` for cluster-scoped objects)."""
+    ref = object_reference(involved, field_path)
     ts = format_time(now or REAL_CLOCK.now())
     source = {"component": component, **({"host": host} if host else {})}
     return {
@@ -123,27 +125,29 @@ class EventRecorder:
         self._queue_size = queue_size
         self._clock = clock
         self._cache: OrderedDict[_Key, _Seen] = OrderedDict()
-        self._pending: deque[tuple[Object, EventType, str, str]] = deque()
+        self._pending: deque[tuple[Object, EventType, str, str, str | None]] = deque()
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self._worker: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
-    def event(self, obj: Object, event_type: EventType, reason: str, message: str) -> None:
+    def event(self, obj: Object, event_type: EventType, reason: str, message: str, *,
+              field_path: str | None = None) -> None:
         """Queue an event about ``obj`` without waiting (see the module docstring for dropping)."""
         if len(self._pending) >= self._queue_size:
             log.warning("event queue full, dropping %s event %s: %s", event_type, reason, message)
             return
-        self._pending.append((obj, event_type, reason, message))
+        self._pending.append((obj, event_type, reason, message, field_path))
         self._idle.clear()
         self._wakeup.set()
         if self._worker is None or self._worker.done():
             self._worker = asyncio.get_running_loop().create_task(self._drain(), name="event-recorder")
 
-    async def record(self, obj: Object, event_type: EventType, reason: str, message: str) -> Object:
+    async def record(self, obj: Object, event_type: EventType, reason: str, message: str, *,
+                     field_path: str | None = None) -> Object:
         """Write (or aggregate into) the event now and return it as stored; raises on API errors."""
-        key = self._key(obj, event_type, reason, message)
+        key = self._key(obj, event_type, reason, message, field_path)
         async with self._lock:
             now, mono = self._clock.now(), self._clock.monotonic()
             seen = self._cache.get(key)
@@ -158,7 +162,7 @@ class EventRecorder:
                     self._cache.move_to_end(key)
                     return stored
             event = make_event(obj, event_type=event_type, reason=reason, message=message,
-                               component=self.component, host=self.host, now=now)
+                               component=self.component, host=self.host, now=now, field_path=field_path)
             stored = await self._events.create(event)
             meta = stored.get("metadata") or event["metadata"]
             self._cache[key] = _Seen(meta["name"], meta["namespace"], int(stored.get("count") or 1), mono)
@@ -167,17 +171,18 @@ class EventRecorder:
                 self._cache.popitem(last=False)
             return stored
 
-    def _key(self, obj: Object, event_type: str, reason: str, message: str) -> _Key:
+    def _key(self, obj: Object, event_type: str, reason: str, message: str, field_path: str | None) -> _Key:
+        """client-go's aggregation key: the involved object (with its fieldPath), type, reason, message, source."""
         ref = object_reference(obj)
         return (ref.get("kind"), ref.get("namespace"), ref.get("name"), ref.get("uid"), ref.get("apiVersion"),
-                event_type, reason, message, self.component, self.host)
+                field_path, event_type, reason, message, self.component, self.host)
 
     async def _drain(self) -> None:
         while True:
             while self._pending:
-                obj, event_type, reason, message = self._pending.popleft()
+                obj, event_type, reason, message, field_path = self._pending.popleft()
                 try:
-                    await self.record(obj, event_type, reason, message)
+                    await self.record(obj, event_type, reason, message, field_path=field_path)
                 except (StatusError, ValueError) as e:
                     log.warning("could not record %s event %s on %s: %s", event_type, reason,
                                 (obj.get("metadata") or {}).get("name"), e)

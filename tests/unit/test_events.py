@@ -141,3 +141,15 @@ async def test_clientset_create_event_writes_one_event() -> None:
                                                  message="Starting kubelet.", component="kubelet", host="node-1")
     assert created["metadata"]["namespace"] == "default"
     assert fake.objects(EVENTS, "default")[0]["source"] == {"component": "kubelet", "host": "node-1"}
+
+
+async def test_container_events_name_the_container_and_aggregate_per_container() -> None:
+    """The kubelet's events point at a container (``spec.containers{web}``), as ``kubectl describe`` shows them;
+    the same message about two containers is two events."""
+    fake, recorder, _ = setup()
+    await recorder.record(POD, "Normal", "Pulled", "already present", field_path="spec.containers{web}")
+    await recorder.record(POD, "Normal", "Pulled", "already present", field_path="spec.containers{side}")
+    recorder.event(POD, "Normal", "Pulled", "already present", field_path="spec.containers{web}")
+    await recorder.flush()
+    events = {e["involvedObject"]["fieldPath"]: e["count"] for e in fake.objects(EVENTS, "prod")}
+    assert events == {"spec.containers{web}": 2, "spec.containers{side}": 1}
