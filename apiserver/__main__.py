@@ -9,6 +9,7 @@ import sys
 import uvicorn
 
 from .app import Config, create_app
+from .spdy.upgrade import HttpToolsProtocol
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
         host=args.bind_address,
         port=args.port,
         loop="uvloop",
-        http="httptools",
+        http=HttpToolsProtocol,  # httptools, plus SPDY/3.1 upgrades for old kubectl's exec (apiserver.spdy.upgrade)
         access_log=args.verbosity >= 2,
         log_level="info" if args.verbosity >= 1 else "warning",
         timeout_graceful_shutdown=2,

@@ -4,6 +4,10 @@ The kubelet's address comes from the Node object: ``status.addresses`` (Internal
 ``status.daemonEndpoints.kubeletEndpoint.Port``. The kubelet serves its own API (``/containerLogs/{ns}/{pod}/
 {container}`` and the ``/exec/{ns}/{pod}/{container}`` websocket); this module only finds it, checks the request
 as kube-apiserver's pod strategy does (container name, pod bound), and streams bytes both ways.
+
+exec arrives as a websocket (kubectl ≥ 1.30) or as an ``Upgrade: SPDY/3.1`` POST (kubectl ≤ 1.29, client-go's
+SPDY executor). kube-apiserver relays SPDY to the kubelet untouched; here the kubelet speaks websockets only, so
+the apiserver ends SPDY itself (``apiserver.spdy``) and bridges its streams to the kubelet's websocket.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from apimachinery import errors
 
 from ..registry.registry import Registry
 from ..registry.store import ResourceStore
+from ..spdy import remotecommand, upgrade
+from ..spdy.session import Session
 
 if TYPE_CHECKING:
     from .request import RequestInfo
@@ -71,9 +77,12 @@ async def kubelet_base_url(registry: Registry, pod: dict[str, Any]) -> str:
 
 async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
     assert info.name is not None
+    if info.subresource == "exec" and request.method in ("GET", "POST") and _wants_spdy(request):
+        return await _spdy_exec(handler.registry, request, info.namespace, info.name)
     if info.subresource != "log" or request.method != "GET":
         raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource "
-                                      f"({request.method} {info.subresource}); exec needs a websocket upgrade")
+                                      f"({request.method} {info.subresource}); exec needs a websocket or "
+                                      f"SPDY/3.1 upgrade")
     pod = (await store.get(info.namespace, info.name)).obj
     params = request.query_params
     container = _container_name(pod, params.get("container"))
@@ -172,3 +181,80 @@ async def _relay_websockets(client: WebSocket, upstream: aiohttp.ClientWebSocket
     await asyncio.wait(pending, timeout=5)
     for task in pending:
         task.cancel()
+
+
+# --- exec over SPDY/3.1 --------------------------------------------------------------------------------------
+def _wants_spdy(request: Request) -> bool:
+    connection = [t.strip().lower() for t in request.headers.get("connection", "").split(",")]
+    return "upgrade" in connection and request.headers.get("upgrade", "").lower() == "spdy/3.1"
+
+
+async def _spdy_exec(registry: Registry, request: Request, namespace: str | None, name: str) -> Response:
+    """Check the request, negotiate the channel protocol, dial the kubelet — all before answering 101, so every
+    failure is still an ordinary Status response, which client-go's SPDY round tripper decodes and reports."""
+    if upgrade.EXTENSION not in request.scope.get("extensions", {}):
+        raise errors.BadRequest("unable to upgrade: this server cannot take over the connection for SPDY/3.1")
+    offered = [p.strip() for line in request.headers.getlist("x-stream-protocol-version")
+               for p in line.split(",") if p.strip()]
+    if not offered:
+        raise errors.BadRequest("unable to upgrade: X-Stream-Protocol-Version is required")
+    protocol = remotecommand.negotiate(offered)
+    if protocol is None:
+        raise errors.Forbidden(f"unable to upgrade: unable to negotiate protocol: client supports {offered}, "
+                               f"server accepts {list(remotecommand.PROTOCOLS)}")
+    pod = (await registry.get("", "pods").get(namespace, name)).obj
+    params = request.query_params
+    container = _container_name(pod, params.get("container"))
+    base = await kubelet_base_url(registry, pod)
+    query = [(k, v) for k, v in params.multi_items() if k != "container"]
+    url = base.replace("http://", "ws://") + f"/exec/{namespace}/{name}/{container}?{urlencode(query)}"
+    session = aiohttp.ClientSession()
+    try:
+        upstream = await session.ws_connect(url, protocols=("v5.channel.k8s.io", "v4.channel.k8s.io"),
+                                            max_msg_size=0)
+    except aiohttp.ClientError as err:
+        await session.close()
+        raise errors.ServiceUnavailable(f"error dialing backend: {err}") from None
+    expected = remotecommand.expected_streams(protocol, params)
+    return SpdyExecResponse(protocol, expected, session, upstream)
+
+
+class SpdyExecResponse(Response):
+    """``101 Switching Protocols`` to SPDY/3.1, then the exec session bridged to the kubelet's websocket."""
+
+    def __init__(self, protocol: str, expected: set[str], http: aiohttp.ClientSession,
+                 upstream: aiohttp.ClientWebSocketResponse) -> None:
+        super().__init__(status_code=101, headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1",
+                                                   "X-Stream-Protocol-Version": protocol})
+        self.protocol = protocol
+        self.expected = expected
+        self.http = http
+        self.upstream = upstream
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 101, "headers": self.raw_headers})
+
+        async def read() -> bytes:
+            message = await receive()
+            return message.get("body", b"") if message["type"] == "http.request" else b""
+
+        async def write(data: bytes) -> None:
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+
+        session = Session(read, write)
+        frames = asyncio.create_task(session.run())
+        relay = asyncio.create_task(remotecommand.bridge(session, self.upstream, self.protocol, self.expected))
+        try:
+            await asyncio.wait([frames, relay], return_when=asyncio.FIRST_COMPLETED)
+            if frames.done():  # the client left: closing the websocket ends the command
+                await self.upstream.close()
+                await asyncio.wait([relay], timeout=5)
+            else:  # the command ended and every stream got its FIN: client-go hangs up next
+                await asyncio.wait([frames], timeout=10)
+        finally:
+            for task in (frames, relay):
+                task.cancel()
+            await asyncio.gather(frames, relay, return_exceptions=True)
+            await self.upstream.close()
+            await self.http.close()
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
