@@ -7,7 +7,7 @@ watch event that first shows it ``Running`` (a watch opened before the first cre
 bound (scheduler) and bound → Running (kubelet). Kubernetes' SLO (sig-scalability, "pod startup latency",
 stateless pods, excluding image pulls): p99 ≤ 5 s. Target here: p99 ≤ 1 s.
 
-    python bench/pod_startup.py [--pods 100] [--nodes 3] [--concurrency 10] [--repeat 1]
+    python bench/pod_startup.py [--pods 100] [--nodes 3] [--concurrency 10] [--repeat 1] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -127,10 +127,13 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=10, help="pod creates in flight")
     parser.add_argument("--repeat", type=int, default=1, help="runs (each on the same cluster, fresh namespace)")
+    parser.add_argument("--keep", metavar="DIR", help="keep the components' logs and state in DIR (default: a "
+                        "temporary directory, removed)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="kubelab-bench-") as tmp_name:
-        tmp = Path(tmp_name)
+        tmp = Path(args.keep or tmp_name)
+        tmp.mkdir(parents=True, exist_ok=True)
         etcd, apiserver, master = start_cluster(tmp)
         procs = [start(["-m", "scheduler", "--master", master, "--leader-elect=false", "-v", "0"],
                        tmp / "scheduler.log")]

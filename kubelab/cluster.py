@@ -1,9 +1,13 @@
 """Bring a local cluster up in dependency order and take it down in reverse.
 
-Order (each tier waits for the one before to be healthy): etcd → apiserver → {controller-manager,
-scheduler, kubelets}. The last tier only talks to the apiserver, so its processes start together and
-are reported as each one becomes healthy. Stopping goes tier by tier in reverse: clients first (so
-they do not log a storm of connection errors), then the apiserver, then etcd.
+Order: etcd (healthy) → apiserver → {controller-manager, scheduler, kubelets}. The last tier only
+talks to the apiserver and retries until it answers (informers back off, the kubelet retries its
+registration as kube's kubelet does), so it is spawned right after the apiserver instead of after the
+apiserver is healthy: their Python start-up (about a second of imports each) overlaps the apiserver's.
+Health is still reported in order — the apiserver first (a failing apiserver fails the start with its
+log), then each client as it becomes healthy (a kubelet only once its Node is registered). Stopping goes
+tier by tier in reverse: clients first (so they do not log a storm of connection errors), then the
+apiserver, then etcd.
 
 This module does no argument parsing and prints only through the ``report`` callback, so
 `kubelab up`'s foreground and detached modes and the tests drive the same code.
@@ -60,6 +64,7 @@ class _Pending:
     record: ProcessRecord
     spawned: process.Spawned
     log_offset: int  # the log is appended across runs: only look for a health URL after this
+    began: float  # time.monotonic() at spawn: start-up seconds count from here
 
 
 class Cluster:
@@ -102,7 +107,7 @@ class Cluster:
     # ---- start -------------------------------------------------------------------------------
 
     def start(self) -> ClusterState:
-        """Start every available component, healthy tier by tier; raise StartupError on failure.
+        """Start every available component, reported healthy tier by tier; raise StartupError on failure.
 
         On failure the processes already started are left running: the caller decides (it stops
         them, after showing the error).
@@ -113,7 +118,7 @@ class Cluster:
         apiserver = COMPONENTS["apiserver"]
         if not is_available(apiserver):
             raise StartupError("the apiserver package has no __main__.py yet: nothing to start beyond etcd")
-        self._start_tier([self._spawn_apiserver(apiserver)])
+        spawned_apiserver = self._spawn_apiserver(apiserver)
         tier: list[_Pending] = []
         for name in ("controller-manager", "scheduler"):
             component = COMPONENTS[name]
@@ -128,6 +133,7 @@ class Cluster:
                 tier.append(self._spawn_kubelet(kubelet, kubelet_node_name(index), port))
         elif self.nodes > 0:
             self.skipped.append(kubelet)
+        self._start_tier([spawned_apiserver])
         self._start_tier(tier)
         return self.state
 
@@ -192,15 +198,14 @@ class Cluster:
         )
         self.state.processes.append(record)
         self.report(Progress(name, spawned.pid, f":{port}" if port else "-", log, None))
-        return _Pending(component, record, spawned, offset)
+        return _Pending(component, record, spawned, offset, time.monotonic())
 
     def _start_tier(self, tier: list[_Pending]) -> None:
         """Wait for every process of a tier to be healthy, reporting each as it gets there."""
-        began = {p.record.name: time.monotonic() for p in tier}
         waiting = list(tier)
         while waiting:
             for pending in list(waiting):
-                seconds = time.monotonic() - began[pending.record.name]
+                seconds = time.monotonic() - pending.began
                 if self._healthy(pending, seconds):
                     waiting.remove(pending)
                     endpoint = pending.record.health_url or (f":{pending.record.port}" if pending.record.port else "-")

@@ -2,13 +2,19 @@
 
 Modules::
 
-    node        Node registration, the kube-node-lease heartbeat, node status
-    kubelet     the pod informer (spec.nodeName=<node>) and one worker per pod
-    pod_worker  the per-pod sync loop: start, restart (CrashLoopBackOff), terminate, report status
+    node        Node registration (retried until the apiserver answers), the kube-node-lease heartbeat,
+                node status
+    kubelet     the pod informer (spec.nodeName=<node>), one worker per pod, housekeeping of forgotten pods
+    pod_worker  the per-pod sync loop: volumes, init containers, start, restart (CrashLoopBackOff), probes,
+                hooks, terminate, report status
     status      pure functions: container states → phase, conditions, containerStatuses
-    runtime     the process runtime: a container is a process group with a CRI-format log file
-    server      the kubelet API the apiserver proxies `kubectl logs` to
-
-Not yet (issue 6): probes, init containers, exec, the image store with pull events, adopting running
-containers after a kubelet restart, hollow nodes.
+    env         a container's environment (env, envFrom, the downward API) and $(VAR) expansion
+    volumes     emptyDir, hostPath and configMap volumes as host directories
+    probes      liveness, readiness and startup probes (exec, httpGet, tcpSocket) and lifecycle hooks
+    images      the node's image store: pull policy, Pulling/Pulled events, ImagePullBackOff, status.images
+    runtime     the process runtime: a container is a process group under a shim, found again after a restart
+    shim        the container's parent process (containerd-shim's role), standard library only
+    exec        kubectl exec over the v5/v4 channel.k8s.io websocket, with a pty for -t
+    server      the kubelet API the apiserver proxies `kubectl logs` and `kubectl exec` to
+    hollow      simulated nodes for scale benchmarks (``--hollow``, as kubemark): no processes
 """

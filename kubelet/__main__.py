@@ -85,7 +85,7 @@ async def run(args: argparse.Namespace) -> None:
                      labels=labels, taints=_taints(args.register_with_taints),
                      lease_interval=args.node_lease_renew_interval,
                      status_interval=args.node_status_update_frequency, images=kubelet.images)
-    runner = web.AppRunner(make_app(kubelet), access_log=None)
+    runner = web.AppRunner(make_app(kubelet, node.registered), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, args.address, args.port).start()
     if args.healthz_port:
@@ -97,8 +97,8 @@ async def run(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await node.register()
     try:
+        # Registration retries until the apiserver answers; the pod informer meanwhile does the same on its own.
         await asyncio.gather(node.run(stop), kubelet.run(stop))
     finally:
         await runner.cleanup()

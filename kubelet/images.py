@@ -178,8 +178,10 @@ class ImageStore:
             out.append({"names": manifest["names"], "sizeBytes": manifest["size"]})
         return sorted(out, key=lambda image: -image["sizeBytes"])
 
-    def pull_sync(self, image: str) -> int:
-        """Record the image on the node under its normalised name and return its size (raises ``PullError``)."""
+    def pull_sync(self, image: str) -> tuple[int, bool]:
+        """Resolve the image and record it on the node under its normalised name: (its size, whether the node's
+        images changed). Pulling an image the node already has under that name changes nothing and writes
+        nothing, as a registry pull whose layers are all present (raises ``PullError``)."""
         ref = parse_reference(image)
         config = CATALOG.get(ref.catalog_key)
         if config is None:
@@ -190,24 +192,26 @@ class ImageStore:
         names = [f"{ref.repository}@{digest}"]
         if path.exists():
             names = json.loads(path.read_text())["names"]
-        for name in (ref.name, f"{ref.repository}@{digest}"):
-            if name not in names:
-                names.append(name)
+        wanted = [name for name in (ref.name, f"{ref.repository}@{digest}") if name not in names]
+        if not wanted and path.exists():
+            return config.size, False
+        names.extend(wanted)
         manifest = {"names": names, "size": config.size, "entrypoint": config.entrypoint, "cmd": config.cmd,
                     "description": config.description, "digest": digest}
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(json.dumps(manifest, indent=1))
         tmp.replace(path)
-        return config.size
+        return config.size, True
 
     async def pull(self, image: str) -> tuple[int, float, float]:
         """Pull serialised with the node's other pulls: (size, seconds pulling, seconds including waiting)."""
         queued = time.monotonic()
         async with self._lock:
             began = time.monotonic()
-            size = self.pull_sync(image)
+            size, changed = self.pull_sync(image)
             done = time.monotonic()
-        self.changed.set()
+        if changed:
+            self.changed.set()  # the node posts its status.images now instead of at its next status update
         return size, done - began, done - queued
 
     async def ensure(self, pod: dict[str, Any], container: dict[str, Any], record: Recorder,

@@ -47,6 +47,7 @@ class Kubelet:
             log.info("found %d containers from before the restart", len(self.recovered))
         self.recorder = EventRecorder(client.events, "kubelet", node_name)
         self.workers: dict[str, PodWorker] = {}  # by pod UID
+        self._removals: set[asyncio.Task[None]] = set()  # force-deleted pods being removed (kept from the GC)
         self.informer = SharedInformer(client.pods, field_selector=f"spec.nodeName={node_name}")
         self.informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
 
@@ -79,7 +80,9 @@ class Kubelet:
         worker = self.workers.pop(obj["metadata"]["uid"], None)
         if worker is not None and not worker.task.done():
             worker.task.cancel()
-            asyncio.create_task(worker._kill_all(0))
+            task = asyncio.create_task(worker.remove(), name=f"remove pod {worker.key}")
+            self._removals.add(task)
+            task.add_done_callback(self._removals.discard)
 
     def housekeeping(self) -> None:
         """Kill and forget the containers of pods this node no longer has (deleted while the kubelet was down):

@@ -1,6 +1,7 @@
 """The Node object and its heartbeats: registration, the Lease in ``kube-node-lease``, node status.
 
-Registration creates the Node (capacity and allocatable from flags or the machine, labels, taints, addresses,
+Registration (retried with back-off while the apiserver is not reachable yet, so a kubelet may start before it)
+creates the Node (capacity and allocatable from flags or the machine, labels, taints, addresses,
 ``daemonEndpoints`` for the apiserver's log/exec proxy); an existing Node keeps its spec (labels and taints set
 with kubectl survive a kubelet restart) and gets its status refreshed. The Lease is renewed every
 ``lease_interval`` seconds (the heartbeat the node lifecycle controller watches); node conditions are posted on
@@ -19,11 +20,15 @@ from typing import Any
 from apimachinery import errors
 from apimachinery.meta import now_rfc3339, now_rfc3339_micro
 from kubeclient import Clientset
+from kubeclient.backoff import Backoff
 
 from .images import ImageStore
+from .runtime import RUNTIME_NAME
 
 log = logging.getLogger(__name__)
 LEASE_NAMESPACE = "kube-node-lease"
+REGISTER_FIRST_RETRY = 0.1  # seconds; doubling to REGISTER_MAX_RETRY (kubelet's registerWithAPIServer)
+REGISTER_MAX_RETRY = 7.0
 KUBELET_VERSION = "v1.32.4"
 
 
@@ -64,6 +69,7 @@ class NodeAgent:
         self.status_interval = status_interval
         self.lease_duration = lease_duration
         self.images = images
+        self.registered = asyncio.Event()  # set once the Node exists in the API (the kubelet's /healthz waits on it)
 
     def _status(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         return {
@@ -73,13 +79,36 @@ class NodeAgent:
             "addresses": [{"type": "InternalIP", "address": self.host_ip}, {"type": "Hostname", "address": self.name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port}},
             "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": platform.release(),
-                         "osImage": platform.platform(), "containerRuntimeVersion": "kubelab-process://0.1",
+                         "osImage": platform.platform(), "containerRuntimeVersion": f"{RUNTIME_NAME}://0.1",
                          "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": "", "operatingSystem": "linux",
                          "architecture": "amd64" if platform.machine() == "x86_64" else platform.machine()},
             "images": self.images.images() if self.images is not None else [],
         }
 
-    async def register(self) -> None:
+    async def register(self, stop: asyncio.Event | None = None) -> bool:
+        """``registerWithAPIServer``: create the Node, or refresh the status of the one already there; until it
+        works (an apiserver that is not up yet, or an error), try again after 100 ms doubling to 7 s, as the
+        kubelet does. False if ``stop`` was set first."""
+        backoff = Backoff(initial=REGISTER_FIRST_RETRY, cap=REGISTER_MAX_RETRY, jitter=0.0)
+        stop = stop or asyncio.Event()
+        while not stop.is_set():
+            log.info("Attempting to register node %s", self.name)
+            try:
+                await self._register_once()
+            except errors.StatusError as err:
+                delay = backoff.next()
+                log.warning("Unable to register node %s with API server (retrying in %.1fs): %s", self.name, delay,
+                            err)
+                try:
+                    await asyncio.wait_for(stop.wait(), delay)
+                except TimeoutError:
+                    pass
+                continue
+            self.registered.set()
+            return True
+        return False
+
+    async def _register_once(self) -> None:
         labels = {"kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
                   "kubernetes.io/arch": "amd64" if platform.machine() == "x86_64" else platform.machine(),
                   **self.labels}
@@ -87,7 +116,7 @@ class NodeAgent:
                 "spec": {"taints": self.taints} if self.taints else {}, "status": self._status()}
         try:
             await self.client.nodes.create(node)
-            log.info("registered node %s", self.name)
+            log.info("Successfully registered node %s", self.name)
         except errors.AlreadyExists:
             await self.post_status()
             log.info("node %s already registered: status refreshed", self.name)
@@ -112,6 +141,9 @@ class NodeAgent:
         await self.client.leases.update(lease)
 
     async def run(self, stop: asyncio.Event) -> None:
+        """Register (retrying until the apiserver answers), then heartbeat until ``stop``."""
+        if not self.registered.is_set() and not await self.register(stop):
+            return
         loop = asyncio.get_running_loop()
         next_status = loop.time() + self.status_interval
         next_lease = loop.time()

@@ -203,10 +203,11 @@ class PodWorker:
         assert record.process is not None
         self.kubelet.event(self.pod, "Normal", "Killing",
                            f"Container {spec['name']} definition changed, will be restarted")
-        started = record.process.started_at
+        started, cid = record.process.started_at, record.process.container_id
         code = await self._stop(record, self._grace())
         record.process = None
-        killed = st.terminated(record.spec, code, started, now_rfc3339(), record.restarts, record.last)
+        killed = st.terminated(record.spec, code, started, now_rfc3339(), record.restarts, record.last,
+                               container_id=cid)
         record.last = {"terminated": killed["state"]["terminated"]}
         record.restarts += 1
         record.done, record.restart_at = False, 0.0
@@ -293,7 +294,8 @@ class PodWorker:
     def _running_status(self, record: ContainerRecord) -> dict[str, Any]:
         assert record.process is not None
         return st.running(record.spec, record.process.started_at, record.restarts, record.last,
-                          ready=record.ready and not record.init, started=record.started)
+                          ready=record.ready and not record.init, started=record.started,
+                          container_id=record.process.container_id)
 
     def _container_dir(self, spec: dict[str, Any]) -> Path:
         return self.dir / "containers" / spec["name"]
@@ -365,12 +367,12 @@ class PodWorker:
         assert record.process is not None
         record.cancel_probes()
         code = 128 - code if code < 0 else code  # killed by signal N: exit code 128 + N, as runtimes report it
-        started = record.process.started_at
+        started, cid = record.process.started_at, record.process.container_id
         record.process = None
         record.ready = False
         spec = record.spec
         record.status = st.terminated(spec, code, started, now_rfc3339(), record.restarts, record.last,
-                                      init=record.init)
+                                      init=record.init, container_id=cid)
         policy = self.pod["spec"].get("restartPolicy", "Always")
         if record.init:
             restart = code != 0 and policy != "Never"  # an init container that succeeded is never run again

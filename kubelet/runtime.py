@@ -38,6 +38,9 @@ from . import images
 log = logging.getLogger(__name__)
 
 SHIM = Path(__file__).with_name("shim.py")
+# The runtime's name in ``containerID`` (``kubelab-process://<id>``) and the node's ``containerRuntimeVersion``,
+# as ``containerd://…`` names containerd's containers.
+RUNTIME_NAME = "kubelab-process"
 UNKNOWN_EXIT_CODE = 137  # a container that vanished: kubelet's ContainerStatusUnknown reports 137
 POLL_SECONDS = 0.5  # how often an adopted container is checked where pidfd_open is not available
 
@@ -113,6 +116,11 @@ class ContainerProcess:
     _waiter: asyncio.Task[int] | None = None
 
     @property
+    def container_id(self) -> str:
+        """The instance as a pod status names it: ``kubelab-process://<id>``."""
+        return f"{RUNTIME_NAME}://{self.id}"
+
+    @property
     def returncode(self) -> int | None:
         return self._code
 
@@ -178,6 +186,9 @@ class ProcessRuntime:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root  # <root-dir>/containers; None: a throw-away directory per container (no recovery)
+        # State directories by (pod UID, container name), so a start looks only at its own container's older
+        # instances instead of reading every container's meta.json (quadratic in a burst of pod starts).
+        self._instances: dict[tuple[str, str], list[Path]] = {}
 
     def _new_dir(self) -> tuple[str, Path]:
         cid = secrets.token_hex(32)
@@ -198,6 +209,8 @@ class ProcessRuntime:
         meta = meta or ContainerMeta()
         self._remove_instances(meta, container["name"])
         cid, state = self._new_dir()
+        if meta.pod_uid:
+            self._instances.setdefault((meta.pod_uid, container["name"]), []).append(state)
         started_at = now_rfc3339_nano()[:19] + "Z"
         (state / "meta.json").write_text(json.dumps({
             "id": cid, "name": container["name"], "image": container.get("image", ""), "startedAt": started_at,
@@ -242,6 +255,8 @@ class ProcessRuntime:
                 shutil.rmtree(state, ignore_errors=True)  # never started (the kubelet died while starting it)
             else:
                 found.append(cp)
+                if cp.meta.pod_uid:
+                    self._instances.setdefault((cp.meta.pod_uid, cp.name), []).append(state)
         return found
 
     def _dirs(self) -> Iterator[Path]:
@@ -251,15 +266,11 @@ class ProcessRuntime:
 
     def _remove_instances(self, meta: ContainerMeta, name: str) -> None:
         """Only the newest instance of a container is kept: drop the exited older ones."""
-        if not meta.pod_uid:
-            return
-        for state in self._dirs():
-            try:
-                old = json.loads((state / "meta.json").read_text())
-            except (OSError, ValueError):
-                continue
-            if old.get("pod_uid") == meta.pod_uid and old.get("name") == name and (state / "exit.json").exists():
+        instances = self._instances.get((meta.pod_uid, name)) if meta.pod_uid else None
+        for state in list(instances or ()):
+            if (state / "exit.json").exists() or not state.is_dir():
                 shutil.rmtree(state, ignore_errors=True)
+                instances.remove(state)  # type: ignore[union-attr]
 
     def remove_pods(self, keep: set[str]) -> list[str]:
         """Remove the state of every pod not in ``keep`` (SIGKILL what still runs); returns their UIDs."""
@@ -277,6 +288,8 @@ class ProcessRuntime:
                 _signal_group(cp.pid, signal.SIGKILL)
             shutil.rmtree(state, ignore_errors=True)
             removed.append(uid)
+        for key in [k for k in self._instances if k[0] in removed]:
+            del self._instances[key]
         return removed
 
 

@@ -1,10 +1,10 @@
 """The kubelet's own HTTP API (kubelet port 10250's role), which the apiserver proxies ``pods/log`` and
 ``pods/exec`` to.
 
-``GET /healthz``, ``GET /containerLogs/{namespace}/{pod}/{container}`` with ``follow``, ``tailLines``,
-``timestamps``, ``previous``, ``limitBytes``, and the ``/exec/{namespace}/{pod}/{container}`` websocket
-(``exec``). Log files hold CRI-format lines (``<time> <stream> F <text>``);
-without ``timestamps`` only the text is served, as ``kubectl logs`` prints it.
+``GET /healthz`` (503 until the node is registered), ``GET /containerLogs/{namespace}/{pod}/{container}`` with
+``follow``, ``tailLines``, ``timestamps``, ``previous``, ``limitBytes``, and the
+``/exec/{namespace}/{pod}/{container}`` websocket (``exec``). Log files hold CRI-format lines
+(``<time> <stream> F <text>``); without ``timestamps`` only the text is served, as ``kubectl logs`` prints it.
 """
 
 from __future__ import annotations
@@ -32,8 +32,13 @@ def _status(code: int, reason: str, message: str) -> web.Response:
                               "message": message, "reason": reason, "code": code}, status=code)
 
 
-def make_app(kubelet: Kubelet) -> web.Application:
+def make_app(kubelet: Kubelet, registered: asyncio.Event | None = None) -> web.Application:
+    """``registered``: set once the Node is in the API; until then ``/healthz`` answers 503, so a launcher that
+    waits for the kubelet to be healthy also waits for its node to exist."""
+
     async def healthz(request: web.Request) -> web.Response:
+        if registered is not None and not registered.is_set():
+            return web.Response(status=503, text="node not registered with the API server yet")
         return web.Response(text="ok")
 
     async def container_logs(request: web.Request) -> web.StreamResponse:

@@ -166,36 +166,43 @@ def build_status(pod: dict[str, Any], statuses: list[dict[str, Any]], host_ip: s
 
 def waiting(container: dict[str, Any], reason: str, restarts: int, last: dict[str, Any] | None = None,
             message: str = "") -> dict[str, Any]:
+    """A container waiting to be (re)started: its ``containerID`` is the last instance's, if one ran."""
     state: dict[str, Any] = {"reason": reason}
     if message:
         state["message"] = message
-    return _container_status(container, {"waiting": state}, restarts, last, ready=False)
+    last_id = ((last or {}).get("terminated") or {}).get("containerID", "")
+    return _container_status(container, {"waiting": state}, restarts, last, ready=False, container_id=last_id)
 
 
 def running(container: dict[str, Any], started_at: str, restarts: int,
-            last: dict[str, Any] | None = None, *, ready: bool = True, started: bool = True) -> dict[str, Any]:
-    """``ready``: passing its readiness probe (if any); ``started``: passed its startup probe (if any)."""
+            last: dict[str, Any] | None = None, *, ready: bool = True, started: bool = True,
+            container_id: str = "") -> dict[str, Any]:
+    """``ready``: passing its readiness probe (if any); ``started``: passed its startup probe (if any);
+    ``container_id``: ``<runtime>://<id>`` as the runtime names the instance."""
     return _container_status(container, {"running": {"startedAt": started_at}}, restarts, last,
-                             ready=ready and started, started=started)
+                             ready=ready and started, started=started, container_id=container_id)
 
 
 def terminated(container: dict[str, Any], code: int, started_at: str, finished_at: str, restarts: int,
-               last: dict[str, Any] | None = None, *, init: bool = False) -> dict[str, Any]:
+               last: dict[str, Any] | None = None, *, init: bool = False, container_id: str = "") -> dict[str, Any]:
     """An init container that exited 0 counts as ready (prober manager's ``UpdatePodStatus``)."""
-    state = {"exitCode": code, "reason": "Completed" if code == 0 else "Error", "startedAt": started_at,
-             "finishedAt": finished_at}
+    state: dict[str, Any] = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                             "startedAt": started_at, "finishedAt": finished_at}
+    if container_id:
+        state["containerID"] = container_id
     return _container_status(container, {"terminated": state}, restarts, last, ready=init and code == 0,
-                             started=False)
+                             started=False, container_id=container_id)
 
 
 def _container_status(container: dict[str, Any], state: dict[str, Any], restarts: int,
-                      last: dict[str, Any] | None, ready: bool, started: bool = False) -> dict[str, Any]:
+                      last: dict[str, Any] | None, ready: bool, started: bool = False,
+                      container_id: str = "") -> dict[str, Any]:
     image = container.get("image", "")
     return {
         "name": container["name"],
         "image": image,
         "imageID": f"kubelab://{image}",
-        "containerID": "",
+        "containerID": container_id,
         "state": state,
         "lastState": last or {},
         "ready": ready,

@@ -71,6 +71,8 @@ def test_pod_runs_to_completion_with_logs(client: httpx.Client, kubectl: Kubectl
     status = client.get(f"/api/v1/namespaces/{ns}/pods/done").json()["status"]
     terminated = status["containerStatuses"][0]["state"]["terminated"]
     assert terminated["exitCode"] == 0 and terminated["reason"] == "Completed"
+    assert status["containerStatuses"][0]["containerID"].startswith("kubelab-process://")
+    assert terminated["containerID"] == status["containerStatuses"][0]["containerID"]
     assert kubectl("logs", "done", "-n", ns).stdout == f"hi from done on {node}\n"
     table = kubectl("get", "pod", "done", "-n", ns).stdout.splitlines()[1].split()
     assert table[:3] == ["done", "0/1", "Completed"]

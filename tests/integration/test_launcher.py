@@ -166,6 +166,9 @@ for flag in ("--etcd-servers", "--bind-address", "--master", "--node-name", "--r
 parser.add_argument("--port", type=int)
 args = parser.parse_args()
 print("ARGS", " ".join(sys.argv[1:]), flush=True)
+if os.environ.get("STAND_IN_FAIL") == os.path.basename(os.path.dirname(__file__)):
+    print("stand-in failing on purpose", flush=True)
+    sys.exit(3)
 
 class Health(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -207,8 +210,9 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         env=stand_ins, cwd=data_dir.parent,
     )  # fmt: skip
     assert up.returncode == 0, up.stdout + up.stderr
-    for name in ("etcd", "apiserver", "controller-manager", "scheduler", "kubelet-node01", "kubelet-node02"):
-        assert f"✓ {name}" in up.stdout
+    healthy = [line.split()[1] for line in up.stdout.splitlines() if line.strip().startswith("✓")]
+    assert healthy[:2] == ["etcd", "apiserver"]  # the clients are spawned with the apiserver, reported after it
+    assert sorted(healthy[2:]) == ["controller-manager", "kubelet-node01", "kubelet-node02", "scheduler"]
 
     state = load_state(data_dir)
     assert state is not None
@@ -252,6 +256,24 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
     down = kubelab("down", "--data-dir", str(data_dir))
     assert down.returncode == 0, down.stdout + down.stderr
     assert_nothing_left(state)
+
+
+def test_up_fails_clearly_when_the_apiserver_fails(data_dir: Path, stand_ins: dict[str, str]) -> None:
+    """The clients are already running when the apiserver dies during start-up: `up` names the apiserver, shows
+    its log, and stops everything."""
+    _etcd_or_skip()
+    up = kubelab(
+        "up", "--detach", "--data-dir", str(data_dir), "--port", str(free_port()), "--nodes", "1",
+        env={**stand_ins, "STAND_IN_FAIL": "apiserver"}, cwd=data_dir.parent,
+    )  # fmt: skip
+    assert up.returncode == 1, up.stdout + up.stderr
+    assert "apiserver exited with code 3 during start-up" in up.stderr
+    assert "stand-in failing on purpose" in up.stderr
+    stopped = next(line for line in up.stdout.splitlines() if line.startswith("kubelab: stopped "))
+    for name in ("scheduler", "controller-manager", "kubelet-node01"):
+        assert f"✓ {name}" not in up.stdout
+        assert name in stopped  # already spawned, so stopped
+    assert load_state(data_dir) is None
 
 
 def test_foreground_up_stops_everything_on_ctrl_c(data_dir: Path, stand_ins: dict[str, str]) -> None:

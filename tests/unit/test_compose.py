@@ -19,7 +19,7 @@ import yaml
 from kubelab import cluster as cluster_mod
 from kubelab.cluster import Cluster
 from kubelab.components import COMPONENTS, is_available
-from kubelab.etcd import EtcdServer
+from kubelab.etcd import EtcdServer, find_etcd
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -67,7 +67,7 @@ def launcher_argv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[st
         mp.setattr(cluster_mod, "is_available", lambda component: True)
         mp.setattr(Cluster, "_start_etcd", lambda self: None)
         mp.setattr(Cluster, "_start_tier", lambda self, tier: None)
-        Cluster(tmp_path_factory.mktemp("up"), nodes=2, etcd_binary=shutil.which("etcd") or "etcd").start()
+        Cluster(tmp_path_factory.mktemp("up"), nodes=2, etcd_binary=find_etcd()).start()
     return spawned
 
 
@@ -78,8 +78,7 @@ def test_the_services_are_etcd_the_control_plane_and_two_kubelets() -> None:
 def test_etcd_is_the_official_image_pinned_to_3_5_with_the_launcher_s_flags(tmp_path: Path) -> None:
     etcd = SERVICES["etcd"]
     assert re.fullmatch(r"(gcr\.io/etcd-development|quay\.io/coreos)/etcd:v3\.5\.\d+", etcd["image"])
-    binary = shutil.which("etcd") or "etcd"
-    launcher = flags(EtcdServer(tmp_path / "etcd", binary=binary).command()[1:])
+    launcher = flags(EtcdServer(tmp_path / "etcd", binary=find_etcd()).command()[1:])
     launcher.pop("--unsafe-no-fsync", None)  # only for throwaway test data
     compose = flags(etcd["command"][1:])
     assert etcd["command"][0] == "etcd"

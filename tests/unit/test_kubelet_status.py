@@ -105,3 +105,13 @@ def test_completed_and_failed_reasons() -> None:
     assert _conditions(st.build_status(pod, [_done(C, 0)], "h", T0))["Ready"][1] == "PodCompleted"
     assert _conditions(st.build_status(pod, [_done(C, 0)], "h", T0))["Initialized"][1] == "PodCompleted"
     assert _conditions(st.build_status(pod, [_done(C, 1)], "h", T0))["ContainersReady"][1] == "PodFailed"
+
+
+def test_container_id_follows_the_instance() -> None:
+    cid = "kubelab-process://abc"
+    assert st.waiting(C, "ContainerCreating", 0)["containerID"] == ""
+    assert _run(container_id=cid)["containerID"] == cid
+    done = st.terminated(C, 1, T0, T0, 0, container_id=cid)
+    assert done["containerID"] == cid and done["state"]["terminated"]["containerID"] == cid
+    # Waiting to restart: still the last instance's, as kubelet shows it during CrashLoopBackOff.
+    assert st.waiting(C, "CrashLoopBackOff", 1, {"terminated": done["state"]["terminated"]})["containerID"] == cid

@@ -1,0 +1,51 @@
+"""A kubelet started before its apiserver: it keeps trying to register (as kubelet's registerWithAPIServer), its
+/healthz says so meanwhile, and once the apiserver is up the node registers and its pods run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from conftest import ROOT, ApiServer
+from kubelab.etcd import EtcdServer, free_port
+from support.wait import wait_for
+
+
+def _health(port: int) -> int:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code
+    except httpx.HTTPError:
+        return 0
+
+
+def test_kubelet_waits_for_a_late_apiserver(etcd: EtcdServer, ns: str, tmp_path: Path) -> None:
+    api = ApiServer(etcd.url, tmp_path)  # its port is chosen now; nothing listens there yet
+    node, port = f"late-{api.port}", free_port()
+    log_path = tmp_path / "kubelet.log"
+    with open(log_path, "wb") as log:
+        kubelet = subprocess.Popen([sys.executable, "-m", "kubelet", "--master", api.url, "--node-name", node,
+                                    "--port", str(port), "--root-dir", str(tmp_path / "root")],
+                                   cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: "Unable to register node" in log_path.read_text(), what="a failed registration attempt")
+        assert _health(port) == 503 and kubelet.poll() is None
+        api.start()
+        with httpx.Client(base_url=api.url, timeout=10) as client:
+            wait_for(lambda: client.get(f"/api/v1/nodes/{node}").status_code == 200, what="node registered")
+            assert _health(port) == 200
+            client.post(f"/api/v1/namespaces/{ns}/pods", json={
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": node},
+                "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
+                         "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "30"]}]}})
+            wait_for(lambda: client.get(f"/api/v1/namespaces/{ns}/pods/{node}").json()
+                     .get("status", {}).get("phase") == "Running", what="the pod running")
+            client.delete(f"/api/v1/namespaces/{ns}/pods/{node}", params={"gracePeriodSeconds": "0"})
+            client.delete(f"/api/v1/nodes/{node}")
+        assert "Successfully registered node" in log_path.read_text()
+    finally:
+        kubelet.terminate()
+        kubelet.wait(15)
+        api.stop()
