@@ -251,9 +251,9 @@ class FakeAPIServer:
             timeout = float(params.get("timeoutSeconds") or 0) or None
             deadline = asyncio.get_running_loop().time() + timeout if timeout else None
             while True:
-                remaining = None if deadline is None else deadline - asyncio.get_running_loop().time()
-                try:
-                    event_or_end = await asyncio.wait_for(w.queue.get(), remaining)
+                try:  # asyncio.timeout, not wait_for: 3.11's wait_for may swallow a cancellation (gh-86296)
+                    async with asyncio.timeout_at(deadline):
+                        event_or_end = await w.queue.get()
                 except TimeoutError:
                     return
                 if event_or_end is None:
