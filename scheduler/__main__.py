@@ -6,6 +6,8 @@
   the Lease ``kube-system/kube-scheduler`` schedules. The leader annotates the Lease with
   ``kubelab.io/debug-endpoint: http://<addr>:<port>`` so ``kubelab explain`` finds it. Losing the lease ends the
   process with status 1 (as kube-scheduler); SIGTERM/SIGINT release it and exit 0.
+* SIGTERM/SIGINT end the process with status 0 at any time, also while the apiserver is unreachable and the
+  informers have not synced yet (releasing the Lease then takes at most the renew deadline).
 * An HTTP server (``--healthz-port``; 0 picks a free port, negative turns it off) answers ``/healthz`` and
   ``GET /debug/explain/{namespace}/{name}``: the pod's last attempt as JSON (404 if unknown).
 """
@@ -141,9 +143,12 @@ async def run(args: argparse.Namespace, config: Configuration) -> int:
     server = DebugServer(scheduler, args.bind_address, args.healthz_port) if args.healthz_port >= 0 else None
     if server is not None:
         await server.start()
-    tasks = await scheduler.start_informers(stop)
+    tasks: list[asyncio.Task[None]] = []
     le = config.leader_election
     try:
+        tasks = await scheduler.start_informers(stop)  # returns early on SIGTERM, even with the apiserver away
+        if stop.is_set():
+            return 0
         if not le.leader_elect:
             await scheduler.schedule(stop)
             return 0

@@ -10,13 +10,17 @@ TaintToleration, NodeAffinity) and are answered from a per-pod-view cache, norma
 constraints, no pod affinity anywhere) are skipped. Only the nodes left undecided go through per-node plugin
 calls. Nodes with nominated pods (a preemptor waiting for its victims to go) are filtered per node with those
 pods first (``filter_with_nominated_pods``), so a less important pod cannot take the room made for them.
-``find_node_reference`` is the plain per-node runner; a unit test checks both agree.
+A pod that carries ``status.nominatedNodeName`` is first tried on that node alone (PreferNominatedNode): if it
+fits there it goes there, without filtering or scoring the others. ``find_node_reference`` is the plain per-node
+runner; a unit test checks both agree.
 
 Loop: informers feed the cache (nodes, bound pods) and the queue (pending pods of our profiles); the loop pops
-a pod, runs its profile, assumes the pod on the chosen node and binds it asynchronously. A failed bind forgets
-the assumption and requeues with backoff. When nothing fits, the profile's PostFilter, DefaultPreemption
-(plugins/defaultpreemption.py), looks for lower-priority victims: if found they are deleted and the pod nominated
-to their node (in the queue's nominator at once, in ``status.nominatedNodeName`` after); either way the pod gets
+a pod, runs its profile, assumes the pod on the chosen node and binds it asynchronously. A failed bind (or a
+plugin error) forgets the assumption, clears the pod's nomination, writes PodScheduled=False (SchedulerError) and
+requeues the pod with backoff unless it is gone or bound meanwhile. When nothing fits, the profile's PostFilter,
+DefaultPreemption (plugins/defaultpreemption.py), looks for lower-priority victims: if found they are deleted and
+the pod nominated to their node (in the queue's nominator at once, in ``status.nominatedNodeName`` after; without
+victims anywhere an earlier nomination is cleared); either way the pod gets
 ``PodScheduled=False`` (reason Unschedulable) and a ``FailedScheduling`` event in Kubernetes' words (with the
 preemption note unless preemption is disabled), and waits for a cluster event (the victims' deletion is one).
 A namespace informer gives InterPodAffinity the namespace labels its ``namespaceSelector``s match.
@@ -36,7 +40,7 @@ from apimachinery import errors
 from apimachinery.meta import now_rfc3339
 from kubeclient import Clientset
 from kubeclient.events import EventRecorder
-from kubeclient.informer import SharedInformer
+from kubeclient.informer import SharedInformer, wait_for_cache_sync
 
 from . import affinityindex
 from .cache import Cache, is_terminated
@@ -46,6 +50,7 @@ from .framework import (SUCCESS, Candidate, CycleState, Handle, NamespaceLabels,
                         Status, pod_non_zero_requests, pod_priority, pod_requests)
 from .nodetable import (NodeTable, balanced_allocation, default_normalize, fit_reasons, least_allocated,
                         shape_key)
+from .nominator import nominated_node_name
 from .plugins import REGISTRY, interpodaffinity, podtopologyspread
 from .queue import QueuedPodInfo, SchedulingQueue, pod_key
 
@@ -234,6 +239,24 @@ class Runner:
                 return failed
         return self._run_filters(state, pod, info)
 
+    def _evaluate_nominated_node(self, pod: Pod, table: NodeTable, attempt: Attempt) -> Attempt | None:
+        """kube-scheduler's ``evaluateNominatedNode`` (PreferNominatedNode, GA): a pod whose
+        ``status.nominatedNodeName`` names a known node (set by its preemption) is filtered against that node alone,
+        after the PreFilters and with the node's nominated pods (``filter_with_nominated_pods``). If it fits, that
+        node is the attempt's answer: no other node is filtered or scored and the start index does not move. None
+        (unknown node, a PreFilter or a Filter rejects): the normal search decides, and reports its own verdicts."""
+        row = table.index.get(nominated_node_name(pod))
+        if row is None:
+            return None
+        state = CycleState(table.infos)
+        for plugin in self.filters:
+            if hasattr(plugin, "pre_filter") and not plugin.pre_filter(state, pod, table.infos).ok:
+                return None
+        if self.filter_with_nominated_pods(state, pod, table.infos[row], table.infos) is not None:
+            return None
+        attempt.evaluated = attempt.feasible = np.array([row], np.int64)
+        return self._finish(attempt, pod, table, state)
+
     # --- the attempt --------------------------------------------------------------------------------------------
     def _new_attempt(self, pod: Pod, table: NodeTable, number: int) -> Attempt:
         n = len(self.filters)
@@ -247,6 +270,8 @@ class Runner:
         attempt = self._new_attempt(pod, table, number)
         if n == 0:
             return self._finish(attempt, pod, table, None)
+        if (preferred := self._evaluate_nominated_node(pod, table, attempt)) is not None:
+            return preferred
         state = CycleState(table.infos)
         fail_at = attempt.fail_at
         needs_call = np.zeros(n, bool)
@@ -419,6 +444,8 @@ class Runner:
         attempt = self._new_attempt(pod, table, number)
         if n == 0:
             return self._finish(attempt, pod, table, None)
+        if (preferred := self._evaluate_nominated_node(pod, table, attempt)) is not None:
+            return preferred
         state = CycleState(table.infos)
         for plugin in self.filters:
             if hasattr(plugin, "pre_filter"):
@@ -549,9 +576,9 @@ class Scheduler:
             attempt = runner.find_node(pod, self.cache, info.attempts)
         except Exception as err:  # one bad pod must not stop the scheduler
             log.exception("scheduling %s failed", info.key)
-            self.queue.add_backoff(info)
             self.diagnoses.record(Attempt(info.key, info.attempts, now_rfc3339(), [], [], np.zeros(0, np.int64),
                                           np.zeros(0, np.int16), [], result="Error", message=str(err)))
+            self._scheduler_error(info, str(err))
             return None
         self.diagnoses.record(attempt)
         if attempt.node is None:
@@ -624,24 +651,41 @@ class Scheduler:
                 await self.client.pods.bind(pod, node_name)
             except errors.StatusError as err:
                 log.warning("binding %s to %s failed: %s", info.key, node_name, err)
-                self.cache.forget_pod(info.key)
-                self.queue.move_all_to_active_or_backoff("BindFailed")
-                if not isinstance(err, errors.NotFound):
-                    self.queue.add_backoff(info)
+                if self.cache.is_assumed(info.key):  # as ForgetPod: not once the watch has shown the pod bound
+                    self.cache.forget_pod(info.key)
+                    self.queue.move_all_to_active_or_backoff("BindFailed")
+                self._scheduler_error(info, str(err))
                 return
         self.scheduled += 1
         meta = pod["metadata"]
         self.recorder.event(pod, "Normal", "Scheduled",
                             f"Successfully assigned {meta['namespace']}/{meta['name']} to {node_name}")
 
+    def _scheduler_error(self, info: QueuedPodInfo, message: str) -> None:
+        """As kube-scheduler's ``handleSchedulingFailure`` after an error (a failed bind, a plugin that raised), with
+        ``clearNominatedNode``: the nomination is dropped from the nominator at once and from
+        ``status.nominatedNodeName`` by the status write, which also says PodScheduled=False (reason
+        SchedulerError) next to a FailedScheduling event. The pod is retried after its backoff, as the informer now
+        shows it, unless the informer shows it gone or bound; then only the event is recorded (kube-scheduler would
+        also write the condition, even onto a pod bound meanwhile)."""
+        self.queue.nominator.delete(info.key)
+        latest = self.pod_informer.store.get_by_key(info.key)
+        if latest is None or _spec(latest).get("nodeName"):
+            self.queue.done(info.key)
+            self.recorder.event(info.pod, "Warning", "FailedScheduling", message)
+            return
+        info.pod = latest
+        self.queue.add_backoff(info)
+        self._spawn(self._unschedulable(latest, message, "", reason="SchedulerError"))
+
     async def _unschedulable(self, pod: Pod, message: str, nominated: str | None = None,
-                             preemption: Candidate | None = None) -> None:
-        """FailedScheduling, PodScheduled=False and the nomination (``nominated``: a node, "" to clear, None to
-        leave it; written only when it changes); then the victims go. In this order, so the status write cannot
-        land after the bind that the victims' deletion leads to."""
+                             preemption: Candidate | None = None, reason: str = "Unschedulable") -> None:
+        """FailedScheduling, PodScheduled=False (``reason``) and the nomination (``nominated``: a node, "" to clear,
+        None to leave it; written only when it changes); then the victims go. In this order, so the status write
+        cannot land after the bind that the victims' deletion leads to."""
         self.recorder.event(pod, "Warning", "FailedScheduling", message)
         meta = pod["metadata"]
-        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+        condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
                      "lastProbeTime": None, "lastTransitionTime": now_rfc3339()}
         status: dict[str, Any] = {"conditions": [condition]}
         if nominated is not None and nominated != ((pod.get("status") or {}).get("nominatedNodeName") or ""):
@@ -656,11 +700,13 @@ class Scheduler:
 
     # --- lifecycle --------------------------------------------------------------------------------------------
     async def start_informers(self, stop: asyncio.Event) -> list[asyncio.Task[None]]:
+        """Start the informers and the queue's timer; return once the informers have synced or ``stop`` is set
+        (as client-go's ``WaitForCacheSync(stopCh)``: an unreachable apiserver must not keep a stopping process
+        alive). The tasks end when ``stop`` is set (``close`` waits for them)."""
         informers = (self.namespace_informer, self.node_informer, self.pod_informer)
         tasks = [*(asyncio.create_task(informer.run(stop)) for informer in informers),
                  asyncio.create_task(self.queue.run(stop))]
-        for informer in informers:
-            await informer.wait_for_sync()
+        await wait_for_cache_sync(*informers, stop=stop)
         return tasks
 
     async def schedule(self, stop: asyncio.Event) -> None:

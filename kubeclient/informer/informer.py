@@ -209,10 +209,16 @@ class SharedInformer:
                 self._distribute(Delta("Updated", obj, obj))
 
 
-async def wait_for_cache_sync(*informers: SharedInformer, timeout: float | None = None) -> bool:
-    """Wait until every informer has synced; False if ``timeout`` seconds pass first."""
+async def wait_for_cache_sync(*informers: SharedInformer, timeout: float | None = None,
+                              stop: asyncio.Event | None = None) -> bool:
+    """Wait until every informer has synced; False if ``timeout`` seconds pass or ``stop`` is set first (client-go's
+    ``WaitForCacheSync(stopCh, ...)``: a process told to stop must not wait for an apiserver that is away)."""
+    synced = asyncio.ensure_future(asyncio.gather(*(i.wait_for_sync() for i in informers)))
+    waiters = {synced, *([asyncio.ensure_future(stop.wait())] if stop is not None else [])}
     try:
-        await asyncio.wait_for(asyncio.gather(*(i.wait_for_sync() for i in informers)), timeout)
-    except TimeoutError:
-        return False
-    return True
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+    return synced.done() and not synced.cancelled() and synced.exception() is None

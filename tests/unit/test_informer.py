@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from apimachinery.errors import ServiceUnavailable
 from kubeclient.backoff import Backoff
 from kubeclient.client import Clientset
 from kubeclient.fake import FakeAPIServer
@@ -184,3 +185,22 @@ async def test_factory_shares_informers_and_syncs_them_together() -> None:
 async def test_wait_for_sync_times_out_when_not_running() -> None:
     informer = make(Clientset(FakeAPIServer()))
     assert not await informer.wait_for_sync(0.01)
+
+
+async def test_wait_for_cache_sync_gives_up_when_told_to_stop() -> None:
+    """An apiserver that refuses every list: the wait ends (False) when ``stop`` is set or the timeout passes."""
+    fake = FakeAPIServer()
+    fake.fail_next(ServiceUnavailable("etcd is away"), verb="GET", times=1_000_000)
+    informer = SharedInformer(Clientset(fake).pods, backoff=Backoff(initial=0.01, cap=0.05))
+    stop = asyncio.Event()
+    task = asyncio.create_task(informer.run(stop))
+    try:
+        assert not await wait_for_cache_sync(informer, timeout=0.1)
+        waiting = asyncio.create_task(wait_for_cache_sync(informer, stop=stop))
+        await asyncio.sleep(0.1)
+        assert not waiting.done()  # nothing synced, no timeout: it waits...
+        stop.set()
+        assert await asyncio.wait_for(waiting, 2) is False  # ...until told to stop
+    finally:
+        stop.set()
+        await task
