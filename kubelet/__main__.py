@@ -1,5 +1,7 @@
 """``python -m kubelet`` / ``kubelab kubelet``: run one node's kubelet (real processes as containers).
 
+``--runtime docker`` runs the pods' containers as real containers through the Docker engine at ``DOCKER_HOST``
+(default ``unix:///var/run/docker.sock``) instead; it needs a reachable engine and exits at once without one.
 ``--hollow --count N`` runs N simulated nodes instead (``hollow``: no processes; for scale benchmarks only)."""
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from aiohttp import web
 
 from kubeclient import Clientset
 
+from .docker import DockerImages, DockerRuntime, EngineError
 from .hollow import HollowNodes
 from .kubelet import Kubelet
 from .node import NodeAgent, machine_capacity
@@ -46,6 +49,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--node-lease-renew-interval", type=float, default=10.0, help="seconds between Lease renewals")
     p.add_argument("--node-status-update-frequency", type=float, default=60.0,
                    help="seconds between node status posts")
+    p.add_argument("--runtime", choices=("process", "docker"), default="process",
+                   help="process: each container is an OS process; docker: real containers through the Docker "
+                        "engine at DOCKER_HOST or unix:///var/run/docker.sock (default: %(default)s)")
     p.add_argument("--crashloop-backoff", type=float, default=10.0,
                    help="first CrashLoopBackOff delay in seconds, doubling to 300 (default: %(default)s)")
     p.add_argument("-v", "--v", dest="verbosity", type=int, default=1, help="log verbosity")
@@ -79,12 +85,28 @@ async def run(args: argparse.Namespace) -> None:
     if args.hollow:
         await run_hollow(args, client, capacity, labels)
         return
-    kubelet = Kubelet(client, args.node_name, Path(args.root_dir).absolute(), args.node_ip,
-                      backoff_base=args.crashloop_backoff)
+    root = Path(args.root_dir).absolute()
+    docker = None
+    if args.runtime == "docker":
+        docker = DockerRuntime(args.node_name)
+        images = DockerImages(root / "images", args.crashloop_backoff, engine=docker.engine)
+        try:
+            await docker.connect()
+            await images.refresh()
+        except EngineError as err:
+            await docker.close()
+            await client.close()
+            raise SystemExit(f"--runtime docker: no Docker engine at {docker.engine.host}: {err}") from None
+        logging.info("runtime: Docker engine %s at %s", docker.version, docker.engine.host)
+        kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
+                          runtime=docker, images=images)
+    else:
+        kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff)
     node = NodeAgent(client, args.node_name, port=args.port, host_ip=args.node_ip, capacity=capacity,
                      labels=labels, taints=_taints(args.register_with_taints),
                      lease_interval=args.node_lease_renew_interval,
-                     status_interval=args.node_status_update_frequency, images=kubelet.images)
+                     status_interval=args.node_status_update_frequency, images=kubelet.images,
+                     **({"runtime_version": docker.runtime_version} if docker is not None else {}))
     runner = web.AppRunner(make_app(kubelet, node.registered), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, args.address, args.port).start()
@@ -103,6 +125,8 @@ async def run(args: argparse.Namespace) -> None:
     finally:
         await runner.cleanup()
         await client.close()
+        if docker is not None:
+            await docker.close()
 
 
 async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict[str, str],

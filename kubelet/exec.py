@@ -16,6 +16,8 @@ A process runtime has no container to enter: the command runs as a process with 
 and working directory (``probes.ExecTarget``, what its probes use), mount paths rewritten as for the container.
 With ``tty`` it gets a pseudo-terminal (``os.openpty``) as its controlling terminal, so ``kubectl exec -it POD
 -- sh`` is an interactive shell; stderr then goes to the terminal too (Kubernetes ignores ``stderr`` with a tty).
+With real containers (``ExecTarget.container``, ``--runtime docker``) the command runs inside the container,
+non-interactively: its output is sent when it ends.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from .probes import ExecTarget
+from .probes import ExecTarget, InContainer
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
@@ -234,6 +236,8 @@ async def serve(request: web.Request, target: ExecTarget | None, problem: str | 
     if not options.command:
         return await finish(error_status("you must specify at least one command for the container",
                                          "BadRequest", 400))
+    if target.container is not None:
+        return await finish(await _run_in_container(options, target.container, send))
     process = ExecProcess(options, target)
     try:
         await process.start()
@@ -264,6 +268,27 @@ async def serve(request: web.Request, target: ExecTarget | None, problem: str | 
     if ws.closed:
         return ws
     return await finish(exit_status(code, options.command))
+
+
+async def _run_in_container(options: ExecOptions, container: InContainer, send: Send) -> dict[str, Any]:
+    """A runtime with real containers (``--runtime docker``): the command runs inside the container to its end,
+    then its output is sent; stdin and tty are not offered (yet)."""
+    if options.stdin or options.tty:
+        return error_status("interactive exec (stdin, tty) is not supported by this kubelet's container runtime; "
+                            "run the command without -i/-t", "BadRequest", 400)
+    try:
+        code, out, err = await container.run(options.command, None)
+    except FileNotFoundError:
+        return error_status(f"Internal error occurred: error executing command in container: exec: "
+                            f'"{options.command[0]}": executable file not found in $PATH')
+    except OSError as error:
+        return error_status(f"Internal error occurred: error executing command in container: {error}")
+    await send(STDOUT if options.stdout else ERROR, b"")
+    if options.stdout and out:
+        await send(STDOUT, out)
+    if options.stderr and err:
+        await send(STDERR, err)
+    return exit_status(code, options.command)
 
 
 async def _read_client(ws: web.WebSocketResponse, process: ExecProcess, protocol: str) -> None:

@@ -26,13 +26,19 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 DEFAULT_DOMAIN = "docker.io"
-Recorder = Callable[[dict[str, Any], str, str, str], None]  # (pod, type, reason, message), as Kubelet.event
+
+
+class Recorder(Protocol):
+    """Kubelet.event: an event about ``pod``, or about one of its containers when ``container`` names it."""
+
+    def __call__(self, pod: dict[str, Any], event_type: str, reason: str, message: str,
+                 container: str | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -219,6 +225,7 @@ class ImageStore:
         """kubelet's ``EnsureImageExists``: apply the pull policy, pull if needed, with events; ``None`` when the
         image is ready to run, else why not and when to try again."""
         image = container.get("image") or ""
+        record = partial(record, container=container.get("name"))  # image events are about the container
         policy = container.get("imagePullPolicy") or default_pull_policy(image)
         present = self.present(image)
         if policy == "Never" and not present:

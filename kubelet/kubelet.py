@@ -8,6 +8,9 @@ On start the kubelet first asks its runtime for the containers it ran before (``
 worker adopts its pod's containers (``PodWorker._adopt``) instead of starting new ones. Housekeeping (after the
 first list, then every ``HOUSEKEEPING_SECONDS``, as kubelet's ``HandlePodCleanups``) kills and forgets the
 containers of pods this node no longer has, so nothing is duplicated and nothing is orphaned.
+
+The runtime is a ``cri.Runtime``: the process runtime by default, or with ``--runtime docker`` a
+``docker.DockerRuntime`` that runs real containers through a reachable Docker engine (its ``DockerImages`` pulls).
 """
 
 from __future__ import annotations
@@ -23,25 +26,36 @@ from kubeclient.informer import SharedInformer
 
 from .images import ImageStore
 from .pod_worker import PodWorker
-from .runtime import ContainerProcess, ProcessRuntime
+from .cri import Container, Runtime
+from .runtime import ProcessRuntime
 
 log = logging.getLogger(__name__)
 HOUSEKEEPING_SECONDS = 2.0
 
 
+def container_field_path(pod: dict[str, Any], container: str) -> str:
+    """``spec.containers{web}`` or ``spec.initContainers{setup}``: the part of the pod an event is about
+    (kubelet's ``GenerateContainerRef``)."""
+    spec = pod.get("spec") or {}
+    init = any(c.get("name") == container for c in spec.get("initContainers") or [])
+    return f"spec.{'initContainers' if init else 'containers'}{{{container}}}"
+
+
 class Kubelet:
     def __init__(self, client: Clientset, node_name: str, root_dir: Path, host_ip: str = "127.0.0.1",
-                 backoff_base: float = 10.0, backoff_max: float = 300.0) -> None:
+                 backoff_base: float = 10.0, backoff_max: float = 300.0, *, runtime: Runtime | None = None,
+                 images: ImageStore | None = None) -> None:
         self.client = client
         self.node_name = node_name
         self.root_dir = root_dir
         self.host_ip = host_ip
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
-        self.runtime = ProcessRuntime(root_dir / "containers")
-        self.images = ImageStore(root_dir / "images", backoff_base, backoff_max)
+        # The process runtime and its image store unless given others (``docker.DockerRuntime``, ``DockerImages``).
+        self.runtime: Runtime = runtime if runtime is not None else ProcessRuntime(root_dir / "containers")
+        self.images = images if images is not None else ImageStore(root_dir / "images", backoff_base, backoff_max)
         # Containers found from the runtime's state at start, by (pod UID, container name), until adopted.
-        self.recovered: dict[tuple[str, str], ContainerProcess] = {
+        self.recovered: dict[tuple[str, str], Container] = {
             (cp.meta.pod_uid, cp.name): cp for cp in self.runtime.recover()}
         if self.recovered:
             log.info("found %d containers from before the restart", len(self.recovered))
@@ -51,8 +65,11 @@ class Kubelet:
         self.informer = SharedInformer(client.pods, field_selector=f"spec.nodeName={node_name}")
         self.informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
 
-    def event(self, pod: dict[str, Any], kind: str, reason: str, message: str) -> None:
-        self.recorder.event(pod, kind, reason, message)  # type: ignore[arg-type]
+    def event(self, pod: dict[str, Any], kind: str, reason: str, message: str, container: str | None = None) -> None:
+        """An event about the pod, or about one of its containers (``involvedObject.fieldPath``, as kubelet's
+        container events carry it: ``kubectl describe`` and ``kubelab trace`` tell the containers apart)."""
+        path = container_field_path(pod, container) if container is not None else None
+        self.recorder.event(pod, kind, reason, message, field_path=path)  # type: ignore[arg-type]
 
     def worker_for(self, namespace: str, name: str) -> PodWorker | None:
         for worker in self.workers.values():

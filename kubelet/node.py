@@ -57,7 +57,8 @@ def node_conditions(previous: list[dict[str, Any]] | None = None) -> list[dict[s
 class NodeAgent:
     def __init__(self, client: Clientset, name: str, *, port: int, host_ip: str, capacity: dict[str, str],
                  labels: dict[str, str], taints: list[dict[str, str]], lease_interval: float = 10.0,
-                 status_interval: float = 60.0, lease_duration: int = 40, images: ImageStore | None = None) -> None:
+                 status_interval: float = 60.0, lease_duration: int = 40, images: ImageStore | None = None,
+                 runtime_version: str = f"{RUNTIME_NAME}://0.1") -> None:
         self.client = client
         self.name = name
         self.port = port
@@ -69,6 +70,7 @@ class NodeAgent:
         self.status_interval = status_interval
         self.lease_duration = lease_duration
         self.images = images
+        self.runtime_version = runtime_version  # nodeInfo.containerRuntimeVersion (``docker://24.0.7``)
         self.registered = asyncio.Event()  # set once the Node exists in the API (the kubelet's /healthz waits on it)
 
     def _status(self, previous: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -79,7 +81,7 @@ class NodeAgent:
             "addresses": [{"type": "InternalIP", "address": self.host_ip}, {"type": "Hostname", "address": self.name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port}},
             "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": platform.release(),
-                         "osImage": platform.platform(), "containerRuntimeVersion": f"{RUNTIME_NAME}://0.1",
+                         "osImage": platform.platform(), "containerRuntimeVersion": self.runtime_version,
                          "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": "", "operatingSystem": "linux",
                          "architecture": "amd64" if platform.machine() == "x86_64" else platform.machine()},
             "images": self.images.images() if self.images is not None else [],

@@ -34,7 +34,8 @@ from . import status as st
 from .env import EnvError, expand_command, pod_env, referenced_config_maps, runtime_env
 from .node import machine_capacity
 from .probes import PROBE_KINDS, ExecTarget, ProbeKind, ProbeWorker, Result, run_hook
-from .runtime import ContainerMeta, ContainerProcess
+from .cri import Container
+from .runtime import ContainerMeta
 from .volumes import VolumeError, mount_container, remove_pod_volumes, setup_volumes
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ MIN_GRACE_SECONDS = 2.0  # after a preStop hook, a container still gets this lon
 class ContainerRecord:
     spec: dict[str, Any]
     init: bool = False
-    process: ContainerProcess | None = None
+    process: Container | None = None
     restarts: int = 0
     status: dict[str, Any] | None = None
     last: dict[str, Any] | None = None
@@ -202,7 +203,7 @@ class PodWorker:
         """A new image: kill the container and start the new one at once, as a restart (``computePodActions``)."""
         assert record.process is not None
         self.kubelet.event(self.pod, "Normal", "Killing",
-                           f"Container {spec['name']} definition changed, will be restarted")
+                           f"Container {spec['name']} definition changed, will be restarted", spec["name"])
         started, cid = record.process.started_at, record.process.container_id
         code = await self._stop(record, self._grace())
         record.process = None
@@ -217,7 +218,7 @@ class PodWorker:
         for record in list(self.containers.values()):
             kill, record.kill = record.kill, None
             if kill is not None and record.process is not None:
-                self.kubelet.event(self.pod, "Normal", "Killing", kill[0])
+                self.kubelet.event(self.pod, "Normal", "Killing", kill[0], record.spec["name"])
                 code = await self._stop(record, kill[1])
                 self._exited(record, code, now)
 
@@ -236,7 +237,7 @@ class PodWorker:
         except (EnvError, VolumeError) as err:
             # Kubernetes retries these: the ConfigMap may be created later.
             record.status = st.waiting(spec, "CreateContainerConfigError", record.restarts, record.last, str(err))
-            self.kubelet.event(self.pod, "Warning", "Failed", f"Error: {err}")
+            self.kubelet.event(self.pod, "Warning", "Failed", f"Error: {err}", spec["name"])
             record.restart_at = asyncio.get_running_loop().time() + RETRY_SECONDS
             return
         if record.restarts and current.exists():
@@ -247,12 +248,12 @@ class PodWorker:
             record.process = await self.kubelet.runtime.start(run_spec, self._container_dir(spec), env, current, meta)
         except (OSError, RuntimeError) as err:
             record.status = st.waiting(spec, "CreateContainerError", record.restarts, record.last, str(err))
-            self.kubelet.event(self.pod, "Warning", "Failed", f"Error: {err}")
+            self.kubelet.event(self.pod, "Warning", "Failed", f"Error: {err}", spec["name"])
             record.done = True
             return
-        self.kubelet.event(self.pod, "Normal", "Created", f"Created container {spec['name']}")
-        self.kubelet.event(self.pod, "Normal", "Started", f"Started container {spec['name']}")
-        record.target = target
+        self.kubelet.event(self.pod, "Normal", "Created", f"Created container {spec['name']}", spec["name"])
+        self.kubelet.event(self.pod, "Normal", "Started", f"Started container {spec['name']}", spec["name"])
+        record.target = self.kubelet.runtime.exec_target(record.process, target)
         record.ready = spec.get("readinessProbe") is None
         record.started = spec.get("startupProbe") is None
         record.kill = None
@@ -284,6 +285,7 @@ class PodWorker:
         except (EnvError, VolumeError):
             record.target = ExecTarget(found.env, found.cwd or self._container_dir(record.spec),
                                        self.kubelet.host_ip, list(record.spec.get("ports") or []))
+        record.target = self.kubelet.runtime.exec_target(found, record.target)
         record.ready = record.spec.get("readinessProbe") is None
         record.started = record.spec.get("startupProbe") is None
         record.status = self._running_status(record)
@@ -306,8 +308,12 @@ class PodWorker:
         container_dir = self._container_dir(spec)
         defined = await self._container_env(spec)
         mounts = mount_container(spec, self.volumes or {}, container_dir)
-        env = runtime_env(self.pod, {name: mounts.rewrite(value) for name, value in defined.items()})
         cwd = container_dir / spec["workingDir"].lstrip("/") if spec.get("workingDir") else container_dir
+        if self.kubelet.runtime.bind_mounts:  # real containers: the runtime mounts the volumes, the image has PATH
+            env = dict(defined)
+            return expand_command(spec, defined), env, ExecTarget(env, cwd, self.kubelet.host_ip,
+                                                                  list(spec.get("ports") or []))
+        env = runtime_env(self.pod, {name: mounts.rewrite(value) for name, value in defined.items()})
         target = ExecTarget(env, cwd, self.kubelet.host_ip, list(spec.get("ports") or []), mounts.rewrite)
         return mounts.rewrite_container(expand_command(spec, defined)), env, target
 
@@ -326,8 +332,8 @@ class PodWorker:
         if failure is None or record.process is None:
             return True
         log.info("pod %s: postStart hook of %s failed: %s", self.key, record.spec["name"], failure)
-        self.kubelet.event(self.pod, "Warning", "FailedPostStartHook", "PostStartHook failed")
-        self.kubelet.event(self.pod, "Normal", "Killing", "FailedPostStartHook")
+        self.kubelet.event(self.pod, "Warning", "FailedPostStartHook", "PostStartHook failed", record.spec["name"])
+        self.kubelet.event(self.pod, "Normal", "Killing", "FailedPostStartHook", record.spec["name"])
         code = await self._stop(record, self._grace())
         self._exited(record, code, asyncio.get_running_loop().time())
         return False
@@ -344,7 +350,8 @@ class PodWorker:
                 record.probes.append(asyncio.create_task(worker.run(), name=f"{kind} probe {self.key}"))
 
     def _probe_failed(self, record: ContainerRecord, kind: ProbeKind, output: str) -> None:
-        self.kubelet.event(self.pod, "Warning", "Unhealthy", f"{kind.capitalize()} probe failed: {output}")
+        self.kubelet.event(self.pod, "Warning", "Unhealthy", f"{kind.capitalize()} probe failed: {output}",
+                           record.spec["name"])
 
     def _probe_result(self, record: ContainerRecord, kind: ProbeKind, result: Result) -> None:
         if record.process is None:
@@ -388,7 +395,7 @@ class PodWorker:
                                        f"pod={self.pod['metadata']['name']}_{self.pod['metadata']['namespace']}"
                                        f"({self.uid})")
             self.kubelet.event(self.pod, "Warning", "BackOff", "Back-off restarting failed container "
-                                                               f"{spec['name']} in pod {self.pod['metadata']['name']}")
+                               f"{spec['name']} in pod {self.pod['metadata']['name']}", spec["name"])
         else:
             record.done = True
 
@@ -410,7 +417,7 @@ class PodWorker:
             failure = await run_hook(hook, record.target, grace)
             if failure is not None:
                 log.info("pod %s: preStop hook of %s failed: %s", self.key, record.spec["name"], failure)
-                self.kubelet.event(self.pod, "Warning", "FailedPreStopHook", "PreStopHook failed")
+                self.kubelet.event(self.pod, "Warning", "FailedPreStopHook", "PreStopHook failed", record.spec["name"])
             grace = max(grace - (loop.time() - began), MIN_GRACE_SECONDS)
         code = await self.kubelet.runtime.stop(record.process, grace)
         return 128 - code if code < 0 else code
@@ -418,7 +425,8 @@ class PodWorker:
     async def _kill_all(self, grace: float) -> None:
         procs = [r for r in self.containers.values() if r.process is not None]
         for record in procs:
-            self.kubelet.event(self.pod, "Normal", "Killing", f"Stopping container {record.spec['name']}")
+            self.kubelet.event(self.pod, "Normal", "Killing", f"Stopping container {record.spec['name']}",
+                               record.spec["name"])
         await asyncio.gather(*(self._stop(r, grace) for r in procs))
 
     async def remove(self) -> None:

@@ -2,7 +2,8 @@
 
 An action runs against an ``ExecTarget`` — where the container lives: its environment, working directory, pod IP
 and ports. ``exec`` runs the command as a process with the container's environment in its working directory
-(exit 0 = success; a process runtime has no container to ``exec`` into), ``httpGet`` GETs
+(exit 0 = success; a process runtime has no container to ``exec`` into; with ``ExecTarget.container``, as
+``--runtime docker`` gives, the command runs inside the container), ``httpGet`` GETs
 ``scheme://host:port/path`` (host defaults to the pod IP; 200–399 = success), ``tcpSocket`` opens a connection.
 
 A ``ProbeWorker`` is Kubernetes' prober worker for one probe of one container *instance*: it probes every
@@ -24,7 +25,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import aiohttp
 
@@ -40,15 +41,26 @@ class Result(enum.Enum):
     UNKNOWN = "Unknown"  # the probe could not run (bad port, unsupported action): thrown away
 
 
+class InContainer(Protocol):
+    """A runtime's way into a running container (``docker.DockerExec``): the CRI's ExecSync."""
+
+    async def run(self, argv: list[str], timeout: float | None) -> tuple[int, bytes, bytes]:
+        """Run ``argv`` inside the container to its end: (exit code, stdout, stderr); ``TimeoutError`` after
+        ``timeout`` seconds, ``FileNotFoundError`` when there is no such executable."""
+        ...
+
+
 @dataclass
 class ExecTarget:
-    """Where a probe or hook runs: the container's environment, working directory, pod IP and ports."""
+    """Where a probe or hook runs: the container's environment, working directory, pod IP and ports; with
+    ``container`` (a runtime with real containers), exec commands run inside the container instead."""
 
     env: dict[str, str]
     cwd: Path
     pod_ip: str
     ports: list[dict[str, Any]] = field(default_factory=list)
     rewrite: Callable[[str], str] = str  # the container's view of mount paths (``volumes.Mounts.rewrite``)
+    container: InContainer | None = None
 
 
 # --- actions ---------------------------------------------------------------------------------------------------
@@ -58,6 +70,8 @@ async def run_exec(command: list[str], target: ExecTarget, timeout: float) -> tu
     argv = [target.rewrite(str(part)) for part in command]
     if not argv:
         return Result.UNKNOWN, "exec: no command"
+    if target.container is not None:
+        return await _run_in_container(argv, target.container, timeout)
     if argv[0] in ("python", "python3"):
         argv[0] = sys.executable  # as the runtime runs the "python" image
     try:
@@ -78,6 +92,19 @@ async def run_exec(command: list[str], target: ExecTarget, timeout: float) -> tu
         return Result.FAILURE, f'command "{" ".join(command)}" timed out'
     text = output[:MAX_OUTPUT].decode(errors="replace")
     return (Result.SUCCESS if process.returncode == 0 else Result.FAILURE), text
+
+
+async def _run_in_container(argv: list[str], container: InContainer, timeout: float) -> tuple[Result, str]:
+    try:
+        code, out, err = await container.run(argv, timeout)
+    except FileNotFoundError:
+        return Result.FAILURE, f'exec: "{argv[0]}": executable file not found in $PATH'
+    except TimeoutError:
+        return Result.FAILURE, f'command "{" ".join(argv)}" timed out'
+    except OSError as error:
+        return Result.UNKNOWN, f"exec: {error}"
+    text = (out + err)[:MAX_OUTPUT].decode(errors="replace")
+    return (Result.SUCCESS if code == 0 else Result.FAILURE), text
 
 
 def _kill_group(pgid: int) -> None:

@@ -31,9 +31,13 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import images
+
+if TYPE_CHECKING:
+    from .cri import Container
+    from .probes import ExecTarget
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +186,10 @@ async def _wait_gone(pid: int) -> None:
 
 
 class ProcessRuntime:
-    """Starts, stops, finds again and removes container processes; knows nothing of pods beyond ``ContainerMeta``."""
+    """Starts, stops, finds again and removes container processes; knows nothing of pods beyond ``ContainerMeta``.
+    (A ``cri.Runtime``.)"""
+
+    bind_mounts = False  # containers see volumes through links in their directory, paths rewritten (volumes.py)
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root  # <root-dir>/containers; None: a throw-away directory per container (no recovery)
@@ -235,8 +242,9 @@ class ProcessRuntime:
         return ContainerProcess(container["name"], cid, int(reply["pid"]), started_at, log_path, state, meta,
                                 cwd, env, shim=shim, shim_pid=shim.pid)
 
-    async def stop(self, cp: ContainerProcess, grace: float) -> int:
+    async def stop(self, cp: Container, grace: float) -> int:
         """SIGTERM to the container's process group, SIGKILL after ``grace`` seconds; returns the exit code."""
+        assert isinstance(cp, ContainerProcess)
         if cp.returncode is None and start_ticks(cp.pid) is not None:
             _signal_group(cp.pid, signal.SIGTERM)
             try:
@@ -244,6 +252,10 @@ class ProcessRuntime:
             except TimeoutError:
                 _signal_group(cp.pid, signal.SIGKILL)
         return await cp.wait()
+
+    def exec_target(self, container: Container, target: ExecTarget) -> ExecTarget:
+        """There is no container to enter: exec runs a process with the container's environment (``target``)."""
+        return target
 
     # --- finding containers again -----------------------------------------------------------------------------
     def recover(self) -> list[ContainerProcess]:

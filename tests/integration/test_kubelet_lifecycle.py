@@ -147,6 +147,10 @@ def test_init_containers_run_in_order(client: httpx.Client, kubectl: Kubectl, ns
     assert kubectl("logs", "init", "-c", "second", "-n", ns).stdout == ""
     described = kubectl("describe", "pod", "init", "-n", ns).stdout
     assert "Init Containers:" in described and re.search(r"Initialized\s+True", described)
+    started = client.get(f"/api/v1/namespaces/{ns}/events",
+                         params={"fieldSelector": "involvedObject.name=init,reason=Started"}).json()["items"]
+    assert sorted(e["involvedObject"].get("fieldPath") for e in started) == \
+        ["spec.containers{main}", "spec.initContainers{first}", "spec.initContainers{second}"]
 
 
 def test_failed_init_container_with_restart_never_fails_the_pod(client: httpx.Client, kubectl: Kubectl, ns: str,

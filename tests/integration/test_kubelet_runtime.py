@@ -100,6 +100,8 @@ def test_first_pull_then_already_present_and_node_images(client: httpx.Client, n
     assert messages["Pulling"] == 'Pulling image "busybox:1.36"'
     assert messages["Pulled"].startswith('Successfully pulled image "busybox:1.36" in ')
     assert messages["Pulled"].endswith(" including waiting). Image size: 4261574 bytes.")
+    items = client.get(f"/api/v1/namespaces/{ns}/events", params={"fieldSelector": "involvedObject.name=first"})
+    assert {e["involvedObject"].get("fieldPath") for e in items.json()["items"]} == {"spec.containers{main}"}
 
     def node_images() -> dict[str, int]:
         images = client.get(f"/api/v1/nodes/{node}").json()["status"].get("images") or []

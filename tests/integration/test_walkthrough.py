@@ -247,10 +247,13 @@ SPECIAL: dict[str, Callable[[Shell, str], Result]] = {
 }
 
 def trace_observed(shell: Shell, line: str, result: Result) -> None:
-    """The pod was stored (7), bound (10) and reported Running (13), each at a revision."""
-    rows = {row.split()[0]: row for row in result.stdout.splitlines() if re.match(r"\d+ ", row)}
+    """The pod was stored (7), bound (10) and reported Running (13), each at a revision; the kubelet's
+    container events (12c Created, 12d Started) were found by their fieldPath."""
+    rows = {row.split()[0]: row for row in result.stdout.splitlines() if re.match(r"\d+[a-z]? ", row)}
     for step in ("7", "10", "13"):
         assert "not observed" not in rows[step] and re.search(r"\s\d+\s+\S+$", rows[step]), result.stdout
+    for step in ("12c", "12d"):
+        assert "not observed" not in rows[step], result.stdout
 
 
 def cordon_respected(shell: Shell, line: str, result: Result) -> None:

@@ -41,9 +41,12 @@ def test_default_pull_policy() -> None:
 class Events:
     def __init__(self) -> None:
         self.items: list[tuple[str, str, str]] = []
+        self.containers: set[str | None] = set()  # the containers the events were about
 
-    def __call__(self, pod: dict[str, Any], kind: str, reason: str, message: str) -> None:
+    def __call__(self, pod: dict[str, Any], kind: str, reason: str, message: str,
+                 container: str | None = None) -> None:
         self.items.append((kind, reason, message))
+        self.containers.add(container)
 
     def take(self) -> list[tuple[str, str, str]]:
         items, self.items = self.items, []
@@ -71,6 +74,7 @@ def test_first_use_pulls_then_already_present(tmp_path: Path) -> None:
     # another tag of the same image is another name to pull; Always pulls every time
     assert ensure(store, events, "docker.io/library/busybox:1.36", "Always") is None
     assert [e[1] for e in events.take()] == ["Pulling", "Pulled"]
+    assert events.containers == {"c"}  # image events name their container (kubectl describe's "spec.containers{c}")
 
 
 def test_status_images_lists_the_pulled_names_and_sizes(tmp_path: Path) -> None:
