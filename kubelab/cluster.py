@@ -236,11 +236,11 @@ class Cluster:
                 f"{pending.spawned.log_path}:\n{process.tail(pending.spawned.log_path)}"
             )
         if pending.component.health == "alive" and pending.record.health_url is None:
-            if seconds < pending.component.settle:
-                return False
+            # A component that prints its health URL is up when that answers, however soon; one that does not
+            # is up once it has survived its settle time.
             pending.record.health_url = _health_url_in_log(pending.spawned.log_path, pending.log_offset)
             if pending.record.health_url is None:
-                return True
+                return seconds >= pending.component.settle
         assert pending.record.health_url is not None
         return process.wait_http_ok(pending.record.health_url, timeout=0.5)
 

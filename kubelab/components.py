@@ -7,9 +7,9 @@ while parts of the control plane are still being written.
 
 Health checks:
 - ``http``: GET a URL until it answers 200 (the apiserver's ``/healthz`` answers ``ok``).
-- ``alive``: the process is still running after a short settle. If the component prints its own
-  health URL in its log (any ``http://127.0.0.1:PORT/healthz`` or ``.../readyz``), that URL is polled
-  as well, so a component can opt into a real check without changing the launcher.
+- ``alive``: if the component prints its own health URL in its log (any ``http://127.0.0.1:PORT/healthz``
+  or ``.../readyz``), it is up as soon as that URL answers 200, so a component opts into a real check
+  without changing the launcher; otherwise it is up once the process has survived a short settle.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class Component:
     summary: str  # one line for `kubelab --help`
     health: HealthKind = "alive"
     health_path: str = "/healthz"
-    settle: float = 1.0  # seconds an "alive" component must survive before it counts as up
+    settle: float = 1.0  # seconds an "alive" component without a health URL must survive to count as up
     startup_timeout: float = 60.0  # cold Python imports on a busy 2-core machine take seconds
 
 
