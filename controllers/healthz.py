@@ -1,7 +1,7 @@
 """``/healthz`` for the controller-manager: a tiny HTTP endpoint the launcher (and people) can poll.
 
 ``ok`` (200) while every check passes; otherwise 500 with the failing check named, as kube-controller-manager
-answers ``[-]leaderElection failed``.  Port 0 means no server at all.
+answers ``[-]leaderElection failed``. Port 0 picks a free port; the URL printed says which.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ class HealthServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
+        self.port = self._runner.addresses[0][1]  # the one chosen when asked for port 0
         print(f"healthz: {self.url}", file=sys.stderr, flush=True)  # the launcher finds the URL in the log
 
     async def stop(self) -> None:

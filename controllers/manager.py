@@ -158,7 +158,7 @@ async def run(options: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     elector: LeaderElector | None = None
     health: HealthServer | None = None
-    if options.healthz_port:
+    if options.healthz_port >= 0:
         health = HealthServer(options.healthz_port, {"ping": lambda: True})
         await health.start()
     try:

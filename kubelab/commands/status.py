@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -40,6 +41,12 @@ def health_of(record: ProcessRecord, client: httpx.Client) -> str:
     return "ok" if r.status_code == 200 else "unhealthy"
 
 
+def port_of(record: ProcessRecord) -> str:
+    """The port it was given, else the one its health URL names (the scheduler's and controller-manager's)."""
+    port = record.port or (urlsplit(record.health_url).port if record.health_url else None)
+    return str(port) if port else "-"
+
+
 def run(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir).absolute()
     state = load_state(data_dir)
@@ -52,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             (
                 record.name,
                 str(record.pid),
-                str(record.port) if record.port else "-",
+                port_of(record),
                 health,
                 format_duration(now - record.started_at) if health != "dead" else "-",
             )

@@ -145,6 +145,8 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
     rows = {line.split()[0]: line.split() for line in lines[2:]}
     assert rows["etcd"][3] == "ok"
     assert rows["apiserver"][2:4] == [str(port), "ok"]
+    for name in ("controller-manager", "scheduler"):  # on a free port each, found from the URL they print
+        assert rows[name][2].isdigit() and rows[name][3] == "ok", rows[name]
 
     state = load_state(data_dir)
     assert state is not None
