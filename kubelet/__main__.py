@@ -147,9 +147,9 @@ async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict
         await web.TCPSite(runner, "127.0.0.1", args.healthz_port).start()
     logging.warning("hollow mode: %d SIMULATED nodes %s0..%d; their pods run no process", args.count,
                     args.node_name_prefix, args.count - 1)
-    await nodes.register()
     try:
-        await nodes.run(stop)
+        if await nodes.register(stop):
+            await nodes.run(stop)
     finally:
         if runner is not None:
             await runner.cleanup()

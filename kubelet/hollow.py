@@ -25,7 +25,7 @@ from kubeclient import Clientset
 from kubeclient.informer import SharedInformer
 
 from . import status as st
-from .node import KUBELET_VERSION, LEASE_NAMESPACE, node_conditions
+from .node import KUBELET_VERSION, LEASE_NAMESPACE, node_conditions, register_with_retry
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +84,10 @@ class HollowNodes:
             "images": [],
         }
 
-    async def register(self) -> None:
-        async def one(name: str) -> None:
+    async def register(self, stop: asyncio.Event | None = None) -> bool:
+        """Register every node, each retried as a kubelet retries (``register_with_retry``); False if ``stop``
+        was set first."""
+        async def once(name: str) -> None:
             labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
                       HOLLOW_LABEL: "true", **self.labels}
             node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
@@ -95,8 +97,16 @@ class HollowNodes:
             except errors.AlreadyExists:
                 await self._post_status(name)
 
+        results: list[bool] = []
+
+        async def one(name: str) -> None:
+            results.append(await register_with_retry(name, lambda: once(name), stop))
+
         await bounded(lambda name=name: one(name) for name in self.names)  # type: ignore[misc]
+        if not all(results):
+            return False
         log.info("registered %d hollow nodes (%s...)", len(self.names), self.names[0] if self.names else "")
+        return True
 
     async def _post_status(self, name: str) -> None:
         current = await self.client.nodes.get(name)

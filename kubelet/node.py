@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import platform
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from apimachinery import errors
@@ -54,6 +55,30 @@ def node_conditions(previous: list[dict[str, Any]] | None = None) -> list[dict[s
     return out
 
 
+async def register_with_retry(name: str, attempt: Callable[[], Awaitable[None]],
+                              stop: asyncio.Event | None = None) -> bool:
+    """Run ``attempt`` (register Node ``name``) until it works; after an error (an apiserver that is not up yet,
+    or refusing) try again after 100 ms doubling to 7 s, as the kubelet's ``registerWithAPIServer``. False if
+    ``stop`` was set first."""
+    backoff = Backoff(initial=REGISTER_FIRST_RETRY, cap=REGISTER_MAX_RETRY, jitter=0.0)
+    stop = stop or asyncio.Event()
+    while not stop.is_set():
+        log.info("Attempting to register node %s", name)
+        try:
+            await attempt()
+        except errors.StatusError as err:
+            delay = backoff.next()
+            log.warning("Unable to register node %s with API server (retrying in %.1fs): %s", name, delay, err)
+            try:
+                async with asyncio.timeout(delay):
+                    await stop.wait()
+            except TimeoutError:
+                pass
+            continue
+        return True
+    return False
+
+
 class NodeAgent:
     def __init__(self, client: Clientset, name: str, *, port: int, host_ip: str, capacity: dict[str, str],
                  labels: dict[str, str], taints: list[dict[str, str]], lease_interval: float = 10.0,
@@ -88,27 +113,12 @@ class NodeAgent:
         }
 
     async def register(self, stop: asyncio.Event | None = None) -> bool:
-        """``registerWithAPIServer``: create the Node, or refresh the status of the one already there; until it
-        works (an apiserver that is not up yet, or an error), try again after 100 ms doubling to 7 s, as the
-        kubelet does. False if ``stop`` was set first."""
-        backoff = Backoff(initial=REGISTER_FIRST_RETRY, cap=REGISTER_MAX_RETRY, jitter=0.0)
-        stop = stop or asyncio.Event()
-        while not stop.is_set():
-            log.info("Attempting to register node %s", self.name)
-            try:
-                await self._register_once()
-            except errors.StatusError as err:
-                delay = backoff.next()
-                log.warning("Unable to register node %s with API server (retrying in %.1fs): %s", self.name, delay,
-                            err)
-                try:
-                    await asyncio.wait_for(stop.wait(), delay)
-                except TimeoutError:
-                    pass
-                continue
-            self.registered.set()
-            return True
-        return False
+        """``registerWithAPIServer``: create the Node, or refresh the status of the one already there, retried
+        (``register_with_retry``). False if ``stop`` was set first."""
+        if not await register_with_retry(self.name, self._register_once, stop):
+            return False
+        self.registered.set()
+        return True
 
     async def _register_once(self) -> None:
         labels = {"kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
