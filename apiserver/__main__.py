@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> None:
         etcd_servers=[s.strip() for s in args.etcd_servers.split(",") if s.strip()],
         advertise_address=args.advertise_address or f"{args.bind_address}:{args.port}",
         watch_cache_size=args.watch_cache_size,
+        port=args.port,
     )
     uvicorn.run(
         create_app(config),

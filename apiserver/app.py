@@ -30,7 +30,8 @@ from .handlers.warnings import WarningMiddleware, add_warning
 from .openapi import documents as openapi_documents
 from .registry import all_strategies
 from .registry.decoder import Decoder
-from .registry.registry import Registry
+from .registry.registry import BootstrapObject, Registry, system_namespaces
+from .registry.services import kubernetes_service
 from .storage.etcd3 import EtcdStorage, StorageError
 
 log = logging.getLogger(__name__)
@@ -41,12 +42,14 @@ class Config:
     etcd_servers: list[str] = field(default_factory=lambda: ["http://127.0.0.1:2379"])
     advertise_address: str = "127.0.0.1:8080"
     watch_cache_size: int = 10_000
+    port: int = 8080  # where it serves: the default/kubernetes Service's targetPort
 
 
 def create_app(config: Config) -> WarningMiddleware:
     storage = EtcdStorage(config.etcd_servers)
     decoder = Decoder(openapi_documents.swagger()["definitions"])
-    registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning)
+    bootstrap = [*system_namespaces(), BootstrapObject("", "services", "default", kubernetes_service(config.port))]
+    registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap)
     handler = RESTHandler(registry)
     ready = {"ok": False}
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from apimachinery import errors
 from apimachinery.errors import Cause
@@ -12,7 +14,7 @@ from apimachinery.errors import Cause
 from ..storage.etcd3 import EtcdStorage
 from .decoder import Decoder
 from .store import ResourceStore
-from .strategy import Strategy
+from .strategy import Object, Strategy
 
 log = logging.getLogger(__name__)
 
@@ -20,12 +22,28 @@ log = logging.getLogger(__name__)
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
+@dataclass(frozen=True)
+class BootstrapObject:
+    """An object the apiserver creates at start-up when it is missing (kube-apiserver's bootstrap controller)."""
+
+    group: str
+    resource: str
+    namespace: str | None
+    obj: Object
+
+
+def system_namespaces() -> list[BootstrapObject]:
+    return [BootstrapObject("", "namespaces", None, {"metadata": {"name": name}}) for name in SYSTEM_NAMESPACES]
+
+
 class Registry:
     """One ``ResourceStore`` per served resource, looked up by group + plural name."""
 
     def __init__(self, strategies: list[Strategy], storage: EtcdStorage, cache_capacity: int = 10_000,
-                 decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None) -> None:
+                 decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
+                 bootstrap: Sequence[BootstrapObject] | None = None) -> None:
         self.storage = storage
+        self.bootstrap = list(bootstrap) if bootstrap is not None else system_namespaces()  # namespaces first
         self.strategies = strategies
         self.stores: dict[tuple[str, str], ResourceStore] = {
             (s.group, s.resource): ResourceStore(s, storage, cache_capacity, decoder, on_warning)
@@ -57,16 +75,17 @@ class Registry:
         await asyncio.gather(*(store.cache.stop() for store in self.stores.values()))
 
     async def _bootstrap(self) -> None:
-        namespaces = self.stores.get(("", "namespaces"))
-        if namespaces is None:
-            return
-        for name in SYSTEM_NAMESPACES:
-            if namespaces.cache.get(namespaces.etcd_key(None, name)) is None:
-                try:
-                    await namespaces.create({"metadata": {"name": name}}, None)
-                    log.info("created namespace %s", name)
-                except errors.AlreadyExists:
-                    pass
+        for item in self.bootstrap:
+            store = self.stores.get((item.group, item.resource))
+            name = item.obj["metadata"]["name"]
+            if store is None or store.cache.get(store.etcd_key(item.namespace, name)) is not None:
+                continue
+            try:
+                await store.create(copy.deepcopy(item.obj), item.namespace)
+                log.info("created %s %s%s", store.strategy.singular, f"{item.namespace}/" if item.namespace else "",
+                         name)
+            except errors.AlreadyExists:
+                pass
 
     async def check_namespace(self, namespace: str, resource: str, name: str) -> None:
         """Creating in a namespace needs it to exist and not be terminating (NamespaceLifecycle admission)."""

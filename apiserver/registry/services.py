@@ -169,6 +169,16 @@ def _derived_cluster_ip(key: str) -> str:
     return str(SERVICE_CIDR.network_address + 10 + _hash(key) % size)
 
 
+def kubernetes_service(port: int) -> Object:
+    """``default/kubernetes``, the Service every cluster has for its apiserver (kube-apiserver's bootstrap
+    controller creates it): 10.96.0.1:443 (named ``https`` as everywhere), targeting the apiserver's own port."""
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kubernetes", "namespace": "default",
+                         "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"type": "ClusterIP", "sessionAffinity": "None",
+                     "ports": [{"name": "https", "protocol": "TCP", "port": 443, "targetPort": port}]}}
+
+
 def _derived_node_port(key: str) -> int:
     return NODE_PORT_RANGE.start + _hash(key) % len(NODE_PORT_RANGE)
 

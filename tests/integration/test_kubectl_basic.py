@@ -98,3 +98,11 @@ def test_get_namespaces_and_api_resources(kubectl: Kubectl) -> None:
         assert line in resources
     version = kubectl("version", "-o", "yaml").stdout
     assert "gitVersion: v1.32" in version
+
+
+def test_the_kubernetes_service_is_there_as_in_every_cluster(kubectl: Kubectl) -> None:
+    out = kubectl("get", "svc", "kubernetes", "-n", "default").stdout.splitlines()
+    assert out[0].split() == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+    assert out[1].split()[:5] == ["kubernetes", "ClusterIP", "10.96.0.1", "<none>", "443/TCP"]
+    labels = kubectl("get", "svc", "kubernetes", "-n", "default", "-o", "jsonpath={.metadata.labels}").stdout
+    assert '"provider":"kubernetes"' in labels and '"component":"apiserver"' in labels
