@@ -51,6 +51,7 @@ from kubeclient.resources import (
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
     RESOURCES,
+    SECRETS,
     SERVICES,
     Resource,
     parse_path,
@@ -72,7 +73,8 @@ from kubeclient.workqueue import (
 
 __all__ = [
     "CONFIG_MAPS", "DEPLOYMENTS", "EVENTS", "LEASES", "NAMESPACES", "NAMESPACE_INDEX", "NODES", "NODE_NAME_INDEX",
-    "PATCH_CONTENT_TYPES", "PODS", "REAL_CLOCK", "REPLICATION_CONTROLLERS", "REPLICA_SETS", "RESOURCES", "SERVICES",
+    "PATCH_CONTENT_TYPES", "PODS", "REAL_CLOCK", "REPLICATION_CONTROLLERS", "REPLICA_SETS", "RESOURCES", "SECRETS",
+    "SERVICES",
     "Backoff", "BucketRateLimiter", "Clientset", "Clock", "Config", "ConfigError", "DelayingQueue", "Delta",
     "DeletedFinalStateUnknown", "EventRecorder", "FakeAPIServer", "IndexFunc", "Indexer", "InformerFactory",
     "ItemExponentialFailureRateLimiter", "LeaderElector", "ListWatch", "ListerWatcher", "MaxOfRateLimiter", "Object",

@@ -208,6 +208,7 @@ class Clientset:
         self.leases = ResourceClient(rest, r.LEASES)
         self.services = ResourceClient(rest, r.SERVICES)
         self.config_maps = ResourceClient(rest, r.CONFIG_MAPS)
+        self.secrets = ResourceClient(rest, r.SECRETS)
         self._by_resource: dict[Resource, ResourceClient] = {
             c.resource: c for c in vars(self).values() if isinstance(c, ResourceClient)
         }

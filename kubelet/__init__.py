@@ -9,7 +9,8 @@ Modules::
                 hooks, terminate, report status
     status      pure functions: container states → phase, conditions, containerStatuses
     env         a container's environment (env, envFrom, the downward API) and $(VAR) expansion
-    volumes     emptyDir, hostPath and configMap volumes as host directories
+    volumes     emptyDir, hostPath, configMap and secret volumes as host directories
+    sources     ConfigMaps and Secrets as env and volumes read them: one set of rules for both kinds
     probes      liveness, readiness and startup probes (exec, httpGet, tcpSocket) and lifecycle hooks
     images      the node's image store: pull policy, Pulling/Pulled events, ImagePullBackOff, status.images
     runtime     the process runtime: a container is a process group under a shim, found again after a restart

@@ -1,7 +1,7 @@
 """A container's environment as the kubelet builds it (``makeEnvironmentVariables``), plus ``$(VAR)`` expansion.
 
-Pure functions: the pod worker fetches the ConfigMaps a container refers to (``referenced_config_maps``) and
-passes them in, so this module never does I/O. The rules follow Kubernetes:
+Pure functions: the pod worker fetches the ConfigMaps and Secrets a container refers to
+(``sources.env_references``) and passes them in, so this module never does I/O. The rules follow Kubernetes:
 
 * ``envFrom`` first, then ``env`` in order; a later entry overrides an earlier one of the same name;
 * an ``env[].value`` is expanded with ``$(NAME)`` against the variables defined *before* it (``$$`` escapes
@@ -11,8 +11,8 @@ passes them in, so this module never does I/O. The rules follow Kubernetes:
 * the runtime adds what a container runtime gives every container: ``PATH``, ``HOSTNAME`` (the pod name) and
   ``HOME``; the pod's own variables override them.
 
-A missing non-optional ConfigMap, key or Secret (the apiserver serves no Secrets) raises ``EnvError``: the
-kubelet reports ``CreateContainerConfigError`` and tries again.
+A missing non-optional ConfigMap, Secret or key raises ``EnvError``: the kubelet reports
+``CreateContainerConfigError`` and tries again. Both kinds follow one set of rules (``sources``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from apimachinery.quantity import parse_quantity
+
+from .sources import SOURCE_KINDS, SourceKind, Sources
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _SUBSCRIPT = re.compile(r"^metadata\.(labels|annotations)\['(.+)'\]$")
@@ -132,32 +134,20 @@ def resource_value(pod: Mapping[str, Any], container: Mapping[str, Any], ref: Ma
 # --- the whole environment --------------------------------------------------------------------------------------
 
 
-def referenced_config_maps(container: Mapping[str, Any]) -> set[str]:
-    """Names of the ConfigMaps ``env``/``envFrom`` read (so the caller can fetch them first)."""
-    names = {(var.get("valueFrom") or {}).get("configMapKeyRef", {}).get("name") for var in container.get("env") or []}
-    names |= {(source.get("configMapRef") or {}).get("name") for source in container.get("envFrom") or []}
-    return {name for name in names if name}
-
-
 def pod_env(pod: Mapping[str, Any], container: Mapping[str, Any], *, pod_ip: str, host_ip: str,
-            config_maps: Mapping[str, Mapping[str, Any] | None], allocatable: Mapping[str, str]) -> dict[str, str]:
+            sources: Sources, allocatable: Mapping[str, str]) -> dict[str, str]:
     """The variables the pod spec defines for ``container`` (``envFrom`` then ``env``), in order.
 
-    ``config_maps`` maps a name to the ConfigMap object, or ``None`` when it does not exist.
+    ``sources`` holds the ConfigMaps and Secrets the container refers to (``sources.env_references``).
     """
     env: dict[str, str] = {}
     for source in container.get("envFrom") or []:
-        _secret(source.get("secretRef"))
-        ref = source.get("configMapRef")
-        if not ref:
-            continue
-        config_map = config_maps.get(ref.get("name", ""))
-        if config_map is None:
-            if ref.get("optional"):
-                continue
-            raise EnvError(f'configmap "{ref.get("name")}" not found')
-        for key, value in (config_map.get("data") or {}).items():
-            env[source.get("prefix", "") + key] = str(value)
+        for kind in SOURCE_KINDS:
+            ref = source.get(kind.env_ref)
+            if ref:
+                obj = _lookup(kind, ref, sources)
+                if obj is not None:
+                    env.update((source.get("prefix", "") + key, value) for key, value in kind.env_values(obj).items())
     for var in container.get("env") or []:
         name = var["name"]
         if "valueFrom" not in var or var.get("valueFrom") is None:
@@ -168,36 +158,35 @@ def pod_env(pod: Mapping[str, Any], container: Mapping[str, Any], *, pod_ip: str
             env[name] = field_value(pod, value_from["fieldRef"].get("fieldPath", ""), pod_ip, host_ip)
         elif value_from.get("resourceFieldRef"):
             env[name] = resource_value(pod, container, value_from["resourceFieldRef"], allocatable)
-        elif value_from.get("configMapKeyRef"):
-            value = _config_map_key(value_from["configMapKeyRef"], config_maps, pod)
-            if value is not None:
-                env[name] = value
         else:
-            _secret(value_from.get("secretKeyRef"))
+            for kind in SOURCE_KINDS:
+                if value_from.get(kind.key_ref):
+                    value = _key_value(kind, value_from[kind.key_ref], sources, pod)
+                    if value is not None:
+                        env[name] = value
     return env
 
 
-def _secret(ref: Mapping[str, Any] | None) -> None:
-    """This control plane serves no Secrets: a reference to one is unmet unless it is optional."""
-    if ref and not ref.get("optional"):
-        raise EnvError(f'secret "{ref.get("name")}" not found')
+def _lookup(kind: SourceKind, ref: Mapping[str, Any], sources: Sources) -> Mapping[str, Any] | None:
+    """The object ``ref`` names; None when it is missing and ``optional`` (``EnvError`` when not optional)."""
+    obj = sources.get((kind, ref.get("name", "")))
+    if obj is None and not ref.get("optional"):
+        raise EnvError(kind.not_found(ref.get("name", "")))
+    return obj
 
 
-def _config_map_key(ref: Mapping[str, Any], config_maps: Mapping[str, Mapping[str, Any] | None],
-                    pod: Mapping[str, Any]) -> str | None:
-    name, key = ref.get("name", ""), ref.get("key", "")
-    config_map = config_maps.get(name)
-    if config_map is None:
-        if ref.get("optional"):
-            return None
-        raise EnvError(f'configmap "{name}" not found')
-    data = config_map.get("data") or {}
-    if key not in data:
+def _key_value(kind: SourceKind, ref: Mapping[str, Any], sources: Sources, pod: Mapping[str, Any]) -> str | None:
+    """A ``configMapKeyRef``/``secretKeyRef`` value; None when object or key is missing and ``optional``."""
+    obj = _lookup(kind, ref, sources)
+    if obj is None:
+        return None
+    key, values = ref.get("key", ""), kind.env_values(obj)
+    if key not in values:
         if ref.get("optional"):
             return None
         namespace = (pod.get("metadata") or {}).get("namespace", "")
-        raise EnvError(f"couldn't find key {key} in ConfigMap {namespace}/{name}")
-    return str(data[key])
+        raise EnvError(f"couldn't find key {key} in {kind.resource.kind} {namespace}/{ref.get('name', '')}")
+    return values[key]
 
 
 def runtime_env(pod: Mapping[str, Any], defined: Mapping[str, str]) -> dict[str, str]:

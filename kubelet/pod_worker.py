@@ -31,11 +31,12 @@ from apimachinery import errors
 from apimachinery.meta import now_rfc3339
 
 from . import status as st
-from .env import EnvError, expand_command, pod_env, referenced_config_maps, runtime_env
+from .env import EnvError, expand_command, pod_env, runtime_env
 from .node import machine_capacity
 from .probes import PROBE_KINDS, ExecTarget, ProbeKind, ProbeWorker, Result, run_hook
 from .cri import Container
 from .runtime import ContainerMeta
+from .sources import SourceKind, env_references, volume_references
 from .volumes import VolumeError, mount_container, remove_pod_volumes, setup_volumes
 
 if TYPE_CHECKING:
@@ -178,10 +179,9 @@ class PodWorker:
             any(r.has_started or (self.uid, r.spec["name"]) in self.kubelet.recovered for r in apps)
 
     async def _setup_volumes(self, now: float) -> bool:
-        volumes = self.pod["spec"].get("volumes") or []
-        config_maps = await self._config_maps(v["configMap"].get("name", "") for v in volumes if v.get("configMap"))
+        sources = await self._sources(volume_references(self.pod["spec"].get("volumes") or []))
         try:
-            self.volumes = setup_volumes(self.pod, self.dir, config_maps)
+            self.volumes = setup_volumes(self.pod, self.dir, sources)
         except VolumeError as err:
             self.kubelet.event(self.pod, "Warning", "FailedMount", str(err))
             self._retry_at = now + RETRY_SECONDS
@@ -189,14 +189,15 @@ class PodWorker:
         self._retry_at = 0.0
         return True
 
-    async def _config_maps(self, names: Iterable[str]) -> dict[str, dict[str, Any] | None]:
-        """The named ConfigMaps of the pod's namespace (``None`` for one that does not exist)."""
-        found: dict[str, dict[str, Any] | None] = {}
-        for name in set(names):
+    async def _sources(self, refs: Iterable[tuple[SourceKind, str]]) -> dict[tuple[SourceKind, str], Any]:
+        """The named ConfigMaps and Secrets of the pod's namespace (``None`` for one that does not exist)."""
+        found: dict[tuple[SourceKind, str], Any] = {}
+        for kind, name in set(refs):
             try:
-                found[name] = await self.kubelet.client.config_maps.get(name, self.pod["metadata"]["namespace"])
+                found[kind, name] = await self.kubelet.client.resource(kind.resource).get(
+                    name, self.pod["metadata"]["namespace"])
             except errors.NotFound:
-                found[name] = None
+                found[kind, name] = None
         return found
 
     async def _restart_changed(self, record: ContainerRecord, spec: dict[str, Any]) -> None:
@@ -235,7 +236,7 @@ class PodWorker:
         try:
             run_spec, env, target = await self._prepare(spec)
         except (EnvError, VolumeError) as err:
-            # Kubernetes retries these: the ConfigMap may be created later.
+            # Kubernetes retries these: the ConfigMap or Secret may be created later.
             record.status = st.waiting(spec, "CreateContainerConfigError", record.restarts, record.last, str(err))
             self.kubelet.event(self.pod, "Warning", "Failed", f"Error: {err}", spec["name"])
             record.restart_at = asyncio.get_running_loop().time() + RETRY_SECONDS
@@ -318,10 +319,11 @@ class PodWorker:
         return mounts.rewrite_container(expand_command(spec, defined)), env, target
 
     async def _container_env(self, spec: dict[str, Any]) -> dict[str, str]:
-        """The variables the pod spec defines for this container (``env.pod_env``), ConfigMaps fetched first."""
-        config_maps = await self._config_maps(referenced_config_maps(spec))
+        """The variables the pod spec defines for this container (``env.pod_env``), ConfigMaps and Secrets fetched
+        first."""
+        sources = await self._sources(env_references(spec))
         return pod_env(self.pod, spec, pod_ip=self.kubelet.host_ip, host_ip=self.kubelet.host_ip,
-                       config_maps=config_maps, allocatable=machine_capacity())
+                       sources=sources, allocatable=machine_capacity())
 
     async def _post_start(self, record: ContainerRecord) -> bool:
         """Run the postStart hook (bounded by the grace period); on failure kill the container, as kubelet does."""

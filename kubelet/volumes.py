@@ -1,9 +1,11 @@
-"""Pod volumes for the process runtime: ``emptyDir``, ``hostPath`` and ``configMap``, and how containers see them.
+"""Pod volumes for the process runtime: ``emptyDir``, ``hostPath``, ``configMap`` and ``secret``, and how containers
+see them.
 
 Where the data lives (as the kubelet lays it out)::
 
     <root>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>/     an emptyDir (mode 0777), removed with the pod
     <root>/pods/<uid>/volumes/kubernetes.io~configmap/<name>/     a configMap volume (one file per key)
+    <root>/pods/<uid>/volumes/kubernetes.io~secret/<name>/        a secret volume (one file per key, decoded)
     <hostPath.path>                                               a hostPath, used in place (checked per ``type``)
 
 How a container sees them. A real runtime bind-mounts each volume at its ``mountPath`` inside the container's
@@ -33,10 +35,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .sources import Sources, SourceKind, volume_kind
+
 log = logging.getLogger(__name__)
 
 EMPTY_DIR = "kubernetes.io~empty-dir"
-CONFIG_MAP = "kubernetes.io~configmap"
+DEFAULT_MODE = 0o644  # ConfigMapVolumeSourceDefaultMode, SecretVolumeSourceDefaultMode
 
 
 class VolumeError(Exception):
@@ -47,18 +51,20 @@ def volumes_dir(pod_dir: Path) -> Path:
     return pod_dir / "volumes"
 
 
-def setup_volumes(pod: Mapping[str, Any], pod_dir: Path,
-                  config_maps: Mapping[str, Mapping[str, Any] | None] | None = None) -> dict[str, Path]:
-    """Set up every volume of the pod (idempotent) and return volume name → the directory or file on the host."""
+def setup_volumes(pod: Mapping[str, Any], pod_dir: Path, sources: Sources | None = None) -> dict[str, Path]:
+    """Set up every volume of the pod (idempotent) and return volume name → the directory or file on the host.
+
+    ``sources`` holds the ConfigMaps and Secrets the volumes project (``sources.volume_references``)."""
     paths: dict[str, Path] = {}
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         name = volume["name"]
+        kind = volume_kind(volume)
         try:
             if volume.get("hostPath") is not None:
                 paths[name] = host_path(volume["hostPath"])
-            elif volume.get("configMap") is not None:
-                paths[name] = _config_map_volume(volume["configMap"], volumes_dir(pod_dir) / CONFIG_MAP / name,
-                                                 config_maps or {})
+            elif kind is not None:
+                target = volumes_dir(pod_dir) / kind.plugin_dir / name
+                paths[name] = _projected_volume(kind, volume[kind.volume], target, sources or {})
             else:
                 if volume.get("emptyDir") is None:
                     log.info("volume %s: %s is not supported by the process runtime; using an empty directory",
@@ -102,31 +108,32 @@ def host_path(source: Mapping[str, Any]) -> Path:
     return path
 
 
-def _config_map_volume(source: Mapping[str, Any], path: Path,
-                       config_maps: Mapping[str, Mapping[str, Any] | None]) -> Path:
-    config_map = config_maps.get(source.get("name", ""))
+def _projected_volume(kind: SourceKind, source: Mapping[str, Any], path: Path, sources: Sources) -> Path:
+    """A configMap or secret volume: one file per key (or per ``items`` entry), holding the value's bytes."""
+    name = source.get(kind.volume_name, "")
+    obj = sources.get((kind, name))
     path.mkdir(parents=True, exist_ok=True)
-    if config_map is None:
+    if obj is None:
         if source.get("optional"):
             return path
-        raise VolumeError(f'configmap "{source.get("name")}" not found')
-    data = config_map.get("data") or {}
-    items = source.get("items") or [{"key": key, "path": key} for key in data]
-    mode = source.get("defaultMode", 0o644)
+        raise VolumeError(kind.not_found(name))
+    files = kind.file_values(obj)
+    items = source.get("items") or [{"key": key, "path": key} for key in files]
+    mode = source.get("defaultMode", DEFAULT_MODE)
     for item in items:
-        if item["key"] not in data:
+        if item["key"] not in files:
             if source.get("optional"):
                 continue
-            raise VolumeError(f'configmap references non-existent config key: {item["key"]}')
+            raise VolumeError(kind.missing_file_key.format(key=item["key"]))
         target = path / item["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(str(data[item["key"]]), encoding="utf-8")
+        target.write_bytes(files[item["key"]])
         target.chmod(item.get("mode", mode))
     return path
 
 
 def remove_pod_volumes(pod_dir: Path) -> None:
-    """Delete the pod's emptyDir and configMap data (a hostPath lives elsewhere and is left alone)."""
+    """Delete the pod's emptyDir, configMap and secret data (a hostPath lives elsewhere and is left alone)."""
     shutil.rmtree(volumes_dir(pod_dir), ignore_errors=True)
 
 

@@ -103,6 +103,7 @@ RESOURCES = (
     Resource("", "v1", "Node", "nodes", False, ALL_VERBS, ("status",)),
     Resource("", "v1", "Pod", "pods", True, ALL_VERBS, ("binding", "eviction", "exec", "log", "status")),
     Resource("", "v1", "ReplicationController", "replicationcontrollers", True, ALL_VERBS, ("scale", "status")),
+    Resource("", "v1", "Secret", "secrets", True, ALL_VERBS),
     Resource("", "v1", "Service", "services", True, ALL_VERBS, ("status",)),
     Resource("apps", "v1", "Deployment", "deployments", True, ALL_VERBS, ("scale", "status")),
     Resource("apps", "v1", "ReplicaSet", "replicasets", True, ALL_VERBS, ("scale", "status")),

@@ -21,6 +21,7 @@ from apiserver.registry.nodes import NodeStrategy
 from apiserver.registry.pods import PodStrategy
 from apiserver.registry.replicasets import ReplicaSetStrategy
 from apiserver.registry.replicationcontrollers import ReplicationControllerStrategy
+from apiserver.registry.secrets import SecretStrategy
 from apiserver.registry.services import ServiceStrategy
 from apiserver.registry.strategy import Strategy
 
@@ -34,6 +35,7 @@ def all_strategies() -> list[Strategy]:
         ReplicationControllerStrategy(),
         ServiceStrategy(),
         ConfigMapStrategy(),
+        SecretStrategy(),
         EventStrategy(),
         DeploymentStrategy(),
         ReplicaSetStrategy(),

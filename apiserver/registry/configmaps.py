@@ -1,4 +1,7 @@
-"""ConfigMaps (core/v1): key names, the 1 MiB size limit, and ``immutable``."""
+"""ConfigMaps (core/v1): key names, the 1 MiB size limit, and ``immutable``.
+
+The key and ``immutable`` rules are shared with Secrets (``secrets``), which Kubernetes validates the same way.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,23 @@ from apiserver.registry.tables import since
 MAX_CONFIG_MAP_SIZE = 1 * 1024 * 1024  # core.MaxSecretSize
 
 
+def key_causes(path: str, key: str) -> list[Cause]:
+    """A key of a ConfigMap's or Secret's data map must be a valid config key (``IsConfigMapKey``)."""
+    return [invalid(f"{path}[{key}]", key, msg) for msg in is_config_map_key(key)]
+
+
+def validate_immutable_data(new: Object, old: Object, fields: tuple[str, ...]) -> list[Cause]:
+    """Once ``immutable: true`` is stored, the object keeps it and its data ``fields`` forever."""
+    causes: list[Cause] = []
+    if old.get("immutable"):
+        if not new.get("immutable"):
+            causes.append(forbidden("immutable", "field is immutable when `immutable` is set"))
+        for key in fields:
+            if (new.get(key) or {}) != (old.get(key) or {}):
+                causes.append(forbidden(key, "field is immutable when `immutable` is set"))
+    return causes
+
+
 class ConfigMapStrategy(Strategy):
     kind = "ConfigMap"
     resource = "configmaps"
@@ -23,29 +43,21 @@ class ConfigMapStrategy(Strategy):
         """``ValidateConfigMap``: valid keys, no key in both ``data`` and ``binaryData``, at most 1 MiB."""
         data, binary = obj.get("data") or {}, obj.get("binaryData") or {}
         causes: list[Cause] = []
-        total = 0
-        for key, value in data.items():
-            causes.extend(invalid(f"data[{key}]", key, msg) for msg in is_config_map_key(key))
+        for key in data:
+            causes.extend(key_causes("data", key))
             if key in binary:
                 causes.append(invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
-            total += len(str(value).encode())
-        for key, value in binary.items():
-            causes.extend(invalid(f"binaryData[{key}]", key, msg) for msg in is_config_map_key(key))
-            total += len(value) * 3 // 4  # base64 on the wire, bytes in the limit
+        for key in binary:
+            causes.extend(key_causes("binaryData", key))
+        total = sum(len(str(value).encode()) for value in data.values())
+        total += sum(len(value) * 3 // 4 for value in binary.values())  # base64 on the wire, bytes in the limit
         if total > MAX_CONFIG_MAP_SIZE:
             causes.append(too_long("", MAX_CONFIG_MAP_SIZE))
         return causes
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
         """An immutable ConfigMap keeps its data and its ``immutable: true`` forever."""
-        causes: list[Cause] = []
-        if old.get("immutable"):
-            if not new.get("immutable"):
-                causes.append(forbidden("immutable", "field is immutable when `immutable` is set"))
-            for key in ("data", "binaryData"):
-                if (new.get(key) or {}) != (old.get(key) or {}):
-                    causes.append(forbidden(key, "field is immutable when `immutable` is set"))
-        return causes + self.validate(new)
+        return validate_immutable_data(new, old, ("data", "binaryData")) + self.validate(new)
 
     def columns(self) -> list[TableColumn]:
         return [NAME_COLUMN, TableColumn("Data", description="Data contains the configuration data."), AGE_COLUMN]

@@ -10,6 +10,7 @@ OpenAPI endpoints serve, so one description of the types drives both.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from apimachinery import errors
@@ -77,6 +78,8 @@ class _Walk:
         if kind == "object":
             inner = schema.get("additionalProperties")
             return "map[string]" + (self.go_type(inner) if isinstance(inner, dict) else "interface {}")
+        if kind == "string" and schema.get("format") == "byte":
+            return "[]uint8"
         return {"integer": "int32", "number": "float64", "boolean": "bool"}.get(kind or "", "string")
 
     def object(self, obj: dict[str, Any], name: str, path: str) -> None:
@@ -124,7 +127,13 @@ class _Walk:
                 if isinstance(value, bool) or not isinstance(value, (int, str)):
                     raise self.fail(value, parent, path, "intstr.IntOrString")
             elif not isinstance(value, str):
-                raise self.fail(value, parent, path, "string")
+                raise self.fail(value, parent, path, self.go_type(schema))
+            elif schema.get("format") == "byte":
+                offset = base64_error_offset(value)
+                if offset is not None:
+                    raise errors.BadRequest(f'{self.kind} in version "{self.version}" cannot be handled as a '
+                                            f"{self.kind}: illegal base64 data at input byte {offset}")
+                return base64.b64encode(base64.b64decode(value)).decode()  # as Go re-encodes the bytes it read
         elif kind == "integer":
             if isinstance(value, bool) or not isinstance(value, int):
                 if isinstance(value, float) and value.is_integer():
@@ -160,6 +169,41 @@ class _Walk:
             raise errors.BadRequest(
                 f'{self.kind} in version "{self.version}" cannot be handled as a {self.kind}: quantities must '
                 f"match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'") from None
+
+
+_BASE64_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_NEWLINES = frozenset(b"\r\n")
+
+
+def base64_error_offset(text: str) -> int | None:
+    """Where Go's ``base64.StdEncoding`` rejects ``text`` (the byte offset of its ``CorruptInputError``), or None
+    when it decodes. Go's JSON decoder reads a ``[]byte`` field this way: padding required, CR/LF skipped."""
+    src, si = text.encode(), 0
+    while True:
+        j = 0
+        while j < 4:
+            if si == len(src):
+                return None if j == 0 else si - j
+            c = src[si]
+            si += 1
+            if c in _NEWLINES:
+                continue
+            if c in _BASE64_ALPHABET:
+                j += 1
+                continue
+            if c != ord("=") or j < 2:
+                return si - 1
+            if j == 2:  # "==" expected, the first one read
+                while si < len(src) and src[si] in _NEWLINES:
+                    si += 1
+                if si == len(src):
+                    return len(src)
+                if src[si] != ord("="):
+                    return si - 1
+                si += 1
+            while si < len(src) and src[si] in _NEWLINES:
+                si += 1
+            return si if si < len(src) else None
 
 
 def field_validation_mode(params: Any) -> str:

@@ -139,6 +139,39 @@ def test_never_pull_policy_without_the_image(client: httpx.Client, ns: str, kube
         'Container image "python:3.99" is not present with pull policy of Never'
 
 
+# --- secrets ---------------------------------------------------------------------------------------------------
+def test_pod_reads_a_secret_through_env_and_a_volume(client: httpx.Client, kubectl: Kubectl, ns: str,
+                                                     kubelet: KubeletProcess) -> None:
+    node = f"{ns}-node"
+    body = pod(ns, "reader", node, ["sh", "-c", "echo env=$PASSWORD $DB_user; echo file=$(cat /etc/creds/password); "
+                                                "echo item=$(cat /etc/item/u.txt); sleep 600"],
+               env=[{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}],
+               envFrom=[{"secretRef": {"name": "db"}, "prefix": "DB_"}],
+               volumeMounts=[{"name": "creds", "mountPath": "/etc/creds"}, {"name": "item", "mountPath": "/etc/item"}])
+    body["spec"]["volumes"] = [{"name": "creds", "secret": {"secretName": "db"}},
+                               {"name": "item", "secret": {"secretName": "db", "items": [{"key": "user",
+                                                                                          "path": "u.txt"}]}}]
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+    # No secret yet: the volume cannot be set up (FailedMount), and Kubernetes' words for it.
+    wait_for(lambda: ("FailedMount", 'MountVolume.SetUp failed for volume "creds" : secret "db" not found')
+             in events(client, ns, "reader"), what="FailedMount")
+    kubectl("-n", ns, "create", "secret", "generic", "db", "--from-literal=password=s3cr3t",
+            "--from-literal=user=admin")
+    wait_for(lambda: running(client, ns, "reader"), what="reader running")
+    expected = "env=s3cr3t admin\nfile=s3cr3t\nitem=admin\n"
+    wait_for(lambda: kubectl("-n", ns, "logs", "reader").stdout == expected, what="the secret in the logs")
+
+
+def test_missing_secret_is_create_container_config_error(client: httpx.Client, ns: str,
+                                                         kubelet: KubeletProcess) -> None:
+    env = [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "absent", "key": "k"}}}]
+    client.post(f"/api/v1/namespaces/{ns}/pods", json=pod(ns, "noenv", f"{ns}-node", ["true"], env=env))
+    waiting = wait_for(lambda: (w := container_status(client, ns, "noenv").get("state", {}).get("waiting", {}))
+                       .get("reason") == "CreateContainerConfigError" and w, what="CreateContainerConfigError")
+    assert waiting == {"reason": "CreateContainerConfigError", "message": 'secret "absent" not found'}
+    assert ("Failed", 'Error: secret "absent" not found') in events(client, ns, "noenv")
+
+
 # --- exec ------------------------------------------------------------------------------------------------------
 def test_kubectl_exec(client: httpx.Client, kubectl: Kubectl, ns: str, kubelet: KubeletProcess) -> None:
     env = [{"name": "GREETING", "value": "hello"}]

@@ -4,6 +4,7 @@ selectors and pagination, every response deserialising into the client's models,
 from __future__ import annotations
 
 import asyncio
+import base64
 import threading
 import time
 from collections.abc import Iterator
@@ -63,6 +64,20 @@ def test_pod_crud_and_models(api: k8s.ApiClient, ns: str) -> None:
     with pytest.raises(ApiException) as missing:
         core.read_namespaced_pod("p1", ns)
     assert missing.value.status == 404
+
+
+def test_python_client_string_data(api: k8s.ApiClient, ns: str) -> None:
+    core = k8s.CoreV1Api(api)
+    created = core.create_namespaced_secret(ns, k8s.V1Secret(
+        metadata=k8s.V1ObjectMeta(name="creds"), string_data={"user": "admin", "token": "t0k3n"}))
+    assert isinstance(created, k8s.V1Secret)
+    assert created.type == "Opaque" and created.string_data is None
+    assert {k: base64.b64decode(v) for k, v in created.data.items()} == {"user": b"admin", "token": b"t0k3n"}
+    read = core.read_namespaced_secret("creds", ns)
+    assert base64.b64decode(read.data["token"]) == b"t0k3n"
+    listed = core.list_namespaced_secret(ns)
+    assert [s.metadata.name for s in listed.items] == ["creds"]
+    core.delete_namespaced_secret("creds", ns)
 
 
 def test_list_selectors_and_pagination(api: k8s.ApiClient, ns: str) -> None:

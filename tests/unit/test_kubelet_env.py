@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kubelet.env import (EnvError, expand, expand_command, field_value, mapping_for, pod_env,
-                         referenced_config_maps, resource_value, runtime_env)
+from kubelet.env import EnvError, expand, expand_command, field_value, mapping_for, pod_env, resource_value, runtime_env
+from kubelet.sources import CONFIG_MAP, SECRET, SourceKind, env_references
 
 POD: dict[str, Any] = {
     "metadata": {"name": "web-1", "namespace": "prod", "uid": "u-1", "labels": {"app": "web", "tier": "front"},
@@ -83,8 +83,11 @@ def test_resource_value(ref: dict[str, str], container: int, expected: str) -> N
     assert resource_value(POD, POD["spec"]["containers"][container], ref, ALLOCATABLE) == expected
 
 
-def _env(container: dict[str, Any], config_maps: dict[str, Any] | None = None) -> dict[str, str]:
-    return pod_env(POD, container, pod_ip="10.0.0.5", host_ip="192.168.1.2", config_maps=config_maps or {},
+def _env(container: dict[str, Any], config_maps: dict[str, Any] | None = None,
+         secrets: dict[str, Any] | None = None) -> dict[str, str]:
+    sources: dict[tuple[SourceKind, str], Any] = {(CONFIG_MAP, name): obj for name, obj in (config_maps or {}).items()}
+    sources.update(((SECRET, name), obj) for name, obj in (secrets or {}).items())
+    return pod_env(POD, container, pod_ip="10.0.0.5", host_ip="192.168.1.2", sources=sources,
                    allocatable=ALLOCATABLE)
 
 
@@ -112,7 +115,7 @@ def test_pod_env_config_maps() -> None:
                                                                            "optional": True}}},
                          {"name": "OPT2", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "nokey",
                                                                             "optional": True}}}]}
-    assert referenced_config_maps(container) == {"settings", "gone"}
+    assert env_references(container) == {(CONFIG_MAP, "settings"), (CONFIG_MAP, "gone")}
     env = _env(container, {"settings": cm, "gone": None})
     assert env == {"CFG_level": "debug", "CFG_mode": "fast", "LEVEL": "debug"}
 
@@ -136,3 +139,21 @@ def test_secret_references_are_unmet_unless_optional() -> None:
     assert _env({"name": "main", "env": [optional], "envFrom": [{"secretRef": {"name": "x", "optional": True}}]}) == {}
     with pytest.raises(EnvError, match='secret "creds" not found'):
         _env({"name": "main", "env": [{"name": "S", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "k"}}}]})
+    with pytest.raises(EnvError, match='secret "x" not found'):
+        _env({"name": "main", "envFrom": [{"secretRef": {"name": "x"}}]})
+
+
+def test_pod_env_secrets_are_decoded() -> None:
+    secret = {"data": {"user": "YWRtaW4=", "pass": "czNjcjN0"}}  # admin, s3cr3t
+    container = {"name": "main",
+                 "envFrom": [{"secretRef": {"name": "creds"}, "prefix": "DB_"}],
+                 "env": [{"name": "PASS", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "pass"}}},
+                         {"name": "OPT", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "nokey",
+                                                                        "optional": True}}},
+                         {"name": "CFG", "valueFrom": {"configMapKeyRef": {"name": "creds", "key": "user"}}}]}
+    assert env_references(container) == {(SECRET, "creds"), (CONFIG_MAP, "creds")}
+    env = _env(container, {"creds": {"data": {"user": "from-configmap"}}}, {"creds": secret})
+    assert env == {"DB_user": "admin", "DB_pass": "s3cr3t", "PASS": "s3cr3t", "CFG": "from-configmap"}
+    container = {"name": "main", "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "k"}}}]}
+    with pytest.raises(EnvError, match="couldn't find key k in Secret prod/creds"):
+        _env(container, secrets={"creds": secret})

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kubelet.sources import CONFIG_MAP, SECRET, volume_references
 from kubelet.volumes import (EMPTY_DIR, Mounts, VolumeError, host_path, mount_container, remove_pod_volumes,
                              setup_volumes)
 
@@ -76,16 +77,40 @@ def test_host_path_is_used_in_place_and_survives_pod_removal(tmp_path: Path) -> 
 
 
 def test_config_map_volume(tmp_path: Path) -> None:
-    cms = {"cfg": {"data": {"a.conf": "A", "b": "B"}}}
+    cms = {(CONFIG_MAP, "cfg"): {"data": {"a.conf": "A", "b": "B"}, "binaryData": {"bin": "AAE="}}}
     volumes = setup_volumes(_pod({"name": "c", "configMap": {"name": "cfg", "defaultMode": 0o600}},
                                  {"name": "i", "configMap": {"name": "cfg", "items": [{"key": "b", "path": "x/b"}]}},
                                  {"name": "o", "configMap": {"name": "gone", "optional": True}}), tmp_path, cms)
     assert (volumes["c"] / "a.conf").read_text() == "A"
+    assert (volumes["c"] / "bin").read_bytes() == b"\x00\x01"
     assert oct((volumes["c"] / "b").stat().st_mode & 0o777) == "0o600"
     assert [p.name for p in volumes["i"].rglob("*") if p.is_file()] == ["b"]
     assert list(volumes["o"].iterdir()) == []
     with pytest.raises(VolumeError, match='configmap "gone" not found'):
         setup_volumes(_pod({"name": "o", "configMap": {"name": "gone"}}), tmp_path, cms)
+
+
+def test_secret_volume_holds_decoded_bytes(tmp_path: Path) -> None:
+    secrets = {(SECRET, "creds"): {"data": {"user": "YWRtaW4=", "key.bin": "/wA="}}}
+    pod = _pod({"name": "s", "secret": {"secretName": "creds"}},
+               {"name": "i", "secret": {"secretName": "creds", "defaultMode": 0o400,
+                                        "items": [{"key": "user", "path": "etc/user"},
+                                                  {"key": "key.bin", "path": "k", "mode": 0o600}]}},
+               {"name": "o", "secret": {"secretName": "gone", "optional": True}})
+    assert volume_references(pod["spec"]["volumes"]) == {(SECRET, "creds"), (SECRET, "gone")}
+    volumes = setup_volumes(pod, tmp_path, secrets)
+    assert volumes["s"] == tmp_path / "volumes" / "kubernetes.io~secret" / "s"
+    assert (volumes["s"] / "user").read_bytes() == b"admin"
+    assert (volumes["s"] / "key.bin").read_bytes() == b"\xff\x00"
+    assert oct((volumes["s"] / "user").stat().st_mode & 0o777) == "0o644"
+    assert oct((volumes["i"] / "etc" / "user").stat().st_mode & 0o777) == "0o400"
+    assert oct((volumes["i"] / "k").stat().st_mode & 0o777) == "0o600"
+    assert list(volumes["o"].iterdir()) == []
+    with pytest.raises(VolumeError, match='MountVolume.SetUp failed for volume "s" : secret "gone" not found'):
+        setup_volumes(_pod({"name": "s", "secret": {"secretName": "gone"}}), tmp_path, secrets)
+    with pytest.raises(VolumeError, match="references non-existent secret key: nope$"):
+        setup_volumes(_pod({"name": "s", "secret": {"secretName": "creds", "items": [{"key": "nope", "path": "n"}]}}),
+                      tmp_path, secrets)
 
 
 def test_existing_non_empty_directory_is_not_replaced(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("", "replicationcontrollers", "ReplicationController", True, ("rc",), ("all",)),
         ("", "services", "Service", True, ("svc",), ("all",)),
         ("", "configmaps", "ConfigMap", True, ("cm",), ()),
+        ("", "secrets", "Secret", True, (), ()),
         ("", "events", "Event", True, ("ev",), ()),
         ("apps", "deployments", "Deployment", True, ("deploy",), ("all",)),
         ("apps", "replicasets", "ReplicaSet", True, ("rs",), ("all",)),
