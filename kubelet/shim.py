@@ -1,7 +1,8 @@
 """The container shim (containerd-shim's role): the parent of one container process, so the container outlives
 the kubelet.
 
-``python -I -S shim.py DIR CWD LOG -- ARGV...`` with the container's environment. It starts ARGV in its own
+``python -I -S shim.py DIR CWD LOG -- ARGV...`` with the container's environment, or forked by a zygote
+(``shim.py --zygote``, see ``zygote``) with the same arguments read from ``DIR/spec``. It starts ARGV in its own
 session (the container's process group, which the kubelet signals), writes every stdout/stderr line to LOG in
 the CRI format (``<RFC 3339 time> <stream> <F|P> <text>``), and when the container exits writes its exit status
 to ``DIR/exit.json``. ``DIR/pid.json`` (the container's pid and its start time in clock ticks, from
@@ -127,9 +128,71 @@ class LogWriter:
         return f"{rfc3339_nano(time.time())} {self.stream} {tag} ".encode() + line + b"\n"
 
 
-def main() -> int:
-    state_dir, cwd, log_path = sys.argv[1:4]
-    argv = sys.argv[5:]
+def read_spec(state_dir: str) -> tuple[str, str, list[str], dict[str, str]]:
+    """``DIR/spec`` as the kubelet writes it for the zygote: NUL-separated cwd, log path, the argument count, the
+    arguments, then ``NAME=value`` environment entries."""
+    with open(os.path.join(state_dir, "spec"), "rb") as f:
+        fields = [os.fsdecode(field) for field in f.read().split(b"\0")]
+    argc = int(fields[2])
+    argv, env = fields[3:3 + argc], fields[3 + argc:]
+    return fields[0], fields[1], argv, dict(entry.partition("=")[::2] for entry in env if entry)
+
+
+def zygote() -> int:
+    """``shim.py --zygote``: one warm interpreter per kubelet that forks a shim per container (an interpreter
+    start costs ~10 ms of CPU per container; a fork ~1 ms). Each stdin line names a state directory whose ``spec``
+    says what to run; the forked shim answers on stdout as a shim started directly does, with ``dir`` added. The
+    zygote reaps its shims; at EOF (the kubelet went away) it waits for the ones still running, then exits, so
+    no container depends on the kubelet."""
+    def reap(*_: object) -> None:
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+
+    _signal.signal(_signal.SIGCHLD, reap)
+    for sig in (_signal.SIGINT, _signal.SIGHUP, _signal.SIGTERM):
+        _signal.signal(sig, _signal.SIG_IGN)  # stopping the kubelet's process group must not stop the shims' parent
+    buffer = b""
+    while chunk := os.read(0, 65536):
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line:
+                _fork_shim(os.fsdecode(line))
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return 0
+
+
+def _fork_shim(state_dir: str) -> None:
+    if os.fork() != 0:
+        return
+    code = 1
+    try:  # the shim, in its own session as a directly started one
+        os.setsid()
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        err = os.open(os.path.join(state_dir, "shim.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.dup2(err, 2)
+        cwd, log_path, argv, env = read_spec(state_dir)
+        os.environ.clear()
+        os.environ.update(env)
+        code = main(state_dir, cwd, log_path, argv)
+    except BaseException as error:  # noqa: BLE001 - the kubelet waits for an answer: it must get one
+        print(to_json({"dir": state_dir, "error": f"the container shim failed: {error}", "errno": 0}), flush=True)
+    finally:
+        os._exit(code)
+
+
+def main(state_dir: str, cwd: str, log_path: str, argv: list[str]) -> int:
     _signal.signal(_signal.SIGCHLD, lambda *_: None)  # wakes poll() through the wakeup fd
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -141,13 +204,13 @@ def main() -> int:
     try:
         pid = spawn(cwd, argv, out_w, err_w)
     except OSError as err:
-        print(to_json({"error": err.strerror or str(err), "errno": err.errno or 0}), flush=True)
+        print(to_json({"dir": state_dir, "error": err.strerror or str(err), "errno": err.errno or 0}), flush=True)
         return 1
     os.close(out_w)
     os.close(err_w)
     write_json(os.path.join(state_dir, "pid.json"), {"pid": pid, "start": start_ticks(pid), "shim": os.getpid(),
                                                      "shimStart": start_ticks(os.getpid())})
-    print(to_json({"pid": pid}), flush=True)
+    print(to_json({"dir": state_dir, "pid": pid, "shim": os.getpid()}), flush=True)
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)  # from here on nothing goes to the kubelet: it may die and come back
 
@@ -188,4 +251,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(zygote() if sys.argv[1:] == ["--zygote"] else main(*sys.argv[1:4], sys.argv[5:]))
