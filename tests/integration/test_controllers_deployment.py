@@ -59,16 +59,21 @@ def play_kubelet(client: httpx.Client, ns: str, selector: str, until: subprocess
                  check: Any = None, timeout: float = 60) -> None:
     """Mark new pods Ready (one per pass, as they would start) until ``until`` exits; run ``check`` each pass."""
     deadline = time.monotonic() + timeout
-    while until.poll() is None:
-        assert time.monotonic() < deadline, "rollout did not finish"
-        current = pods(client, ns, selector, live=False)
-        if check is not None:
-            check(current)
-        pending = [p for p in current if not p["metadata"].get("deletionTimestamp")
-                   and p.get("status", {}).get("phase") != "Running"]
-        if pending:
-            set_ready(client, pending[0])
-        time.sleep(0.1)
+    try:
+        while until.poll() is None:
+            assert time.monotonic() < deadline, "rollout did not finish"
+            current = pods(client, ns, selector, live=False)
+            if check is not None:
+                check(current)
+            pending = [p for p in current if not p["metadata"].get("deletionTimestamp")
+                       and p.get("status", {}).get("phase") != "Running"]
+            if pending:
+                set_ready(client, pending[0])
+            time.sleep(0.1)
+    except BaseException:
+        until.kill()  # a failed check must not leave kubectl running into the next tests
+        until.communicate()
+        raise
 
 
 def test_rolling_update_status_and_undo(client: httpx.Client, ns: str, kubectl: Kubectl, manager: None) -> None:
