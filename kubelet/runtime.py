@@ -195,6 +195,7 @@ class ShimZygote:
         self._proc: asyncio.subprocess.Process | None = None
         self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._reader: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self, state: Path, cwd: Path, log_path: Path, argv: list[str],
                     env: dict[str, str]) -> dict[str, Any]:
@@ -203,9 +204,11 @@ class ShimZygote:
         (state / "spec").write_bytes(b"\0".join(os.fsencode(f) for f in fields))
         key = str(state)
         reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._replies[key] = reply
+        replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
         try:
             proc = await self._running()
+            replies = self._replies  # this zygote's, registered before the request goes out
+            replies[key] = reply
             assert proc.stdin is not None
             proc.stdin.write(os.fsencode(key) + b"\n")
             await proc.stdin.drain()
@@ -218,27 +221,31 @@ class ShimZygote:
                 why = ""
             return {"error": f"the container shim failed: {why or err}", "errno": 0}
         finally:
-            self._replies.pop(key, None)
+            replies.pop(key, None)
 
     async def _running(self) -> asyncio.subprocess.Process:
-        if self._proc is None or self._proc.returncode is not None:
+        loop = asyncio.get_running_loop()
+        if self._proc is None or self._proc.returncode is not None or self._loop is not loop:
+            self._loop = loop  # a zygote's pipes belong to the loop that started it
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-I", "-S", str(SHIM), "--zygote", env={}, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, start_new_session=True)
-            self._reader = asyncio.create_task(self._read(self._proc), name="shim zygote replies")
+            self._replies = {}  # a zygote that died fails only its own callers
+            self._reader = asyncio.create_task(self._read(self._proc, self._replies), name="shim zygote replies")
         return self._proc
 
-    async def _read(self, proc: asyncio.subprocess.Process) -> None:
+    @staticmethod
+    async def _read(proc: asyncio.subprocess.Process, replies: dict[str, asyncio.Future[dict[str, Any]]]) -> None:
         assert proc.stdout is not None
         while line := await proc.stdout.readline():
             try:
                 answer = json.loads(line)
             except ValueError:
                 continue
-            waiting = self._replies.get(answer.get("dir", ""))
+            waiting = replies.get(answer.get("dir", ""))
             if waiting is not None and not waiting.done():
                 waiting.set_result(answer)
-        for waiting in self._replies.values():  # the zygote died: nobody will answer these
+        for waiting in replies.values():  # the zygote died: nobody will answer these
             if not waiting.done():
                 waiting.set_exception(OSError(0, "the shim zygote exited"))
 

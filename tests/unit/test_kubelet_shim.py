@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kubelet import shim
-from kubelet.runtime import SHIM
+from kubelet.runtime import SHIM, ContainerMeta, ProcessRuntime
 
 
 @pytest.mark.parametrize("value", [
@@ -59,3 +60,18 @@ def test_the_zygote_forks_shims_that_outlive_it(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "ok" / "exit.json").read_text())["exitCode"] == 3
     line = (tmp_path / "ok" / "c.log").read_text().splitlines()[0]
     assert line.split(" ", 3)[1:] == ["stdout", "F", f"hi there from {tmp_path}"]
+
+
+async def test_the_runtime_starts_a_new_zygote_when_its_zygote_died(tmp_path: Path) -> None:
+    runtime = ProcessRuntime(tmp_path / "containers")
+    spec = {"name": "c", "image": "busybox", "command": ["sh", "-c", "exit 7"]}
+    env = {"PATH": os.environ["PATH"]}
+    first = await runtime.start(spec, tmp_path / "w1", env, tmp_path / "1.log", ContainerMeta(pod_uid="u1"))
+    assert await asyncio.wait_for(first.wait(), 10) == 7
+    zygote = runtime._zygote._proc
+    assert zygote is not None
+    zygote.kill()
+    await zygote.wait()
+    second = await runtime.start(spec, tmp_path / "w2", env, tmp_path / "2.log", ContainerMeta(pod_uid="u2"))
+    assert await asyncio.wait_for(second.wait(), 10) == 7
+    assert runtime._zygote._proc is not zygote
