@@ -27,7 +27,7 @@ __all__ = ["add_arguments", "run"]
 
 DEFAULT_PORT = 8080  # kubectl's default server is http://localhost:8080
 DEFAULT_DATA_DIR = ".kubelab"
-DEFAULT_NODES = 2  # the tutorial's node01 and node02
+DEFAULT_NODES = 3  # node01..node03: the walkthrough's three nodes (issue 7: `make up` starts three kubelets)
 
 
 def _count(text: str) -> int:

@@ -32,7 +32,7 @@ def test_up_defaults() -> None:
     command, args = cli.parse_args(["up"])
     assert command.name == "up"
     assert (args.nodes, args.port, args.data_dir, args.detach, args.etcd_binary) == (
-        2,
+        3,  # node01..node03: `make up` gives the walkthrough's three nodes
         8080,
         ".kubelab",
         False,
