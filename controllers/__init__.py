@@ -19,6 +19,7 @@ Modules::
     podgc           pods of deleted nodes, unscheduled terminating pods, too many terminated pods
     garbagecollector ownerReferences: Background, Foreground and Orphan deletion
     namespace       emptying and finalizing a deleted namespace
+    serviceaccount  a ``default`` ServiceAccount in every active namespace, re-created when deleted
     manager         the controller registry, leader election, the process lifecycle
     cli, healthz    kube-controller-manager's flags and ``main``; the /healthz endpoint
 """

@@ -86,6 +86,11 @@ def _namespace(ctx: Context) -> Controller:
     return NamespaceController(ctx.clientset, ctx.factory, workers=ctx.options.concurrent_namespace_syncs)
 
 
+def _serviceaccount(ctx: Context) -> Controller:
+    from controllers.serviceaccount import ServiceAccountsController
+    return ServiceAccountsController(ctx.clientset, ctx.factory)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
@@ -96,6 +101,7 @@ CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "pod-garbage-collector-controller": (("podgc",), _podgc),
     "garbage-collector-controller": (("garbagecollector",), _garbagecollector),
     "namespace-controller": (("namespace",), _namespace),
+    "serviceaccount-controller": (("serviceaccount",), _serviceaccount),
 }
 
 

@@ -52,6 +52,7 @@ from kubeclient.resources import (
     REPLICATION_CONTROLLERS,
     RESOURCES,
     SECRETS,
+    SERVICE_ACCOUNTS,
     SERVICES,
     Resource,
     parse_path,
@@ -74,7 +75,7 @@ from kubeclient.workqueue import (
 __all__ = [
     "CONFIG_MAPS", "DEPLOYMENTS", "EVENTS", "LEASES", "NAMESPACES", "NAMESPACE_INDEX", "NODES", "NODE_NAME_INDEX",
     "PATCH_CONTENT_TYPES", "PODS", "REAL_CLOCK", "REPLICATION_CONTROLLERS", "REPLICA_SETS", "RESOURCES", "SECRETS",
-    "SERVICES",
+    "SERVICE_ACCOUNTS", "SERVICES",
     "Backoff", "BucketRateLimiter", "Clientset", "Clock", "Config", "ConfigError", "DelayingQueue", "Delta",
     "DeletedFinalStateUnknown", "EventRecorder", "FakeAPIServer", "IndexFunc", "Indexer", "InformerFactory",
     "ItemExponentialFailureRateLimiter", "LeaderElector", "ListWatch", "ListerWatcher", "MaxOfRateLimiter", "Object",

@@ -209,6 +209,7 @@ class Clientset:
         self.services = ResourceClient(rest, r.SERVICES)
         self.config_maps = ResourceClient(rest, r.CONFIG_MAPS)
         self.secrets = ResourceClient(rest, r.SECRETS)
+        self.service_accounts = ResourceClient(rest, r.SERVICE_ACCOUNTS)
         self._by_resource: dict[Resource, ResourceClient] = {
             c.resource: c for c in vars(self).values() if isinstance(c, ResourceClient)
         }

@@ -72,13 +72,14 @@ REPLICATION_CONTROLLERS = Resource("", "v1", "replicationcontrollers", "Replicat
 SERVICES = Resource("", "v1", "services", "Service", True, frozenset({"status"}))
 CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 SECRETS = Resource("", "v1", "secrets", "Secret", True)
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
 REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True, frozenset({"status", "scale"}))
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True, frozenset({"status", "scale"}))
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 
 RESOURCES: tuple[Resource, ...] = (
-    PODS, NODES, NAMESPACES, EVENTS, REPLICATION_CONTROLLERS, SERVICES, CONFIG_MAPS, SECRETS, REPLICA_SETS,
-    DEPLOYMENTS, LEASES,
+    PODS, NODES, NAMESPACES, EVENTS, REPLICATION_CONTROLLERS, SERVICES, CONFIG_MAPS, SECRETS, SERVICE_ACCOUNTS,
+    REPLICA_SETS, DEPLOYMENTS, LEASES,
 )
 
 _BY_NAME: dict[str, Resource] = {}

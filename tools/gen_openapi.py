@@ -105,6 +105,7 @@ RESOURCES = (
     Resource("", "v1", "ReplicationController", "replicationcontrollers", True, ALL_VERBS, ("scale", "status")),
     Resource("", "v1", "Secret", "secrets", True, ALL_VERBS),
     Resource("", "v1", "Service", "services", True, ALL_VERBS, ("status",)),
+    Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ALL_VERBS),
     Resource("apps", "v1", "Deployment", "deployments", True, ALL_VERBS, ("scale", "status")),
     Resource("apps", "v1", "ReplicaSet", "replicasets", True, ALL_VERBS, ("scale", "status")),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
@@ -336,6 +337,7 @@ PATCH_STRATEGIES: dict[tuple[str, str], tuple[str, str]] = {
     ("V1PodStatus", "resourceClaimStatuses"): ("merge,retainKeys", "name"),
     ("V1ReplicaSetStatus", "conditions"): ("merge", "type"),
     ("V1ReplicationControllerStatus", "conditions"): ("merge", "type"),
+    ("V1ServiceAccount", "secrets"): ("merge", "name"),
     ("V1ServiceSpec", "ports"): ("merge", "port"),
     ("V1ServiceStatus", "conditions"): ("merge", "type"),
 }

@@ -27,6 +27,7 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("v1", "Service"): corev1.Service,
     ("v1", "ConfigMap"): corev1.ConfigMap,
     ("v1", "Secret"): corev1.Secret,
+    ("v1", "ServiceAccount"): corev1.ServiceAccount,
     ("v1", "Binding"): corev1.Binding,
     ("apps/v1", "Deployment"): appsv1.Deployment,
     ("apps/v1", "ReplicaSet"): appsv1.ReplicaSet,

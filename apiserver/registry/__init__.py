@@ -22,6 +22,7 @@ from apiserver.registry.pods import PodStrategy
 from apiserver.registry.replicasets import ReplicaSetStrategy
 from apiserver.registry.replicationcontrollers import ReplicationControllerStrategy
 from apiserver.registry.secrets import SecretStrategy
+from apiserver.registry.serviceaccounts import ServiceAccountStrategy
 from apiserver.registry.services import ServiceStrategy
 from apiserver.registry.strategy import Strategy
 
@@ -36,6 +37,7 @@ def all_strategies() -> list[Strategy]:
         ServiceStrategy(),
         ConfigMapStrategy(),
         SecretStrategy(),
+        ServiceAccountStrategy(),
         EventStrategy(),
         DeploymentStrategy(),
         ReplicaSetStrategy(),

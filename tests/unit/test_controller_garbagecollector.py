@@ -4,36 +4,11 @@ owners, orphaning, and foreground deletion."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
 from controllers.garbagecollector import GarbageCollector
-from kubeclient import PODS, REPLICA_SETS, Clientset, FakeAPIServer, InformerFactory
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 3.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
-
-
-@asynccontextmanager
-async def collector() -> AsyncIterator[tuple[FakeAPIServer, Clientset]]:
-    fake = FakeAPIServer()
-    cs = Clientset(fake)
-    factory = InformerFactory(cs)
-    gc = GarbageCollector(cs, factory, workers=2)
-    stop = asyncio.Event()
-    factory.start(stop)
-    task = asyncio.create_task(gc.run(stop))
-    try:
-        yield fake, cs
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 3)
-        await factory.shutdown()
+from kubeclient import PODS, REPLICA_SETS, Clientset
+from support.fakecontrollers import running, until
 
 
 async def owner_and_pods(cs: Clientset, finalizers: list[str] | None = None, block: bool = True) -> dict[str, Any]:
@@ -48,7 +23,7 @@ async def owner_and_pods(cs: Clientset, finalizers: list[str] | None = None, blo
 
 
 async def test_dangling_owner_deletes_dependents_but_not_those_with_a_live_owner() -> None:
-    async with collector() as (fake, cs):
+    async with running(lambda cs, f: GarbageCollector(cs, f, workers=2)) as (fake, cs):
         await owner_and_pods(cs)
         other = await cs.replica_sets.create({"metadata": {"name": "other", "namespace": "default"}, "spec": {}})
         await cs.pods.patch("b", {"metadata": {"ownerReferences": [
@@ -62,7 +37,7 @@ async def test_dangling_owner_deletes_dependents_but_not_those_with_a_live_owner
 
 
 async def test_orphan_finalizer_releases_dependents() -> None:
-    async with collector() as (fake, cs):
+    async with running(lambda cs, f: GarbageCollector(cs, f, workers=2)) as (fake, cs):
         await owner_and_pods(cs, finalizers=["orphan"])
         await cs.replica_sets.delete("rs", "default")  # what propagationPolicy=Orphan leaves behind
         await until(lambda: not fake.objects(REPLICA_SETS))
@@ -71,7 +46,7 @@ async def test_orphan_finalizer_releases_dependents() -> None:
 
 
 async def test_foreground_removes_finalizer_after_blocking_dependents() -> None:
-    async with collector() as (fake, cs):
+    async with running(lambda cs, f: GarbageCollector(cs, f, workers=2)) as (fake, cs):
         await owner_and_pods(cs, finalizers=["foregroundDeletion"])
         await cs.replica_sets.delete("rs", "default")  # what propagationPolicy=Foreground leaves behind
         await until(lambda: not fake.objects(PODS))

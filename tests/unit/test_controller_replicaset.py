@@ -3,16 +3,14 @@ condition, pure status, and adoption."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from typing import Any
 
 from apimachinery.errors import Forbidden
 from controllers.replicaset import ReplicaSetController, calculate_status, slow_start_batch
 from controllers.replication import new_replication_controller
-from kubeclient import PODS, REPLICA_SETS, Clientset, FakeAPIServer, InformerFactory
+from kubeclient import PODS, REPLICA_SETS, FakeAPIServer
+from support.fakecontrollers import running, until
 
 NOW = datetime(2024, 5, 1, tzinfo=timezone.utc)
 
@@ -22,31 +20,6 @@ def rs(name: str, replicas: int) -> dict[str, Any]:
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
                      "template": {"metadata": {"labels": {"app": name}},
                                   "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 3.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
-
-
-@asynccontextmanager
-async def running(make: Callable[[Clientset, InformerFactory], Any]) -> AsyncIterator[tuple[FakeAPIServer, Clientset]]:
-    fake = FakeAPIServer()
-    cs = Clientset(fake)
-    factory = InformerFactory(cs)
-    controller = make(cs, factory)
-    stop = asyncio.Event()
-    factory.start(stop)
-    task = asyncio.create_task(controller.run(stop))
-    try:
-        yield fake, cs
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 3)
-        await factory.shutdown()
-        await controller.recorder.close()
 
 
 def pods_of(fake: FakeAPIServer) -> list[dict[str, Any]]:

@@ -42,6 +42,7 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("", "services", "Service", True, ("svc",), ("all",)),
         ("", "configmaps", "ConfigMap", True, ("cm",), ()),
         ("", "secrets", "Secret", True, (), ()),
+        ("", "serviceaccounts", "ServiceAccount", True, ("sa",), ()),
         ("", "events", "Event", True, ("ev",), ()),
         ("apps", "deployments", "Deployment", True, ("deploy",), ("all",)),
         ("apps", "replicasets", "ReplicaSet", True, ("rs",), ("all",)),
