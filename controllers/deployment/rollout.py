@@ -77,7 +77,7 @@ async def _cleanup_unhealthy_replicas(c: DeploymentController, old_rss: list[Obj
 async def _scale_down_old_for_rolling_update(c: DeploymentController, all_rss: list[Any],
                                              old_rss: list[Object], d: Object) -> int:
     min_available = util.spec_replicas(d) - util.max_unavailable(d)
-    available = util.total_status(all_rss, "availableReplicas")
+    available = util.total_available_after_scaling(all_rss)
     if available <= min_available:
         return 0
     budget, total = available - min_available, 0

@@ -89,6 +89,14 @@ def total_status(rss: Iterable[Object | None], field: str) -> int:
     return sum(status_count(rs, field) for rs in rss if rs is not None)
 
 
+def total_available_after_scaling(rss: Iterable[Object | None]) -> int:
+    """Available pods once each ReplicaSet has caught up with its ``spec.replicas``: a ReplicaSet just scaled down
+    still reports the pods it is about to delete, and counting them would let the next sync scale old ReplicaSets
+    down again, below ``replicas - maxUnavailable`` (its controller deletes unavailable pods first, so no more than
+    ``spec.replicas`` of them stay available)."""
+    return sum(min(status_count(rs, "availableReplicas"), spec_replicas(rs)) for rs in rss if rs is not None)
+
+
 # --- template identity --------------------------------------------------------------------------------------
 def compute_hash(template: Mapping[str, Any], collision_count: int | None) -> str:
     """The ``pod-template-hash``: FNV-32a of the template (and collision count), in the safe alphabet."""

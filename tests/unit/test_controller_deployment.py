@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controllers.deployment import util
+from controllers.deployment import rollout, util
 from controllers.podutil import fmt_time
 
 NOW = datetime(2024, 5, 1, tzinfo=timezone.utc)
@@ -52,6 +52,28 @@ def test_new_rs_growth_is_bounded_by_surge() -> None:
     old["spec"]["replicas"] = 2
     new["spec"]["replicas"] = 2
     assert util.new_rs_new_replicas(d, [old, new], new) == 3
+
+
+class Scaler:
+    """The controller as the rollout functions use it: records each scale instead of writing it."""
+
+    def __init__(self) -> None:
+        self.scaled: list[tuple[str, int]] = []
+
+    async def scale_replica_set(self, rs: dict[str, Any], replicas: int, d: dict[str, Any]) -> bool:
+        self.scaled.append((rs["metadata"]["name"], replicas))
+        rs["spec"]["replicas"] = replicas
+        return True
+
+
+async def test_old_replica_sets_are_not_scaled_down_twice_on_a_stale_status() -> None:
+    """4 replicas, maxUnavailable 1: 3 must stay available. The old ReplicaSet was just scaled 4 → 3 and still
+    reports 4 available; with one new pod available, only 3 + 1 - 3 = 1 more may go, not 4 + 1 - 3 = 2."""
+    d = deployment(4, 1, 1)
+    old, new = rs("old", 3, available=4, created="2024-01-01T00:00:00Z"), rs("new", 2, available=1)
+    c = Scaler()
+    await rollout.reconcile_old_replica_sets(c, [old, new], [old], new, d)  # type: ignore[arg-type]
+    assert c.scaled == [("old", 2)]
 
 
 def test_hash_is_stable_and_collision_count_changes_it() -> None:
