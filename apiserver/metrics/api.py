@@ -81,11 +81,13 @@ def node_metrics(node: Object, point: Point, now: float) -> Object:
 
 
 def pod_metrics(pod: Object, base: NodeScrape, current: NodeScrape, now: float) -> Object | None:
-    """The pod's running containers, in spec order; ``None`` when none of them has a usage point."""
+    """The pod's running containers in spec order (running init containers — sidecars — last, as the kubelet
+    reports every running container); ``None`` when none of them has a usage point."""
     meta = pod["metadata"]
+    spec = pod.get("spec") or {}
     containers = []
     window = 0.0
-    for container in (pod.get("spec") or {}).get("containers") or []:
+    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
         key = (meta["namespace"], meta["name"], container["name"])
         point = container_point(base, current, key) if key in current.containers else None
         if point is not None:

@@ -29,17 +29,20 @@ def test_node_metrics() -> None:
                    "usage": {"cpu": "137190727n", "memory": "1234Ki"}}
 
 
-def test_pod_metrics_lists_measured_containers_in_spec_order() -> None:
+def test_pod_metrics_lists_running_containers_in_spec_order() -> None:
     pod = {"metadata": {"name": "busy", "namespace": "default", "labels": {"app": "web"}},
-           "spec": {"containers": [{"name": "spin"}, {"name": "idle"}, {"name": "waiting"}]}}
+           "spec": {"containers": [{"name": "spin"}, {"name": "idle"}, {"name": "waiting"}],
+                    "initContainers": [{"name": "setup"}, {"name": "proxy", "restartPolicy": "Always"}]}}
     base = NodeScrape(NOW - 2, 0.0, 0, {("default", "busy", "spin"): ContainerSample(1.0, 4096, NOW - 60)})
     current = NodeScrape(NOW, 0.0, 0, {("default", "busy", "spin"): ContainerSample(3.0, 4096, NOW - 60),
-                                       ("default", "busy", "idle"): ContainerSample(0.0, 8192, NOW - 1)})
+                                       ("default", "busy", "idle"): ContainerSample(0.0, 8192, NOW - 1),
+                                       ("default", "busy", "proxy"): ContainerSample(0.5, 1024, NOW - 1)})
     obj = pod_metrics(pod, base, current, NOW)
     assert obj is not None and obj["kind"] == "PodMetrics" and obj["window"] == "2s"
     assert obj["metadata"]["namespace"] == "default" and obj["metadata"]["labels"] == {"app": "web"}
     assert obj["containers"] == [{"name": "spin", "usage": {"cpu": "1", "memory": "4Ki"}},
-                                 {"name": "idle", "usage": {"cpu": "0", "memory": "8Ki"}}]
+                                 {"name": "idle", "usage": {"cpu": "0", "memory": "8Ki"}},
+                                 {"name": "proxy", "usage": {"cpu": "500m", "memory": "1Ki"}}]
     assert pod_metrics({**pod, "metadata": {"name": "other", "namespace": "default"}}, base, current, NOW) is None
 
 
