@@ -22,6 +22,29 @@ def now_rfc3339() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def format_rfc3339(epoch_seconds: float) -> str:
+    """``metav1.Time`` of a moment given in seconds since the epoch."""
+    return datetime.fromtimestamp(epoch_seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_duration(seconds: float) -> str:
+    """``metav1.Duration`` (Go's ``time.Duration.String``) to the millisecond: ``1.5s``, ``2m0.25s``, ``1h0m0s``,
+    ``0s``, ``250ms``."""
+    ms = round(seconds * 1000)
+    if ms == 0:
+        return "0s"
+    sign, ms = ("-" if ms < 0 else ""), abs(ms)
+    if ms < 1000:
+        return f"{sign}{ms}ms"
+    hours, rest = divmod(ms, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    secs, frac = divmod(rest, 1000)
+    text = f"{secs}.{frac:03d}".rstrip("0").rstrip(".") + "s"
+    if hours:
+        return f"{sign}{hours}h{minutes}m{text}"
+    return f"{sign}{minutes}m{text}" if minutes else f"{sign}{text}"
+
+
 def now_rfc3339_micro() -> str:
     """``metav1.MicroTime`` serialisation (Lease renewTime, Event eventTime)."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

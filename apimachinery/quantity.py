@@ -330,3 +330,9 @@ def format_cpu_milli(milli: int) -> str:
 def format_memory_bytes(count: int) -> str:
     """How Kubernetes prints a byte count held as BinarySI: ``1073741824`` → ``1Gi``, ``1536`` → ``1536``."""
     return Quantity.from_int(count, Format.BINARY_SI).canonical()
+
+
+def format_cpu_nanos(nanocores: int) -> str:
+    """A CPU rate in nanocores as the metrics API prints it (``NewScaledQuantity(n, Nano)``): ``137190727n``,
+    ``12345u``, ``2``."""
+    return Quantity(nanocores, Format.DECIMAL_SI).canonical()

@@ -27,6 +27,7 @@ from .handlers.request import parse_path
 from .handlers.rest import RESTHandler, json_response, status_response
 from .handlers.subresources import bind
 from .handlers.warnings import WarningMiddleware, add_warning
+from .metrics import api as metrics_api
 from .openapi import documents as openapi_documents
 from .registry import all_strategies
 from .registry.decoder import Decoder
@@ -51,6 +52,7 @@ def create_app(config: Config) -> WarningMiddleware:
     bootstrap = [*system_namespaces(), BootstrapObject("", "services", "default", kubernetes_service(config.port))]
     registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap)
     handler = RESTHandler(registry)
+    metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
 
     @asynccontextmanager
@@ -106,7 +108,7 @@ def create_app(config: Config) -> WarningMiddleware:
 
     @app.get("/apis", include_in_schema=False)
     async def apis() -> Response:
-        return json_response(discovery.api_groups(registry))
+        return json_response(discovery.api_groups(registry, [metrics_api.api_group()]))
 
     @app.get("/api/v1", include_in_schema=False)
     async def core_v1() -> Response:
@@ -114,14 +116,17 @@ def create_app(config: Config) -> WarningMiddleware:
 
     @app.get("/apis/{group}", include_in_schema=False)
     async def group(group: str) -> Response:
-        doc = discovery.api_group(registry, group)
+        doc = metrics_api.api_group() if group == metrics_api.GROUP else discovery.api_group(registry, group)
         if doc is None:
             raise errors.NotFound("the server could not find the requested resource")
         return json_response(doc)
 
     @app.get("/apis/{group}/{version}", include_in_schema=False)
     async def group_version(group: str, version: str) -> Response:
-        doc = discovery.resource_list(registry, group, version)
+        if group == metrics_api.GROUP:
+            doc = metrics_api.resource_list(version)
+        else:
+            doc = discovery.resource_list(registry, group, version)
         if doc is None:
             raise errors.NotFound("the server could not find the requested resource")
         return json_response(doc)
@@ -138,19 +143,21 @@ def create_app(config: Config) -> WarningMiddleware:
     async def not_found(path: str) -> Response:
         raise errors.NotFound("the server could not find the requested resource")
 
-    return WarningMiddleware(ResourceRouter(app, handler, registry))
+    return WarningMiddleware(ResourceRouter(app, handler, registry, metrics))
 
 
 class ResourceRouter:
     """The hot path: resource requests (``/api/v1/…``, ``/apis/{group}/{version}/…``) go straight to the REST
     handler as plain ASGI, without FastAPI's routing, dependency and middleware layers (a quarter of the CPU
     per request when measured); everything else — discovery, health, OpenAPI, websockets, lifespan — is the
-    FastAPI app's."""
+    FastAPI app's. ``metrics.k8s.io`` is not stored: its requests go to the metrics API."""
 
-    def __init__(self, app: FastAPI, handler: RESTHandler, registry: Registry) -> None:
+    def __init__(self, app: FastAPI, handler: RESTHandler, registry: Registry,
+                 metrics: metrics_api.MetricsAPI) -> None:
         self.app = app
         self.handler = handler
         self.registry = registry
+        self.metrics = metrics
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -170,7 +177,9 @@ class ResourceRouter:
         request = Request(scope, receive)
         try:
             info = parse_path(group, version, path)
-            if group == "" and info.resource == "bindings" and info.name is None and request.method == "POST":
+            if group == metrics_api.GROUP:
+                response = await self.metrics.handle(request, info)
+            elif group == "" and info.resource == "bindings" and info.name is None and request.method == "POST":
                 response = await bind(request, self.registry.get("", "pods"), info.namespace, None,
                                       await request.body())
             else:

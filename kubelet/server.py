@@ -3,7 +3,8 @@
 
 ``GET /healthz`` (503 until the node is registered), ``GET /containerLogs/{namespace}/{pod}/{container}`` with
 ``follow``, ``tailLines``, ``timestamps``, ``previous``, ``limitBytes``, and the
-``/exec/{namespace}/{pod}/{container}`` websocket (``exec``). Log files hold CRI-format lines
+``/exec/{namespace}/{pod}/{container}`` websocket (``exec``), and ``GET /metrics/resource``: the containers' and
+the node's CPU and memory (``stats``), which the apiserver's ``metrics.k8s.io`` scrapes. Log files hold CRI-format lines
 (``<time> <stream> F <text>``); without ``timestamps`` only the text is served, as ``kubectl logs`` prints it.
 """
 
@@ -14,7 +15,10 @@ from pathlib import Path
 
 from aiohttp import web
 
+from apimachinery import prometheus
+
 from . import exec as exec_
+from . import stats
 from .kubelet import Kubelet
 
 FOLLOW_POLL = 0.2
@@ -94,7 +98,14 @@ def make_app(kubelet: Kubelet, registered: asyncio.Event | None = None) -> web.A
             problem = None
         return await exec_.serve(request, record.target if record is not None else None, problem)
 
+    analyzer = stats.ResourceAnalyzer(kubelet)
+
+    async def resource_metrics(request: web.Request) -> web.Response:
+        body = prometheus.render(await analyzer.families())
+        return web.Response(body=body.encode(), headers={"Content-Type": prometheus.CONTENT_TYPE})
+
     app = web.Application()
+    app.router.add_get("/metrics/resource", resource_metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs)
     app.router.add_get("/exec/{namespace}/{pod}/{container}", container_exec)

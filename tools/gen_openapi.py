@@ -18,6 +18,9 @@ What the client cannot tell lives in the tables below, one table per fact:
 * ``LEAF_TYPES``: Go types the client flattens to ``str``/``datetime``/``object`` (Quantity, MicroTime, FieldsV1 …);
 * ``REF_DESCRIPTIONS``: descriptions of fields whose type is another object (the client's generator drops them);
 * ``PATCH_STRATEGIES``: ``x-kubernetes-patch-strategy`` / ``-merge-key`` (``kubectl apply`` diffs lists with them).
+* ``METRICS_DEFINITIONS``: ``metrics.k8s.io/v1beta1`` (NodeMetrics, PodMetrics), which the client has no models
+  for: written out as metrics-server publishes them; their operations reuse the core nodes/pods list and read
+  operations' parameters (``metrics_operations``).
 
 The output is deterministic (sorted keys, no timestamps). Rerun after changing a table::
 
@@ -780,6 +783,102 @@ def hoist_common_parameters(path_item: dict[str, Schema]) -> dict[str, Any]:
     return out
 
 
+# --- metrics.k8s.io: no client models, so written out (as metrics-server's OpenAPI has them) ------------------------
+
+METRICS = "io.k8s.metrics.pkg.apis.metrics.v1beta1"
+METRICS_GV = ("metrics.k8s.io", "v1beta1")
+DURATION = f"{META}.Duration"
+_TYPE_META = {
+    "apiVersion": "APIVersion defines the versioned schema of this representation of an object. Servers should "
+                  "convert recognized schemas to the latest internal value, and may reject unrecognized values. More "
+                  "info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+    "kind": "Kind is a string value representing the REST resource this object represents. Servers may infer this "
+            "from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: "
+            "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+}
+_USAGE = {"additionalProperties": {"$ref": f"#/definitions/{QUANTITY}"}, "type": "object",
+          "description": "The memory usage is the memory working set."}
+
+
+def _metrics_kind(kind: str, description: str, fields: dict[str, Schema], required: list[str]) -> Schema:
+    properties: dict[str, Schema] = {k: {"description": v, "type": "string"} for k, v in _TYPE_META.items()}
+    properties["metadata"] = {"$ref": f"#/definitions/{META}.ObjectMeta", "description": "Standard object's "
+                              "metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/"
+                              "api-conventions.md#metadata"}
+    properties.update(fields)
+    return {"description": description, "properties": properties, "required": required, "type": "object",
+            "x-kubernetes-group-version-kind": [{"group": METRICS_GV[0], "kind": kind, "version": METRICS_GV[1]}]}
+
+
+def _metrics_list(kind: str, description: str) -> Schema:
+    properties: dict[str, Schema] = {k: {"description": v, "type": "string"} for k, v in _TYPE_META.items()}
+    properties["items"] = {"description": f"List of {kind[:-7].lower()} metrics.", "type": "array",
+                           "items": {"$ref": f"#/definitions/{METRICS}.{kind[:-4]}"}}
+    properties["metadata"] = {"$ref": f"#/definitions/{META}.ListMeta", "description": "Standard list metadata. More "
+                              "info: https://git.k8s.io/community/contributors/devel/sig-architecture/"
+                              "api-conventions.md#types-kinds"}
+    return {"description": description, "properties": properties, "required": ["items"], "type": "object",
+            "x-kubernetes-group-version-kind": [{"group": METRICS_GV[0], "kind": kind, "version": METRICS_GV[1]}]}
+
+
+_WINDOW = {"timestamp": {"$ref": f"#/definitions/{TIME}", "description": "The following fields define time "
+                         "interval from which metrics were collected from the interval [Timestamp-Window, "
+                         "Timestamp]."},
+           "window": {"$ref": f"#/definitions/{DURATION}"}}
+METRICS_DEFINITIONS: dict[str, Schema] = {
+    DURATION: {"description": "Duration is a wrapper around time.Duration which supports correct marshaling to YAML "
+                              "and JSON. In particular, it marshals into strings, which can be used as map keys in "
+                              "json.", "type": "string"},
+    f"{METRICS}.ContainerMetrics": {
+        "description": "ContainerMetrics sets resource usage metrics of a container.", "type": "object",
+        "properties": {"name": {"description": "Container name corresponding to the one from pod.spec.containers.",
+                                "type": "string"}, "usage": _USAGE},
+        "required": ["name", "usage"]},
+    f"{METRICS}.NodeMetrics": _metrics_kind("NodeMetrics", "NodeMetrics sets resource usage metrics of a node.",
+                                            {**_WINDOW, "usage": _USAGE}, ["timestamp", "window", "usage"]),
+    f"{METRICS}.NodeMetricsList": _metrics_list("NodeMetricsList", "NodeMetricsList is a list of NodeMetrics."),
+    f"{METRICS}.PodMetrics": _metrics_kind(
+        "PodMetrics", "PodMetrics sets resource usage metrics of a pod.",
+        {**_WINDOW, "containers": {"description": "Metrics for all containers are collected within the same time "
+                                                  "window.", "type": "array", "x-kubernetes-list-type": "atomic",
+                                   "items": {"$ref": f"#/definitions/{METRICS}.ContainerMetrics"}}},
+        ["timestamp", "window", "containers"]),
+    f"{METRICS}.PodMetricsList": _metrics_list("PodMetricsList", "PodMetricsList is a list of PodMetrics."),
+}
+# Parameters of a list this group does not serve (it has no watch).
+METRICS_UNSERVED = frozenset({"watch", "allowWatchBookmarks", "sendInitialEvents", "resourceVersionMatch"})
+
+
+def metrics_operations(operations: Operations) -> Iterator[tuple[str, str, Schema]]:
+    """``get``/``list`` of NodeMetrics and PodMetrics, built from the core nodes/pods operations of the same shape
+    (same query parameters) with the metrics group's paths, ids, kinds and bodies."""
+    group, version = METRICS_GV
+    t, tag = op_tag(group, version), swagger_tag(group, version)
+    for core, kind in (("Node", "NodeMetrics"), ("Pod", "PodMetrics")):
+        template = Resource("", "v1", core, f"{core.lower()}s", core == "Pod", ("get", "list"))
+        for op in resource_operations(template):
+            built = operations.build(op)
+            path = op.path.replace("/api/v1/", f"/apis/{group}/{version}/", 1)
+            list_op = op.action == "list"
+            built["operationId"] = op.operation_id.replace("CoreV1", t, 1).replace(core, kind, 1)
+            built["description"] = f"list objects of kind {kind}" if list_op else f"read the specified {kind}"
+            built["produces"], built["tags"] = list(PRODUCES), [tag]
+            built["x-kubernetes-group-version-kind"] = {"group": group, "kind": kind, "version": version}
+            built["responses"]["200"]["schema"] = {"$ref": f"#/definitions/{METRICS}.{kind}{'List' if list_op else ''}"}
+            built["parameters"] = [
+                {**p, "description": f"name of the {kind}"} if p["name"] == "name" and p["in"] == "path" else p
+                for p in built["parameters"] if p["name"] not in METRICS_UNSERVED]
+            yield path, op.method, built
+    for path, op_id, schema in ((f"/apis/{group}/{version}/", f"get{t}APIResources", "APIResourceList"),
+                                (f"/apis/{group}/", f"get{camel(group)}APIGroup", "APIGroup")):
+        yield path, "get", {
+            "consumes": list(PRODUCES), "description": "get available resources" if schema == "APIResourceList"
+            else "get information of a group", "operationId": op_id, "parameters": [], "produces": list(PRODUCES),
+            "responses": {"200": {"description": "OK", "schema": {"$ref": f"#/definitions/{META}.{schema}"}},
+                          "401": {"description": "Unauthorized"}},
+            "tags": [tag if schema == "APIResourceList" else swagger_tag(group)]}
+
+
 # --- the document ------------------------------------------------------------------------------------------------
 
 def served_gvks() -> dict[str, list[GVK]]:
@@ -827,8 +926,10 @@ def build() -> Schema:
         if op.action is None:  # discovery: kube-apiserver speaks every encoding here
             built["consumes"] = built["produces"] = list(PRODUCES)
         paths.setdefault(op.path, {})[op.method] = built
+    for path, method, built in metrics_operations(operations):
+        paths.setdefault(path, {})[method] = built
     return {
-        "definitions": definitions.all(),
+        "definitions": {**definitions.all(), **METRICS_DEFINITIONS},
         "info": INFO,
         "paths": {path: hoist_common_parameters(item) for path, item in paths.items()},
         "security": [{"BearerToken": []}],

@@ -7,6 +7,7 @@ makes it fall back to these legacy documents, which is what kube-apiserver did b
 from __future__ import annotations
 
 import platform
+from collections.abc import Sequence
 from typing import Any
 
 from ..registry.registry import Registry
@@ -90,6 +91,8 @@ def api_group(registry: Registry, group: str) -> dict[str, Any] | None:
     return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
 
-def api_groups(registry: Registry) -> dict[str, Any]:
+def api_groups(registry: Registry, served: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The stored groups, then ``served`` ones (APIGroups served without storage, as aggregated APIs come after
+    the built-in groups in kube-apiserver's list)."""
     groups = [api_group(registry, g) for g in sorted(registry.group_versions) if g]
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [g for g in groups if g]}
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [g for g in groups if g] + list(served)}

@@ -66,13 +66,19 @@ async def kubelet_base_url(registry: Registry, pod: dict[str, Any]) -> str:
         node = (await nodes.get(None, node_name)).obj
     except errors.NotFound:
         raise errors.NotFound(f'nodes "{node_name}" not found') from None
+    url = node_kubelet_url(node)
+    if url is None:
+        raise errors.ServiceUnavailable(f"no kubelet endpoint is known for node {node_name}")
+    return url
+
+
+def node_kubelet_url(node: dict[str, Any]) -> str | None:
+    """Where a node's kubelet serves, or ``None`` when it has no endpoint (hollow nodes' port is 0)."""
     status = node.get("status", {})
     port = (status.get("daemonEndpoints") or {}).get("kubeletEndpoint", {}).get("Port")
     addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
     host = addresses.get("InternalIP") or addresses.get("Hostname")
-    if not port or not host:
-        raise errors.ServiceUnavailable(f"no kubelet endpoint is known for node {node_name}")
-    return f"http://{host}:{port}"
+    return f"http://{host}:{port}" if port and host else None
 
 
 async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:

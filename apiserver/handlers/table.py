@@ -6,13 +6,21 @@ The columns and cells come from the resource's strategy; this module only builds
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from apimachinery import errors
 
-from ..registry.strategy import Strategy
+from ..registry.strategy import TableColumn
 
 Object = dict[str, Any]
+
+
+class Printer(Protocol):
+    """The columns and cells of a resource's table (its strategy, or the metrics API's printers)."""
+
+    def columns(self) -> list[TableColumn]: ...
+
+    def row(self, obj: Object) -> list[Any]: ...
 
 
 def partial_metadata(obj: Object) -> Object:
@@ -35,7 +43,7 @@ def include_object(params: Any) -> str:
     return include
 
 
-def to_table(strategy: Strategy, objs: list[Object], include: str, list_meta: Object | None = None,
+def to_table(strategy: Printer, objs: list[Object], include: str, list_meta: Object | None = None,
              no_headers: bool = False) -> Object:
     rows = []
     for obj in objs:

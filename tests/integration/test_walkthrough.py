@@ -398,6 +398,10 @@ CHECKS: dict[str, list[Check]] = {
     "kubectl logs $POD": [prints("web is up")],
     "kubectl logs job-failed": [prints("cannot open /data/input.csv")],
     "kubectl exec -it $POD -- sh": [prints("hello from the pod")],
+    "kubectl top nodes": [shows(lambda rows: sorted(r["NAME"] for r in rows) == ["node01", "node02", "node03"]
+                                and all(r["CPU(cores)"][0].isdigit() for r in rows))],
+    "kubectl top pods --containers": [shows(lambda rows: any(r["POD"].startswith("web-") and r["MEMORY(bytes)"]
+                                                             .endswith("Mi") for r in rows))],
     "kubectl cluster-info": [prints("Kubernetes control plane is running at http://127.0.0.1:")],
     "ls .kubelab/logs/": [prints("apiserver.log", "controller-manager.log", "scheduler.log", "kubelet-node01.log")],
     "tail -n 20 .kubelab/logs/kubelet-node01.log": [shows_text(lambda out: bool(out.strip()))],

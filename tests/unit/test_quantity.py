@@ -13,6 +13,7 @@ from apimachinery.quantity import (
     Format,
     Quantity,
     format_cpu_milli,
+    format_cpu_nanos,
     format_memory_bytes,
     parse_quantity,
 )
@@ -124,3 +125,14 @@ def test_table_helpers() -> None:
     assert format_memory_bytes(128 * 1024 * 1024) == "128Mi"
     assert format_memory_bytes(1536) == "1536"
     assert format_memory_bytes(1 << 30) == "1Gi"
+
+
+def test_metrics_api_quantities() -> None:
+    """How metrics-server prints usage: CPU as nanocores (NewScaledQuantity(n, Nano)), memory as BinarySI."""
+    assert format_cpu_nanos(137190727) == "137190727n"
+    assert format_cpu_nanos(12345000) == "12345u"
+    assert format_cpu_nanos(250_000_000) == "250m"
+    assert format_cpu_nanos(2_000_000_000) == "2"
+    assert format_cpu_nanos(0) == "0"
+    assert format_memory_bytes(1234 * 1024) == "1234Ki"
+    assert format_memory_bytes(11067392) == "10808Ki"
