@@ -2,7 +2,7 @@
 
 Resource paths (``/api/v1/…`` and ``/apis/{group}/{version}/…``) go to the generic REST handler through a
 plain ASGI router, which parses the path itself (as kube-apiserver's RequestInfoFactory), so every resource is
-served by the same code. Discovery, health, OpenAPI and the exec websocket are FastAPI routes. Every error
+served by the same code. Discovery, health, OpenAPI and the exec/attach websockets are FastAPI routes. Every error
 leaves as a Kubernetes ``Status`` body; an unexpected exception is a 500 InternalError and the server keeps
 serving.
 """
@@ -10,7 +10,7 @@ serving.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,11 +132,15 @@ def create_app(config: Config) -> WarningMiddleware:
         return json_response(doc)
 
     # --- resources ------------------------------------------------------------------------------------------
-    async def pod_exec(websocket: WebSocket, namespace: str, name: str) -> None:
-        await proxy.serve_exec(websocket, registry, namespace, name)
+    def pod_stream(subresource: str) -> Callable[[WebSocket, str, str], Awaitable[None]]:
+        async def endpoint(websocket: WebSocket, namespace: str, name: str) -> None:
+            await proxy.serve_stream(websocket, registry, namespace, name, subresource)
+        return endpoint
 
-    # exec is a websocket upgrade (kubectl's v5.channel.k8s.io).
-    app.add_api_websocket_route("/api/v1/namespaces/{namespace}/pods/{name}/exec", pod_exec)
+    # exec and attach are websocket upgrades (kubectl's v5.channel.k8s.io).
+    for subresource in proxy.STREAMS:
+        app.add_api_websocket_route(f"/api/v1/namespaces/{{namespace}}/pods/{{name}}/{subresource}",
+                                    pod_stream(subresource))
     app.include_router(openapi.router)
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)

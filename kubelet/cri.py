@@ -8,6 +8,7 @@ probes, hooks and exec see only these protocols:
     Runtime.recover             ListContainers after a kubelet restart: every container it ran, to adopt
     Runtime.remove_pods         RemoveContainer (and their state) for pods the node no longer has
     Runtime.exec_target         ExecSync / Exec: where a probe, hook or ``kubectl exec`` of one container runs
+    Runtime.attach_socket       Attach: where the container's stdin and output are offered (``kubectl attach``)
     Container.wait              ContainerStatus: the exit code once the container exited
 
 Image pulls (PullImage, ListImages) go through an ``images.ImageStore`` (``docker.DockerImages`` for the engine),
@@ -83,4 +84,9 @@ class Runtime(Protocol):
 
     def exec_target(self, container: Container, target: ExecTarget) -> ExecTarget:
         """Where exec probes, hooks and ``kubectl exec`` of ``container`` run (``target``: the pod's view)."""
+        ...
+
+    def attach_socket(self, container: Container) -> Path | None:
+        """The unix socket (``shim.Attachments``' protocol) that attaches to ``container``'s stdin and output;
+        ``None``: this runtime cannot attach."""
         ...

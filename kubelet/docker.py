@@ -493,6 +493,10 @@ class DockerRuntime:
         return ExecTarget(target.env, target.cwd, target.pod_ip, target.ports,
                           container=DockerExec(self.engine, container.id))
 
+    def attach_socket(self, container: Container) -> Path | None:
+        """Not offered (yet): the engine's attach stream would need its own relay; the kubelet says so."""
+        return None
+
     def recover(self) -> list[DockerContainer]:
         return list(self._recovered)
 

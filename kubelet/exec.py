@@ -18,6 +18,9 @@ With ``tty`` it gets a pseudo-terminal (``os.openpty``) as its controlling termi
 -- sh`` is an interactive shell; stderr then goes to the terminal too (Kubernetes ignores ``stderr`` with a tty).
 With real containers (``ExecTarget.container``, ``--runtime docker``) the command runs inside the container,
 non-interactively: its output is sent when it ends.
+
+The session itself (``Channels``: the negotiated protocol, the error channel's last word; ``relay``: output,
+stdin, resize and close until the streams end) is not exec's own: ``attach`` relays a container's streams with it.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import sys
 import termios
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import WSMsgType, web
 
@@ -208,52 +211,58 @@ def _write_eof(fd: int) -> None:
         pass
 
 
-async def serve(request: web.Request, target: ExecTarget | None, problem: str | None) -> web.WebSocketResponse:
-    """Run one exec session on the websocket ``request`` upgrades to (``problem``: why it cannot run)."""
-    ws = web.WebSocketResponse(protocols=PROTOCOLS, max_msg_size=0)
-    await ws.prepare(request)
-    protocol = ws.ws_protocol or "channel.k8s.io"
-    lock = asyncio.Lock()
+class Channels:
+    """One client's websocket, speaking the channel protocol it chose (exec and attach alike)."""
 
-    async def send(channel: int, data: bytes) -> None:
-        if not ws.closed:
-            async with lock:
-                await ws.send_bytes(bytes([channel]) + data)
+    def __init__(self, ws: web.WebSocketResponse) -> None:
+        self.ws = ws
+        self.protocol = ws.ws_protocol or "channel.k8s.io"
+        self._lock = asyncio.Lock()
 
-    async def finish(status: dict[str, Any]) -> web.WebSocketResponse:
-        if protocol in ("v4.channel.k8s.io", "v5.channel.k8s.io"):
+    @classmethod
+    async def accept(cls, request: web.Request) -> Channels:
+        ws = web.WebSocketResponse(protocols=PROTOCOLS, max_msg_size=0)
+        await ws.prepare(request)
+        return cls(ws)
+
+    async def send(self, channel: int, data: bytes) -> None:
+        if not self.ws.closed:
+            async with self._lock:
+                await self.ws.send_bytes(bytes([channel]) + data)
+
+    async def finish(self, status: dict[str, Any]) -> web.WebSocketResponse:
+        """The error channel's last word, then the end of the session."""
+        if self.protocol in ("v4.channel.k8s.io", "v5.channel.k8s.io"):
             body = json.dumps(status).encode()
         else:  # v1-v3: the error channel carries only the message, and nothing on success
             body = b"" if status.get("status") == "Success" else status.get("message", "").encode()
         if body:
-            await send(ERROR, body)
-        await ws.close()
-        return ws
+            await self.send(ERROR, body)
+        await self.ws.close()
+        return self.ws
 
-    options = parse_options(request.query)
-    if problem is not None or target is None:
-        return await finish(error_status(problem or "container not running", "BadRequest", 400))
-    if not options.command:
-        return await finish(error_status("you must specify at least one command for the container",
-                                         "BadRequest", 400))
-    if target.container is not None:
-        return await finish(await _run_in_container(options, target.container, send))
-    process = ExecProcess(options, target)
-    try:
-        await process.start()
-    except OSError as err:
-        word = options.command[0]
-        why = "executable file not found in $PATH" if isinstance(err, FileNotFoundError) else err.strerror
-        return await finish(error_status(
-            f"Internal error occurred: error executing command in container: failed to exec in container: "
-            f'failed to start exec: OCI runtime exec failed: exec failed: unable to start container process: '
-            f'exec: "{word}": {why}: unknown'))
+
+class Streams(Protocol):
+    """What a session relays: an exec'd command (``ExecProcess``) or an attached container (``attach``)."""
+
+    async def pump_output(self, send: Send) -> None: ...
+    async def write_stdin(self, data: bytes) -> None: ...
+    def close_stdin(self) -> None: ...
+    def resize(self, width: int, height: int) -> None: ...
+    async def wait(self) -> int: ...
+    def kill(self) -> None: ...
+    def close(self) -> None: ...
+
+
+async def relay(channels: Channels, streams: Streams, options: ExecOptions) -> int:
+    """Relay ``streams`` to the client until they end (their exit code) or the client leaves (then ``kill``)."""
     # As kubelet: an empty frame on the lowest writable channel tells the client the streams are up.
-    await send(STDOUT if options.stdout or options.tty else STDERR if options.stderr else ERROR, b"")
-    output = asyncio.create_task(process.pump_output(send))
-    reader = asyncio.create_task(_read_client(ws, process, protocol))
+    await channels.send(STDOUT if options.stdout or options.tty else STDERR if options.stderr else ERROR, b"")
+    output = asyncio.create_task(streams.pump_output(channels.send))
+    reader = asyncio.create_task(_read_client(channels, streams))
+    code = 0
     try:
-        code = await process.wait()
+        code = await streams.wait()
         await asyncio.wait_for(output, 2.0)  # background processes may keep the output open: not forever
     except TimeoutError:
         pass
@@ -261,13 +270,37 @@ async def serve(request: web.Request, target: ExecTarget | None, problem: str | 
         if not output.done():
             output.cancel()
         reader.cancel()
-        process.kill()
-        process.close()
-        if process.process is not None and process.process.returncode is None:
-            await process.process.wait()
-    if ws.closed:
-        return ws
-    return await finish(exit_status(code, options.command))
+        streams.kill()
+        await streams.wait()
+        streams.close()
+    return code
+
+
+async def serve(request: web.Request, target: ExecTarget | None, problem: str | None) -> web.WebSocketResponse:
+    """Run one exec session on the websocket ``request`` upgrades to (``problem``: why it cannot run)."""
+    channels = await Channels.accept(request)
+    options = parse_options(request.query)
+    if problem is not None or target is None:
+        return await channels.finish(error_status(problem or "container not running", "BadRequest", 400))
+    if not options.command:
+        return await channels.finish(error_status("you must specify at least one command for the container",
+                                                  "BadRequest", 400))
+    if target.container is not None:
+        return await channels.finish(await _run_in_container(options, target.container, channels.send))
+    process = ExecProcess(options, target)
+    try:
+        await process.start()
+    except OSError as err:
+        word = options.command[0]
+        why = "executable file not found in $PATH" if isinstance(err, FileNotFoundError) else err.strerror
+        return await channels.finish(error_status(
+            f"Internal error occurred: error executing command in container: failed to exec in container: "
+            f'failed to start exec: OCI runtime exec failed: exec failed: unable to start container process: '
+            f'exec: "{word}": {why}: unknown'))
+    code = await relay(channels, process, options)
+    if channels.ws.closed:
+        return channels.ws
+    return await channels.finish(exit_status(code, options.command))
 
 
 async def _run_in_container(options: ExecOptions, container: InContainer, send: Send) -> dict[str, Any]:
@@ -291,9 +324,9 @@ async def _run_in_container(options: ExecOptions, container: InContainer, send: 
     return exit_status(code, options.command)
 
 
-async def _read_client(ws: web.WebSocketResponse, process: ExecProcess, protocol: str) -> None:
-    """stdin, resize and (v5) close messages from the client; the client going away kills the command."""
-    async for msg in ws:
+async def _read_client(channels: Channels, streams: Streams) -> None:
+    """stdin, resize and (v5) close messages from the client; the client going away ends the streams."""
+    async for msg in channels.ws:
         if msg.type == WSMsgType.BINARY:
             data: bytes = msg.data
         elif msg.type == WSMsgType.TEXT:
@@ -304,13 +337,13 @@ async def _read_client(ws: web.WebSocketResponse, process: ExecProcess, protocol
             continue
         channel, payload = data[0], data[1:]
         if channel == STDIN and payload:
-            await process.write_stdin(payload)
+            await streams.write_stdin(payload)
         elif channel == RESIZE:
             try:
                 size = json.loads(payload)
-                process.resize(int(size.get("Width", 0)), int(size.get("Height", 0)))
+                streams.resize(int(size.get("Width", 0)), int(size.get("Height", 0)))
             except (ValueError, AttributeError, OSError):
                 pass
-        elif channel == CLOSE and protocol == "v5.channel.k8s.io" and payload[:1] == bytes([STDIN]):
-            process.close_stdin()
-    process.kill()
+        elif channel == CLOSE and channels.protocol == "v5.channel.k8s.io" and payload[:1] == bytes([STDIN]):
+            streams.close_stdin()
+    streams.kill()

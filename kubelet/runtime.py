@@ -9,6 +9,7 @@ Each container instance has a state directory ``<root-dir>/containers/<id>/``:
     meta.json  written before the start: pod UID/namespace/name, container name, restart count, last state,
                image, working directory, log path, start time (the CRI's labels and annotations)
     pid.json   written by the shim: the container's pid and shim's pid, each with its start time in clock ticks
+    attach.sock the shim's attach socket while the container runs (``kubectl attach``: its stdin, output, tty)
     exit.json  written by the shim when the container exits: exit code (negative: the signal) and finishedAt
 
 so a restarted kubelet (``recover``) finds every container again: running ones are kept (a pid is only trusted
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import images
+from .shim import ATTACH_SOCKET
 
 if TYPE_CHECKING:
     from .cri import Container
@@ -67,6 +69,12 @@ def container_argv(container: dict[str, Any]) -> list[str]:
     if argv and argv[0] in ("python", "python3"):
         argv[0] = sys.executable  # the "python" image is this machine's interpreter
     return argv
+
+
+def stdio_flags(container: dict[str, Any]) -> str:
+    """What the shim gives the container (``shim.main``'s ``stdio``): an open stdin (``stdin: true``), closed when
+    the first attached client's stdin ends (``stdinOnce``), a pseudo-terminal (``tty``)."""
+    return ",".join(flag for flag in ("stdin", "stdinOnce", "tty") if container.get(flag))
 
 
 def now_rfc3339_nano() -> str:
@@ -198,9 +206,10 @@ class ShimZygote:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self, state: Path, cwd: Path, log_path: Path, argv: list[str],
-                    env: dict[str, str]) -> dict[str, Any]:
-        """Have a shim start ``argv``; its answer: ``{"pid", "shim"}``, or ``{"error", "errno"}``."""
-        fields = [str(cwd), str(log_path), str(len(argv)), *argv, *(f"{k}={v}" for k, v in env.items())]
+                    env: dict[str, str], stdio: str = "") -> dict[str, Any]:
+        """Have a shim start ``argv`` (``stdio``: see ``stdio_flags``); its answer: ``{"pid", "shim"}``, or
+        ``{"error", "errno"}``."""
+        fields = [str(cwd), str(log_path), stdio, str(len(argv)), *argv, *(f"{k}={v}" for k, v in env.items())]
         (state / "spec").write_bytes(b"\0".join(os.fsencode(f) for f in fields))
         key = str(state)
         reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -288,7 +297,7 @@ class ProcessRuntime:
         (state / "meta.json").write_text(json.dumps({
             "id": cid, "name": container["name"], "image": container.get("image", ""), "startedAt": started_at,
             "cwd": str(cwd), "logPath": str(log_path), "env": env, **asdict(meta)}))
-        reply = await self._zygote.start(state, cwd, log_path, argv, env)
+        reply = await self._zygote.start(state, cwd, log_path, argv, env, stdio_flags(container))
         if "pid" not in reply:
             shutil.rmtree(state, ignore_errors=True)
             if reply.get("errno") == 2:
@@ -311,6 +320,11 @@ class ProcessRuntime:
     def exec_target(self, container: Container, target: ExecTarget) -> ExecTarget:
         """There is no container to enter: exec runs a process with the container's environment (``target``)."""
         return target
+
+    def attach_socket(self, container: Container) -> Path | None:
+        """The shim's attach socket (``shim.Attachments``): in the state directory, so it outlives the kubelet."""
+        assert isinstance(container, ContainerProcess)
+        return container.dir / ATTACH_SOCKET
 
     # --- finding containers again -----------------------------------------------------------------------------
     def recover(self) -> list[ContainerProcess]:

@@ -1,11 +1,12 @@
-"""The kubelet's own HTTP API (kubelet port 10250's role), which the apiserver proxies ``pods/log`` and
-``pods/exec`` to.
+"""The kubelet's own HTTP API (kubelet port 10250's role), which the apiserver proxies ``pods/log``, ``pods/exec``
+and ``pods/attach`` to.
 
 ``GET /healthz`` (503 until the node is registered), ``GET /containerLogs/{namespace}/{pod}/{container}`` with
 ``follow``, ``tailLines``, ``timestamps``, ``previous``, ``limitBytes``, and the
-``/exec/{namespace}/{pod}/{container}`` websocket (``exec``), and ``GET /metrics/resource``: the containers' and
-the node's CPU and memory (``stats``), which the apiserver's ``metrics.k8s.io`` scrapes. Log files hold CRI-format lines
-(``<time> <stream> F <text>``); without ``timestamps`` only the text is served, as ``kubectl logs`` prints it.
+``/exec/{namespace}/{pod}/{container}`` and ``/attach/{namespace}/{pod}/{container}`` websockets (``exec``,
+``attach``), and ``GET /metrics/resource``: the containers' and the node's CPU and memory (``stats``), which the
+apiserver's ``metrics.k8s.io`` scrapes. Log files hold CRI-format lines (``<time> <stream> F <text>``); without
+``timestamps`` only the text is served, as ``kubectl logs`` prints it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from aiohttp import web
 
 from apimachinery import prometheus
 
+from . import attach
 from . import exec as exec_
 from . import stats
 from .kubelet import Kubelet
@@ -104,9 +106,20 @@ def make_app(kubelet: Kubelet, registered: asyncio.Event | None = None) -> web.A
         body = prometheus.render(await analyzer.families())
         return web.Response(body=body.encode(), headers={"Content-Type": prometheus.CONTENT_TYPE})
 
+    async def container_attach(request: web.Request) -> web.StreamResponse:
+        ns, pod, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
+        worker = kubelet.worker_for(ns, pod)
+        record = worker.containers.get(container) if worker is not None else None
+        if worker is None:
+            return await attach.serve(request, None, None, f'pod "{pod}" not found on node {kubelet.node_name}')
+        if record is None or record.process is None or record.process.returncode is not None:
+            return await attach.serve(request, None, None, f'container "{container}" in pod "{pod}" is not running')
+        return await attach.serve(request, record.spec, kubelet.runtime.attach_socket(record.process), None)
+
     app = web.Application()
     app.router.add_get("/metrics/resource", resource_metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs)
     app.router.add_get("/exec/{namespace}/{pod}/{container}", container_exec)
+    app.router.add_get("/attach/{namespace}/{pod}/{container}", container_attach)
     return app

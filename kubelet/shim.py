@@ -10,19 +10,29 @@ to ``DIR/exit.json``. ``DIR/pid.json`` (the container's pid and its start time i
 on stdout; after that the shim writes nothing to the kubelet, so a kubelet that dies (``kill -9``) or restarts
 takes nothing with it: it finds the container again from DIR.
 
+The container's stdin is ``/dev/null``, or with the spec's ``stdin`` a pipe the shim holds open; with ``tty`` its
+stdin, stdout and stderr are a pseudo-terminal's slave (its controlling terminal) and the shim reads the master,
+logging it as stdout. Either way the shim offers attach on ``DIR/attach.sock`` (``Attachments``).
+
 Standard library only and no ``site`` (``-I -S``), and only modules that load without Python code of their own:
 ``json`` (which pulls in ``re``, ``enum`` and ``collections``) and ``signal`` (``enum`` again) were two thirds of
 its start-up, paid once per container start; it writes its few flat JSON objects itself (``to_json``) and uses
-``_signal``, the C module ``signal`` wraps. It starts in ~6 ms and holds ~8 MB.
+``_signal`` and ``_socket``, the C modules ``signal`` and ``socket`` wrap (``fcntl``/``termios``/``_struct``, C
+too, only for a tty). It starts in ~6 ms and holds ~8 MB.
 """
 
 import _signal  # signal's C core: ``import signal`` would load enum (3 ms per container start)
+import _socket  # socket's C core: ``import socket`` would load enum and selectors
 import os
 import select
 import sys
 import time
 
 MAX_LINE = 16 * 1024  # a longer line is split into partial (P) entries, as the CRI log writer does
+ATTACH_SOCKET = "attach.sock"  # in the state directory
+STDIN, STDOUT, STDERR, RESIZE, CLOSE = 0, 1, 2, 4, 255  # the attach socket's channels (the kubelet's websocket's)
+MAX_MESSAGE = 65536 + 1  # the largest message either side sends: a read's worth of output and its channel byte
+SEND_SECONDS = 2.0  # an attached client that does not take output for this long is dropped
 
 
 def rfc3339_nano(now: float) -> str:
@@ -69,8 +79,9 @@ def write_json(path: str, value: dict[str, int | str]) -> None:
     os.replace(tmp, path)
 
 
-def spawn(cwd: str, argv: list[str], out_w: int, err_w: int) -> int:
-    """Fork and exec the container in its own session; raise ``OSError`` if it cannot be executed."""
+def spawn(cwd: str, argv: list[str], stdio: tuple[int, int, int], tty: bool = False) -> int:
+    """Fork and exec the container in its own session with ``stdio`` as its fds 0-2 (with ``tty``, a pty's slave,
+    made its controlling terminal); raise ``OSError`` if it cannot be executed."""
     status_r, status_w = os.pipe()  # close-on-exec: EOF without data means the exec succeeded
     pid = os.fork()
     if pid == 0:  # the container
@@ -79,10 +90,12 @@ def spawn(cwd: str, argv: list[str], out_w: int, err_w: int) -> int:
             for sig in (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGCHLD, _signal.SIGINT, _signal.SIGTERM):
                 _signal.signal(sig, _signal.SIG_DFL)
             _signal.set_wakeup_fd(-1)
-            null = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null, 0)
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
+            for target, fd in enumerate(stdio):
+                os.dup2(fd, target)
+            if tty:
+                import fcntl
+                import termios
+                fcntl.ioctl(0, termios.TIOCSCTTY, 0)
             os.chdir(cwd)
             os.execvpe(argv[0], argv, os.environ)
         except OSError as err:
@@ -128,14 +141,14 @@ class LogWriter:
         return f"{rfc3339_nano(time.time())} {self.stream} {tag} ".encode() + line + b"\n"
 
 
-def read_spec(state_dir: str) -> tuple[str, str, list[str], dict[str, str]]:
-    """``DIR/spec`` as the kubelet writes it for the zygote: NUL-separated cwd, log path, the argument count, the
-    arguments, then ``NAME=value`` environment entries."""
+def read_spec(state_dir: str) -> tuple[str, str, str, list[str], dict[str, str]]:
+    """``DIR/spec`` as the kubelet writes it for the zygote: NUL-separated cwd, log path, stdio flags (``stdio``),
+    the argument count, the arguments, then ``NAME=value`` environment entries."""
     with open(os.path.join(state_dir, "spec"), "rb") as f:
         fields = [os.fsdecode(field) for field in f.read().split(b"\0")]
-    argc = int(fields[2])
-    argv, env = fields[3:3 + argc], fields[3 + argc:]
-    return fields[0], fields[1], argv, dict(entry.partition("=")[::2] for entry in env if entry)
+    argc = int(fields[3])
+    argv, env = fields[4:4 + argc], fields[4 + argc:]
+    return fields[0], fields[1], fields[2], argv, dict(entry.partition("=")[::2] for entry in env if entry)
 
 
 def zygote() -> int:
@@ -182,32 +195,192 @@ def _fork_shim(state_dir: str) -> None:
         os.dup2(null, 0)
         err = os.open(os.path.join(state_dir, "shim.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.dup2(err, 2)
-        cwd, log_path, argv, env = read_spec(state_dir)
+        cwd, log_path, stdio, argv, env = read_spec(state_dir)
         os.environ.clear()
         os.environ.update(env)
-        code = main(state_dir, cwd, log_path, argv)
+        code = main(state_dir, cwd, log_path, argv, stdio)
     except BaseException as error:  # noqa: BLE001 - the kubelet waits for an answer: it must get one
         print(to_json({"dir": state_dir, "error": f"the container shim failed: {error}", "errno": 0}), flush=True)
     finally:
         os._exit(code)
 
 
-def main(state_dir: str, cwd: str, log_path: str, argv: list[str]) -> int:
+class Attachments:
+    """The attach socket ``DIR/attach.sock`` (CRI Attach): each connection is one attached client (the kubelet
+    relaying a ``kubectl attach``), which gets the container's output from then on and may write its stdin.
+
+    A ``SOCK_SEQPACKET`` socket, so every message arrives whole; each starts with its channel byte, as the
+    kubelet's websocket channels: 0 stdin (client → shim), 1 stdout and 2 stderr (shim → client; with a tty all
+    output is stdout), 4 resize (``"<width> <height>"``: TIOCSWINSZ on the pty's master), 255 the client's stdin
+    ended. As containerd does, that end closes the container's stdin if it has ``stdinOnce`` and no tty;
+    otherwise it ends that client's attach. The shim closes every connection once the container's output ends.
+    Being in DIR, the socket outlives a kubelet restart like everything else the shim owns."""
+
+    def __init__(self, poller: select.poll, stdin: int, output: int, tty: bool, stdin_once: bool) -> None:
+        self.poller = poller
+        self.stdin = stdin  # the container's stdin: a pipe's write end or the pty's master; -1: none
+        self.output = output  # the pty master when it is also an output fd (its poll mask is shared)
+        self.tty = tty
+        self.stdin_once = stdin_once
+        self.pending = b""  # stdin not yet written (the container reads at its own pace)
+        self.closing = False  # close stdin once ``pending`` is written
+        self.clients: dict[int, _socket.socket] = {}
+        self.listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        self.listener.bind(ATTACH_SOCKET)  # relative to DIR (the cwd): a full path may exceed sun_path's 108 bytes
+        self.listener.listen(16)
+        self.listener.setblocking(False)
+        poller.register(self.listener.fileno(), select.POLLIN)
+
+    def handle(self, fd: int, events: int) -> bool:
+        """Serve ``events`` on ``fd`` if it is one of the attach fds; False if it is not."""
+        if fd == self.listener.fileno():
+            self._accept()
+        elif fd in self.clients:
+            self._receive(fd)
+        elif fd == self.stdin and events & (select.POLLOUT | select.POLLERR):
+            self._flush()
+            return fd != self.output or not events & (select.POLLIN | select.POLLHUP)
+        else:
+            return False
+        return True
+
+    def broadcast(self, channel: int, data: bytes) -> None:
+        message = bytes([channel]) + data
+        for fd, client in list(self.clients.items()):
+            try:
+                client.send(message)
+            except OSError:  # gone, or too slow to keep up: its attach ends, the container does not wait
+                self._drop(fd)
+
+    def close(self) -> None:
+        for fd in list(self.clients):
+            self._drop(fd)
+        self.poller.unregister(self.listener.fileno())
+        self.listener.close()
+        try:
+            os.unlink(ATTACH_SOCKET)
+        except OSError:
+            pass
+        self._close_stdin()
+
+    def _accept(self) -> None:
+        try:
+            fd, _ = self.listener._accept()
+        except OSError:
+            return
+        client = _socket.socket(fileno=fd)
+        client.settimeout(SEND_SECONDS)
+        self.clients[fd] = client
+        self.poller.register(fd, select.POLLIN)
+
+    def _receive(self, fd: int) -> None:
+        try:
+            message = self.clients[fd].recv(MAX_MESSAGE)
+        except OSError:
+            message = b""
+        if not message:
+            self._drop(fd)
+            return
+        channel, payload = message[0], message[1:]
+        if channel == STDIN and self.stdin >= 0 and not self.closing:
+            self.pending += payload
+            self._watch_stdin()
+        elif channel == RESIZE and self.tty:
+            _resize(self.stdin, payload)
+        elif channel == CLOSE:
+            if self.stdin_once and not self.tty:
+                self.closing = True
+                self._watch_stdin()
+            else:
+                self._drop(fd)
+
+    def _drop(self, fd: int) -> None:
+        client = self.clients.pop(fd)
+        self.poller.unregister(fd)
+        client.close()
+
+    def _flush(self) -> None:
+        try:
+            written = os.write(self.stdin, self.pending) if self.pending else 0
+        except BlockingIOError:
+            written = 0
+        except OSError:  # the container closed its stdin (EPIPE) or exited: what it did not read is lost
+            self.pending, written, self.closing = b"", 0, True
+        self.pending = self.pending[written:]
+        self._watch_stdin()
+
+    def _watch_stdin(self) -> None:
+        if self.closing and not self.pending and self.stdin != self.output:
+            self._close_stdin()
+            return
+        mask = (select.POLLIN if self.stdin == self.output else 0) | (select.POLLOUT if self.pending else 0)
+        if mask:
+            self.poller.register(self.stdin, mask)
+        elif self.stdin >= 0:
+            try:
+                self.poller.unregister(self.stdin)
+            except KeyError:
+                pass
+
+    def _close_stdin(self) -> None:
+        if self.stdin >= 0 and self.stdin != self.output:
+            try:
+                self.poller.unregister(self.stdin)
+            except KeyError:
+                pass
+            os.close(self.stdin)
+            self.stdin = -1
+
+
+def _resize(master: int, payload: bytes) -> None:
+    import fcntl
+    import termios
+    import _struct
+    try:
+        width, height = (int(n) for n in payload.split())
+        if width > 0 and height > 0:
+            fcntl.ioctl(master, termios.TIOCSWINSZ, _struct.pack("HHHH", height, width, 0, 0))
+    except (ValueError, OSError):
+        pass
+
+
+def _stdio(flags: set[str]) -> tuple[tuple[int, int, int], dict[int, str], int]:
+    """The container's fds 0-2, the shim's output fds (fd → stream) and its end of the container's stdin."""
+    if "tty" in flags:
+        master, slave = os.openpty()
+        os.set_blocking(master, False)
+        return (slave, slave, slave), {master: "stdout"}, master
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    if "stdin" in flags:
+        stdin_r, stdin_w = os.pipe()
+        os.set_blocking(stdin_w, False)
+    else:
+        stdin_r, stdin_w = os.open(os.devnull, os.O_RDONLY), -1
+    return (stdin_r, out_w, err_w), {out_r: "stdout", err_r: "stderr"}, stdin_w
+
+
+def main(state_dir: str, cwd: str, log_path: str, argv: list[str], stdio: str = "") -> int:
+    """Run the container; ``stdio``: comma-separated ``stdin``, ``stdinOnce``, ``tty`` from its spec."""
+    flags = set(stdio.split(","))
     _signal.signal(_signal.SIGCHLD, lambda *_: None)  # wakes poll() through the wakeup fd
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     _signal.set_wakeup_fd(wake_w)
     for sig in (_signal.SIGINT, _signal.SIGHUP, _signal.SIGTERM):
         _signal.signal(sig, _signal.SIG_IGN)  # only the container's own exit ends the shim
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
+    child, outputs, stdin = _stdio(flags)
     try:
-        pid = spawn(cwd, argv, out_w, err_w)
+        pid = spawn(cwd, argv, child, tty="tty" in flags)
     except OSError as err:
         print(to_json({"dir": state_dir, "error": err.strerror or str(err), "errno": err.errno or 0}), flush=True)
         return 1
-    os.close(out_w)
-    os.close(err_w)
+    for fd in set(child):
+        os.close(fd)
+    os.chdir(state_dir)  # the attach socket's path is relative to it
+    poller = select.poll()
+    attachments = Attachments(poller, stdin, stdin if "tty" in flags else -1, "tty" in flags,
+                              "stdinOnce" in flags)
     write_json(os.path.join(state_dir, "pid.json"), {"pid": pid, "start": start_ticks(pid), "shim": os.getpid(),
                                                      "shimStart": start_ticks(os.getpid())})
     print(to_json({"dir": state_dir, "pid": pid, "shim": os.getpid()}), flush=True)
@@ -215,8 +388,8 @@ def main(state_dir: str, cwd: str, log_path: str, argv: list[str]) -> int:
     os.dup2(null, 1)  # from here on nothing goes to the kubelet: it may die and come back
 
     log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    writers = {out_r: LogWriter(log, "stdout"), err_r: LogWriter(log, "stderr")}
-    poller = select.poll()
+    writers = {fd: LogWriter(log, stream) for fd, stream in outputs.items()}
+    channels = {fd: STDOUT if stream == "stdout" else STDERR for fd, stream in outputs.items()}
     for fd in (*writers, wake_r):
         poller.register(fd, select.POLLIN)
     status: int | None = None
@@ -231,18 +404,27 @@ def main(state_dir: str, cwd: str, log_path: str, argv: list[str]) -> int:
                 drain_until = time.monotonic() + 0.2  # background processes may still hold the pipes
         elif not events:
             break
-        for fd, _ in events:
+        for fd, mask in events:
             if fd == wake_r:
                 os.read(wake_r, 512)
                 continue
-            data = os.read(fd, 65536)
+            if attachments.handle(fd, mask) or fd not in writers:
+                continue
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            except OSError:  # EIO from a pty's master: nothing holds the terminal any more
+                data = b""
             if data:
                 writers[fd].feed(data)
+                attachments.broadcast(channels[fd], data)
             else:
                 writers.pop(fd).close()
                 poller.unregister(fd)
     for writer in writers.values():
         writer.close()
+    attachments.close()
     if status is None:
         _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)  # negative: killed by that signal

@@ -138,6 +138,14 @@ class Kubectl:
         return result
 
 
+def kubectl_release(version: str) -> str:
+    """The real kubectl of one release (``kubectl.1.29`` …) beside the default one; the test is skipped without it."""
+    binary = f"/usr/lib/google-cloud-sdk/bin/kubectl.{version}"
+    if not os.path.exists(binary):
+        pytest.skip(f"kubectl not found at {binary}")
+    return binary
+
+
 @pytest.fixture()
 def kubectl(kubectl_bin: str, api_url: str, tmp_path: Path) -> Kubectl:
     return Kubectl(kubectl_bin, api_url, tmp_path)

@@ -104,7 +104,8 @@ RESOURCES = (
     Resource("", "v1", "Namespace", "namespaces", False,
              ("create", "delete", "get", "list", "patch", "update", "watch"), ("status",)),
     Resource("", "v1", "Node", "nodes", False, ALL_VERBS, ("status",)),
-    Resource("", "v1", "Pod", "pods", True, ALL_VERBS, ("binding", "eviction", "exec", "log", "status")),
+    Resource("", "v1", "Pod", "pods", True, ALL_VERBS,
+             ("attach", "binding", "eviction", "exec", "log", "status")),
     Resource("", "v1", "ReplicationController", "replicationcontrollers", True, ALL_VERBS, ("scale", "status")),
     Resource("", "v1", "Secret", "secrets", True, ALL_VERBS),
     Resource("", "v1", "Service", "services", True, ALL_VERBS, ("status",)),
@@ -114,6 +115,7 @@ RESOURCES = (
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
 )
 SUBRESOURCES = {
+    "attach": Subresource(("get", "post"), GVK("", "v1", "PodAttachOptions"), connect=True, produces=("*/*",)),
     "binding": Subresource(("post",), GVK("", "v1", "Binding")),
     "eviction": Subresource(("post",), GVK("policy", "v1", "Eviction")),
     "exec": Subresource(("get", "post"), GVK("", "v1", "PodExecOptions"), connect=True, produces=("*/*",)),

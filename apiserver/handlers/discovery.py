@@ -22,6 +22,7 @@ SUBRESOURCE_VERBS: dict[str, tuple[str, list[str]]] = {
     "eviction": ("Eviction", ["create"]),
     "log": ("Pod", ["get"]),
     "exec": ("PodExecOptions", ["create", "get"]),
+    "attach": ("PodAttachOptions", ["create", "get"]),
     "finalize": ("", ["update"]),
 }
 SUBRESOURCE_GROUPS = {"scale": ("autoscaling", "v1"), "eviction": ("policy", "v1")}

@@ -1,12 +1,15 @@
-"""``pods/{name}/log`` and ``pods/{name}/exec``: proxied to the kubelet of the pod's node, as kube-apiserver does.
+"""``pods/{name}/log``, ``pods/{name}/exec`` and ``pods/{name}/attach``: proxied to the kubelet of the pod's node,
+as kube-apiserver does.
 
 The kubelet's address comes from the Node object: ``status.addresses`` (InternalIP, else Hostname) and
 ``status.daemonEndpoints.kubeletEndpoint.Port``. The kubelet serves its own API (``/containerLogs/{ns}/{pod}/
-{container}`` and the ``/exec/{ns}/{pod}/{container}`` websocket); this module only finds it, checks the request
-as kube-apiserver's pod strategy does (container name, pod bound), and streams bytes both ways.
+{container}`` and the ``/exec/…`` and ``/attach/{ns}/{pod}/{container}`` websockets); this module only finds it,
+checks the request as kube-apiserver's pod strategy does (``streamLocation``: container name, pod bound), and
+streams bytes both ways.
 
-exec arrives as a websocket (kubectl ≥ 1.30) or as an ``Upgrade: SPDY/3.1`` POST (kubectl ≤ 1.29, client-go's
-SPDY executor). kube-apiserver relays SPDY to the kubelet untouched; here the kubelet speaks websockets only, so
+exec and attach (``STREAMS``: the same channel protocol, the same code here) arrive as a websocket
+(kubectl ≥ 1.30) or as an ``Upgrade: SPDY/3.1`` POST (kubectl ≤ 1.29, client-go's SPDY executor).
+kube-apiserver relays SPDY to the kubelet untouched; here the kubelet speaks websockets only, so
 the apiserver ends SPDY itself (``apiserver.spdy``) and bridges its streams to the kubelet's websocket.
 """
 
@@ -35,12 +38,13 @@ if TYPE_CHECKING:
     from .rest import RESTHandler
 
 LOG_PARAMS = ("follow", "tailLines", "sinceSeconds", "sinceTime", "timestamps", "previous", "limitBytes")
+STREAMS = ("exec", "attach")  # the subresources relayed as remote command sessions
 EXEC_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io",
                   "channel.k8s.io")
 
 
 def _container_name(pod: dict[str, Any], requested: str | None) -> str:
-    """The container a log/exec request means: the named one, or the only one (else 400 as Kubernetes says)."""
+    """The container a log/exec/attach request means: the named one, or the only one (else 400 as Kubernetes says)."""
     spec = pod.get("spec", {})
     containers = [c["name"] for c in spec.get("containers", [])]
     init = [c["name"] for c in spec.get("initContainers", []) or []]
@@ -83,12 +87,12 @@ def node_kubelet_url(node: dict[str, Any]) -> str | None:
 
 async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
     assert info.name is not None
-    if info.subresource == "exec" and request.method in ("GET", "POST") and _wants_spdy(request):
-        return await _spdy_exec(handler.registry, request, info.namespace, info.name)
+    if info.subresource in STREAMS and request.method in ("GET", "POST") and _wants_spdy(request):
+        return await _spdy_stream(handler.registry, request, info.namespace, info.name, info.subresource)
     if info.subresource != "log" or request.method != "GET":
         raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource "
-                                      f"({request.method} {info.subresource}); exec needs a websocket or "
-                                      f"SPDY/3.1 upgrade")
+                                      f"({request.method} {info.subresource}); {info.subresource} needs a "
+                                      f"websocket or SPDY/3.1 upgrade")
     pod = (await store.get(info.namespace, info.name)).obj
     params = request.query_params
     container = _container_name(pod, params.get("container"))
@@ -123,8 +127,8 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
     return StreamingResponse(relay(), media_type="text/plain")
 
 
-async def serve_exec(websocket: WebSocket, registry: Registry, namespace: str, name: str) -> None:
-    """The exec websocket: accept the client's channel protocol, dial the kubelet with it, relay frames."""
+async def serve_stream(websocket: WebSocket, registry: Registry, namespace: str, name: str, subresource: str) -> None:
+    """The exec/attach websocket: accept the client's channel protocol, dial the kubelet with it, relay frames."""
     pods = registry.get("", "pods")
     params = websocket.query_params
     try:
@@ -137,7 +141,7 @@ async def serve_exec(websocket: WebSocket, registry: Registry, namespace: str, n
     offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
     protocols = [p for p in offered if p in EXEC_PROTOCOLS] or offered
     query = [(k, v) for k, v in params.multi_items() if k != "container"]
-    url = base.replace("http://", "ws://") + f"/exec/{namespace}/{name}/{container}?{urlencode(query)}"
+    url = base.replace("http://", "ws://") + f"/{subresource}/{namespace}/{name}/{container}?{urlencode(query)}"
     async with aiohttp.ClientSession() as session:
         try:
             upstream = await session.ws_connect(url, protocols=protocols, max_msg_size=0)
@@ -189,13 +193,14 @@ async def _relay_websockets(client: WebSocket, upstream: aiohttp.ClientWebSocket
         task.cancel()
 
 
-# --- exec over SPDY/3.1 --------------------------------------------------------------------------------------
+# --- exec and attach over SPDY/3.1 ------------------------------------------------------------------------------------
 def _wants_spdy(request: Request) -> bool:
     connection = [t.strip().lower() for t in request.headers.get("connection", "").split(",")]
     return "upgrade" in connection and request.headers.get("upgrade", "").lower() == "spdy/3.1"
 
 
-async def _spdy_exec(registry: Registry, request: Request, namespace: str | None, name: str) -> Response:
+async def _spdy_stream(registry: Registry, request: Request, namespace: str | None, name: str,
+                       subresource: str) -> Response:
     """Check the request, negotiate the channel protocol, dial the kubelet — all before answering 101, so every
     failure is still an ordinary Status response, which client-go's SPDY round tripper decodes and reports."""
     if upgrade.EXTENSION not in request.scope.get("extensions", {}):
@@ -213,7 +218,7 @@ async def _spdy_exec(registry: Registry, request: Request, namespace: str | None
     container = _container_name(pod, params.get("container"))
     base = await kubelet_base_url(registry, pod)
     query = [(k, v) for k, v in params.multi_items() if k != "container"]
-    url = base.replace("http://", "ws://") + f"/exec/{namespace}/{name}/{container}?{urlencode(query)}"
+    url = base.replace("http://", "ws://") + f"/{subresource}/{namespace}/{name}/{container}?{urlencode(query)}"
     session = aiohttp.ClientSession()
     try:
         upstream = await session.ws_connect(url, protocols=("v5.channel.k8s.io", "v4.channel.k8s.io"),
@@ -226,7 +231,7 @@ async def _spdy_exec(registry: Registry, request: Request, namespace: str | None
 
 
 class SpdyExecResponse(Response):
-    """``101 Switching Protocols`` to SPDY/3.1, then the exec session bridged to the kubelet's websocket."""
+    """``101 Switching Protocols`` to SPDY/3.1, then the exec/attach session bridged to the kubelet's websocket."""
 
     def __init__(self, protocol: str, expected: set[str], http: aiohttp.ClientSession,
                  upstream: aiohttp.ClientWebSocketResponse) -> None:

@@ -1,5 +1,5 @@
-"""``kubectl exec`` over SPDY (client-go's remotecommand, channel protocols v1–v4) bridged to the kubelet's
-websocket (``v5.channel.k8s.io``), so the kubelet only ever speaks websockets.
+"""``kubectl exec`` and ``kubectl attach`` over SPDY (client-go's remotecommand, channel protocols v1–v4) bridged
+to the kubelet's websocket (``v5.channel.k8s.io``), so the kubelet only ever speaks websockets.
 
 The SPDY client opens one stream per role, each with a ``streamType`` header: ``error`` always, then ``stdin``,
 ``stdout``, ``stderr`` (not with a tty) as the request asks, and ``resize`` with a tty (v3+). As kubelet's

@@ -16,12 +16,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import Kubectl
+from conftest import Kubectl, kubectl_release
 from kubelab.etcd import free_port
 from support.process import ComponentProcess
 from support.wait import wait_for
 
-BIN = "/usr/lib/google-cloud-sdk/bin/kubectl.{}"
 SPDY_ONLY = {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "false"}  # 1.30+ try websockets first unless told not to
 
 
@@ -33,10 +32,7 @@ class SpdyKubectl(Kubectl):
 
 @pytest.fixture(params=["1.27", "1.29", "1.31"])
 def old_kubectl(request: pytest.FixtureRequest, api_url: str, tmp_path: Path) -> Kubectl:
-    binary = BIN.format(request.param)
-    if not os.path.exists(binary):
-        pytest.skip(f"kubectl not found at {binary}")
-    return SpdyKubectl(binary, api_url, tmp_path)
+    return SpdyKubectl(kubectl_release(request.param), api_url, tmp_path)
 
 
 @pytest.fixture(scope="module")

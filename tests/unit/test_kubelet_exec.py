@@ -9,12 +9,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 from multidict import MultiDict
 
 from kubelet import exec as exec_
 from kubelet.probes import ExecTarget
+from support.websocket import channel_session, received
 
 
 def test_parse_options() -> None:
@@ -45,30 +45,11 @@ async def session(tmp_path: Path, query: list[tuple[str, str]], protocol: str,
     async def handler(request: web.Request) -> web.StreamResponse:
         return await exec_.serve(request, target, None)
 
-    app = web.Application()
-    app.router.add_get("/exec", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    channels: dict[int, bytes] = {}
-    frames: list[bytes] = []
-    try:
-        async with aiohttp.ClientSession() as client:
-            async with client.ws_connect(f"http://127.0.0.1:{port}/exec", params=query,
-                                         protocols=[protocol]) as ws:
-                assert ws.protocol == protocol
-                for message in send:
-                    await ws.send_bytes(message)
-                async for msg in ws:
-                    if msg.type != aiohttp.WSMsgType.BINARY:
-                        break
-                    frames.append(msg.data)
-                    channels[msg.data[0]] = channels.get(msg.data[0], b"") + msg.data[1:]
-    finally:
-        await runner.cleanup()
-    return channels, frames
+    async with channel_session(handler, query, protocol) as ws:
+        assert ws.protocol == protocol
+        for message in send:
+            await ws.send_bytes(message)
+        return await received(ws)
 
 
 def status(channels: dict[int, bytes]) -> dict[str, Any]:
