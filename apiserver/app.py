@@ -22,6 +22,7 @@ from starlette.websockets import WebSocket
 
 from apimachinery import errors
 
+from .authentication import AuthenticationMiddleware
 from .handlers import discovery, openapi, proxy
 from .handlers.request import parse_path
 from .handlers.rest import RESTHandler, json_response, status_response
@@ -147,7 +148,7 @@ def create_app(config: Config) -> WarningMiddleware:
     async def not_found(path: str) -> Response:
         raise errors.NotFound("the server could not find the requested resource")
 
-    return WarningMiddleware(ResourceRouter(app, handler, registry, metrics))
+    return WarningMiddleware(AuthenticationMiddleware(ResourceRouter(app, handler, registry, metrics)))
 
 
 class ResourceRouter:

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -110,6 +111,17 @@ def ns(client: httpx.Client) -> Iterator[str]:
                                                    "metadata": {"name": name}})
     assert resp.status_code == 201, resp.text
     yield name
+
+
+@pytest.fixture()
+def api(api_url: str) -> Iterator[Any]:
+    """The official Python client (``kubernetes.client.ApiClient``) pointed at the test apiserver."""
+    from kubernetes import client as k8s
+
+    cfg = k8s.Configuration()
+    cfg.host = api_url
+    with k8s.ApiClient(cfg) as api_client:
+        yield api_client
 
 
 @pytest.fixture(scope="session")

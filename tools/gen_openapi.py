@@ -96,7 +96,8 @@ class Subresource:
 
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-GROUP_VERSIONS = (("", "v1"), ("apps", "v1"), ("autoscaling", "v1"), ("coordination.k8s.io", "v1"), ("policy", "v1"))
+GROUP_VERSIONS = (("", "v1"), ("apps", "v1"), ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
+                  ("autoscaling", "v1"), ("coordination.k8s.io", "v1"), ("policy", "v1"))
 RESOURCES = (
     Resource("", "v1", "Binding", "bindings", True, ("create",)),
     Resource("", "v1", "ConfigMap", "configmaps", True, ALL_VERBS),
@@ -112,6 +113,14 @@ RESOURCES = (
     Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ALL_VERBS),
     Resource("apps", "v1", "Deployment", "deployments", True, ALL_VERBS, ("scale", "status")),
     Resource("apps", "v1", "ReplicaSet", "replicasets", True, ALL_VERBS, ("scale", "status")),
+    Resource("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False, ("create",)),
+    Resource("authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews", True,
+             ("create",)),
+    Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False,
+             ("create",)),
+    Resource("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", False,
+             ("create",)),
+    Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False, ("create",)),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
 )
 SUBRESOURCES = {

@@ -19,9 +19,11 @@ from apimachinery.fields import parse_field_selector
 from apimachinery.labels import parse_selector
 from apimachinery.patch import jsonpatch, mergepatch, strategic
 
+from ..authentication import request_user
 from ..registry.decoder import field_validation_mode
 from ..registry.registry import Registry
 from ..registry.store import DeleteOptions, ResourceStore, filter_for
+from ..registry.virtual import VirtualStore
 from ..storage.cacher import CachedObject
 from ..storage.etcd3 import Compacted
 from .request import (
@@ -100,6 +102,21 @@ def decode_continue(token: str, prefix: bytes) -> tuple[int, bytes]:
 
 
 # --- verbs ------------------------------------------------------------------------------------------------------
+COLLECTION_VERBS = {"GET": "list", "POST": "create", "DELETE": "deletecollection"}
+OBJECT_VERBS = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def check_verb(verbs: tuple[str, ...], method: str, named: bool, watch: bool) -> None:
+    """kube-apiserver routes only the verbs a resource has: a path with none of them is 404 (no route), a method
+    the path does not serve is 405 (GET of a create-only resource, POST to an object's path)."""
+    by_method = OBJECT_VERBS if named else COLLECTION_VERBS
+    if not any(verb in verbs for verb in (*by_method.values(), "watch")):
+        raise errors.NotFound("the server could not find the requested resource")
+    verb = "watch" if method == "GET" and watch else by_method.get(method)
+    if verb not in verbs:
+        raise RESTHandler._not_allowed(method)
+
+
 class RESTHandler:
     """Dispatches a parsed request to the verb that serves it."""
 
@@ -117,8 +134,12 @@ class RESTHandler:
         if info.subresource:
             if info.subresource not in strategy.subresources or info.name is None:
                 raise errors.NotFound("the server could not find the requested resource")
+            assert isinstance(store, ResourceStore)
             return await subresources.serve(self, request, info, store)
         watch = info.watch_path or bool_param(params, "watch")
+        check_verb(strategy.verbs, method, info.name is not None, watch)
+        if isinstance(store, VirtualStore):
+            return await self.create_virtual(request, info, store)
         if info.name is None:
             if method == "GET":
                 if watch:
@@ -236,8 +257,6 @@ class RESTHandler:
     # --- create ---------------------------------------------------------------------------------------------
     async def create(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         strategy = store.strategy
-        if "create" not in strategy.verbs:
-            raise self._not_allowed("POST")
         obj = decode_object(await request.body(), request.headers.get("content-type"), strategy.kind,
                             strategy.api_version)
         params = request.query_params
@@ -252,6 +271,15 @@ class RESTHandler:
         co = await store.create(obj, namespace, dry_run=_dry_run(params),
                                 field_validation=field_validation_mode(params))
         return render_object(store, co, negotiate(request.headers.get("accept")), params, status=201)
+
+    async def create_virtual(self, request: Request, info: RequestInfo, store: VirtualStore) -> Response:
+        """POST of a create-only resource: the answer, 201, nothing stored (``check_verb`` let only POST by)."""
+        strategy = store.strategy
+        obj = decode_object(await request.body(), request.headers.get("content-type"), strategy.kind,
+                            strategy.api_version)
+        _dry_run(request.query_params)  # checked as for any create; nothing is written either way
+        co = store.create(obj, info.namespace, request_user(), field_validation_mode(request.query_params))
+        return json_response(co.raw, 201)
 
     # --- update ---------------------------------------------------------------------------------------------
     async def update(self, request: Request, info: RequestInfo, store: ResourceStore,
@@ -352,8 +380,6 @@ class RESTHandler:
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
     async def delete_collection(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
-        if "deletecollection" not in store.strategy.verbs:
-            raise self._not_allowed("DELETE")
         options = await self.delete_options(request)
         objects, list_meta = await self.list_objects(request.query_params, info, store)
         deleted: list[CachedObject] = []

@@ -1,7 +1,8 @@
 """Which protobuf message a request body holds, from the ``runtime.Unknown`` envelope's apiVersion and kind.
 
 One row per kind this apiserver accepts as a body: the served resources (create/update), the subresource bodies
-(``Binding``, ``Eviction``, ``Scale``) and ``DeleteOptions``. client-go registers ``DeleteOptions`` in every group
+(``Binding``, ``Eviction``, ``Scale``), the create-only reviews (``SelfSubjectAccessReview`` …) and
+``DeleteOptions``. client-go registers ``DeleteOptions`` in every group
 version, so it arrives as ``v1``, ``apps/v1``, ``policy/v1`` … and is accepted under any apiVersion.
 """
 
@@ -12,6 +13,8 @@ from google.protobuf.message import Message
 from apimachinery import errors
 
 from .gen.k8s_io.api.apps.v1 import generated_pb2 as appsv1
+from .gen.k8s_io.api.authentication.v1 import generated_pb2 as authenticationv1
+from .gen.k8s_io.api.authorization.v1 import generated_pb2 as authorizationv1
 from .gen.k8s_io.api.autoscaling.v1 import generated_pb2 as autoscalingv1
 from .gen.k8s_io.api.coordination.v1 import generated_pb2 as coordinationv1
 from .gen.k8s_io.api.core.v1 import generated_pb2 as corev1
@@ -34,6 +37,11 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("coordination.k8s.io/v1", "Lease"): coordinationv1.Lease,
     ("policy/v1", "Eviction"): policyv1.Eviction,
     ("autoscaling/v1", "Scale"): autoscalingv1.Scale,
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): authorizationv1.SelfSubjectAccessReview,
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): authorizationv1.SelfSubjectRulesReview,
+    ("authorization.k8s.io/v1", "SubjectAccessReview"): authorizationv1.SubjectAccessReview,
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): authorizationv1.LocalSubjectAccessReview,
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): authenticationv1.SelfSubjectReview,
 }
 ANY_VERSION: dict[str, type[Message]] = {"DeleteOptions": metav1.DeleteOptions}
 

@@ -7,11 +7,18 @@ Besides the ``Strategy`` interface, strategies carry:
 * ``name_validator`` overridden where a name is not a DNS subdomain (namespaces: DNS label; services:
   DNS-1035 label);
 * ``scale_of`` / ``apply_scale`` / ``validate_scale`` on the ``/scale`` resources (see ``scale``);
-* ``prepare_for_finalize_update`` / ``validate_finalize_update`` on namespaces (``/finalize``).
+* ``prepare_for_finalize_update`` / ``validate_finalize_update`` on namespaces (``/finalize``);
+* ``answer`` on the virtual create-only resources, which are never stored (``VirtualStrategy``, see ``virtual``).
 """
 
 from __future__ import annotations
 
+from apiserver.registry.accessreviews import (
+    LocalSubjectAccessReviewStrategy,
+    SelfSubjectAccessReviewStrategy,
+    SelfSubjectRulesReviewStrategy,
+    SubjectAccessReviewStrategy,
+)
 from apiserver.registry.configmaps import ConfigMapStrategy
 from apiserver.registry.deployments import DeploymentStrategy
 from apiserver.registry.events import EventStrategy
@@ -22,6 +29,7 @@ from apiserver.registry.pods import PodStrategy
 from apiserver.registry.replicasets import ReplicaSetStrategy
 from apiserver.registry.replicationcontrollers import ReplicationControllerStrategy
 from apiserver.registry.secrets import SecretStrategy
+from apiserver.registry.selfsubjectreviews import SelfSubjectReviewStrategy
 from apiserver.registry.serviceaccounts import ServiceAccountStrategy
 from apiserver.registry.services import ServiceStrategy
 from apiserver.registry.strategy import Strategy
@@ -42,4 +50,9 @@ def all_strategies() -> list[Strategy]:
         DeploymentStrategy(),
         ReplicaSetStrategy(),
         LeaseStrategy(),
+        SelfSubjectReviewStrategy(),
+        LocalSubjectAccessReviewStrategy(),
+        SelfSubjectAccessReviewStrategy(),
+        SelfSubjectRulesReviewStrategy(),
+        SubjectAccessReviewStrategy(),
     ]

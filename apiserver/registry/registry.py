@@ -15,6 +15,7 @@ from ..storage.etcd3 import EtcdStorage
 from .decoder import Decoder
 from .store import ResourceStore
 from .strategy import Object, Strategy
+from .virtual import VirtualStore, VirtualStrategy
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,8 @@ def system_namespaces() -> list[BootstrapObject]:
 
 
 class Registry:
-    """One ``ResourceStore`` per served resource, looked up by group + plural name."""
+    """One ``ResourceStore`` per stored resource and one ``VirtualStore`` per virtual (create-only) resource,
+    looked up by group + plural name."""
 
     def __init__(self, strategies: list[Strategy], storage: EtcdStorage, cache_capacity: int = 10_000,
                  decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
@@ -47,7 +49,11 @@ class Registry:
         self.strategies = strategies
         self.stores: dict[tuple[str, str], ResourceStore] = {
             (s.group, s.resource): ResourceStore(s, storage, cache_capacity, decoder, on_warning)
-            for s in strategies
+            for s in strategies if not isinstance(s, VirtualStrategy)
+        }
+        self.virtual: dict[tuple[str, str], VirtualStore] = {
+            (s.group, s.resource): VirtualStore(s, decoder, on_warning)
+            for s in strategies if isinstance(s, VirtualStrategy)
         }
         self.group_versions: dict[str, list[str]] = {}
         for s in strategies:
@@ -55,8 +61,9 @@ class Registry:
             if s.version not in versions:
                 versions.append(s.version)
 
-    def lookup(self, group: str, version: str, resource: str) -> ResourceStore:
-        store = self.stores.get((group, resource))
+    def lookup(self, group: str, version: str, resource: str) -> ResourceStore | VirtualStore:
+        store: ResourceStore | VirtualStore | None = self.stores.get((group, resource)) or \
+            self.virtual.get((group, resource))
         if store is None or store.strategy.version != version:
             raise errors.NotFound("the server could not find the requested resource")
         return store

@@ -186,7 +186,7 @@ class ResourceStore:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
-        obj = _kubernetes_order(obj)
+        obj = kubernetes_order(obj)
         strategy.prepare_for_create(obj)
         causes = validate_meta_create(meta, strategy) + strategy.validate(obj)
         if causes:
@@ -275,7 +275,7 @@ class ResourceStore:
                                     "the request")
         new["apiVersion"] = strategy.api_version
         new["kind"] = strategy.kind
-        new = _kubernetes_order(new)
+        new = kubernetes_order(new)
         meta = new["metadata"]
         if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
             # A PUT's uid is a precondition checked before; only a patch can get here with another uid.
@@ -409,7 +409,7 @@ class ResourceStore:
         return new
 
 
-def _kubernetes_order(obj: Object) -> Object:
+def kubernetes_order(obj: Object) -> Object:
     """apiVersion, kind, metadata first, as kube-apiserver serialises objects (JSON readers see the same)."""
     head = ("apiVersion", "kind", "metadata")
     if tuple(obj)[:3] == head:

@@ -7,7 +7,6 @@ import asyncio
 import base64
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,14 +16,6 @@ from kubernetes.client.rest import ApiException
 
 from conftest import ApiServer
 from kubelab.etcd import EtcdServer
-
-
-@pytest.fixture()
-def api(api_url: str) -> Iterator[k8s.ApiClient]:
-    cfg = k8s.Configuration()
-    cfg.host = api_url
-    with k8s.ApiClient(cfg) as api_client:
-        yield api_client
 
 
 def pod(name: str, labels: dict[str, str] | None = None, node: str | None = None) -> k8s.V1Pod:

@@ -47,6 +47,11 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("apps", "deployments", "Deployment", True, ("deploy",), ("all",)),
         ("apps", "replicasets", "ReplicaSet", True, ("rs",), ("all",)),
         ("coordination.k8s.io", "leases", "Lease", True, (), ()),
+        ("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview", False, (), ()),
+        ("authorization.k8s.io", "localsubjectaccessreviews", "LocalSubjectAccessReview", True, (), ()),
+        ("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, (), ()),
+        ("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False, (), ()),
+        ("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", False, (), ()),
     }
     generations = {s.resource for s in all_strategies() if s.bumps_generation}
     assert generations == {"replicationcontrollers", "replicasets", "deployments"}
