@@ -176,7 +176,8 @@ def test_without_stdin_once_the_end_of_a_clients_stdin_ends_only_its_attach(zygo
 
 
 def test_a_container_without_stdin_reads_eof_and_can_be_attached_for_output(zygote: Zygote) -> None:
-    state = zygote.start("out", "", ["sh", "-c", "cat; read line; echo after-$?; sleep 30"])
+    # Attach sees output written from then on: the line repeats, so the client gets it whenever it arrives.
+    state = zygote.start("out", "", ["sh", "-c", "cat; read line; rc=$?; while :; do echo after-$rc; sleep 0.1; done"])
     client = attach(state)
     assert client.recv(shim.MAX_MESSAGE) == bytes([shim.STDOUT]) + b"after-1\n"
     client.send(bytes([shim.STDIN]) + b"ignored\n")  # nowhere to go
