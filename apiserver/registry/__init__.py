@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from apiserver.registry.configmaps import ConfigMapStrategy
 from apiserver.registry.deployments import DeploymentStrategy
+from apiserver.registry.endpoints import EndpointsStrategy
+from apiserver.registry.endpointslices import EndpointSliceStrategy
 from apiserver.registry.events import EventStrategy
 from apiserver.registry.leases import LeaseStrategy
 from apiserver.registry.namespaces import NamespaceStrategy
@@ -38,8 +40,10 @@ def all_strategies() -> list[Strategy]:
         ConfigMapStrategy(),
         SecretStrategy(),
         ServiceAccountStrategy(),
+        EndpointsStrategy(),
         EventStrategy(),
         DeploymentStrategy(),
         ReplicaSetStrategy(),
         LeaseStrategy(),
+        EndpointSliceStrategy(),
     ]
