@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Services whose Endpoints are synced concurrently (default: 5)")
     g.add_argument("--concurrent-service-endpoint-syncs", type=int, default=5,
                    help="Services whose EndpointSlices are synced concurrently (default: 5)")
+    g.add_argument("--mirroring-concurrent-service-endpoint-syncs", type=int, default=5,
+                   help="Endpoints mirrored to EndpointSlices concurrently (default: 5)")
     g.add_argument("--max-endpoints-per-slice", type=int, default=100,
                    help="endpoints in one EndpointSlice at most (default: 100)")
     g.add_argument("--node-monitor-period", type=duration, default=5.0,

@@ -1,13 +1,15 @@
 """Endpoints and EndpointSlices with the real apiserver, etcd and a real controller-manager running the endpoint,
-endpointslice and garbage collector controllers: ``default/kubernetes`` points at the apiserver from start-up; a
-Service's Endpoints and slices follow its pods (ready, not ready) as kubectl 1.32 shows them (``get ep``,
-``get endpointslices``, ``describe svc``); a Service without selector keeps the Endpoints a user wrote; a deleted
-Service's objects go; validation errors are kube-apiserver's; the official Python client reads both kinds."""
+endpointslice, endpointslice mirroring and garbage collector controllers: ``default/kubernetes`` points at the
+apiserver from start-up; a Service's Endpoints and slices follow its pods (ready, not ready) as kubectl 1.32 shows
+them (``get ep``, ``get endpointslices``, ``describe svc``); a Service without selector keeps the Endpoints a user
+wrote, mirrored as a slice; a deleted Service's objects go; validation errors are kube-apiserver's; the official
+Python client reads both kinds."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,7 +17,8 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from conftest import Kubectl
+from conftest import ApiServer, Kubectl
+from kubelab.etcd import EtcdServer
 from support.builders import make_pod
 from support.controllers import ControllerManager
 from support.wait import wait_for
@@ -26,7 +29,8 @@ SLICES = "/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
 @pytest.fixture(scope="module")
 def manager(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerManager]:
     cm = ControllerManager(api_url, tmp_path_factory.mktemp("cm-ep") / "controller-manager.log",
-                           "--leader-elect=false", "--controllers=endpoint,endpointslice,garbagecollector")
+                           "--leader-elect=false",
+                           "--controllers=endpoint,endpointslice,endpointslicemirroring,garbagecollector")
     yield cm
     cm.stop()
 
@@ -63,13 +67,20 @@ def ready_ips(client: httpx.Client, ns: str, name: str) -> list[str]:
     return sorted(a["ip"] for s in ep.get("subsets") or [] for a in s.get("addresses") or [])
 
 
-def test_kubernetes_service_points_at_the_apiserver(kubectl: Kubectl, api_url: str) -> None:
-    port = api_url.rsplit(":", 1)[1]
-    table = rows(kubectl("get", "ep", "kubernetes", "-n", "default").stdout)
-    assert table[0] == ["NAME", "ENDPOINTS", "AGE"] and table[1][:2] == ["kubernetes", f"127.0.0.1:{port}"]
-    table = rows(kubectl("get", "endpointslices", "kubernetes", "-n", "default").stdout)
-    assert table[0] == ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]
-    assert table[1][:4] == ["kubernetes", "IPv4", port, "127.0.0.1"]
+def test_kubernetes_service_points_at_the_apiserver(kubectl: Kubectl, etcd: EtcdServer, tmp_path: Path) -> None:
+    """Each apiserver puts ``default/kubernetes`` on its own address as it starts (the last one started wins here;
+    kube-apiserver's lease reconciler lists every live one)."""
+    server = ApiServer(etcd.url, tmp_path)
+    server.start()
+    try:
+        port = str(server.port)
+        table = rows(kubectl("get", "ep", "kubernetes", "-n", "default").stdout)
+        assert table[0] == ["NAME", "ENDPOINTS", "AGE"] and table[1][:2] == ["kubernetes", f"127.0.0.1:{port}"]
+        table = rows(kubectl("get", "endpointslices", "kubernetes", "-n", "default").stdout)
+        assert table[0] == ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]
+        assert table[1][:4] == ["kubernetes", "IPv4", port, "127.0.0.1"]
+    finally:
+        server.stop()
 
 
 def test_endpoints_and_slices_follow_the_pods(kubectl: Kubectl, client: httpx.Client, ns: str,
@@ -126,7 +137,13 @@ subsets:
     running_pod(client, ns, "web-1", "10.244.0.1")
     assert rows(kubectl("-n", ns, "get", "ep", "db").stdout)[1][:2] == ["db", "192.168.1.10:5432"]
     assert endpoints(client, ns, "db")["subsets"][0]["ports"] == [{"port": 5432, "protocol": "TCP"}]
-    assert slices(client, ns, "db") == []
+    [mirrored] = wait_for(lambda: slices(client, ns, "db"), what="the mirrored slice")
+    assert mirrored["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"] == \
+        "endpointslicemirroring-controller.k8s.io"
+    assert mirrored["endpoints"] == [{"addresses": ["192.168.1.10"], "conditions": {"ready": True}}]
+    assert "Endpoints:                192.168.1.10:5432" in kubectl("-n", ns, "describe", "svc", "db").stdout
+    kubectl("-n", ns, "delete", "endpoints", "db")
+    wait_for(lambda: not slices(client, ns, "db"), what="the mirrored slice gone with its Endpoints")
 
 
 def test_validation_errors(kubectl: Kubectl, ns: str) -> None:

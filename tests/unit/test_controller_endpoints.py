@@ -1,6 +1,7 @@
 """controllers.endpoints and controllers.endpointslice over the FakeAPIServer: addresses of the selected pods
 (ready, not ready, terminating, publishNotReadyAddresses), named target ports, selectorless Services left alone,
-Endpoints of a deleted Service removed, slices named ``<svc>-…`` with their labels and owner, split at the limit."""
+Endpoints of a deleted Service removed, slices named ``<svc>-…`` with their labels and owner, split at the limit;
+hand-written Endpoints of a Service without selector mirrored as slices."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from controllers.endpoints import EndpointController, endpoint_subsets
 from controllers.endpointslice import EndpointSliceController, desired_slices
+from controllers.endpointslicemirroring import EndpointSliceMirroringController, mirrored_slices
 from controllers.manager import enabled_controllers
 from kubeclient import ENDPOINT_SLICES, ENDPOINTS, Clientset, FakeAPIServer, InformerFactory
 from support.fakecontrollers import running, until
@@ -189,5 +191,51 @@ async def test_slices_leave_selectorless_services_alone_and_come_back_when_delet
 
 
 def test_both_controllers_are_on_by_default() -> None:
-    assert {"endpoint-controller", "endpointslice-controller"} <= set(enabled_controllers(["*"]))
-    assert enabled_controllers(["endpoint", "endpointslice"]) == ["endpoint-controller", "endpointslice-controller"]
+    names = ["endpoints-controller", "endpointslice-controller", "endpointslice-mirroring-controller"]
+    assert set(names) <= set(enabled_controllers(["*"]))
+    assert enabled_controllers(["endpoint", "endpointslice", "endpointslicemirroring"]) == names
+    assert enabled_controllers(["endpoint-controller"]) == ["endpoints-controller"]
+
+
+# --- the endpointslice mirroring controller ------------------------------------------------------------------
+
+
+def mirroring_controller(cs: Clientset, factory: InformerFactory) -> EndpointSliceMirroringController:
+    return EndpointSliceMirroringController(cs, factory)
+
+
+def test_mirrored_slices_keep_readiness_and_group_by_family_and_ports() -> None:
+    ep = {"metadata": {"name": "db", "namespace": NS, "uid": "uid-db"}, "subsets": [
+        {"addresses": [{"ip": "10.0.0.1", "nodeName": "n1"}, {"ip": "fd00::1"}],
+         "notReadyAddresses": [{"ip": "10.0.0.2", "hostname": "db-2"}], "ports": [{"port": 5432, "name": "pg"}]},
+        {"addresses": [{"ip": "10.0.0.3"}], "ports": [{"port": 9187, "protocol": "TCP"}]}]}
+    got = mirrored_slices(ep)
+    assert [(t, [p["port"] for p in ports], [e["addresses"][0] for e in eps]) for t, ports, eps in got] == [
+        ("IPv4", [5432], ["10.0.0.1", "10.0.0.2"]), ("IPv4", [9187], ["10.0.0.3"]), ("IPv6", [5432], ["fd00::1"])]
+    assert got[0][2] == [{"addresses": ["10.0.0.1"], "conditions": {"ready": True}, "nodeName": "n1"},
+                         {"addresses": ["10.0.0.2"], "conditions": {"ready": False}, "hostname": "db-2"}]
+    assert got[0][1] == [{"name": "pg", "port": 5432, "protocol": "TCP"}]
+
+
+async def test_user_endpoints_are_mirrored_while_the_service_has_no_selector() -> None:
+    async with running(mirroring_controller) as (fake, cs):
+        await cs.services.create(service("db", selector={}), NS)
+        user = {"metadata": {"name": "db", "labels": {"tier": "data"},
+                             "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "a": "b"}},
+                "subsets": [{"addresses": [{"ip": "10.1.2.3"}], "ports": [{"port": 5432, "protocol": "TCP"}]}]}
+        ep = await cs.endpoints.create(user, NS)
+        await until(lambda: len(slices(fake)) == 1)
+        [mirrored] = slices(fake)
+        assert mirrored["metadata"]["labels"] == {"tier": "data", "kubernetes.io/service-name": "db",
+                                                  "endpointslice.kubernetes.io/managed-by":
+                                                      "endpointslicemirroring-controller.k8s.io"}
+        assert mirrored["metadata"]["annotations"] == {"a": "b"}
+        assert mirrored["metadata"]["ownerReferences"][0]["kind"] == "Endpoints"
+        assert mirrored["metadata"]["ownerReferences"][0]["uid"] == ep["metadata"]["uid"]
+        assert mirrored["endpoints"] == [{"addresses": ["10.1.2.3"], "conditions": {"ready": True}}]
+        await cs.services.create(service("web"), NS)  # a selecting Service's Endpoints are not mirrored
+        await cs.endpoints.create({"metadata": {"name": "web"}, "subsets": user["subsets"]}, NS)
+        svc = await cs.services.get("db", NS)
+        svc["spec"]["selector"] = {"app": "db"}
+        await cs.services.update(svc)
+        await until(lambda: slices(fake) == [])
