@@ -9,6 +9,7 @@ serving.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -33,6 +34,8 @@ from .openapi import documents as openapi_documents
 from .registry import all_strategies
 from .registry.decoder import Decoder
 from .registry.registry import BootstrapObject, Registry, system_namespaces
+from .registry.endpoints import kubernetes_endpoints
+from .registry.endpointslices import kubernetes_endpoint_slice
 from .registry.services import kubernetes_service
 from .storage.etcd3 import EtcdStorage, StorageError
 
@@ -47,10 +50,24 @@ class Config:
     port: int = 8080  # where it serves: the default/kubernetes Service's targetPort
 
 
+def kubernetes_service_objects(config: Config) -> list[BootstrapObject]:
+    """``default/kubernetes`` and the Endpoints and EndpointSlice that point it at this apiserver (advertised
+    address, serving port; a wildcard or named host advertises 127.0.0.1)."""
+    host = config.advertise_address.rsplit(":", 1)[0].strip("[]")
+    try:
+        ip = host if not ipaddress.ip_address(host).is_unspecified else "127.0.0.1"
+    except ValueError:
+        ip = "127.0.0.1"
+    return [BootstrapObject("", "services", "default", kubernetes_service(config.port)),
+            BootstrapObject("", "endpoints", "default", kubernetes_endpoints(ip, config.port), reconcile=True),
+            BootstrapObject("discovery.k8s.io", "endpointslices", "default", kubernetes_endpoint_slice(ip, config.port),
+                            reconcile=True)]
+
+
 def create_app(config: Config) -> WarningMiddleware:
     storage = EtcdStorage(config.etcd_servers)
     decoder = Decoder(openapi_documents.swagger()["definitions"])
-    bootstrap = [*system_namespaces(), BootstrapObject("", "services", "default", kubernetes_service(config.port))]
+    bootstrap = [*system_namespaces(), *kubernetes_service_objects(config)]
     registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap)
     handler = RESTHandler(registry)
     metrics = metrics_api.MetricsAPI(registry)

@@ -20,6 +20,11 @@ Modules::
     garbagecollector ownerReferences: Background, Foreground and Orphan deletion
     namespace       emptying and finalizing a deleted namespace
     serviceaccount  a ``default`` ServiceAccount in every active namespace, re-created when deleted
+    endpointutil    pods behind a Service: selection, readiness, target ports; the handlers both share
+    endpoints       core/v1 Endpoints of every Service with a selector
+    slicewriter     keeping one controller's EndpointSlices of a Service at the desired ones
+    endpointslice   discovery.k8s.io/v1 EndpointSlices of every Service with a selector
+    endpointslicemirroring  EndpointSlices mirroring the hand-written Endpoints of Services without selector
     manager         the controller registry, leader election, the process lifecycle
     cli, healthz    kube-controller-manager's flags and ``main``; the /healthz endpoint
 """

@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kubelab controller-manager",
         description="The kubelab controller-manager: Kubernetes' core control loops over List-Watch "
                     "(replication, ReplicaSets, Deployments, node lifecycle, NoExecute taint eviction, "
-                    "pod GC, garbage collection, namespaces, service accounts).")
+                    "pod GC, garbage collection, namespaces, service accounts, endpoints and EndpointSlices).")
     p.add_argument("--master", default=None, help="URL of the apiserver (overrides the kubeconfig's server)")
     p.add_argument("--kubeconfig", default=None, help="kubeconfig file with the apiserver's address and credentials")
     names = ", ".join(f"{n} ({'/'.join(a)})" if a else n for n, (a, _) in CONTROLLERS.items())
@@ -76,6 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="garbage collector workers (default: 20)")
     g.add_argument("--concurrent-namespace-syncs", type=int, default=10,
                    help="namespaces emptied concurrently (default: 10)")
+    g.add_argument("--concurrent-endpoint-syncs", type=int, default=5,
+                   help="Services whose Endpoints are synced concurrently (default: 5)")
+    g.add_argument("--concurrent-service-endpoint-syncs", type=int, default=5,
+                   help="Services whose EndpointSlices are synced concurrently (default: 5)")
+    g.add_argument("--mirroring-concurrent-service-endpoint-syncs", type=int, default=5,
+                   help="Endpoints mirrored to EndpointSlices concurrently (default: 5)")
+    g.add_argument("--max-endpoints-per-slice", type=int, default=100,
+                   help="endpoints in one EndpointSlice at most (default: 100)")
     g.add_argument("--node-monitor-period", type=duration, default=5.0,
                    help="how often node health is checked (default: 5s)")
     g.add_argument("--node-monitor-grace-period", type=duration, default=50.0,

@@ -30,6 +30,8 @@ from apimachinery.meta import Object
 from kubeclient import (
     CONFIG_MAPS,
     DEPLOYMENTS,
+    ENDPOINT_SLICES,
+    ENDPOINTS,
     LEASES,
     NODES,
     PODS,
@@ -52,7 +54,7 @@ ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 OWNER_UID_INDEX = "ownerUID"
 MONITORED: tuple[Resource, ...] = (PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, DEPLOYMENTS, SERVICES, CONFIG_MAPS,
-                                   LEASES, NODES)
+                                   LEASES, NODES, ENDPOINTS, ENDPOINT_SLICES)
 
 
 def owner_uid_index(obj: Object) -> list[str]:

@@ -91,6 +91,24 @@ def _serviceaccount(ctx: Context) -> Controller:
     return ServiceAccountsController(ctx.clientset, ctx.factory)
 
 
+def _endpoint(ctx: Context) -> Controller:
+    from controllers.endpoints import EndpointController
+    return EndpointController(ctx.clientset, ctx.factory, workers=ctx.options.concurrent_endpoint_syncs)
+
+
+def _endpointslice(ctx: Context) -> Controller:
+    from controllers.endpointslice import EndpointSliceController
+    o = ctx.options
+    return EndpointSliceController(ctx.clientset, ctx.factory, workers=o.concurrent_service_endpoint_syncs,
+                                   max_endpoints_per_slice=o.max_endpoints_per_slice)
+
+
+def _endpointslicemirroring(ctx: Context) -> Controller:
+    from controllers.endpointslicemirroring import EndpointSliceMirroringController
+    return EndpointSliceMirroringController(ctx.clientset, ctx.factory,
+                                            workers=ctx.options.mirroring_concurrent_service_endpoint_syncs)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
@@ -102,6 +120,9 @@ CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "garbage-collector-controller": (("garbagecollector",), _garbagecollector),
     "namespace-controller": (("namespace",), _namespace),
     "serviceaccount-controller": (("serviceaccount",), _serviceaccount),
+    "endpoints-controller": (("endpoint", "endpoint-controller"), _endpoint),
+    "endpointslice-controller": (("endpointslice",), _endpointslice),
+    "endpointslice-mirroring-controller": (("endpointslicemirroring",), _endpointslicemirroring),
 }
 
 

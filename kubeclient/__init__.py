@@ -43,6 +43,8 @@ from kubeclient.leaderelection import LeaderElector
 from kubeclient.resources import (
     CONFIG_MAPS,
     DEPLOYMENTS,
+    ENDPOINT_SLICES,
+    ENDPOINTS,
     EVENTS,
     LEASES,
     NAMESPACES,
@@ -73,7 +75,8 @@ from kubeclient.workqueue import (
 )
 
 __all__ = [
-    "CONFIG_MAPS", "DEPLOYMENTS", "EVENTS", "LEASES", "NAMESPACES", "NAMESPACE_INDEX", "NODES", "NODE_NAME_INDEX",
+    "CONFIG_MAPS", "DEPLOYMENTS", "ENDPOINTS", "ENDPOINT_SLICES", "EVENTS", "LEASES", "NAMESPACES", "NAMESPACE_INDEX",
+    "NODES", "NODE_NAME_INDEX",
     "PATCH_CONTENT_TYPES", "PODS", "REAL_CLOCK", "REPLICATION_CONTROLLERS", "REPLICA_SETS", "RESOURCES", "SECRETS",
     "SERVICE_ACCOUNTS", "SERVICES",
     "Backoff", "BucketRateLimiter", "Clientset", "Clock", "Config", "ConfigError", "DelayingQueue", "Delta",

@@ -210,6 +210,8 @@ class Clientset:
         self.config_maps = ResourceClient(rest, r.CONFIG_MAPS)
         self.secrets = ResourceClient(rest, r.SECRETS)
         self.service_accounts = ResourceClient(rest, r.SERVICE_ACCOUNTS)
+        self.endpoints = ResourceClient(rest, r.ENDPOINTS)
+        self.endpoint_slices = ResourceClient(rest, r.ENDPOINT_SLICES)
         self._by_resource: dict[Resource, ResourceClient] = {
             c.resource: c for c in vars(self).values() if isinstance(c, ResourceClient)
         }

@@ -97,10 +97,11 @@ class Subresource:
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 GROUP_VERSIONS = (("", "v1"), ("apps", "v1"), ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
-                  ("autoscaling", "v1"), ("coordination.k8s.io", "v1"), ("policy", "v1"))
+                  ("autoscaling", "v1"), ("coordination.k8s.io", "v1"), ("discovery.k8s.io", "v1"), ("policy", "v1"))
 RESOURCES = (
     Resource("", "v1", "Binding", "bindings", True, ("create",)),
     Resource("", "v1", "ConfigMap", "configmaps", True, ALL_VERBS),
+    Resource("", "v1", "Endpoints", "endpoints", True, ALL_VERBS),
     Resource("", "v1", "Event", "events", True, ALL_VERBS, model="CoreV1Event"),
     Resource("", "v1", "Namespace", "namespaces", False,
              ("create", "delete", "get", "list", "patch", "update", "watch"), ("status",)),
@@ -122,6 +123,7 @@ RESOURCES = (
              ("create",)),
     Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False, ("create",)),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
+    Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, ALL_VERBS),
 )
 SUBRESOURCES = {
     "attach": Subresource(("get", "post"), GVK("", "v1", "PodAttachOptions"), connect=True, produces=("*/*",)),

@@ -34,6 +34,7 @@ from apimachinery import errors
 _META = "k8s.io.apimachinery.pkg.apis.meta.v1"
 _CORE = "k8s.io.api.core.v1"
 _APPS = "k8s.io.api.apps.v1"
+_DISCOVERY = "k8s.io.api.discovery.v1"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -198,6 +199,11 @@ KEEP_ZERO: frozenset[tuple[str, str]] = frozenset(
     | _fields(f"{_CORE}.PersistentVolumeSpec", "volumeMode", "volumeAttributesClassName")
     | _fields(f"{_CORE}.TypedLocalObjectReference", "apiGroup")
     | _fields(f"{_CORE}.TypedObjectReference", "apiGroup", "namespace")
+    | _fields(f"{_CORE}.EndpointAddress", "nodeName")
+    # discovery/v1: EndpointSlices (``ready: false`` and ``name: ""`` are meant)
+    | _fields(f"{_DISCOVERY}.Endpoint", "hostname", "nodeName", "zone")
+    | _fields(f"{_DISCOVERY}.EndpointConditions", "ready", "serving", "terminating")
+    | _fields(f"{_DISCOVERY}.EndpointPort", "name", "protocol", "port", "appProtocol")
     # core/v1: other kinds
     | _fields(f"{_CORE}.ReplicationControllerSpec", "replicas")
     | _fields(f"{_CORE}.ConfigMap", "immutable")

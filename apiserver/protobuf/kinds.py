@@ -18,6 +18,7 @@ from .gen.k8s_io.api.authorization.v1 import generated_pb2 as authorizationv1
 from .gen.k8s_io.api.autoscaling.v1 import generated_pb2 as autoscalingv1
 from .gen.k8s_io.api.coordination.v1 import generated_pb2 as coordinationv1
 from .gen.k8s_io.api.core.v1 import generated_pb2 as corev1
+from .gen.k8s_io.api.discovery.v1 import generated_pb2 as discoveryv1
 from .gen.k8s_io.api.policy.v1 import generated_pb2 as policyv1
 from .gen.k8s_io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as metav1
 
@@ -31,10 +32,12 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("v1", "ConfigMap"): corev1.ConfigMap,
     ("v1", "Secret"): corev1.Secret,
     ("v1", "ServiceAccount"): corev1.ServiceAccount,
+    ("v1", "Endpoints"): corev1.Endpoints,
     ("v1", "Binding"): corev1.Binding,
     ("apps/v1", "Deployment"): appsv1.Deployment,
     ("apps/v1", "ReplicaSet"): appsv1.ReplicaSet,
     ("coordination.k8s.io/v1", "Lease"): coordinationv1.Lease,
+    ("discovery.k8s.io/v1", "EndpointSlice"): discoveryv1.EndpointSlice,
     ("policy/v1", "Eviction"): policyv1.Eviction,
     ("autoscaling/v1", "Scale"): autoscalingv1.Scale,
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): authorizationv1.SelfSubjectAccessReview,

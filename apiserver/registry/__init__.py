@@ -21,6 +21,8 @@ from apiserver.registry.accessreviews import (
 )
 from apiserver.registry.configmaps import ConfigMapStrategy
 from apiserver.registry.deployments import DeploymentStrategy
+from apiserver.registry.endpoints import EndpointsStrategy
+from apiserver.registry.endpointslices import EndpointSliceStrategy
 from apiserver.registry.events import EventStrategy
 from apiserver.registry.leases import LeaseStrategy
 from apiserver.registry.namespaces import NamespaceStrategy
@@ -46,10 +48,12 @@ def all_strategies() -> list[Strategy]:
         ConfigMapStrategy(),
         SecretStrategy(),
         ServiceAccountStrategy(),
+        EndpointsStrategy(),
         EventStrategy(),
         DeploymentStrategy(),
         ReplicaSetStrategy(),
         LeaseStrategy(),
+        EndpointSliceStrategy(),
         SelfSubjectReviewStrategy(),
         LocalSubjectAccessReviewStrategy(),
         SelfSubjectAccessReviewStrategy(),

@@ -207,8 +207,8 @@ def validate_pod_spec(spec: Mapping[str, Any], path: str, *, is_pod: bool) -> li
     causes.extend(validate_init_containers(spec.get("initContainers"), spec.get("containers"), volumes, grace,
                                            f"{path}.initContainers"))
     causes.extend(_validate_host_network_ports(spec, path, is_pod))
-    causes.extend(_validate_choice(spec.get("restartPolicy"), RESTART_POLICIES, f"{path}.restartPolicy"))
-    causes.extend(_validate_choice(spec.get("dnsPolicy"), DNS_POLICIES, f"{path}.dnsPolicy"))
+    causes.extend(validate_choice(spec.get("restartPolicy"), RESTART_POLICIES, f"{path}.restartPolicy"))
+    causes.extend(validate_choice(spec.get("dnsPolicy"), DNS_POLICIES, f"{path}.dnsPolicy"))
     causes.extend(validate_labels(spec.get("nodeSelector"), f"{path}.nodeSelector"))
     for i, secret in enumerate(spec.get("imagePullSecrets") or []):
         if set(secret) - {"name"}:
@@ -236,7 +236,7 @@ def validate_pod_spec(spec: Mapping[str, Any], path: str, *, is_pod: bool) -> li
         for j, hostname in enumerate(alias.get("hostnames") or []):
             causes.extend(validate_dns1123_subdomain(hostname, f"{path}.hostAliases[{i}].hostnames[{j}]"))
     if spec.get("preemptionPolicy") is not None:
-        causes.extend(_validate_choice(spec["preemptionPolicy"], PREEMPTION_POLICIES, f"{path}.preemptionPolicy"))
+        causes.extend(validate_choice(spec["preemptionPolicy"], PREEMPTION_POLICIES, f"{path}.preemptionPolicy"))
     if spec.get("overhead"):
         causes.extend(validate_resource_requirements({"limits": spec["overhead"]}, f"{path}.overhead"))
     os_name = (spec.get("os") or {}).get("name")
@@ -252,7 +252,7 @@ def validate_pod_spec(spec: Mapping[str, Any], path: str, *, is_pod: bool) -> li
     return causes
 
 
-def _validate_choice(value: Any, allowed: tuple[str, ...], path: str) -> list[Cause]:
+def validate_choice(value: Any, allowed: tuple[str, ...], path: str) -> list[Cause]:
     if not value:
         return [required(path)]
     return [] if value in allowed else [not_supported(path, value, allowed)]
@@ -407,13 +407,13 @@ def _validate_container_common(container: Mapping[str, Any], volumes: set[str], 
         causes.extend(validate_dns1123_label(name, f"{path}.name"))
     if not container.get("image"):
         causes.append(required(f"{path}.image"))
-    causes.extend(_validate_choice(container.get("terminationMessagePolicy"), TERMINATION_MESSAGE_POLICIES,
+    causes.extend(validate_choice(container.get("terminationMessagePolicy"), TERMINATION_MESSAGE_POLICIES,
                                    f"{path}.terminationMessagePolicy"))
     causes.extend(validate_container_ports(container.get("ports"), f"{path}.ports"))
     causes.extend(validate_env(container.get("env"), f"{path}.env"))
     causes.extend(_validate_env_from(container.get("envFrom"), f"{path}.envFrom"))
     causes.extend(_validate_volume_mounts(container.get("volumeMounts"), volumes, f"{path}.volumeMounts"))
-    causes.extend(_validate_choice(container.get("imagePullPolicy"), PULL_POLICIES, f"{path}.imagePullPolicy"))
+    causes.extend(validate_choice(container.get("imagePullPolicy"), PULL_POLICIES, f"{path}.imagePullPolicy"))
     causes.extend(validate_resource_requirements(container.get("resources"), f"{path}.resources"))
     return causes
 
@@ -441,7 +441,7 @@ def validate_container_ports(ports: list[Mapping[str, Any]] | None, path: str) -
         host_port = port.get("hostPort") or 0
         if host_port != 0:
             causes.extend(invalid(f"{item}.hostPort", host_port, m) for m in is_valid_port_num(host_port))
-        causes.extend(_validate_choice(port.get("protocol"), PROTOCOLS, f"{item}.protocol"))
+        causes.extend(validate_choice(port.get("protocol"), PROTOCOLS, f"{item}.protocol"))
     return causes
 
 

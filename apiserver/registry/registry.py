@@ -25,12 +25,21 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 @dataclass(frozen=True)
 class BootstrapObject:
-    """An object the apiserver creates at start-up when it is missing (kube-apiserver's bootstrap controller)."""
+    """An object the apiserver creates at start-up when it is missing (kube-apiserver's bootstrap controller);
+    with ``reconcile`` an existing one is brought back to ``obj`` (all but metadata; its labels are added), as the
+    endpoint reconciler does for ``default/kubernetes`` when the apiserver's address or port changed."""
 
     group: str
     resource: str
     namespace: str | None
     obj: Object
+    reconcile: bool = False
+
+    def reconciled(self, current: Object) -> Object:
+        new = {**current, **{k: v for k, v in copy.deepcopy(self.obj).items() if k != "metadata"}}
+        labels = {**(current["metadata"].get("labels") or {}), **(self.obj["metadata"].get("labels") or {})}
+        new["metadata"] = {**current["metadata"], "labels": labels}
+        return new
 
 
 def system_namespaces() -> list[BootstrapObject]:
@@ -85,7 +94,11 @@ class Registry:
         for item in self.bootstrap:
             store = self.stores.get((item.group, item.resource))
             name = item.obj["metadata"]["name"]
-            if store is None or store.cache.get(store.etcd_key(item.namespace, name)) is not None:
+            if store is None:
+                continue
+            if store.cache.get(store.etcd_key(item.namespace, name)) is not None:
+                if item.reconcile:
+                    await store.guaranteed_update(item.namespace, name, item.reconciled)
                 continue
             try:
                 await store.create(copy.deepcopy(item.obj), item.namespace)

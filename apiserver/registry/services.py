@@ -32,7 +32,7 @@ from apimachinery.validation import (
     validate_labels,
     validate_qualified_name,
 )
-from apiserver.registry.podspec import PROTOCOLS, validate_port_num_or_name
+from apiserver.registry.podspec import PROTOCOLS, validate_choice, validate_port_num_or_name
 from apiserver.registry.strategy import AGE_COLUMN, NAME_COLUMN, Object, Strategy, TableColumn
 from apiserver.registry.tables import format_labels, since
 
@@ -295,27 +295,34 @@ def validate_service(service: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-def _validate_service_port(port: Mapping[str, Any], require_name: bool, names: set[str], path: str) -> list[Cause]:
+def validate_named_port(port: Mapping[str, Any], require_name: bool, path: str,
+                        names: set[str] | None = None) -> list[Cause]:
+    """What a Service port and an Endpoints port share: a DNS label name, required when there are several ports
+    (and unique among ``names`` when given), a number in 1–65535 and a supported protocol."""
     causes: list[Cause] = []
     name = port.get("name") or ""
     if require_name and not name:
         causes.append(required(f"{path}.name"))
     elif name:
         causes.extend(validate_dns1123_label(name, f"{path}.name"))
-        if name in names:
+        if names is not None and name in names:
             causes.append(duplicate(f"{path}.name", name))
-        names.add(name)
+        if names is not None:
+            names.add(name)
     number = port.get("port") or 0
     causes.extend(invalid(f"{path}.port", number, msg) for msg in is_valid_port_num(number))
-    protocol = port.get("protocol") or ""
-    if not protocol:
-        causes.append(required(f"{path}.protocol"))
-    elif protocol not in PROTOCOLS:
-        causes.append(not_supported(f"{path}.protocol", protocol, PROTOCOLS))
-    causes.extend(validate_port_num_or_name(port.get("targetPort"), f"{path}.targetPort"))
-    if port.get("appProtocol") is not None:
-        causes.extend(validate_qualified_name(port["appProtocol"], f"{path}.appProtocol"))
-    return causes
+    return causes + validate_choice(port.get("protocol"), PROTOCOLS, f"{path}.protocol")
+
+
+def validate_app_protocol(port: Mapping[str, Any], path: str) -> list[Cause]:
+    app_protocol = port.get("appProtocol")
+    return [] if app_protocol is None else validate_qualified_name(app_protocol, path)
+
+
+def _validate_service_port(port: Mapping[str, Any], require_name: bool, names: set[str], path: str) -> list[Cause]:
+    return (validate_named_port(port, require_name, path, names)
+            + validate_port_num_or_name(port.get("targetPort"), f"{path}.targetPort")
+            + validate_app_protocol(port, f"{path}.appProtocol"))
 
 
 def _validate_session_affinity(spec: Mapping[str, Any]) -> list[Cause]:

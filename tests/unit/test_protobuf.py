@@ -28,6 +28,7 @@ from apiserver.protobuf.gen.k8s_io.api.apps.v1 import generated_pb2 as appsv1
 from apiserver.protobuf.gen.k8s_io.api.autoscaling.v1 import generated_pb2 as autoscalingv1
 from apiserver.protobuf.gen.k8s_io.api.coordination.v1 import generated_pb2 as coordinationv1
 from apiserver.protobuf.gen.k8s_io.api.core.v1 import generated_pb2 as corev1
+from apiserver.protobuf.gen.k8s_io.api.discovery.v1 import generated_pb2 as discoveryv1
 from apiserver.protobuf.gen.k8s_io.api.policy.v1 import generated_pb2 as policyv1
 from apiserver.protobuf.gen.k8s_io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as metav1
 from apiserver.protobuf.gen.k8s_io.apimachinery.pkg.runtime import generated_pb2 as runtime
@@ -272,6 +273,34 @@ def test_lease_event_configmap_round_trip() -> None:
     cm.data.update({"a": "b", "empty": ""})
     cm.binaryData["bin"] = raw
     assert decode(envelope("v1", "ConfigMap", cm)) == python_client_json(cm_model)
+
+
+def test_endpoints_and_endpoint_slice_round_trip() -> None:
+    ref = k8s.V1ObjectReference(kind="Pod", name="web-1", namespace="ns1", uid="u1")
+    ep_model = k8s.V1Endpoints(api_version="v1", kind="Endpoints", metadata=k8s.V1ObjectMeta(name="web"), subsets=[
+        k8s.V1EndpointSubset(addresses=[k8s.V1EndpointAddress(ip="10.0.0.1", node_name="n1", target_ref=ref)],
+                             ports=[k8s.CoreV1EndpointPort(name="http", port=80, protocol="TCP")])])
+    ep = corev1.Endpoints()
+    ep.metadata.name = "web"
+    ep.subsets.add(addresses=[corev1.EndpointAddress(ip="10.0.0.1", nodeName="n1", targetRef=corev1.ObjectReference(
+        kind="Pod", name="web-1", namespace="ns1", uid="u1"))],
+                   ports=[corev1.EndpointPort(name="http", port=80, protocol="TCP")])
+    assert decode(envelope("v1", "Endpoints", ep)) == python_client_json(ep_model)
+
+    # Go writes the pointer fields only when set, and then a false or "" is meant: ready: false, name: "".
+    slice_model = k8s.V1EndpointSlice(
+        api_version="discovery.k8s.io/v1", kind="EndpointSlice", metadata=k8s.V1ObjectMeta(name="web-abcde"),
+        address_type="IPv4", endpoints=[k8s.V1Endpoint(
+            addresses=["10.0.0.1"], node_name="n1", target_ref=ref,
+            conditions=k8s.V1EndpointConditions(ready=False, serving=True, terminating=False))],
+        ports=[k8s.DiscoveryV1EndpointPort(name="", port=80, protocol="TCP")])
+    eps = discoveryv1.EndpointSlice(addressType="IPv4")
+    eps.metadata.name = "web-abcde"
+    eps.endpoints.add(addresses=["10.0.0.1"], nodeName="n1", targetRef=corev1.ObjectReference(
+        kind="Pod", name="web-1", namespace="ns1", uid="u1"),
+                      conditions=discoveryv1.EndpointConditions(ready=False, serving=True, terminating=False))
+    eps.ports.add(name="", port=80, protocol="TCP")
+    assert decode(envelope("discovery.k8s.io/v1", "EndpointSlice", eps)) == python_client_json(slice_model)
 
 
 def test_subresource_bodies_round_trip() -> None:

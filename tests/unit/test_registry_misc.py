@@ -43,10 +43,12 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("", "configmaps", "ConfigMap", True, ("cm",), ()),
         ("", "secrets", "Secret", True, (), ()),
         ("", "serviceaccounts", "ServiceAccount", True, ("sa",), ()),
+        ("", "endpoints", "Endpoints", True, ("ep",), ()),
         ("", "events", "Event", True, ("ev",), ()),
         ("apps", "deployments", "Deployment", True, ("deploy",), ("all",)),
         ("apps", "replicasets", "ReplicaSet", True, ("rs",), ("all",)),
         ("coordination.k8s.io", "leases", "Lease", True, (), ()),
+        ("discovery.k8s.io", "endpointslices", "EndpointSlice", True, (), ()),
         ("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview", False, (), ()),
         ("authorization.k8s.io", "localsubjectaccessreviews", "LocalSubjectAccessReview", True, (), ()),
         ("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, (), ()),
@@ -54,8 +56,8 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", False, (), ()),
     }
     generations = {s.resource for s in all_strategies() if s.bumps_generation}
-    assert generations == {"replicationcontrollers", "replicasets", "deployments"}
-    assert {s.resource for s in all_strategies() if "scale" in s.subresources} == generations
+    assert generations == {"replicationcontrollers", "replicasets", "deployments", "endpointslices"}
+    assert {s.resource for s in all_strategies() if "scale" in s.subresources} == generations - {"endpointslices"}
 
 
 def test_metadata_names_follow_each_resources_rule() -> None:
