@@ -16,6 +16,8 @@ from apiserver.registry.strategy import AGE_COLUMN, NAME_COLUMN, Object, Strateg
 from apiserver.registry.tables import since
 
 FINALIZER_KUBERNETES = "kubernetes"
+# NamespaceLifecycle admission refuses to delete these: the cluster's own objects live there.
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
 METADATA_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
@@ -69,6 +71,9 @@ class NamespaceStrategy(Strategy):
         return []
 
     # --- deletion: Terminating until the namespace controller empties spec.finalizers ----------------------
+    def forbid_delete(self, name: str) -> str | None:
+        return "this namespace may not be deleted" if name in IMMORTAL_NAMESPACES else None
+
     def deletion_pending(self, obj: Object) -> bool:
         return bool((obj.get("spec") or {}).get("finalizers"))
 

@@ -21,11 +21,14 @@ log = logging.getLogger(__name__)
 
 # Namespaces kube-apiserver creates at start-up (the last one holds node heartbeat Leases).
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# How often the bootstrap objects are checked again (kube-apiserver's bootstrap controller: 10 s).
+BOOTSTRAP_INTERVAL = 10.0
 
 
 @dataclass(frozen=True)
 class BootstrapObject:
-    """An object the apiserver creates at start-up when it is missing (kube-apiserver's bootstrap controller);
+    """An object the apiserver creates at start-up and every ``BOOTSTRAP_INTERVAL`` after when it is missing
+    (kube-apiserver's bootstrap controller: a deleted ``default/kubernetes`` Service comes back);
     with ``reconcile`` an existing one is brought back to ``obj`` (all but metadata; its labels are added), as the
     endpoint reconciler does for ``default/kubernetes`` when the apiserver's address or port changed."""
 
@@ -52,9 +55,12 @@ class Registry:
 
     def __init__(self, strategies: list[Strategy], storage: EtcdStorage, cache_capacity: int = 10_000,
                  decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
-                 bootstrap: Sequence[BootstrapObject] | None = None) -> None:
+                 bootstrap: Sequence[BootstrapObject] | None = None,
+                 bootstrap_interval: float = BOOTSTRAP_INTERVAL) -> None:
         self.storage = storage
         self.bootstrap = list(bootstrap) if bootstrap is not None else system_namespaces()  # namespaces first
+        self.bootstrap_interval = bootstrap_interval
+        self._bootstrapper: asyncio.Task[None] | None = None
         self.strategies = strategies
         self.stores: dict[tuple[str, str], ResourceStore] = {
             (s.group, s.resource): ResourceStore(s, storage, cache_capacity, decoder, on_warning)
@@ -86,9 +92,21 @@ class Registry:
     async def start(self) -> None:
         await asyncio.gather(*(store.cache.start() for store in self.stores.values()))
         await self._bootstrap()
+        self._bootstrapper = asyncio.create_task(self._keep_bootstrapped(), name="bootstrap")
 
     async def stop(self) -> None:
+        if self._bootstrapper is not None:
+            self._bootstrapper.cancel()
+            await asyncio.gather(self._bootstrapper, return_exceptions=True)
         await asyncio.gather(*(store.cache.stop() for store in self.stores.values()))
+
+    async def _keep_bootstrapped(self) -> None:
+        while True:
+            await asyncio.sleep(self.bootstrap_interval)
+            try:
+                await self._bootstrap()
+            except Exception as err:  # noqa: BLE001 - etcd away, a namespace terminating...: the next round retries
+                log.warning("bootstrap objects: %s", err)
 
     async def _bootstrap(self) -> None:
         for item in self.bootstrap:

@@ -342,6 +342,8 @@ class ResourceStore:
     async def delete(self, namespace: str | None, name: str, options: DeleteOptions) -> tuple[CachedObject, bool]:
         """DELETE: returns (object, removed). ``removed`` False means it is now terminating (grace/finalizers)."""
         strategy = self.strategy
+        if (reason := strategy.forbid_delete(name)) is not None:
+            raise errors.forbidden(strategy.resource, name, reason, strategy.group)
         co, kv = await self._read(namespace, name)
         for _ in range(MAX_UPDATE_ATTEMPTS):
             obj = co.obj

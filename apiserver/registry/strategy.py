@@ -168,6 +168,10 @@ class Strategy:
         return []
 
     # --- deletion -------------------------------------------------------------------------------------------
+    def forbid_delete(self, name: str) -> str | None:
+        """Why a DELETE of ``name`` is refused before anything is read (admission), or None to go on."""
+        return None
+
     def graceful_delete_seconds(self, obj: Object, requested: int | None) -> int:
         """Seconds of grace for a DELETE (0 = remove now). Only called when ``graceful_deletion`` is set."""
         return 0
