@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
-from conftest import Kubectl
+from conftest import Kubectl, kubectl_release
 from support.controllers import ControllerManager, bind, make_ready_node, pods, set_ready
 from support.wait import wait_for
 
@@ -71,6 +71,10 @@ def test_kubectl_creates_validates_and_prints_budgets(kubectl: Kubectl, client: 
                      and len(t) == 3 and t[1].split()[3] == "2" and t, what="both budgets counted")
     assert table[0].split() == ["NAME", "MIN", "AVAILABLE", "MAX", "UNAVAILABLE", "ALLOWED", "DISRUPTIONS", "AGE"]
     assert [r.split()[:4] for r in table[1:]] == [["half", "N/A", "50%", "2"], ["web", "2", "N/A", "1"]]
+    for release in ("1.27", "1.33"):  # older and newer kubectl print the same table
+        other = Kubectl(kubectl_release(release), kubectl.server, kubectl.home)
+        assert [r.split()[:4] for r in other("-n", ns, "get", "pdb").stdout.splitlines()[1:]] == \
+            [["half", "N/A", "50%", "2"], ["web", "2", "N/A", "1"]]
     status = pdb_status(client, ns)
     assert {k: status[k] for k in ("currentHealthy", "desiredHealthy", "expectedPods", "observedGeneration")} == \
         {"currentHealthy": 3, "desiredHealthy": 2, "expectedPods": 3, "observedGeneration": 1}
