@@ -25,7 +25,7 @@ class Cause:
     field: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        out = {"reason": self.type, "message": self.message}
+        out = {"reason": self.type, "message": self.message} if self.type else {"message": self.message}
         if self.field:
             out["field"] = self.field
         return out

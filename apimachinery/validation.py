@@ -349,6 +349,42 @@ def validate_nonnegative(value: int | None, path: str) -> list[Cause]:
     return [invalid(path, value, IS_NEGATIVE_ERROR_MSG)] if value is not None and value < 0 else []
 
 
+def go_int_or_string(value: Any) -> str:
+    """``%#v`` of an ``intstr.IntOrString``."""
+    if isinstance(value, str):
+        return f'intstr.IntOrString{{Type:1, IntVal:0, StrVal:{go_quote(value)}}}'
+    return f'intstr.IntOrString{{Type:0, IntVal:{int(value or 0)}, StrVal:""}}'
+
+
+def percent_value(value: Any) -> int | None:
+    """The number of a ``"25%"`` IntOrString, ``None`` for an int or a malformed string (``getPercentValue``)."""
+    if isinstance(value, str) and _percent.match(value):
+        return int(value[:-1])
+    return None
+
+
+def int_or_percent_value(value: Any) -> int:
+    percent = percent_value(value)
+    if percent is not None:
+        return percent
+    return value if isinstance(value, int) else 0
+
+
+def validate_int_or_percent(value: Any, path: str) -> list[Cause]:
+    """``ValidatePositiveIntOrPercent``: a non-negative int or a valid percent string."""
+    if isinstance(value, str):
+        return [invalid(path, Raw(go_int_or_string(value)), msg) for msg in is_valid_percent(value)]
+    return validate_nonnegative(int(value or 0), path)
+
+
+def validate_not_more_than_100_percent(value: Any, path: str) -> list[Cause]:
+    """``IsNotMoreThan100Percent``."""
+    percent = percent_value(value)
+    if percent is None or percent <= 100:
+        return []
+    return [invalid(path, Raw(go_int_or_string(value)), "must not be greater than 100%")]
+
+
 def validate_immutable(new: Any, old: Any, path: str, rendered: str | None = None) -> list[Cause]:
     """``ValidateImmutableField``; ``rendered`` is the Go rendering of ``new`` when it is a struct."""
     if new == old:

@@ -25,6 +25,7 @@ Modules::
     slicewriter     keeping one controller's EndpointSlices of a Service at the desired ones
     endpointslice   discovery.k8s.io/v1 EndpointSlices of every Service with a selector
     endpointslicemirroring  EndpointSlices mirroring the hand-written Endpoints of Services without selector
+    disruption              each PodDisruptionBudget's status: expected, healthy and allowed disruptions
     manager         the controller registry, leader election, the process lifecycle
     cli, healthz    kube-controller-manager's flags and ``main``; the /healthz endpoint
 """

@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kubelab controller-manager",
         description="The kubelab controller-manager: Kubernetes' core control loops over List-Watch "
                     "(replication, ReplicaSets, Deployments, node lifecycle, NoExecute taint eviction, "
-                    "pod GC, garbage collection, namespaces, service accounts, endpoints and EndpointSlices).")
+                    "pod GC, garbage collection, namespaces, service accounts, endpoints and EndpointSlices, "
+                    "disruption budgets).")
     p.add_argument("--master", default=None, help="URL of the apiserver (overrides the kubeconfig's server)")
     p.add_argument("--kubeconfig", default=None, help="kubeconfig file with the apiserver's address and credentials")
     names = ", ".join(f"{n} ({'/'.join(a)})" if a else n for n, (a, _) in CONTROLLERS.items())

@@ -109,6 +109,11 @@ def _endpointslicemirroring(ctx: Context) -> Controller:
                                             workers=ctx.options.mirroring_concurrent_service_endpoint_syncs)
 
 
+def _disruption(ctx: Context) -> Controller:
+    from controllers.disruption import DisruptionController
+    return DisruptionController(ctx.clientset, ctx.factory)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
@@ -123,6 +128,7 @@ CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "endpoints-controller": (("endpoint", "endpoint-controller"), _endpoint),
     "endpointslice-controller": (("endpointslice",), _endpointslice),
     "endpointslice-mirroring-controller": (("endpointslicemirroring",), _endpointslicemirroring),
+    "disruption-controller": (("disruption",), _disruption),
 }
 
 

@@ -49,6 +49,7 @@ from kubeclient.resources import (
     LEASES,
     NAMESPACES,
     NODES,
+    POD_DISRUPTION_BUDGETS,
     PODS,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
@@ -77,7 +78,8 @@ from kubeclient.workqueue import (
 __all__ = [
     "CONFIG_MAPS", "DEPLOYMENTS", "ENDPOINTS", "ENDPOINT_SLICES", "EVENTS", "LEASES", "NAMESPACES", "NAMESPACE_INDEX",
     "NODES", "NODE_NAME_INDEX",
-    "PATCH_CONTENT_TYPES", "PODS", "REAL_CLOCK", "REPLICATION_CONTROLLERS", "REPLICA_SETS", "RESOURCES", "SECRETS",
+    "PATCH_CONTENT_TYPES", "POD_DISRUPTION_BUDGETS", "PODS", "REAL_CLOCK", "REPLICATION_CONTROLLERS", "REPLICA_SETS",
+    "RESOURCES", "SECRETS",
     "SERVICE_ACCOUNTS", "SERVICES",
     "Backoff", "BucketRateLimiter", "Clientset", "Clock", "Config", "ConfigError", "DelayingQueue", "Delta",
     "DeletedFinalStateUnknown", "EventRecorder", "FakeAPIServer", "IndexFunc", "Indexer", "InformerFactory",

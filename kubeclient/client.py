@@ -212,6 +212,7 @@ class Clientset:
         self.service_accounts = ResourceClient(rest, r.SERVICE_ACCOUNTS)
         self.endpoints = ResourceClient(rest, r.ENDPOINTS)
         self.endpoint_slices = ResourceClient(rest, r.ENDPOINT_SLICES)
+        self.pod_disruption_budgets = ResourceClient(rest, r.POD_DISRUPTION_BUDGETS)
         self._by_resource: dict[Resource, ResourceClient] = {
             c.resource: c for c in vars(self).values() if isinstance(c, ResourceClient)
         }

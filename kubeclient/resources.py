@@ -78,10 +78,12 @@ REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True, frozens
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True, frozenset({"status", "scale"}))
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True)
+POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True,
+                                  frozenset({"status"}))
 
 RESOURCES: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, REPLICATION_CONTROLLERS, SERVICES, CONFIG_MAPS, SECRETS, SERVICE_ACCOUNTS,
-    ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, LEASES, ENDPOINT_SLICES,
+    ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, LEASES, ENDPOINT_SLICES, POD_DISRUPTION_BUDGETS,
 )
 
 _BY_NAME: dict[str, Resource] = {}

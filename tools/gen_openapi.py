@@ -124,6 +124,7 @@ RESOURCES = (
     Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False, ("create",)),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, ALL_VERBS),
+    Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ALL_VERBS, ("status",)),
 )
 SUBRESOURCES = {
     "attach": Subresource(("get", "post"), GVK("", "v1", "PodAttachOptions"), connect=True, produces=("*/*",)),

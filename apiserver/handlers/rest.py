@@ -75,7 +75,7 @@ def render_object(store: ResourceStore, co: CachedObject, output: Output, params
     return json_response(co.raw, status)
 
 
-def _dry_run(params: Any) -> bool:
+def dry_run_requested(params: Any) -> bool:
     values = params.getlist("dryRun") if hasattr(params, "getlist") else [params.get("dryRun")]
     for value in values:
         if value and value != "All":
@@ -268,7 +268,7 @@ class RESTHandler:
                                         "required")
             name = (obj.get("metadata") or {}).get("name") or (obj.get("metadata") or {}).get("generateName", "")
             await self.registry.check_namespace(namespace, strategy.resource, name)
-        co = await store.create(obj, namespace, dry_run=_dry_run(params),
+        co = await store.create(obj, namespace, dry_run=dry_run_requested(params),
                                 field_validation=field_validation_mode(params))
         return render_object(store, co, negotiate(request.headers.get("accept")), params, status=201)
 
@@ -277,7 +277,7 @@ class RESTHandler:
         strategy = store.strategy
         obj = decode_object(await request.body(), request.headers.get("content-type"), strategy.kind,
                             strategy.api_version)
-        _dry_run(request.query_params)  # checked as for any create; nothing is written either way
+        dry_run_requested(request.query_params)  # checked as for any create; nothing is written either way
         co = store.create(obj, info.namespace, request_user(), field_validation_mode(request.query_params))
         return json_response(co.raw, 201)
 
@@ -296,7 +296,7 @@ class RESTHandler:
         # A uid in the body is a precondition (kube-apiserver's defaultUpdatedObjectInfo): 409 if it differs.
         co = await store.guaranteed_update(info.namespace, info.name, lambda _old: obj, subresource=subresource,
                                            precondition_rv=precondition, precondition_uid=meta.get("uid") or None,
-                                           dry_run=_dry_run(request.query_params),
+                                           dry_run=dry_run_requested(request.query_params),
                                            field_validation=field_validation_mode(request.query_params))
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
@@ -308,7 +308,7 @@ class RESTHandler:
         apply_patch = self.patcher(request.headers.get("content-type"), await request.body(), strategy.kind,
                                    strategy.resource, strategy.group)
         co = await store.guaranteed_update(info.namespace, info.name, apply_patch, subresource=subresource,
-                                           dry_run=_dry_run(request.query_params),
+                                           dry_run=dry_run_requested(request.query_params),
                                            field_validation=field_validation_mode(request.query_params))
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
@@ -348,7 +348,7 @@ class RESTHandler:
         options = DeleteOptions(
             grace_period_seconds=int_param(params, "gracePeriodSeconds"),
             propagation_policy=params.get("propagationPolicy") or None,
-            dry_run=_dry_run(params),
+            dry_run=dry_run_requested(params),
         )
         orphan = params.get("orphanDependents")
         body = await request.body()

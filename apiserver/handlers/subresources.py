@@ -5,8 +5,8 @@ proxies ``log``/``exec``, served by ``handlers.proxy``).
 - ``scale``: an ``autoscaling/v1`` Scale view of ``spec.replicas`` (strategies with ``scale_of``/``apply_scale``).
 - ``binding``: POST a ``Binding`` to assign an unbound pod to a node (409 if it is already assigned); sets
   ``spec.nodeName`` and the ``PodScheduled`` condition in one write, as kube-apiserver's BindingREST does.
-- ``eviction``: POST a ``policy/v1`` Eviction: the pod is deleted with the eviction's DeleteOptions (no
-  PodDisruptionBudgets are served, so nothing blocks it).
+- ``eviction``: POST a ``policy/v1`` (or ``v1beta1``) Eviction: the pod is deleted with the eviction's
+  DeleteOptions when its PodDisruptionBudget allows (``registry.eviction``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from apimachinery import errors
 from apimachinery.errors import Cause
 from apimachinery.meta import now_rfc3339
 
+from ..registry.eviction import Evictor
 from ..registry.store import DeleteOptions, ResourceStore
 
 if TYPE_CHECKING:
@@ -128,8 +129,10 @@ async def _evict(handler: RESTHandler, request: Request, info: RequestInfo, stor
     options = DeleteOptions(grace_period_seconds=opts.get("gracePeriodSeconds"),
                             propagation_policy=opts.get("propagationPolicy"),
                             precondition_uid=pre.get("uid"), precondition_rv=pre.get("resourceVersion"),
-                            dry_run=bool(opts.get("dryRun")))
-    await store.delete(info.namespace, info.name, options)
+                            dry_run=bool(opts.get("dryRun")) or rest.dry_run_requested(request.query_params))
+    assert info.namespace is not None
+    pdbs = handler.registry.stores.get(("policy", "poddisruptionbudgets"))
+    await Evictor(store, pdbs).evict(info.namespace, info.name, options)
     return rest.json_response(rest.success_status(201), 201)
 
 

@@ -39,6 +39,7 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("coordination.k8s.io/v1", "Lease"): coordinationv1.Lease,
     ("discovery.k8s.io/v1", "EndpointSlice"): discoveryv1.EndpointSlice,
     ("policy/v1", "Eviction"): policyv1.Eviction,
+    ("policy/v1", "PodDisruptionBudget"): policyv1.PodDisruptionBudget,
     ("autoscaling/v1", "Scale"): autoscalingv1.Scale,
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): authorizationv1.SelfSubjectAccessReview,
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): authorizationv1.SelfSubjectRulesReview,

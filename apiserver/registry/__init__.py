@@ -27,6 +27,7 @@ from apiserver.registry.events import EventStrategy
 from apiserver.registry.leases import LeaseStrategy
 from apiserver.registry.namespaces import NamespaceStrategy
 from apiserver.registry.nodes import NodeStrategy
+from apiserver.registry.poddisruptionbudgets import PodDisruptionBudgetStrategy
 from apiserver.registry.pods import PodStrategy
 from apiserver.registry.replicasets import ReplicaSetStrategy
 from apiserver.registry.replicationcontrollers import ReplicationControllerStrategy
@@ -54,6 +55,7 @@ def all_strategies() -> list[Strategy]:
         ReplicaSetStrategy(),
         LeaseStrategy(),
         EndpointSliceStrategy(),
+        PodDisruptionBudgetStrategy(),
         SelfSubjectReviewStrategy(),
         LocalSubjectAccessReviewStrategy(),
         SelfSubjectAccessReviewStrategy(),

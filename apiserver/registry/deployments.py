@@ -6,7 +6,6 @@ A Deployment's generation also bumps when its annotations change (they are copie
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,12 +13,15 @@ from apimachinery.errors import Cause
 from apimachinery.validation import (
     Raw,
     forbidden,
+    go_int_or_string,
     go_quote,
+    int_or_percent_value,
     invalid,
-    is_valid_percent,
     not_supported,
     required,
+    validate_int_or_percent,
     validate_nonnegative,
+    validate_not_more_than_100_percent,
 )
 from apiserver.registry import selectors
 from apiserver.registry.podspec import default_pod_template
@@ -151,42 +153,12 @@ def _validate_strategy(strategy: Mapping[str, Any], path: str) -> list[Cause]:
 
 def _validate_rolling_update(rolling: Mapping[str, Any], path: str) -> list[Cause]:
     unavailable, surge = rolling.get("maxUnavailable"), rolling.get("maxSurge")
-    causes = _validate_int_or_percent(unavailable, f"{path}.maxUnavailable")
-    causes.extend(_validate_int_or_percent(surge, f"{path}.maxSurge"))
-    if _int_or_percent_value(unavailable) == 0 and _int_or_percent_value(surge) == 0:
-        causes.append(invalid(f"{path}.maxUnavailable", Raw(_go_int_or_string(unavailable)),
+    causes = validate_int_or_percent(unavailable, f"{path}.maxUnavailable")
+    causes.extend(validate_int_or_percent(surge, f"{path}.maxSurge"))
+    if int_or_percent_value(unavailable) == 0 and int_or_percent_value(surge) == 0:
+        causes.append(invalid(f"{path}.maxUnavailable", Raw(go_int_or_string(unavailable)),
                               "may not be 0 when `maxSurge` is 0"))
-    percent = _percent(unavailable)
-    if percent is not None and percent > 100:
-        causes.append(invalid(f"{path}.maxUnavailable", Raw(_go_int_or_string(unavailable)),
-                              "must not be greater than 100%"))
-    return causes
-
-
-def _validate_int_or_percent(value: Any, path: str) -> list[Cause]:
-    if isinstance(value, str):
-        return [invalid(path, Raw(_go_int_or_string(value)), msg) for msg in is_valid_percent(value)]
-    return validate_nonnegative(int(value or 0), path)
-
-
-def _percent(value: Any) -> int | None:
-    if isinstance(value, str) and re.fullmatch(r"[0-9]+%", value):
-        return int(value[:-1])
-    return None
-
-
-def _int_or_percent_value(value: Any) -> int:
-    percent = _percent(value)
-    if percent is not None:
-        return percent
-    return value if isinstance(value, int) else 0
-
-
-def _go_int_or_string(value: Any) -> str:
-    """``%#v`` of an ``intstr.IntOrString``."""
-    if isinstance(value, str):
-        return f'intstr.IntOrString{{Type:1, IntVal:0, StrVal:{go_quote(value)}}}'
-    return f'intstr.IntOrString{{Type:0, IntVal:{int(value or 0)}, StrVal:""}}'
+    return causes + validate_not_more_than_100_percent(unavailable, f"{path}.maxUnavailable")
 
 
 def _go_strategy(strategy: Mapping[str, Any]) -> str:

@@ -410,12 +410,16 @@ CHECKS: dict[str, list[Check]] = {
     "kubectl cordon node02": [both(prints("node/node02 cordoned"), remember("web-on-node02", lambda shell, result: len(
         [r for r in table(shell.run("kubectl get pods -l app=web -o wide").stdout) if r["NODE"] == "node02"])))],
     "kubectl scale rc web --replicas=4": [prints("replicationcontroller/web scaled")],
+    "kubectl apply -f examples/07-maintenance/pdb-web.yaml": [prints("poddisruptionbudget.policy/web created")],
+    "kubectl get pdb web": [shows(lambda rows: [(r["MIN AVAILABLE"], r["MAX UNAVAILABLE"], r["ALLOWED DISRUPTIONS"])
+                                                for r in rows] == [("3", "N/A", "1")])],
     "kubectl drain node02 --ignore-daemonsets": [fails_with(
         "cannot delete Pods with local storage (use --delete-emptydir-data to override)", "default/scratch")],
     "kubectl drain node02 --ignore-daemonsets --delete-emptydir-data --force": [prints("node/node02 drained")],
     "kubectl uncordon node02": [prints("node/node02 uncordoned")],
     # clean up
     "kubectl delete rc web": [prints('replicationcontroller "web" deleted')],
+    "kubectl delete pdb web": [prints('poddisruptionbudget.policy "web" deleted')],
     "kubectl delete pods --all": [prints()],
     "kubectl label nodes node01 node02 node03 feng- rank-": [prints("node/node01 unlabeled")],
 }

@@ -303,6 +303,23 @@ def test_endpoints_and_endpoint_slice_round_trip() -> None:
     assert decode(envelope("discovery.k8s.io/v1", "EndpointSlice", eps)) == python_client_json(slice_model)
 
 
+def test_pod_disruption_budget_round_trip() -> None:
+    # kubectl create pdb posts it as protobuf: minAvailable an int, maxUnavailable a percent, a pointer string
+    model = k8s.V1PodDisruptionBudget(
+        api_version="policy/v1", kind="PodDisruptionBudget", metadata=k8s.V1ObjectMeta(name="web"),
+        spec=k8s.V1PodDisruptionBudgetSpec(min_available=2, selector=k8s.V1LabelSelector(match_labels={"app": "web"}),
+                                           unhealthy_pod_eviction_policy="AlwaysAllow"))
+    pdb = policyv1.PodDisruptionBudget()
+    pdb.metadata.name = "web"
+    pdb.spec.minAvailable.CopyFrom(int_or_string(2))
+    pdb.spec.selector.matchLabels["app"] = "web"
+    pdb.spec.unhealthyPodEvictionPolicy = "AlwaysAllow"
+    assert decode(envelope("policy/v1", "PodDisruptionBudget", pdb)) == python_client_json(model)
+    pdb.spec.ClearField("minAvailable")
+    pdb.spec.maxUnavailable.CopyFrom(int_or_string("50%"))
+    assert decode(envelope("policy/v1", "PodDisruptionBudget", pdb))["spec"]["maxUnavailable"] == "50%"
+
+
 def test_subresource_bodies_round_trip() -> None:
     eviction_model = k8s.V1Eviction(
         api_version="policy/v1", kind="Eviction", metadata=k8s.V1ObjectMeta(name="p", namespace="ns1"),

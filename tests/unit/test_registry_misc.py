@@ -49,6 +49,7 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("apps", "replicasets", "ReplicaSet", True, ("rs",), ("all",)),
         ("coordination.k8s.io", "leases", "Lease", True, (), ()),
         ("discovery.k8s.io", "endpointslices", "EndpointSlice", True, (), ()),
+        ("policy", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), ()),
         ("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview", False, (), ()),
         ("authorization.k8s.io", "localsubjectaccessreviews", "LocalSubjectAccessReview", True, (), ()),
         ("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, (), ()),
@@ -56,8 +57,10 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", False, (), ()),
     }
     generations = {s.resource for s in all_strategies() if s.bumps_generation}
-    assert generations == {"replicationcontrollers", "replicasets", "deployments", "endpointslices"}
-    assert {s.resource for s in all_strategies() if "scale" in s.subresources} == generations - {"endpointslices"}
+    assert generations == {"replicationcontrollers", "replicasets", "deployments", "endpointslices",
+                           "poddisruptionbudgets"}
+    assert {s.resource for s in all_strategies() if "scale" in s.subresources} == \
+        generations - {"endpointslices", "poddisruptionbudgets"}
 
 
 def test_metadata_names_follow_each_resources_rule() -> None:
