@@ -32,6 +32,7 @@ from kubeclient import (
     DEPLOYMENTS,
     ENDPOINT_SLICES,
     ENDPOINTS,
+    JOBS,
     LEASES,
     NODES,
     PODS,
@@ -53,8 +54,8 @@ log = logging.getLogger(__name__)
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 OWNER_UID_INDEX = "ownerUID"
-MONITORED: tuple[Resource, ...] = (PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, DEPLOYMENTS, SERVICES, CONFIG_MAPS,
-                                   LEASES, NODES, ENDPOINTS, ENDPOINT_SLICES)
+MONITORED: tuple[Resource, ...] = (PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, DEPLOYMENTS, JOBS, SERVICES,
+                                   CONFIG_MAPS, LEASES, NODES, ENDPOINTS, ENDPOINT_SLICES)
 
 
 def owner_uid_index(obj: Object) -> list[str]:

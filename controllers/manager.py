@@ -109,11 +109,26 @@ def _endpointslicemirroring(ctx: Context) -> Controller:
                                             workers=ctx.options.mirroring_concurrent_service_endpoint_syncs)
 
 
+def _job(ctx: Context) -> Controller:
+    from controllers.job import JobController
+    o = ctx.options
+    return JobController(ctx.clientset, ctx.factory, workers=o.concurrent_job_syncs,
+                         backoff_base=o.job_pod_failure_backoff)
+
+
+def _ttlafterfinished(ctx: Context) -> Controller:
+    from controllers.ttlafterfinished import TTLAfterFinishedController
+    workers = ctx.options.concurrent_ttl_after_finished_syncs
+    return TTLAfterFinishedController(ctx.clientset, ctx.factory, workers=workers)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
     "replicaset-controller": (("replicaset",), _replicaset),
     "deployment-controller": (("deployment",), _deployment),
+    "job-controller": (("job",), _job),
+    "ttl-after-finished-controller": (("ttl-after-finished",), _ttlafterfinished),
     "node-lifecycle-controller": (("nodelifecycle",), _nodelifecycle),
     "taint-eviction-controller": ((), _tainteviction),
     "pod-garbage-collector-controller": (("podgc",), _podgc),

@@ -46,6 +46,7 @@ from kubeclient.resources import (
     ENDPOINT_SLICES,
     ENDPOINTS,
     EVENTS,
+    JOBS,
     LEASES,
     NAMESPACES,
     NODES,
@@ -75,8 +76,8 @@ from kubeclient.workqueue import (
 )
 
 __all__ = [
-    "CONFIG_MAPS", "DEPLOYMENTS", "ENDPOINTS", "ENDPOINT_SLICES", "EVENTS", "LEASES", "NAMESPACES", "NAMESPACE_INDEX",
-    "NODES", "NODE_NAME_INDEX",
+    "CONFIG_MAPS", "DEPLOYMENTS", "ENDPOINTS", "ENDPOINT_SLICES", "EVENTS", "JOBS", "LEASES", "NAMESPACES",
+    "NAMESPACE_INDEX", "NODES", "NODE_NAME_INDEX",
     "PATCH_CONTENT_TYPES", "PODS", "REAL_CLOCK", "REPLICATION_CONTROLLERS", "REPLICA_SETS", "RESOURCES", "SECRETS",
     "SERVICE_ACCOUNTS", "SERVICES",
     "Backoff", "BucketRateLimiter", "Clientset", "Clock", "Config", "ConfigError", "DelayingQueue", "Delta",

@@ -24,6 +24,7 @@ from apiserver.registry.deployments import DeploymentStrategy
 from apiserver.registry.endpoints import EndpointsStrategy
 from apiserver.registry.endpointslices import EndpointSliceStrategy
 from apiserver.registry.events import EventStrategy
+from apiserver.registry.jobs import JobStrategy
 from apiserver.registry.leases import LeaseStrategy
 from apiserver.registry.namespaces import NamespaceStrategy
 from apiserver.registry.nodes import NodeStrategy
@@ -52,6 +53,7 @@ def all_strategies() -> list[Strategy]:
         EventStrategy(),
         DeploymentStrategy(),
         ReplicaSetStrategy(),
+        JobStrategy(),
         LeaseStrategy(),
         EndpointSliceStrategy(),
         SelfSubjectReviewStrategy(),
