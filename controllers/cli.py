@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--job-pod-failure-backoff", type=duration, default=10.0,
                    help="kubelab: the first wait before a failed Job pod is replaced, doubled per failure up to 6m "
                         "(kube-controller-manager's fixed 10s; shorter for tests) (default: 10s)")
+    g.add_argument("--concurrent-cron-job-syncs", type=int, default=5,
+                   help="CronJobs synced concurrently (default: 5)")
     g.add_argument("--concurrent-ttl-after-finished-syncs", type=int, default=5,
                    help="finished Jobs checked for their TTL concurrently (default: 5)")
     g.add_argument("--concurrent-gc-syncs", type=int, default=20,

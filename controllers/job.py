@@ -153,7 +153,7 @@ def success_reached(spec: Mapping[str, Any], succeeded: int, completed: set[int]
 def past_backoff_limit(job: Mapping[str, Any], failed: int, pods: list[Object]) -> bool:
     """``failed > backoffLimit``; with OnFailure, container restarts of the running pods count too."""
     spec = job.get("spec") or {}
-    limit = int(spec.get("backoffLimit") if spec.get("backoffLimit") is not None else 6)
+    limit = int(spec.get("backoffLimit", 6) or 0)
     if failed > limit:
         return True
     if ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy") != "OnFailure":

@@ -122,12 +122,18 @@ def _ttlafterfinished(ctx: Context) -> Controller:
     return TTLAfterFinishedController(ctx.clientset, ctx.factory, workers=workers)
 
 
+def _cronjob(ctx: Context) -> Controller:
+    from controllers.cronjob import CronJobController
+    return CronJobController(ctx.clientset, ctx.factory, workers=ctx.options.concurrent_cron_job_syncs)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
     "replicaset-controller": (("replicaset",), _replicaset),
     "deployment-controller": (("deployment",), _deployment),
     "job-controller": (("job",), _job),
+    "cronjob-controller": (("cronjob",), _cronjob),
     "ttl-after-finished-controller": (("ttl-after-finished",), _ttlafterfinished),
     "node-lifecycle-controller": (("nodelifecycle",), _nodelifecycle),
     "taint-eviction-controller": ((), _tainteviction),

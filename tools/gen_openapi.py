@@ -124,6 +124,7 @@ RESOURCES = (
     Resource("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", False,
              ("create",)),
     Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False, ("create",)),
+    Resource("batch", "v1", "CronJob", "cronjobs", True, ALL_VERBS, ("status",)),
     Resource("batch", "v1", "Job", "jobs", True, ALL_VERBS, ("status",)),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, ALL_VERBS),

@@ -38,6 +38,7 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("apps/v1", "Deployment"): appsv1.Deployment,
     ("apps/v1", "ReplicaSet"): appsv1.ReplicaSet,
     ("batch/v1", "Job"): batchv1.Job,
+    ("batch/v1", "CronJob"): batchv1.CronJob,
     ("coordination.k8s.io/v1", "Lease"): coordinationv1.Lease,
     ("discovery.k8s.io/v1", "EndpointSlice"): discoveryv1.EndpointSlice,
     ("policy/v1", "Eviction"): policyv1.Eviction,

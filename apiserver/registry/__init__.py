@@ -20,6 +20,7 @@ from apiserver.registry.accessreviews import (
     SubjectAccessReviewStrategy,
 )
 from apiserver.registry.configmaps import ConfigMapStrategy
+from apiserver.registry.cronjobs import CronJobStrategy
 from apiserver.registry.deployments import DeploymentStrategy
 from apiserver.registry.endpoints import EndpointsStrategy
 from apiserver.registry.endpointslices import EndpointSliceStrategy
@@ -54,6 +55,7 @@ def all_strategies() -> list[Strategy]:
         DeploymentStrategy(),
         ReplicaSetStrategy(),
         JobStrategy(),
+        CronJobStrategy(),
         LeaseStrategy(),
         EndpointSliceStrategy(),
         SelfSubjectReviewStrategy(),

@@ -41,6 +41,9 @@ COMPLETION_MODES = ("NonIndexed", "Indexed")
 JOB_RESTART_POLICIES = ("OnFailure", "Never")
 POD_REPLACEMENT_POLICIES = ("TerminatingOrFailed", "Failed")
 DEFAULT_BACKOFF_LIMIT = 6
+SELECTOR_DESCRIPTION = ("A label query over pods that should match the pod count. Normally, the system sets this "
+                        "field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/"
+                        "labels/#label-selectors")
 
 
 class JobStrategy(Strategy):
@@ -119,9 +122,7 @@ class JobStrategy(Strategy):
                                                    "decrease in reaction to scale down of elastic indexed jobs."),
             TableColumn("Duration", description="Time required to complete the job."),
             AGE_COLUMN,
-            *template_columns("A label query over pods that should match the pod count. Normally, the system sets "
-                              "this field for you. More info: https://kubernetes.io/docs/concepts/overview/"
-                              "working-with-objects/labels/#label-selectors"),
+            *template_columns(SELECTOR_DESCRIPTION),
         ]
 
     def row(self, obj: Object) -> list[Any]:
@@ -174,37 +175,40 @@ def validate_generated_selector(job: Object) -> list[Cause]:
     return causes
 
 
-def validate_job_spec(spec: Mapping[str, Any]) -> list[Cause]:
-    """``ValidateJobSpec``: counts, completion mode, selector, and a template whose pods end."""
+def validate_job_spec(spec: Mapping[str, Any], path: str = "spec", *, in_template: bool = False) -> list[Cause]:
+    """``ValidateJobSpec``: counts, completion mode, selector, and a template whose pods end; a CronJob's
+    ``jobTemplate`` (``in_template``) needs no selector, since each Job gets its own generated one."""
     causes: list[Cause] = []
     for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished",
                 "backoffLimitPerIndex", "maxFailedIndexes"):
-        causes.extend(validate_nonnegative(spec.get(key), f"spec.{key}"))
+        causes.extend(validate_nonnegative(spec.get(key), f"{path}.{key}"))
     if spec.get("activeDeadlineSeconds") == 0:
-        causes.append(invalid("spec.activeDeadlineSeconds", 0, "must be greater than 0"))
+        causes.append(invalid(f"{path}.activeDeadlineSeconds", 0, "must be greater than 0"))
     mode = spec.get("completionMode")
     if mode is not None and mode not in COMPLETION_MODES:
-        causes.append(not_supported("spec.completionMode", mode, COMPLETION_MODES))
+        causes.append(not_supported(f"{path}.completionMode", mode, COMPLETION_MODES))
     if mode == "Indexed" and spec.get("completions") is None:
-        causes.append(required("spec.completions", "when completion mode is Indexed"))
+        causes.append(required(f"{path}.completions", "when completion mode is Indexed"))
     policy = spec.get("podReplacementPolicy")
     if policy is not None and policy not in POD_REPLACEMENT_POLICIES:
-        causes.append(not_supported("spec.podReplacementPolicy", policy, POD_REPLACEMENT_POLICIES))
+        causes.append(not_supported(f"{path}.podReplacementPolicy", policy, POD_REPLACEMENT_POLICIES))
     selector = spec.get("selector")
-    if selector is None:
-        causes.append(required("spec.selector"))
-    else:
-        causes.extend(validate_label_selector(selector, "spec.selector"))
+    if selector is None and not in_template:
+        causes.append(required(f"{path}.selector"))
+    elif selector is not None:
+        causes.extend(validate_label_selector(selector, f"{path}.selector"))
+    if in_template and spec.get("manualSelector"):
+        causes.append(not_supported(f"{path}.manualSelector", True, ("nil", "false")))
     template = spec.get("template") or {}
     labels = (template.get("metadata") or {}).get("labels")
     if selector is not None and selectors.is_valid(selector) and not selectors.is_empty(selector) and \
             not selectors.matches(selector, labels):
-        causes.append(invalid("spec.template.metadata.labels", Raw(go_string_map(labels)),
+        causes.append(invalid(f"{path}.template.metadata.labels", Raw(go_string_map(labels)),
                               "`selector` does not match template `labels`"))
-    causes.extend(validate_pod_template(template, "spec.template"))
+    causes.extend(validate_pod_template(template, f"{path}.template"))
     restart = (template.get("spec") or {}).get("restartPolicy") or ""
     if restart not in JOB_RESTART_POLICIES:
-        causes.append(not_supported("spec.template.spec.restartPolicy", restart, JOB_RESTART_POLICIES))
+        causes.append(not_supported(f"{path}.template.spec.restartPolicy", restart, JOB_RESTART_POLICIES))
     return causes
 
 

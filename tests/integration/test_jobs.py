@@ -1,7 +1,9 @@
 """Jobs end to end on `kubelab up --nodes 1` (real etcd, apiserver, controller-manager, scheduler and kubelet): the
 real kubectl 1.32 creates, waits for, reads, describes and deletes Jobs whose pods really run; a failing Job
 reaches its backoffLimit, an Indexed Job hands each pod its index, the apiserver refuses what ValidateJob refuses,
-and the official Python client's BatchV1Api reads and writes them. kubectl 1.27 and 1.33 read the table too."""
+and the official Python client's BatchV1Api reads and writes them. kubectl create cronjob, get cj and create job
+--from=cronjob work (the schedule itself is tested with a movable clock in the unit tests, to wait for no minute).
+kubectl 1.27 and 1.33 read the table too."""
 
 from __future__ import annotations
 
@@ -148,6 +150,31 @@ def test_python_client_batch_v1(cluster: str) -> None:
         assert any(c.type == "Complete" and c.status == "True" for c in done.status.conditions)
         assert "py" in [j.metadata.name for j in batch.list_namespaced_job("default").items]
         batch.delete_namespaced_job("py", "default", propagation_policy="Background")
+        cron = k8s.V1CronJob(metadata=k8s.V1ObjectMeta(name="pycron"), spec=k8s.V1CronJobSpec(
+            schedule="@yearly", time_zone="Asia/Shanghai", job_template=k8s.V1JobTemplateSpec(spec=body.spec)))
+        stored = batch.create_namespaced_cron_job("default", cron)
+        assert stored.spec.concurrency_policy == "Allow" and stored.spec.successful_jobs_history_limit == 3
+        assert [c.metadata.name for c in batch.list_namespaced_cron_job("default").items] == ["pycron"]
+        batch.delete_namespaced_cron_job("pycron", "default")
+
+
+def test_cronjob_create_get_and_job_from_it(kc: Kubectl) -> None:
+    assert kc("create", "cronjob", "hello", "--image=busybox", "--schedule=0 0 1 1 *", "--", "sh", "-c",
+              "echo hello from cron").stdout.strip() == "cronjob.batch/hello created"
+    out = kc("get", "cj").stdout
+    assert out.split()[:8] == ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "SCHEDULE", "AGE"]
+    assert rows(out)[0][:10] == ["hello", "0", "0", "1", "1", "*", "<none>", "False", "0", "<none>"]
+    assert kc("create", "job", "manual", "--from=cronjob/hello").stdout.strip() == "job.batch/manual created"
+    kc("wait", "--for=condition=complete", "job/manual", "--timeout=60s")
+    assert kc("logs", "job/manual").stdout == "hello from cron\n"
+    job = json.loads(kc("get", "job", "manual", "-o", "json").stdout)
+    assert job["metadata"]["annotations"] == {"cronjob.kubernetes.io/instantiate": "manual"}
+    assert [(r["kind"], r["name"]) for r in job["metadata"]["ownerReferences"]] == [("CronJob", "hello")]
+    assert "Schedule:                      0 0 1 1 *" in kc("describe", "cronjob", "hello").stdout
+    refused = kc("create", "cronjob", "bad", "--image=busybox", "--schedule=61 * * * *", check=False)
+    assert 'spec.schedule: Invalid value: "61 * * * *": end of range (61) above maximum (59): 61' in refused.stderr
+    kc("delete", "cronjob", "hello")  # its Jobs go with it
+    wait_for(lambda: "manual" not in kc("get", "jobs").stdout, what="the CronJob's Job deleted")
 
 
 @pytest.mark.parametrize("version", ["1.27", "1.33"])

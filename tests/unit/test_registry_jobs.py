@@ -1,5 +1,6 @@
 """Jobs: SetDefaults_Job, the generated selector and labels, ValidateJob's causes, the immutable template, the
-NAME STATUS COMPLETIONS DURATION AGE table, and the protobuf body kubectl sends."""
+NAME STATUS COMPLETIONS DURATION AGE table, and the protobuf body kubectl sends; CronJobs' defaults, ValidateCronJob
+and table."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from apiserver.protobuf.kinds import message_type
+from apiserver.registry.cronjobs import CronJobStrategy
 from apiserver.registry.jobs import JobStrategy, completions_cell, duration_cell, job_status
 
 JOB = JobStrategy()
@@ -113,3 +115,31 @@ def test_table_cells() -> None:
 def test_protobuf_kind_and_field_selector() -> None:
     assert message_type("batch/v1", "Job").DESCRIPTOR.full_name == "k8s.io.api.batch.v1.Job"
     assert JOB.selectable_fields(created())["status.successful"] == "0"
+
+
+def test_cronjob_defaults_validation_and_table() -> None:
+    cj = CronJobStrategy()
+    obj: dict[str, Any] = {"metadata": {"name": "hello", "namespace": "default", "creationTimestamp": None},
+                           "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": job()["spec"]}}}
+    cj.prepare_for_create(obj)
+    spec = obj["spec"]
+    assert (spec["concurrencyPolicy"], spec["suspend"], spec["successfulJobsHistoryLimit"],
+            spec["failedJobsHistoryLimit"]) == ("Allow", False, 3, 1)
+    assert "backoffLimit" not in spec["jobTemplate"]["spec"]  # each Job is defaulted when it is created
+    assert cj.validate(obj) == []
+    assert cj.row(obj)[:6] == ["hello", "*/5 * * * *", "<none>", "False", 0, "<none>"]
+    bad = copy.deepcopy(obj)
+    bad["metadata"]["name"] = "x" * 53
+    bad["spec"].update(schedule="TZ=UTC 61 * * * *", timeZone="Mars/Olympus", concurrencyPolicy="Sometimes")
+    bad["spec"]["jobTemplate"]["spec"]["manualSelector"] = True
+    assert [f"{c.field}: {c.message}" for c in cj.validate(bad)] == [
+        f'metadata.name: Invalid value: "{"x" * 53}": must be no more than 52 characters',
+        'spec.schedule: Invalid value: "TZ=UTC 61 * * * *": expected exactly 5 fields, found 6: '
+        '[TZ=UTC 61 * * * *]',
+        'spec.schedule: Invalid value: "TZ=UTC 61 * * * *": cannot use both timeZone field and TZ or CRON_TZ in '
+        'schedule',
+        'spec.timeZone: Invalid value: "Mars/Olympus": unknown time zone Mars/Olympus',
+        'spec.concurrencyPolicy: Unsupported value: "Sometimes": supported values: "Allow", "Forbid", "Replace"',
+        'spec.jobTemplate.spec.manualSelector: Unsupported value: true: supported values: "nil", "false"',
+    ]
+    assert message_type("batch/v1", "CronJob").DESCRIPTOR.full_name == "k8s.io.api.batch.v1.CronJob"

@@ -48,6 +48,7 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("apps", "deployments", "Deployment", True, ("deploy",), ("all",)),
         ("apps", "replicasets", "ReplicaSet", True, ("rs",), ("all",)),
         ("batch", "jobs", "Job", True, (), ("all",)),
+        ("batch", "cronjobs", "CronJob", True, ("cj",), ("all",)),
         ("coordination.k8s.io", "leases", "Lease", True, (), ()),
         ("discovery.k8s.io", "endpointslices", "EndpointSlice", True, (), ()),
         ("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview", False, (), ()),
@@ -57,9 +58,10 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", False, (), ()),
     }
     generations = {s.resource for s in all_strategies() if s.bumps_generation}
-    assert generations == {"replicationcontrollers", "replicasets", "deployments", "jobs", "endpointslices"}
+    assert generations == {"replicationcontrollers", "replicasets", "deployments", "jobs", "cronjobs",
+                           "endpointslices"}
     assert {s.resource for s in all_strategies() if "scale" in s.subresources} == \
-        generations - {"endpointslices", "jobs"}
+        generations - {"endpointslices", "jobs", "cronjobs"}
 
 
 def test_metadata_names_follow_each_resources_rule() -> None:
