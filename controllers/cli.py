@@ -73,6 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ReplicationControllers synced concurrently (default: 5)")
     g.add_argument("--concurrent-deployment-syncs", type=int, default=5,
                    help="Deployments synced concurrently (default: 5)")
+    g.add_argument("--concurrent-job-syncs", type=int, default=5,
+                   help="Jobs synced concurrently (default: 5)")
+    g.add_argument("--job-pod-failure-backoff", type=duration, default=10.0,
+                   help="kubelab: the first wait before a failed Job pod is replaced, doubled per failure up to 6m "
+                        "(kube-controller-manager's fixed 10s; shorter for tests) (default: 10s)")
+    g.add_argument("--concurrent-cron-job-syncs", type=int, default=5,
+                   help="CronJobs synced concurrently (default: 5)")
+    g.add_argument("--concurrent-ttl-after-finished-syncs", type=int, default=5,
+                   help="finished Jobs checked for their TTL concurrently (default: 5)")
     g.add_argument("--concurrent-gc-syncs", type=int, default=20,
                    help="garbage collector workers (default: 20)")
     g.add_argument("--concurrent-namespace-syncs", type=int, default=10,

@@ -29,9 +29,11 @@ from apimachinery.errors import NotFound
 from apimachinery.meta import Object
 from kubeclient import (
     CONFIG_MAPS,
+    CRON_JOBS,
     DEPLOYMENTS,
     ENDPOINT_SLICES,
     ENDPOINTS,
+    JOBS,
     LEASES,
     NODES,
     PODS,
@@ -53,8 +55,8 @@ log = logging.getLogger(__name__)
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 OWNER_UID_INDEX = "ownerUID"
-MONITORED: tuple[Resource, ...] = (PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, DEPLOYMENTS, SERVICES, CONFIG_MAPS,
-                                   LEASES, NODES, ENDPOINTS, ENDPOINT_SLICES)
+MONITORED: tuple[Resource, ...] = (PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, DEPLOYMENTS, JOBS, CRON_JOBS,
+                                   SERVICES, CONFIG_MAPS, LEASES, NODES, ENDPOINTS, ENDPOINT_SLICES)
 
 
 def owner_uid_index(obj: Object) -> list[str]:

@@ -114,11 +114,32 @@ def _disruption(ctx: Context) -> Controller:
     return DisruptionController(ctx.clientset, ctx.factory)
 
 
+def _job(ctx: Context) -> Controller:
+    from controllers.job import JobController
+    o = ctx.options
+    return JobController(ctx.clientset, ctx.factory, workers=o.concurrent_job_syncs,
+                         backoff_base=o.job_pod_failure_backoff)
+
+
+def _ttlafterfinished(ctx: Context) -> Controller:
+    from controllers.ttlafterfinished import TTLAfterFinishedController
+    workers = ctx.options.concurrent_ttl_after_finished_syncs
+    return TTLAfterFinishedController(ctx.clientset, ctx.factory, workers=workers)
+
+
+def _cronjob(ctx: Context) -> Controller:
+    from controllers.cronjob import CronJobController
+    return CronJobController(ctx.clientset, ctx.factory, workers=ctx.options.concurrent_cron_job_syncs)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
     "replicaset-controller": (("replicaset",), _replicaset),
     "deployment-controller": (("deployment",), _deployment),
+    "job-controller": (("job",), _job),
+    "cronjob-controller": (("cronjob",), _cronjob),
+    "ttl-after-finished-controller": (("ttl-after-finished",), _ttlafterfinished),
     "node-lifecycle-controller": (("nodelifecycle",), _nodelifecycle),
     "taint-eviction-controller": ((), _tainteviction),
     "pod-garbage-collector-controller": (("podgc",), _podgc),

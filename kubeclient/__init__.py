@@ -42,10 +42,12 @@ from kubeclient.informer import (
 from kubeclient.leaderelection import LeaderElector
 from kubeclient.resources import (
     CONFIG_MAPS,
+    CRON_JOBS,
     DEPLOYMENTS,
     ENDPOINT_SLICES,
     ENDPOINTS,
     EVENTS,
+    JOBS,
     LEASES,
     NAMESPACES,
     NODES,
@@ -76,8 +78,8 @@ from kubeclient.workqueue import (
 )
 
 __all__ = [
-    "CONFIG_MAPS", "DEPLOYMENTS", "ENDPOINTS", "ENDPOINT_SLICES", "EVENTS", "LEASES", "NAMESPACES", "NAMESPACE_INDEX",
-    "NODES", "NODE_NAME_INDEX",
+    "CONFIG_MAPS", "CRON_JOBS", "DEPLOYMENTS", "ENDPOINTS", "ENDPOINT_SLICES", "EVENTS", "JOBS", "LEASES",
+    "NAMESPACES", "NAMESPACE_INDEX", "NODES", "NODE_NAME_INDEX",
     "PATCH_CONTENT_TYPES", "POD_DISRUPTION_BUDGETS", "PODS", "REAL_CLOCK", "REPLICATION_CONTROLLERS", "REPLICA_SETS",
     "RESOURCES", "SECRETS",
     "SERVICE_ACCOUNTS", "SERVICES",

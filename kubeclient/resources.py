@@ -76,6 +76,8 @@ SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
 ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints", True)
 REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True, frozenset({"status", "scale"}))
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True, frozenset({"status", "scale"}))
+JOBS = Resource("batch", "v1", "jobs", "Job", True, frozenset({"status"}))
+CRON_JOBS = Resource("batch", "v1", "cronjobs", "CronJob", True, frozenset({"status"}))
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True)
 POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True,
@@ -83,7 +85,7 @@ POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDi
 
 RESOURCES: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, REPLICATION_CONTROLLERS, SERVICES, CONFIG_MAPS, SECRETS, SERVICE_ACCOUNTS,
-    ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, LEASES, ENDPOINT_SLICES, POD_DISRUPTION_BUDGETS,
+    ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, JOBS, CRON_JOBS, LEASES, ENDPOINT_SLICES, POD_DISRUPTION_BUDGETS,
 )
 
 _BY_NAME: dict[str, Resource] = {}

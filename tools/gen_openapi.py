@@ -18,6 +18,7 @@ What the client cannot tell lives in the tables below, one table per fact:
 * ``LEAF_TYPES``: Go types the client flattens to ``str``/``datetime``/``object`` (Quantity, MicroTime, FieldsV1 …);
 * ``REF_DESCRIPTIONS``: descriptions of fields whose type is another object (the client's generator drops them);
 * ``PATCH_STRATEGIES``: ``x-kubernetes-patch-strategy`` / ``-merge-key`` (``kubectl apply`` diffs lists with them).
+* ``NEWER_THAN_SERVED``: fields the client has from releases after v1.32 (their types would drag alpha APIs in).
 * ``METRICS_DEFINITIONS``: ``metrics.k8s.io/v1beta1`` (NodeMetrics, PodMetrics), which the client has no models
   for: written out as metrics-server publishes them; their operations reuse the core nodes/pods list and read
   operations' parameters (``metrics_operations``).
@@ -97,7 +98,8 @@ class Subresource:
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 GROUP_VERSIONS = (("", "v1"), ("apps", "v1"), ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
-                  ("autoscaling", "v1"), ("coordination.k8s.io", "v1"), ("discovery.k8s.io", "v1"), ("policy", "v1"))
+                  ("autoscaling", "v1"), ("batch", "v1"), ("coordination.k8s.io", "v1"), ("discovery.k8s.io", "v1"),
+                  ("policy", "v1"))
 RESOURCES = (
     Resource("", "v1", "Binding", "bindings", True, ("create",)),
     Resource("", "v1", "ConfigMap", "configmaps", True, ALL_VERBS),
@@ -122,6 +124,8 @@ RESOURCES = (
     Resource("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", False,
              ("create",)),
     Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False, ("create",)),
+    Resource("batch", "v1", "CronJob", "cronjobs", True, ALL_VERBS, ("status",)),
+    Resource("batch", "v1", "Job", "jobs", True, ALL_VERBS, ("status",)),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, ALL_VERBS),
     Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ALL_VERBS, ("status",)),
@@ -321,6 +325,9 @@ REF_DESCRIPTIONS: dict[tuple[str, str], str] = {
                              "any schema except that defined by the reason type.",
 }
 
+# Fields the Python client has from Kubernetes releases after v1.32, left out of the v1.32 document.
+NEWER_THAN_SERVED: frozenset[tuple[str, str]] = frozenset({("V1JobSpec", "scheduling")})
+
 # Go struct tags ``patchStrategy``/``patchMergeKey``: (model, json field) -> (strategy, merge key or "").
 PATCH_STRATEGIES: dict[tuple[str, str], tuple[str, str]] = {
     ("V1Container", "env"): ("merge", "name"),
@@ -333,6 +340,7 @@ PATCH_STRATEGIES: dict[tuple[str, str], tuple[str, str]] = {
     ("V1EphemeralContainer", "volumeMounts"): ("merge", "mountPath"),
     ("V1DeploymentSpec", "strategy"): ("retainKeys", ""),
     ("V1DeploymentStatus", "conditions"): ("merge", "type"),
+    ("V1JobStatus", "conditions"): ("merge", "type"),
     ("V1NamespaceStatus", "conditions"): ("merge", "type"),
     ("V1NodeSpec", "podCIDRs"): ("merge", ""),
     ("V1NodeStatus", "addresses"): ("merge", "type"),
@@ -380,6 +388,13 @@ def model_class(name: str) -> type[Any]:
     return cls
 
 
+def served_fields(name: str) -> dict[str, str]:
+    """A model's ``openapi_types`` without the fields ``NEWER_THAN_SERVED`` names."""
+    cls = model_class(name)
+    return {attr: t for attr, t in cls.openapi_types.items()
+            if (name, cls.attribute_map[attr]) not in NEWER_THAN_SERVED}
+
+
 def referenced_models(type_string: str) -> list[str]:
     """Model names inside an ``openapi_types`` entry such as ``List[V1Container]`` or ``Dict[str, str]``."""
     return [t for t in re.findall(r"[A-Za-z_]\w*", type_string)
@@ -405,7 +420,7 @@ class Definitions:
                 if name in self.package and name != model:
                     continue
                 self.package.setdefault(name, package)
-                for t in model_class(name).openapi_types.values():
+                for t in served_fields(name).values():
                     stack.extend(r for r in referenced_models(t) if r not in self.package)
         self.reachable = self._closure([m for m, _ in roots])
         names = [self.name(m) for m in self.reachable]
@@ -418,7 +433,7 @@ class Definitions:
             name = stack.pop()
             if name not in seen:
                 seen[name] = None
-                for t in model_class(name).openapi_types.values():
+                for t in served_fields(name).values():
                     stack.extend(referenced_models(t))
         return sorted(seen)
 
@@ -438,7 +453,7 @@ class Definitions:
         properties: dict[str, Schema] = {}
         required: list[str] = []
         fields = {field.serialization_alias or attr: field for attr, field in cls.model_fields.items()}
-        for attr, type_string in cls.openapi_types.items():
+        for attr, type_string in served_fields(model).items():
             json_name = cls.attribute_map[attr]
             field = fields[json_name]
             properties[json_name] = self.property(model, json_name, type_string, field.annotation,

@@ -35,6 +35,7 @@ _META = "k8s.io.apimachinery.pkg.apis.meta.v1"
 _CORE = "k8s.io.api.core.v1"
 _APPS = "k8s.io.api.apps.v1"
 _DISCOVERY = "k8s.io.api.discovery.v1"
+_BATCH = "k8s.io.api.batch.v1"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -228,6 +229,15 @@ KEEP_ZERO: frozenset[tuple[str, str]] = frozenset(
     | _fields(f"{_APPS}.StatefulSetSpec", "replicas", "revisionHistoryLimit")
     | _fields(f"{_APPS}.StatefulSetStatus", "collisionCount")
     | _fields(f"{_APPS}.RollingUpdateStatefulSetStrategy", "partition")
+    # batch/v1
+    | _fields(f"{_BATCH}.JobSpec", "parallelism", "completions", "activeDeadlineSeconds", "backoffLimit",
+              "backoffLimitPerIndex", "maxFailedIndexes", "manualSelector", "ttlSecondsAfterFinished",
+              "completionMode", "suspend", "podReplacementPolicy", "managedBy")
+    | _fields(f"{_BATCH}.JobStatus", "terminating", "failedIndexes", "ready")
+    | _fields(f"{_BATCH}.PodFailurePolicyOnExitCodesRequirement", "containerName")
+    | _fields(f"{_BATCH}.SuccessPolicyRule", "succeededIndexes", "succeededCount")
+    | _fields(f"{_BATCH}.CronJobSpec", "timeZone", "startingDeadlineSeconds", "suspend", "successfulJobsHistoryLimit",
+              "failedJobsHistoryLimit")
     # coordination/v1, policy/v1, autoscaling/v1
     | _fields("k8s.io.api.coordination.v1.LeaseSpec", "holderIdentity", "leaseDurationSeconds", "leaseTransitions",
               "strategy", "preferredHolder")

@@ -16,6 +16,7 @@ from .gen.k8s_io.api.apps.v1 import generated_pb2 as appsv1
 from .gen.k8s_io.api.authentication.v1 import generated_pb2 as authenticationv1
 from .gen.k8s_io.api.authorization.v1 import generated_pb2 as authorizationv1
 from .gen.k8s_io.api.autoscaling.v1 import generated_pb2 as autoscalingv1
+from .gen.k8s_io.api.batch.v1 import generated_pb2 as batchv1
 from .gen.k8s_io.api.coordination.v1 import generated_pb2 as coordinationv1
 from .gen.k8s_io.api.core.v1 import generated_pb2 as corev1
 from .gen.k8s_io.api.discovery.v1 import generated_pb2 as discoveryv1
@@ -36,6 +37,8 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("v1", "Binding"): corev1.Binding,
     ("apps/v1", "Deployment"): appsv1.Deployment,
     ("apps/v1", "ReplicaSet"): appsv1.ReplicaSet,
+    ("batch/v1", "Job"): batchv1.Job,
+    ("batch/v1", "CronJob"): batchv1.CronJob,
     ("coordination.k8s.io/v1", "Lease"): coordinationv1.Lease,
     ("discovery.k8s.io/v1", "EndpointSlice"): discoveryv1.EndpointSlice,
     ("policy/v1", "Eviction"): policyv1.Eviction,

@@ -20,10 +20,12 @@ from apiserver.registry.accessreviews import (
     SubjectAccessReviewStrategy,
 )
 from apiserver.registry.configmaps import ConfigMapStrategy
+from apiserver.registry.cronjobs import CronJobStrategy
 from apiserver.registry.deployments import DeploymentStrategy
 from apiserver.registry.endpoints import EndpointsStrategy
 from apiserver.registry.endpointslices import EndpointSliceStrategy
 from apiserver.registry.events import EventStrategy
+from apiserver.registry.jobs import JobStrategy
 from apiserver.registry.leases import LeaseStrategy
 from apiserver.registry.namespaces import NamespaceStrategy
 from apiserver.registry.nodes import NodeStrategy
@@ -53,6 +55,8 @@ def all_strategies() -> list[Strategy]:
         EventStrategy(),
         DeploymentStrategy(),
         ReplicaSetStrategy(),
+        JobStrategy(),
+        CronJobStrategy(),
         LeaseStrategy(),
         EndpointSliceStrategy(),
         PodDisruptionBudgetStrategy(),

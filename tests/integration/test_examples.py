@@ -23,7 +23,8 @@ WALKTHROUGH = (ROOT / "docs" / "walkthrough.md").read_text()
 # kind → (API prefix, resource, the resource kubectl names in its messages)
 PATHS = {"Pod": ("/api/v1", "pods", "pod"),
          "ReplicationController": ("/api/v1", "replicationcontrollers", "replicationcontroller"),
-         "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", "poddisruptionbudget.policy")}
+         "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", "poddisruptionbudget.policy"),
+         "Job": ("/apis/batch/v1", "jobs", "job.batch")}
 
 
 def load(path: Path) -> dict[str, Any]:

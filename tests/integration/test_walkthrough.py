@@ -267,6 +267,12 @@ NODES = ("node01", "node02", "node03")
 ALL_READY = shows(lambda rows: all(node_status(rows).get(n) == "Ready" for n in NODES))
 
 
+def job_pods_deleted(shell: Shell, line: str, result: Result) -> None:
+    """The garbage collector deletes a deleted Job's pods (kubectl's default propagation is background)."""
+    pods = "kubectl get pods -l job-name=count"
+    eventually(shell, pods, shell.run(pods), lambda out: "count-" not in out, timeout=60)
+
+
 def web_nodes(shell: Shell, result: Result) -> set[str]:
     return {r["NODE"] for r in running(table(result.stdout), "web-")}
 
@@ -385,6 +391,13 @@ CHECKS: dict[str, list[Check]] = {
     "kubectl get pod job-failed -o jsonpath='{.status.phase} {.status.containerStatuses[0].state.terminated.exitCode}'":
         [shows_text(lambda out: out == "Failed 3")],
     "kubectl describe pod too-big": [shows_text(lambda out: "FailedScheduling" in out and "Insufficient cpu" in out)],
+    "kubectl apply -f examples/05-phases/job-count.yaml": [prints("job.batch/count created")],
+    "kubectl wait --for=condition=complete job/count --timeout=90s": [prints("job.batch/count condition met")],
+    "kubectl get job count": [shows(lambda rows: [rows[0]["STATUS"], rows[0]["COMPLETIONS"]] == ["Complete", "4/4"])],
+    "kubectl get pods -l job-name=count": [shows(lambda rows: [r["STATUS"] for r in rows] == ["Completed"] * 4)],
+    "kubectl logs job/count": [prints("one piece of work done")],
+    "kubectl describe job count": [prints("4 Succeeded / 0 Failed", "SuccessfulCreate", "Completed")],
+    "kubectl delete job count": [both(prints('job.batch "count" deleted'), job_pods_deleted)],
     "kubectl apply -f examples/05-phases/pod-unreachable-10s.yaml": [prints("pod/short-fuse created")],
     "kubelab explain pod too-big": [prints("Unschedulable", "3 Insufficient cpu", "Nearest node: node0", "lacks")],
     "kubectl get pod short-fuse -o wide": [shows(lambda rows: on(rows, "short-fuse") == "node03")],

@@ -47,6 +47,8 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("", "events", "Event", True, ("ev",), ()),
         ("apps", "deployments", "Deployment", True, ("deploy",), ("all",)),
         ("apps", "replicasets", "ReplicaSet", True, ("rs",), ("all",)),
+        ("batch", "jobs", "Job", True, (), ("all",)),
+        ("batch", "cronjobs", "CronJob", True, ("cj",), ("all",)),
         ("coordination.k8s.io", "leases", "Lease", True, (), ()),
         ("discovery.k8s.io", "endpointslices", "EndpointSlice", True, (), ()),
         ("policy", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), ()),
@@ -57,10 +59,10 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", False, (), ()),
     }
     generations = {s.resource for s in all_strategies() if s.bumps_generation}
-    assert generations == {"replicationcontrollers", "replicasets", "deployments", "endpointslices",
-                           "poddisruptionbudgets"}
+    assert generations == {"replicationcontrollers", "replicasets", "deployments", "jobs", "cronjobs",
+                           "endpointslices", "poddisruptionbudgets"}
     assert {s.resource for s in all_strategies() if "scale" in s.subresources} == \
-        generations - {"endpointslices", "poddisruptionbudgets"}
+        generations - {"endpointslices", "jobs", "cronjobs", "poddisruptionbudgets"}
 
 
 def test_metadata_names_follow_each_resources_rule() -> None:
