@@ -29,6 +29,7 @@ from apimachinery.errors import NotFound
 from apimachinery.meta import Object
 from kubeclient import (
     CONFIG_MAPS,
+    DAEMON_SETS,
     DEPLOYMENTS,
     ENDPOINT_SLICES,
     ENDPOINTS,
@@ -54,7 +55,7 @@ ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 OWNER_UID_INDEX = "ownerUID"
 MONITORED: tuple[Resource, ...] = (PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, DEPLOYMENTS, SERVICES, CONFIG_MAPS,
-                                   LEASES, NODES, ENDPOINTS, ENDPOINT_SLICES)
+                                   LEASES, NODES, ENDPOINTS, ENDPOINT_SLICES, DAEMON_SETS)
 
 
 def owner_uid_index(obj: Object) -> list[str]:

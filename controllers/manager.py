@@ -109,11 +109,17 @@ def _endpointslicemirroring(ctx: Context) -> Controller:
                                             workers=ctx.options.mirroring_concurrent_service_endpoint_syncs)
 
 
+def _daemonset(ctx: Context) -> Controller:
+    from controllers.daemonset import DaemonSetController
+    return DaemonSetController(ctx.clientset, ctx.factory, workers=ctx.options.concurrent_daemonset_syncs)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
     "replicaset-controller": (("replicaset",), _replicaset),
     "deployment-controller": (("deployment",), _deployment),
+    "daemonset-controller": (("daemonset",), _daemonset),
     "node-lifecycle-controller": (("nodelifecycle",), _nodelifecycle),
     "taint-eviction-controller": ((), _tainteviction),
     "pod-garbage-collector-controller": (("podgc",), _podgc),

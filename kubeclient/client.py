@@ -212,6 +212,7 @@ class Clientset:
         self.service_accounts = ResourceClient(rest, r.SERVICE_ACCOUNTS)
         self.endpoints = ResourceClient(rest, r.ENDPOINTS)
         self.endpoint_slices = ResourceClient(rest, r.ENDPOINT_SLICES)
+        self.daemon_sets = ResourceClient(rest, r.DAEMON_SETS)
         self._by_resource: dict[Resource, ResourceClient] = {
             c.resource: c for c in vars(self).values() if isinstance(c, ResourceClient)
         }

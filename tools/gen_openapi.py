@@ -112,6 +112,7 @@ RESOURCES = (
     Resource("", "v1", "Secret", "secrets", True, ALL_VERBS),
     Resource("", "v1", "Service", "services", True, ALL_VERBS, ("status",)),
     Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ALL_VERBS),
+    Resource("apps", "v1", "DaemonSet", "daemonsets", True, ALL_VERBS, ("status",)),
     Resource("apps", "v1", "Deployment", "deployments", True, ALL_VERBS, ("scale", "status")),
     Resource("apps", "v1", "ReplicaSet", "replicasets", True, ALL_VERBS, ("scale", "status")),
     Resource("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False, ("create",)),

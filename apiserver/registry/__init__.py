@@ -20,6 +20,7 @@ from apiserver.registry.accessreviews import (
     SubjectAccessReviewStrategy,
 )
 from apiserver.registry.configmaps import ConfigMapStrategy
+from apiserver.registry.daemonsets import DaemonSetStrategy
 from apiserver.registry.deployments import DeploymentStrategy
 from apiserver.registry.endpoints import EndpointsStrategy
 from apiserver.registry.endpointslices import EndpointSliceStrategy
@@ -51,6 +52,7 @@ def all_strategies() -> list[Strategy]:
         EndpointsStrategy(),
         EventStrategy(),
         DeploymentStrategy(),
+        DaemonSetStrategy(),
         ReplicaSetStrategy(),
         LeaseStrategy(),
         EndpointSliceStrategy(),

@@ -151,38 +151,38 @@ def _validate_strategy(strategy: Mapping[str, Any], path: str) -> list[Cause]:
 
 def _validate_rolling_update(rolling: Mapping[str, Any], path: str) -> list[Cause]:
     unavailable, surge = rolling.get("maxUnavailable"), rolling.get("maxSurge")
-    causes = _validate_int_or_percent(unavailable, f"{path}.maxUnavailable")
-    causes.extend(_validate_int_or_percent(surge, f"{path}.maxSurge"))
-    if _int_or_percent_value(unavailable) == 0 and _int_or_percent_value(surge) == 0:
-        causes.append(invalid(f"{path}.maxUnavailable", Raw(_go_int_or_string(unavailable)),
+    causes = validate_int_or_percent(unavailable, f"{path}.maxUnavailable")
+    causes.extend(validate_int_or_percent(surge, f"{path}.maxSurge"))
+    if int_or_percent_value(unavailable) == 0 and int_or_percent_value(surge) == 0:
+        causes.append(invalid(f"{path}.maxUnavailable", Raw(go_int_or_string(unavailable)),
                               "may not be 0 when `maxSurge` is 0"))
-    percent = _percent(unavailable)
+    percent = percent_value(unavailable)
     if percent is not None and percent > 100:
-        causes.append(invalid(f"{path}.maxUnavailable", Raw(_go_int_or_string(unavailable)),
+        causes.append(invalid(f"{path}.maxUnavailable", Raw(go_int_or_string(unavailable)),
                               "must not be greater than 100%"))
     return causes
 
 
-def _validate_int_or_percent(value: Any, path: str) -> list[Cause]:
+def validate_int_or_percent(value: Any, path: str) -> list[Cause]:
     if isinstance(value, str):
-        return [invalid(path, Raw(_go_int_or_string(value)), msg) for msg in is_valid_percent(value)]
+        return [invalid(path, Raw(go_int_or_string(value)), msg) for msg in is_valid_percent(value)]
     return validate_nonnegative(int(value or 0), path)
 
 
-def _percent(value: Any) -> int | None:
+def percent_value(value: Any) -> int | None:
     if isinstance(value, str) and re.fullmatch(r"[0-9]+%", value):
         return int(value[:-1])
     return None
 
 
-def _int_or_percent_value(value: Any) -> int:
-    percent = _percent(value)
+def int_or_percent_value(value: Any) -> int:
+    percent = percent_value(value)
     if percent is not None:
         return percent
     return value if isinstance(value, int) else 0
 
 
-def _go_int_or_string(value: Any) -> str:
+def go_int_or_string(value: Any) -> str:
     """``%#v`` of an ``intstr.IntOrString``."""
     if isinstance(value, str):
         return f'intstr.IntOrString{{Type:1, IntVal:0, StrVal:{go_quote(value)}}}'

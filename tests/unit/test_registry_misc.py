@@ -46,6 +46,7 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("", "endpoints", "Endpoints", True, ("ep",), ()),
         ("", "events", "Event", True, ("ev",), ()),
         ("apps", "deployments", "Deployment", True, ("deploy",), ("all",)),
+        ("apps", "daemonsets", "DaemonSet", True, ("ds",), ("all",)),
         ("apps", "replicasets", "ReplicaSet", True, ("rs",), ("all",)),
         ("coordination.k8s.io", "leases", "Lease", True, (), ()),
         ("discovery.k8s.io", "endpointslices", "EndpointSlice", True, (), ()),
@@ -56,8 +57,9 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", False, (), ()),
     }
     generations = {s.resource for s in all_strategies() if s.bumps_generation}
-    assert generations == {"replicationcontrollers", "replicasets", "deployments", "endpointslices"}
-    assert {s.resource for s in all_strategies() if "scale" in s.subresources} == generations - {"endpointslices"}
+    assert generations == {"replicationcontrollers", "replicasets", "deployments", "daemonsets", "endpointslices"}
+    assert {s.resource for s in all_strategies() if "scale" in s.subresources} == generations - {"daemonsets",
+                                                                                               "endpointslices"}
 
 
 def test_metadata_names_follow_each_resources_rule() -> None:
