@@ -2,18 +2,21 @@
 
 One ``sync(key)``, idempotent, from the informer caches:
 
-1. The DaemonSet is gone → forget its expectations.  Otherwise claim its pods (``controllerref``) and group
-   them by the node they are for (``daemonutil.target_node``: ``nodeName`` or the node-affinity binding).
-2. Only when its expectations are satisfied and it is not being deleted, per node
-   (``daemonutil.node_should_run``): create the missing pod; delete failed pods and all but the oldest of
-   several; delete the pods of nodes that may no longer run it (an untolerated NoExecute taint, changed labels)
-   and of nodes that are gone.  Then, for ``RollingUpdate``, one step of ``daemonutil.pods_to_replace``
-   (``OnDelete`` leaves old pods until someone deletes them).
-3. Compute the status with the pure ``daemonutil.calculate_status`` and write it only when it changed.
+1. The DaemonSet is gone → forget its expectations; being deleted → nothing (the garbage collector takes its pods
+   and revisions).  Otherwise claim its pods (``controllerref``) and group them by the node they are for
+   (``daemonutil.target_node``: ``nodeName`` or the node-affinity binding), and find or make the current
+   ControllerRevision (``daemonhistory``), whose hash new pods carry.
+2. Only when its expectations are satisfied, per node (``daemonutil.node_should_run``): create the missing pod;
+   delete failed pods and all but the oldest of several; delete the pods of nodes that may no longer run it (an
+   untolerated NoExecute taint, changed labels) and of nodes that are gone.  When there is nothing of that to do
+   and the strategy is ``RollingUpdate``, one step of ``daemonutil.pods_to_replace`` (``OnDelete`` leaves old
+   pods until someone deletes them).  Then old revisions beyond ``revisionHistoryLimit`` go.
+3. Compute the status with the pure ``daemonutil.calculate_status`` (``observedGeneration`` only once the
+   controller acted on that generation) and write it only when it changed.
 
 Node events enqueue every DaemonSet (a node's labels, taints or existence decide where daemons run); pod
-events enqueue the owning DaemonSet and note expectations, as the ReplicaSet controller does.  The
-``controller-revision-hash`` is the template's hash; ControllerRevision objects are not kept (see the README).
+events enqueue the owning DaemonSet and note expectations, as the ReplicaSet controller does; revision events
+enqueue their DaemonSet, so a deleted current revision comes back.
 """
 
 from __future__ import annotations
@@ -26,12 +29,12 @@ from typing import Any
 from apimachinery.errors import Conflict, StatusError
 from apimachinery.labels import Selector, selector_from_label_selector
 from apimachinery.meta import Object
-from kubeclient import DAEMON_SETS, NODES, PODS, Clientset, EventRecorder, InformerFactory
+from kubeclient import CONTROLLER_REVISIONS, DAEMON_SETS, NODES, PODS, Clientset, EventRecorder, InformerFactory
 
 from controllers import daemonutil
 from controllers.base import Controller, key_of, unwrap
-from controllers.controllerref import ControllerRefManager
-from controllers.deployment.util import compute_hash
+from controllers.controllerref import ControllerRefManager, controller_uid
+from controllers.daemonhistory import HASH_LABEL, History
 from controllers.expectations import Expectations
 from controllers.podcontrol import PodControl, slow_start_batch
 from controllers.podutil import controller_ref, meta, now_utc
@@ -58,11 +61,15 @@ class DaemonSetController(Controller):
         self.ds_informer = factory.informer(DAEMON_SETS)
         self.pod_informer = factory.informer(PODS)
         self.node_informer = factory.informer(NODES)
-        self.informers = [self.ds_informer, self.pod_informer, self.node_informer]
+        self.revision_informer = factory.informer(CONTROLLER_REVISIONS)
+        self.history = History(clientset)
+        self.informers = [self.ds_informer, self.pod_informer, self.node_informer, self.revision_informer]
         self.ds_informer.add_event_handler(self.enqueue, lambda old, new: self.enqueue(new), self._delete_ds)
         self.pod_informer.add_event_handler(self._add_pod, self._update_pod, self._delete_pod)
         self.node_informer.add_event_handler(lambda node: self._enqueue_all(), self._update_node,
                                              lambda node: self._enqueue_all())
+        self.revision_informer.add_event_handler(self._revision_changed, lambda old, new: self._revision_changed(new),
+                                                 self._revision_changed)
 
     # --- handlers: compute keys, note expectations, enqueue ------------------------------------------------
     def _delete_ds(self, obj: Any) -> None:
@@ -80,11 +87,17 @@ class DaemonSetController(Controller):
                 (old.get("spec") or {}).get("taints") != (cur.get("spec") or {}).get("taints"):
             self._enqueue_all()
 
-    def _owner(self, pod: Object) -> Object | None:
-        ref = next((r for r in meta(pod).get("ownerReferences") or [] if r.get("controller")), None)
+    def _revision_changed(self, obj: Any) -> None:
+        ds = self._owner(unwrap(obj))
+        if ds is not None:
+            self.enqueue(ds)
+
+    def _owner(self, obj: Object) -> Object | None:
+        """The DaemonSet in the cache that controls a pod or a revision."""
+        ref = next((r for r in meta(obj).get("ownerReferences") or [] if r.get("controller")), None)
         if not ref or ref.get("kind") != DAEMON_SETS.kind:
             return None
-        ds = self.ds_informer.indexer.get_by_key(f"{meta(pod).get('namespace')}/{ref.get('name')}")
+        ds = self.ds_informer.indexer.get_by_key(f"{meta(obj).get('namespace')}/{ref.get('name')}")
         return ds if ds is not None and meta(ds).get("uid") == ref.get("uid") else None
 
     def _matching(self, pod: Object) -> list[Object]:
@@ -111,6 +124,9 @@ class DaemonSetController(Controller):
     def _update_pod(self, old: Object, cur: Object) -> None:
         if meta(old).get("resourceVersion") == meta(cur).get("resourceVersion"):
             return
+        if meta(cur).get("deletionTimestamp"):  # a graceful delete: as good as gone for expectations
+            self._delete_pod(cur)
+            return
         for pod in (old, cur):
             ds = self._owner(pod)
             if ds is not None:
@@ -136,14 +152,20 @@ class DaemonSetController(Controller):
         if selector is None or selector.empty():
             log.warning("DaemonSet %s has an invalid or empty selector; not syncing", key)
             return
+        if meta(ds).get("deletionTimestamp"):
+            return  # its pods and revisions go with it (garbage collector)
         spec = ds.get("spec") or {}
-        revision_hash = compute_hash(spec.get("template") or {}, (ds.get("status") or {}).get("collisionCount"))
         nodes = {meta(n)["name"]: n for n in self.node_informer.indexer.list()}
         pods = await self._claim(ds, selector)
         node_pods = _by_node(pods)
         placement = {name: daemonutil.node_should_run(ds, node) for name, node in nodes.items()}
         should_run = {name for name, (run, _) in placement.items() if run}
-        if self.expectations.satisfied(key) and not meta(ds).get("deletionTimestamp"):
+        revisions = [r for r in self.revision_informer.indexer.by_index("namespace", meta(ds).get("namespace") or "")
+                     if controller_uid(r) == meta(ds).get("uid")]
+        current = await self.history.current(ds, revisions)
+        revision_hash = (meta(current).get("labels") or {}).get(HASH_LABEL) or ""
+        satisfied = self.expectations.satisfied(key)
+        if satisfied:
             create_on, delete = self._manage(ds, nodes, node_pods, placement)
             strategy = spec.get("updateStrategy") or {}
             if not create_on and not delete and strategy.get("type") == "RollingUpdate":
@@ -151,8 +173,13 @@ class DaemonSetController(Controller):
                     ds, {n: node_pods.get(n, []) for n in should_run}, revision_hash, now_utc())
                 create_on, delete = step.create_on, step.delete
             await self._sync_nodes(ds, key, create_on, delete, revision_hash)
+            await self.history.clean_up(ds, revisions, current, pods)
         on_nodes = {name: node_pods.get(name, []) for name in nodes}
         status = daemonutil.calculate_status(ds, on_nodes, should_run, revision_hash, now_utc())
+        if not satisfied:  # the controller has not acted on this generation yet
+            status.pop("observedGeneration", None)
+            if (ds.get("status") or {}).get("observedGeneration"):
+                status["observedGeneration"] = ds["status"]["observedGeneration"]
         await self._update_status(ds, status)
         min_ready = int(spec.get("minReadySeconds") or 0)
         if min_ready > 0 and status.get("numberAvailable", 0) < status.get("numberReady", 0):

@@ -29,6 +29,7 @@ from apimachinery.errors import NotFound
 from apimachinery.meta import Object
 from kubeclient import (
     CONFIG_MAPS,
+    CONTROLLER_REVISIONS,
     DAEMON_SETS,
     DEPLOYMENTS,
     ENDPOINT_SLICES,
@@ -55,7 +56,8 @@ ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 OWNER_UID_INDEX = "ownerUID"
 MONITORED: tuple[Resource, ...] = (PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, DEPLOYMENTS, SERVICES, CONFIG_MAPS,
-                                   LEASES, NODES, ENDPOINTS, ENDPOINT_SLICES, DAEMON_SETS)
+                                   LEASES, NODES, ENDPOINTS, ENDPOINT_SLICES, DAEMON_SETS,
+                                   CONTROLLER_REVISIONS)
 
 
 def owner_uid_index(obj: Object) -> list[str]:

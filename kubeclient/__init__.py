@@ -42,6 +42,7 @@ from kubeclient.informer import (
 from kubeclient.leaderelection import LeaderElector
 from kubeclient.resources import (
     CONFIG_MAPS,
+    CONTROLLER_REVISIONS,
     DAEMON_SETS,
     DEPLOYMENTS,
     ENDPOINT_SLICES,
@@ -76,8 +77,8 @@ from kubeclient.workqueue import (
 )
 
 __all__ = [
-    "CONFIG_MAPS", "DAEMON_SETS", "DEPLOYMENTS", "ENDPOINTS", "ENDPOINT_SLICES", "EVENTS", "LEASES", "NAMESPACES", "NAMESPACE_INDEX",
-    "NODES", "NODE_NAME_INDEX",
+    "CONFIG_MAPS", "CONTROLLER_REVISIONS", "DAEMON_SETS", "DEPLOYMENTS", "ENDPOINTS", "ENDPOINT_SLICES", "EVENTS",
+    "LEASES", "NAMESPACES", "NAMESPACE_INDEX", "NODES", "NODE_NAME_INDEX",
     "PATCH_CONTENT_TYPES", "PODS", "REAL_CLOCK", "REPLICATION_CONTROLLERS", "REPLICA_SETS", "RESOURCES", "SECRETS",
     "SERVICE_ACCOUNTS", "SERVICES",
     "Backoff", "BucketRateLimiter", "Clientset", "Clock", "Config", "ConfigError", "DelayingQueue", "Delta",

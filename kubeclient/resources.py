@@ -77,12 +77,13 @@ ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints", True)
 REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True, frozenset({"status", "scale"}))
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True, frozenset({"status", "scale"}))
 DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", True, frozenset({"status"}))
+CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True)
 
 RESOURCES: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, REPLICATION_CONTROLLERS, SERVICES, CONFIG_MAPS, SECRETS, SERVICE_ACCOUNTS,
-    ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, DAEMON_SETS, LEASES, ENDPOINT_SLICES,
+    ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, DAEMON_SETS, CONTROLLER_REVISIONS, LEASES, ENDPOINT_SLICES,
 )
 
 _BY_NAME: dict[str, Resource] = {}

@@ -36,6 +36,7 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("v1", "Binding"): corev1.Binding,
     ("apps/v1", "Deployment"): appsv1.Deployment,
     ("apps/v1", "DaemonSet"): appsv1.DaemonSet,
+    ("apps/v1", "ControllerRevision"): appsv1.ControllerRevision,
     ("apps/v1", "ReplicaSet"): appsv1.ReplicaSet,
     ("coordination.k8s.io/v1", "Lease"): coordinationv1.Lease,
     ("discovery.k8s.io/v1", "EndpointSlice"): discoveryv1.EndpointSlice,

@@ -20,6 +20,7 @@ from apiserver.registry.accessreviews import (
     SubjectAccessReviewStrategy,
 )
 from apiserver.registry.configmaps import ConfigMapStrategy
+from apiserver.registry.controllerrevisions import ControllerRevisionStrategy
 from apiserver.registry.daemonsets import DaemonSetStrategy
 from apiserver.registry.deployments import DeploymentStrategy
 from apiserver.registry.endpoints import EndpointsStrategy
@@ -53,6 +54,7 @@ def all_strategies() -> list[Strategy]:
         EventStrategy(),
         DeploymentStrategy(),
         DaemonSetStrategy(),
+        ControllerRevisionStrategy(),
         ReplicaSetStrategy(),
         LeaseStrategy(),
         EndpointSliceStrategy(),

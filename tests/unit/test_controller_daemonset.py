@@ -10,7 +10,7 @@ from typing import Any
 from controllers import daemonutil
 from controllers.daemonset import DaemonSetController
 from controllers.manager import enabled_controllers
-from kubeclient import DAEMON_SETS, PODS, Clientset, FakeAPIServer, InformerFactory
+from kubeclient import CONTROLLER_REVISIONS, DAEMON_SETS, PODS, Clientset, FakeAPIServer, InformerFactory
 from support.fakecontrollers import running, until
 
 NS = "default"
@@ -181,3 +181,38 @@ async def test_template_change_replaces_pods_unless_on_delete() -> None:
         rolling = {"spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}}}
         await cs.daemon_sets.patch("agent", rolling, "merge", NS)
         await until(lambda: generations() == ["2"])
+
+
+def revisions(fake: FakeAPIServer) -> list[tuple[int, str]]:
+    return sorted((r["revision"], r["data"]["spec"]["template"]["spec"]["containers"][0]["image"])
+                  for r in fake.objects(CONTROLLER_REVISIONS, NS))
+
+
+async def test_revisions_follow_the_template_and_undo_renumbers() -> None:
+    fake = FakeAPIServer()
+    cs = Clientset(fake)
+    await cs.nodes.create(node("n1"))
+    await cs.daemon_sets.create(daemonset(revisionHistoryLimit=1), NS)
+
+    def hashes() -> set[str]:
+        return {p["metadata"]["labels"]["controller-revision-hash"] for p in fake.objects(PODS, NS)}
+
+    async def set_image(image: str, generation: str) -> None:
+        body = {"spec": {"template": {"spec": {"containers": [{"name": "agent", "image": image}]}}},
+                "metadata": {"annotations": {daemonutil.TEMPLATE_GENERATION_ANNOTATION: generation}}}
+        await cs.daemon_sets.patch("agent", body, "strategic", NS)
+
+    async with running(controller, fake):
+        await until(lambda: revisions(fake) == [(1, "busybox")])
+        first = fake.objects(CONTROLLER_REVISIONS, NS)[0]
+        assert first["metadata"]["name"] == f"agent-{first['metadata']['labels']['controller.kubernetes.io/hash']}"
+        assert first["metadata"]["ownerReferences"][0]["kind"] == "DaemonSet"
+        assert first["data"]["spec"]["template"]["$patch"] == "replace"
+        await until(lambda: hashes() == {first["metadata"]["labels"]["controller.kubernetes.io/hash"]})
+        await set_image("nginx", "2")
+        await until(lambda: revisions(fake) == [(1, "busybox"), (2, "nginx")])
+        await until(lambda: hashes() != {first["metadata"]["labels"]["controller.kubernetes.io/hash"]})
+        await set_image("busybox", "3")  # what kubectl rollout undo does: the old revision is the newest again
+        await until(lambda: revisions(fake) == [(2, "nginx"), (3, "busybox")])
+        await set_image("redis", "4")  # revisionHistoryLimit 1: the oldest unused revision goes
+        await until(lambda: revisions(fake) == [(3, "busybox"), (4, "redis")])

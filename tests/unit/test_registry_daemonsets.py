@@ -1,4 +1,5 @@
-"""DaemonSets: defaults, the template generation annotation, ValidateDaemonSet's causes, status and the table."""
+"""DaemonSets (defaults, the template generation annotation, ValidateDaemonSet's causes, status, the table) and
+ControllerRevisions (data required and immutable, NAME CONTROLLER REVISION AGE)."""
 
 from __future__ import annotations
 
@@ -111,3 +112,21 @@ def test_status_and_table() -> None:
     row = DS.row(ds)
     assert row[:7] == ["agent", 3, 3, 2, 3, 2, "arch=amd64,disk=ssd"]
     assert row[8:] == ["agent", "busybox", "app=agent"]
+
+
+def test_controller_revisions() -> None:
+    from apiserver.registry.controllerrevisions import ControllerRevisionStrategy
+
+    cr = ControllerRevisionStrategy()
+    revision = {"metadata": {"name": "agent-1", "creationTimestamp": "2026-01-01T00:00:00Z", "ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "u", "controller": True}]},
+        "data": {"spec": {}}, "revision": 2}
+    assert cr.validate(revision) == []
+    assert errors(cr.validate({"metadata": {}, "revision": -1})) == [
+        "data: Required value: data is mandatory", "revision: Invalid value: -1: must be greater than or equal to 0"]
+    changed = {**revision, "data": {"spec": {"x": 1}}, "revision": 3}
+    assert [c.field for c in cr.validate_update(changed, revision)] == ["data"]
+    assert cr.validate_update({**revision, "revision": 3}, revision) == []
+    assert [c.name for c in cr.columns()] == ["Name", "Controller", "Revision", "Age"]
+    assert cr.row(revision)[:3] == ["agent-1", "daemonset.apps/agent", 2]
+    assert cr.row({"metadata": {"name": "x"}})[1] == "<none>"

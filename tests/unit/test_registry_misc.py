@@ -47,6 +47,7 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("", "events", "Event", True, ("ev",), ()),
         ("apps", "deployments", "Deployment", True, ("deploy",), ("all",)),
         ("apps", "daemonsets", "DaemonSet", True, ("ds",), ("all",)),
+        ("apps", "controllerrevisions", "ControllerRevision", True, (), ()),
         ("apps", "replicasets", "ReplicaSet", True, ("rs",), ("all",)),
         ("coordination.k8s.io", "leases", "Lease", True, (), ()),
         ("discovery.k8s.io", "endpointslices", "EndpointSlice", True, (), ()),
