@@ -24,6 +24,8 @@ Modules::
     endpoints       core/v1 Endpoints of every Service with a selector
     slicewriter     keeping one controller's EndpointSlices of a Service at the desired ones
     endpointslice   discovery.k8s.io/v1 EndpointSlices of every Service with a selector
+    daemonutil      where daemon pods run, the pods themselves, RollingUpdate steps and DaemonSet status (pure)
+    daemonset       one daemon pod per eligible node, RollingUpdate and OnDelete
     endpointslicemirroring  EndpointSlices mirroring the hand-written Endpoints of Services without selector
     disruption              each PodDisruptionBudget's status: expected, healthy and allowed disruptions
     manager         the controller registry, leader election, the process lifecycle

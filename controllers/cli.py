@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="The kubelab controller-manager: Kubernetes' core control loops over List-Watch "
                     "(replication, ReplicaSets, Deployments, node lifecycle, NoExecute taint eviction, "
                     "pod GC, garbage collection, namespaces, service accounts, endpoints and EndpointSlices, "
-                    "disruption budgets).")
+                    "disruption budgets, DaemonSets, Jobs and CronJobs).")
     p.add_argument("--master", default=None, help="URL of the apiserver (overrides the kubeconfig's server)")
     p.add_argument("--kubeconfig", default=None, help="kubeconfig file with the apiserver's address and credentials")
     names = ", ".join(f"{n} ({'/'.join(a)})" if a else n for n, (a, _) in CONTROLLERS.items())
@@ -86,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="garbage collector workers (default: 20)")
     g.add_argument("--concurrent-namespace-syncs", type=int, default=10,
                    help="namespaces emptied concurrently (default: 10)")
+    g.add_argument("--concurrent-daemonset-syncs", type=int, default=2,
+                   help="DaemonSets synced concurrently (default: 2)")
     g.add_argument("--concurrent-endpoint-syncs", type=int, default=5,
                    help="Services whose Endpoints are synced concurrently (default: 5)")
     g.add_argument("--concurrent-service-endpoint-syncs", type=int, default=5,

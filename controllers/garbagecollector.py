@@ -29,7 +29,9 @@ from apimachinery.errors import NotFound
 from apimachinery.meta import Object
 from kubeclient import (
     CONFIG_MAPS,
+    CONTROLLER_REVISIONS,
     CRON_JOBS,
+    DAEMON_SETS,
     DEPLOYMENTS,
     ENDPOINT_SLICES,
     ENDPOINTS,
@@ -56,7 +58,8 @@ ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 OWNER_UID_INDEX = "ownerUID"
 MONITORED: tuple[Resource, ...] = (PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, DEPLOYMENTS, JOBS, CRON_JOBS,
-                                   SERVICES, CONFIG_MAPS, LEASES, NODES, ENDPOINTS, ENDPOINT_SLICES)
+                                   SERVICES, CONFIG_MAPS, LEASES, NODES, ENDPOINTS, ENDPOINT_SLICES, DAEMON_SETS,
+                                   CONTROLLER_REVISIONS)
 
 
 def owner_uid_index(obj: Object) -> list[str]:

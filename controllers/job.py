@@ -53,7 +53,7 @@ from controllers.podutil import (
     now_utc,
     pod_from_template,
 )
-from controllers.replicaset import namespace_terminating, slow_start_batch
+from controllers.podcontrol import namespace_terminating, slow_start_batch
 
 log = logging.getLogger(__name__)
 

@@ -132,11 +132,17 @@ def _cronjob(ctx: Context) -> Controller:
     return CronJobController(ctx.clientset, ctx.factory, workers=ctx.options.concurrent_cron_job_syncs)
 
 
+def _daemonset(ctx: Context) -> Controller:
+    from controllers.daemonset import DaemonSetController
+    return DaemonSetController(ctx.clientset, ctx.factory, workers=ctx.options.concurrent_daemonset_syncs)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
     "replicaset-controller": (("replicaset",), _replicaset),
     "deployment-controller": (("deployment",), _deployment),
+    "daemonset-controller": (("daemonset",), _daemonset),
     "job-controller": (("job",), _job),
     "cronjob-controller": (("cronjob",), _cronjob),
     "ttl-after-finished-controller": (("ttl-after-finished",), _ttlafterfinished),

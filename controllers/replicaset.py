@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from apimachinery.errors import Conflict, Forbidden, NotFound, StatusError
+from apimachinery.errors import Conflict, StatusError
 from apimachinery.labels import Selector, selector_from_label_selector, selector_from_set
 from apimachinery.meta import Object
 from kubeclient import PODS, REPLICA_SETS, Clientset, EventRecorder, InformerFactory, Resource
@@ -32,6 +32,7 @@ from kubeclient import PODS, REPLICA_SETS, Clientset, EventRecorder, InformerFac
 from controllers.base import Controller, key_of, unwrap
 from controllers.controllerref import ControllerRefManager, controller_uid
 from controllers.expectations import Expectations
+from controllers.podcontrol import PodControl, slow_start_batch
 from controllers.podutil import (
     controller_ref,
     deletion_order,
@@ -113,31 +114,6 @@ def calculate_status(rs: Object, pods: list[Object], manage_error: Exception | N
     })
 
 
-async def slow_start_batch(count: int, initial: int, fn: Callable[[], Awaitable[None]]) -> tuple[int, Exception | None]:
-    """Call ``fn`` ``count`` times in batches of 1, 2, 4 …; stop after the first batch with an error.
-
-    Returns how many calls succeeded and the first error (``slowStartBatch``).
-    """
-    remaining, successes, batch = count, 0, min(count, initial)
-    while batch > 0:
-        results = await asyncio.gather(*(fn() for _ in range(batch)), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        successes += batch - len(errors)
-        if errors:
-            first = errors[0]
-            if not isinstance(first, Exception):
-                raise first
-            return successes, first
-        remaining -= batch
-        batch = min(2 * batch, remaining)
-    return successes, None
-
-
-def namespace_terminating(err: StatusError) -> bool:
-    return isinstance(err, Forbidden) and (
-        "because it is being terminated" in err.message or any(c.type == "NamespaceTerminating" for c in err.causes))
-
-
 class ReplicaSetController(Controller):
     """See the module docstring."""
 
@@ -151,6 +127,7 @@ class ReplicaSetController(Controller):
         self.burst_replicas = burst_replicas
         self.expectations = Expectations()
         self.recorder = EventRecorder(clientset.events, kind.component)
+        self.pod_control = PodControl(clientset, self.recorder)
         self.rs_informer = factory.informer(kind.resource)
         self.pod_informer = factory.informer(PODS)
         self.informers = [self.rs_informer, self.pod_informer]
@@ -292,14 +269,7 @@ class ReplicaSetController(Controller):
         namespace = meta(rs).get("namespace")
 
         async def create() -> None:
-            try:
-                pod = await self.clientset.pods.create(pod_from_template(template, rs, ref), namespace)
-            except StatusError as err:
-                if namespace_terminating(err):
-                    return  # every create will fail until the namespace is gone; nothing to report
-                self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {err.message}")
-                raise
-            self.recorder.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {meta(pod)['name']}")
+            await self.pod_control.create(rs, pod_from_template(template, rs, ref))
 
         successes, error = await slow_start_batch(count, 1, create)
         if count - successes > 0:
@@ -323,16 +293,13 @@ class ReplicaSetController(Controller):
         self.expectations.expect_deletions(key, [key_of(p) for p in victims])
 
         async def delete(pod: Object) -> None:
-            m = meta(pod)
             try:
-                await self.clientset.pods.delete(m["name"], m.get("namespace"))
-            except StatusError as err:
+                deleted = await self.pod_control.delete(rs, pod)
+            except StatusError:
                 self.expectations.deletion_observed(key, key_of(pod))
-                if isinstance(err, NotFound):
-                    return
-                self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {err.message}")
                 raise
-            self.recorder.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {m['name']}")
+            if not deleted:
+                self.expectations.deletion_observed(key, key_of(pod))
 
         results = await asyncio.gather(*(delete(p) for p in victims), return_exceptions=True)
         for result in results:

@@ -213,6 +213,8 @@ class Clientset:
         self.endpoints = ResourceClient(rest, r.ENDPOINTS)
         self.endpoint_slices = ResourceClient(rest, r.ENDPOINT_SLICES)
         self.pod_disruption_budgets = ResourceClient(rest, r.POD_DISRUPTION_BUDGETS)
+        self.daemon_sets = ResourceClient(rest, r.DAEMON_SETS)
+        self.controller_revisions = ResourceClient(rest, r.CONTROLLER_REVISIONS)
         self._by_resource: dict[Resource, ResourceClient] = {
             c.resource: c for c in vars(self).values() if isinstance(c, ResourceClient)
         }

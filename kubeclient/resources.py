@@ -78,6 +78,8 @@ REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True, frozens
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True, frozenset({"status", "scale"}))
 JOBS = Resource("batch", "v1", "jobs", "Job", True, frozenset({"status"}))
 CRON_JOBS = Resource("batch", "v1", "cronjobs", "CronJob", True, frozenset({"status"}))
+DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", True, frozenset({"status"}))
+CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True)
 POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True,
@@ -85,7 +87,8 @@ POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDi
 
 RESOURCES: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, REPLICATION_CONTROLLERS, SERVICES, CONFIG_MAPS, SECRETS, SERVICE_ACCOUNTS,
-    ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, JOBS, CRON_JOBS, LEASES, ENDPOINT_SLICES, POD_DISRUPTION_BUDGETS,
+    ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, DAEMON_SETS, CONTROLLER_REVISIONS, JOBS, CRON_JOBS, LEASES,
+    ENDPOINT_SLICES, POD_DISRUPTION_BUDGETS,
 )
 
 _BY_NAME: dict[str, Resource] = {}

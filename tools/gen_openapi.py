@@ -114,6 +114,8 @@ RESOURCES = (
     Resource("", "v1", "Secret", "secrets", True, ALL_VERBS),
     Resource("", "v1", "Service", "services", True, ALL_VERBS, ("status",)),
     Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ALL_VERBS),
+    Resource("apps", "v1", "ControllerRevision", "controllerrevisions", True, ALL_VERBS),
+    Resource("apps", "v1", "DaemonSet", "daemonsets", True, ALL_VERBS, ("status",)),
     Resource("apps", "v1", "Deployment", "deployments", True, ALL_VERBS, ("scale", "status")),
     Resource("apps", "v1", "ReplicaSet", "replicasets", True, ALL_VERBS, ("scale", "status")),
     Resource("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False, ("create",)),
@@ -236,6 +238,7 @@ LEAF_TYPES: dict[tuple[str, str], str] = {
     ]},
     ("V1ManagedFieldsEntry", "fieldsV1"): FIELDS_V1,
     ("V1WatchEvent", "object"): RAW_EXTENSION,
+    ("V1ControllerRevision", "data"): RAW_EXTENSION,
 }
 
 _SPEC_AND_STATUS = "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"

@@ -36,6 +36,8 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("v1", "Endpoints"): corev1.Endpoints,
     ("v1", "Binding"): corev1.Binding,
     ("apps/v1", "Deployment"): appsv1.Deployment,
+    ("apps/v1", "DaemonSet"): appsv1.DaemonSet,
+    ("apps/v1", "ControllerRevision"): appsv1.ControllerRevision,
     ("apps/v1", "ReplicaSet"): appsv1.ReplicaSet,
     ("batch/v1", "Job"): batchv1.Job,
     ("batch/v1", "CronJob"): batchv1.CronJob,

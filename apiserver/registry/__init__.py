@@ -20,6 +20,8 @@ from apiserver.registry.accessreviews import (
     SubjectAccessReviewStrategy,
 )
 from apiserver.registry.configmaps import ConfigMapStrategy
+from apiserver.registry.controllerrevisions import ControllerRevisionStrategy
+from apiserver.registry.daemonsets import DaemonSetStrategy
 from apiserver.registry.cronjobs import CronJobStrategy
 from apiserver.registry.deployments import DeploymentStrategy
 from apiserver.registry.endpoints import EndpointsStrategy
@@ -54,6 +56,8 @@ def all_strategies() -> list[Strategy]:
         EndpointsStrategy(),
         EventStrategy(),
         DeploymentStrategy(),
+        DaemonSetStrategy(),
+        ControllerRevisionStrategy(),
         ReplicaSetStrategy(),
         JobStrategy(),
         CronJobStrategy(),

@@ -189,7 +189,11 @@ def validate_controller_template(template: Mapping[str, Any] | None, path: str, 
     spec = template.get("spec") or {}
     if (spec.get("restartPolicy") or "") != "Always":
         causes.append(not_supported(f"{path}.spec.restartPolicy", spec.get("restartPolicy") or "", ("Always",)))
-    if spec.get("activeDeadlineSeconds") is not None:
+    deadline = spec.get("activeDeadlineSeconds")
+    if deadline is not None and owner == "DaemonSet":  # ValidateDaemonSetSpec words it as its own rule
+        causes.append(invalid(f"{path}.spec.activeDeadlineSeconds", deadline,
+                              "activeDeadlineSeconds must be nil for daemonset"))
+    elif deadline is not None:
         causes.append(forbidden(f"{path}.spec.activeDeadlineSeconds",
                                 f"activeDeadlineSeconds in {owner} is not Supported"))
     return causes

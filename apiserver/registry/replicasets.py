@@ -101,8 +101,10 @@ def replica_row(obj: Mapping[str, Any], selector: str) -> list[Any]:
             int(status.get("readyReplicas") or 0), since(metadata.get("creationTimestamp")), names, images, selector]
 
 
-def validate_selector_and_template(spec: Mapping[str, Any], path: str = "spec") -> list[Cause]:
-    """A required, non-empty, valid selector, and a template whose labels it selects."""
+def validate_selector_and_template(spec: Mapping[str, Any], path: str = "spec", *, workload: str = "deployment",
+                                   owner: str = "ReplicaSet") -> list[Cause]:
+    """A required, non-empty, valid selector, and a template whose labels it selects (``workload`` names the
+    kind in kube's "empty selector is invalid for …", ``owner`` in the template's activeDeadlineSeconds rule)."""
     causes: list[Cause] = []
     selector = spec.get("selector")
     if selector is None:
@@ -111,14 +113,14 @@ def validate_selector_and_template(spec: Mapping[str, Any], path: str = "spec") 
         causes.extend(validate_label_selector(selector, f"{path}.selector"))
         if selectors.is_empty(selector):
             causes.append(invalid(f"{path}.selector", Raw(selectors.go_label_selector(selector)),
-                                  "empty selector is invalid for deployment"))
+                                  f"empty selector is invalid for {workload}"))
     if not selectors.is_valid(selector):
         causes.append(invalid(f"{path}.selector", Raw(selectors.go_label_selector(selector)), "invalid label selector"))
         return causes
     template = spec.get("template") or {}
     labels = (template.get("metadata") or {}).get("labels")
     labels_match = selectors.is_empty(selector) or selectors.matches(selector, labels)
-    causes.extend(validate_controller_template(template, f"{path}.template", owner="ReplicaSet",
+    causes.extend(validate_controller_template(template, f"{path}.template", owner=owner,
                                                labels_match=labels_match))
     return causes
 

@@ -30,7 +30,7 @@ from controllers.controllerref import ControllerRefManager, controller_uid
 from controllers.deployment import util
 from controllers.deployment import rollout
 from controllers.podutil import controller_ref, get_condition, meta, now_utc
-from controllers.replicaset import namespace_terminating
+from controllers.podcontrol import namespace_terminating
 
 log = logging.getLogger(__name__)
 

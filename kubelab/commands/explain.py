@@ -26,12 +26,12 @@ from typing import Any
 
 import httpx
 
+from apimachinery.nodeaffinity import term_matches
 from apimachinery.quantity import format_cpu_milli
 from apimachinery.taints import tolerates, untolerated
 from kubelab.commands.podtarget import add_pod_arguments, apiserver_client, unreachable
 from kubelab.table import render_table
 from scheduler.framework import NodeInfo, pod_requests
-from scheduler.plugins.nodeaffinity import term_matches
 from scheduler.plugins.nodeports import fits_ports
 from scheduler.plugins.nodeunschedulable import TAINT as UNSCHEDULABLE_TAINT
 from scheduler.plugins.volumerestrictions import has_disk_conflict
@@ -168,14 +168,14 @@ def affinity_changes(pod: Object, info: NodeInfo) -> list[Change]:
         "requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = required.get("nodeSelectorTerms") or []
     out: list[Change] = []
-    if terms and not any(term_matches(t, info) for t in terms):
+    if terms and not any(term_matches(t, labels, info.name) for t in terms):
         best: dict[str, str] | None = None
         for term in terms:
             if term.get("matchFields"):
                 continue  # a node's name cannot be changed by a label
             term_fixes: dict[str, str] = {}
             for e in term.get("matchExpressions") or []:
-                if not term_matches({"matchExpressions": [e]}, info):
+                if not term_matches({"matchExpressions": [e]}, labels, info.name):
                     fix = _label_fix(e, labels)
                     if fix is None:
                         break

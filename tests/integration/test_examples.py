@@ -20,11 +20,12 @@ pytestmark = pytest.mark.kubectl
 
 EXAMPLES = sorted((ROOT / "examples").rglob("*.yaml"))
 WALKTHROUGH = (ROOT / "docs" / "walkthrough.md").read_text()
-# kind → (API prefix, resource, the resource kubectl names in its messages)
-PATHS = {"Pod": ("/api/v1", "pods", "pod"),
+# kind → (API prefix, resource, what kubectl calls it: "<resource>.<group>" outside the core group)
+KINDS = {"Pod": ("/api/v1", "pods", "pod"),
          "ReplicationController": ("/api/v1", "replicationcontrollers", "replicationcontroller"),
          "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", "poddisruptionbudget.policy"),
-         "Job": ("/apis/batch/v1", "jobs", "job.batch")}
+         "Job": ("/apis/batch/v1", "jobs", "job.batch"),
+         "DaemonSet": ("/apis/apps/v1", "daemonsets", "daemonset.apps")}
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -84,15 +85,15 @@ def test_the_walkthrough_uses_every_example_in_the_default_namespace_with_unique
 def test_example_is_accepted_by_the_apiserver(path: Path, kubectl: Kubectl, client: httpx.Client, ns: str) -> None:
     doc = load(path)
     kind, name = doc["kind"], doc["metadata"]["name"]
-    prefix, resource, shown = PATHS[kind]
+    prefix, resource, printed = KINDS[kind]
     url = f"{prefix}/namespaces/{ns}/{resource}/{name}"
 
     dry = kubectl("apply", "-f", str(path), "-n", ns, "--dry-run=server")
-    assert dry.stdout.strip() == f"{shown}/{name} created (server dry run)"
+    assert dry.stdout.strip() == f"{printed}/{name} created (server dry run)"
     assert client.get(url).status_code == 404, "a dry run must not store anything"
 
     created = kubectl("create", "-f", str(path), "-n", ns)
-    assert created.stdout.strip() == f"{shown}/{name} created"
+    assert created.stdout.strip() == f"{printed}/{name} created"
     try:
         stored = client.get(url).json()
         assert_subset(doc["spec"], stored["spec"], "spec")

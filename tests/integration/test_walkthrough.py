@@ -156,6 +156,13 @@ def fails_with(*texts: str) -> Check:
     return check
 
 
+def warns(*texts: str) -> Check:
+    def check(shell: Shell, line: str, result: Result) -> None:
+        for text in texts:
+            assert text in result.stderr, f"`{line}` warned:\n{result.stderr}"
+    return check
+
+
 def remember(key: str, value: Callable[[Shell, Result], object]) -> Check:
     def check(shell: Shell, line: str, result: Result) -> None:
         assert result.returncode == 0, result.stderr
@@ -361,8 +368,8 @@ CHECKS: dict[str, list[Check]] = {
     "kubectl apply -f examples/04-taints/pod-toleration-key-exists.yaml": [prints("pod/tolerates-check created")],
     "kubectl get pods -o wide": [
         shows(lambda rows: on(rows, "tolerates-noschedule") is not None and on(rows, "tolerates-check") is not None),
-        shows(lambda rows: not [r for r in rows if r["NODE"] == "node02"]  # 7: drained
-              and len(running(rows, "web-")) == 4),
+        shows(lambda rows: [r["NAME"][:len("node-agent-")] for r in rows if r["NODE"] == "node02"]  # 7: drained
+              == ["node-agent-"] and len(running(rows, "web-")) == 4),
     ],
     "kubectl taint nodes node01 check=mycheck:NoSchedule-": [prints("node/node01 untainted")],
     "kubectl taint nodes node03 node-role.kubernetes.io/master=:PreferNoSchedule": [prints("node/node03 tainted")],
@@ -423,16 +430,26 @@ CHECKS: dict[str, list[Check]] = {
     "kubectl cordon node02": [both(prints("node/node02 cordoned"), remember("web-on-node02", lambda shell, result: len(
         [r for r in table(shell.run("kubectl get pods -l app=web -o wide").stdout) if r["NODE"] == "node02"])))],
     "kubectl scale rc web --replicas=4": [prints("replicationcontroller/web scaled")],
+    "kubectl apply -f examples/07-maintenance/daemonset-node-agent.yaml": [prints("daemonset.apps/node-agent created")],
+    "kubectl rollout status ds/node-agent": [prints('daemon set "node-agent" successfully rolled out')],
+    "kubectl get ds node-agent": [shows(lambda rows: [(r["DESIRED"], r["READY"], r["AVAILABLE"]) for r in rows]
+                                        == [("3", "3", "3")])],
+    "kubectl get pods -l app=node-agent -o wide": [shows(lambda rows: sorted(r["NODE"] for r in running(rows))
+                                                         == list(NODES))],
     "kubectl apply -f examples/07-maintenance/pdb-web.yaml": [prints("poddisruptionbudget.policy/web created")],
     "kubectl get pdb web": [shows(lambda rows: [(r["MIN AVAILABLE"], r["MAX UNAVAILABLE"], r["ALLOWED DISRUPTIONS"])
                                                 for r in rows] == [("3", "N/A", "1")])],
     "kubectl drain node02 --ignore-daemonsets": [fails_with(
         "cannot delete Pods with local storage (use --delete-emptydir-data to override)", "default/scratch")],
-    "kubectl drain node02 --ignore-daemonsets --delete-emptydir-data --force": [prints("node/node02 drained")],
+    "kubectl drain node02 --delete-emptydir-data --force": [fails_with(
+        "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): default/node-agent-")],
+    "kubectl drain node02 --ignore-daemonsets --delete-emptydir-data --force": [both(
+        prints("node/node02 drained"), warns("ignoring DaemonSet-managed Pods: default/node-agent-"))],
     "kubectl uncordon node02": [prints("node/node02 uncordoned")],
     # clean up
     "kubectl delete rc web": [prints('replicationcontroller "web" deleted')],
     "kubectl delete pdb web": [prints('poddisruptionbudget.policy "web" deleted')],
+    "kubectl delete ds node-agent": [prints('daemonset.apps "node-agent" deleted')],
     "kubectl delete pods --all": [prints()],
     "kubectl label nodes node01 node02 node03 feng- rank-": [prints("node/node01 unlabeled")],
 }

@@ -7,7 +7,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from apimachinery.errors import Forbidden
-from controllers.replicaset import ReplicaSetController, calculate_status, slow_start_batch
+from controllers.podcontrol import slow_start_batch
+from controllers.replicaset import ReplicaSetController, calculate_status
 from controllers.replication import new_replication_controller
 from kubeclient import PODS, REPLICA_SETS, FakeAPIServer
 from support.fakecontrollers import running, until

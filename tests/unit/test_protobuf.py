@@ -275,6 +275,33 @@ def test_lease_event_configmap_round_trip() -> None:
     assert decode(envelope("v1", "ConfigMap", cm)) == python_client_json(cm_model)
 
 
+def test_daemon_set_and_controller_revision_round_trip() -> None:
+    # maxSurge: 0 is meant (the field is a pointer written when set), and data is embedded JSON.
+    ds_model = k8s.V1DaemonSet(
+        api_version="apps/v1", kind="DaemonSet", metadata=k8s.V1ObjectMeta(name="agent"),
+        spec=k8s.V1DaemonSetSpec(
+            selector=k8s.V1LabelSelector(match_labels={"app": "agent"}), revision_history_limit=10,
+            template=k8s.V1PodTemplateSpec(metadata=k8s.V1ObjectMeta(labels={"app": "agent"})),
+            update_strategy=k8s.V1DaemonSetUpdateStrategy(
+                type="RollingUpdate", rolling_update=k8s.V1RollingUpdateDaemonSet(max_unavailable=1, max_surge=0))))
+    ds = appsv1.DaemonSet()
+    ds.metadata.name = "agent"
+    ds.spec.selector.matchLabels["app"] = "agent"
+    ds.spec.revisionHistoryLimit = 10
+    ds.spec.template.metadata.labels["app"] = "agent"
+    ds.spec.updateStrategy.type = "RollingUpdate"
+    ds.spec.updateStrategy.rollingUpdate.maxUnavailable.intVal = 1
+    ds.spec.updateStrategy.rollingUpdate.maxSurge.intVal = 0
+    assert decode(envelope("apps/v1", "DaemonSet", ds)) == python_client_json(ds_model)
+
+    revision = appsv1.ControllerRevision(revision=2)
+    revision.metadata.name = "agent-1234"
+    revision.data.raw = b'{"spec":{"template":{"$patch":"replace"}}}'
+    assert decode(envelope("apps/v1", "ControllerRevision", revision)) == {
+        "apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": {"name": "agent-1234"},
+        "data": {"spec": {"template": {"$patch": "replace"}}}, "revision": 2}
+
+
 def test_endpoints_and_endpoint_slice_round_trip() -> None:
     ref = k8s.V1ObjectReference(kind="Pod", name="web-1", namespace="ns1", uid="u1")
     ep_model = k8s.V1Endpoints(api_version="v1", kind="Endpoints", metadata=k8s.V1ObjectMeta(name="web"), subsets=[

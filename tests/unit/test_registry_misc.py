@@ -46,6 +46,8 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("", "endpoints", "Endpoints", True, ("ep",), ()),
         ("", "events", "Event", True, ("ev",), ()),
         ("apps", "deployments", "Deployment", True, ("deploy",), ("all",)),
+        ("apps", "daemonsets", "DaemonSet", True, ("ds",), ("all",)),
+        ("apps", "controllerrevisions", "ControllerRevision", True, (), ()),
         ("apps", "replicasets", "ReplicaSet", True, ("rs",), ("all",)),
         ("batch", "jobs", "Job", True, (), ("all",)),
         ("batch", "cronjobs", "CronJob", True, ("cj",), ("all",)),
@@ -59,10 +61,10 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", False, (), ()),
     }
     generations = {s.resource for s in all_strategies() if s.bumps_generation}
-    assert generations == {"replicationcontrollers", "replicasets", "deployments", "jobs", "cronjobs",
+    assert generations == {"replicationcontrollers", "replicasets", "deployments", "daemonsets", "jobs", "cronjobs",
                            "endpointslices", "poddisruptionbudgets"}
     assert {s.resource for s in all_strategies() if "scale" in s.subresources} == \
-        generations - {"endpointslices", "jobs", "cronjobs", "poddisruptionbudgets"}
+        generations - {"daemonsets", "endpointslices", "jobs", "cronjobs", "poddisruptionbudgets"}
 
 
 def test_metadata_names_follow_each_resources_rule() -> None:
