@@ -53,7 +53,7 @@ from controllers.podutil import (
     now_utc,
     pod_from_template,
 )
-from controllers.podcontrol import namespace_terminating, slow_start_batch
+from controllers.podcontrol import PodControl, slow_start_batch
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +234,7 @@ class JobController(Controller):
         self.expectations = Expectations()
         self.backoffs: dict[str, _Backoff] = {}
         self.recorder = EventRecorder(clientset.events, self.name)
+        self.pod_control = PodControl(clientset, self.recorder)
         self.job_informer = factory.informer(JOBS)
         self.pod_informer = factory.informer(PODS)
         self.informers = [self.job_informer, self.pod_informer]
@@ -435,19 +436,10 @@ class JobController(Controller):
 
     async def _create_pods(self, job: Object, key: str, indexes: list[int | None]) -> None:
         self.expectations.expect_creations(key, len(indexes))
-        namespace = meta(job).get("namespace")
         queue = list(indexes)
 
         async def create() -> None:
-            pod = job_pod(job, JOBS.api_version, queue.pop(0))
-            try:
-                created = await self.clientset.pods.create(pod, namespace)
-            except StatusError as err:
-                if namespace_terminating(err):
-                    return
-                self.recorder.event(job, "Warning", "FailedCreate", f"Error creating: {err.message}")
-                raise
-            self.recorder.event(job, "Normal", "SuccessfulCreate", f"Created pod: {meta(created)['name']}")
+            await self.pod_control.create(job, job_pod(job, JOBS.api_version, queue.pop(0)))
 
         successes, error = await slow_start_batch(len(indexes), 1, create)
         if len(indexes) - successes > 0:
@@ -460,17 +452,13 @@ class JobController(Controller):
             return
         self.expectations.expect_deletions(key, [key_of(p) for p in pods])
         for pod in pods:
-            m = meta(pod)
             try:
-                await self.clientset.pods.delete(m["name"], m.get("namespace"))
-            except NotFound:
+                deleted = await self.pod_control.delete(job, pod)
+            except StatusError:
                 self.expectations.deletion_observed(key, key_of(pod))
-                continue
-            except StatusError as err:
-                self.expectations.deletion_observed(key, key_of(pod))
-                self.recorder.event(job, "Warning", "FailedDelete", f"Error deleting: {err.message}")
                 raise
-            self.recorder.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {m['name']}")
+            if not deleted:
+                self.expectations.deletion_observed(key, key_of(pod))
 
     async def _remove_finalizers(self, pods: list[Object]) -> set[str]:
         """Take the tracking finalizer off ``pods``; returns the uids now free of it (or gone)."""
