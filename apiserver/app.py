@@ -155,7 +155,7 @@ def create_app(config: Config) -> WarningMiddleware:
             await proxy.serve_stream(websocket, registry, namespace, name, subresource)
         return endpoint
 
-    # exec and attach are websocket upgrades (kubectl's v5.channel.k8s.io).
+    # exec, attach and portforward are websocket upgrades too (kubectl ≥ 1.30, the Python client).
     for subresource in proxy.STREAMS:
         app.add_api_websocket_route(f"/api/v1/namespaces/{{namespace}}/pods/{{name}}/{subresource}",
                                     pod_stream(subresource))

@@ -1,11 +1,12 @@
-"""The kubelet's own HTTP API (kubelet port 10250's role), which the apiserver proxies ``pods/log``, ``pods/exec``
-and ``pods/attach`` to.
+"""The kubelet's own HTTP API (kubelet port 10250's role), which the apiserver proxies ``pods/log``, ``pods/exec``,
+``pods/attach`` and ``pods/portforward`` to.
 
 ``GET /healthz`` (503 until the node is registered), ``GET /containerLogs/{namespace}/{pod}/{container}`` with
 ``follow``, ``tailLines``, ``timestamps``, ``previous``, ``limitBytes``, and the
-``/exec/{namespace}/{pod}/{container}`` and ``/attach/{namespace}/{pod}/{container}`` websockets (``exec``,
-``attach``), and ``GET /metrics/resource``: the containers' and the node's CPU and memory (``stats``), which the
-apiserver's ``metrics.k8s.io`` scrapes. Log files hold CRI-format lines (``<time> <stream> F <text>``); without
+``/exec/{namespace}/{pod}/{container}``, ``/attach/{namespace}/{pod}/{container}`` and
+``/portForward/{namespace}/{pod}`` websockets (``exec``, ``attach``, ``portforward``), and
+``GET /metrics/resource``: the containers' and the node's CPU and memory (``stats``), which the apiserver's
+``metrics.k8s.io`` scrapes. Log files hold CRI-format lines (``<time> <stream> F <text>``); without
 ``timestamps`` only the text is served, as ``kubectl logs`` prints it.
 """
 
@@ -18,7 +19,7 @@ from aiohttp import web
 
 from apimachinery import prometheus
 
-from . import attach
+from . import attach, portforward
 from . import exec as exec_
 from . import stats
 from .kubelet import Kubelet
@@ -116,10 +117,19 @@ def make_app(kubelet: Kubelet, registered: asyncio.Event | None = None) -> web.A
             return await attach.serve(request, None, None, f'container "{container}" in pod "{pod}" is not running')
         return await attach.serve(request, record.spec, kubelet.runtime.attach_socket(record.process), None)
 
+    async def pod_port_forward(request: web.Request) -> web.StreamResponse:
+        ns, pod = request.match_info["namespace"], request.match_info["pod"]
+        worker = kubelet.worker_for(ns, pod)
+        if worker is None:
+            return await portforward.serve(request, None, "", f'pod "{pod}" not found on node {kubelet.node_name}')
+        pod_ip = (worker.pod.get("status") or {}).get("podIP") or kubelet.host_ip
+        return await portforward.serve(request, worker.pod, pod_ip, None)
+
     app = web.Application()
     app.router.add_get("/metrics/resource", resource_metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs)
     app.router.add_get("/exec/{namespace}/{pod}/{container}", container_exec)
     app.router.add_get("/attach/{namespace}/{pod}/{container}", container_attach)
+    app.router.add_get("/portForward/{namespace}/{pod}", pod_port_forward)
     return app

@@ -103,6 +103,15 @@ def client(api_url: str) -> Iterator[httpx.Client]:
         yield c
 
 
+@pytest.fixture(scope="module")
+def module_ns(api_url: str) -> str:
+    """A namespace shared by one module's tests (those that share one slow fixture, such as a kubelet and pod)."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    resp = httpx.post(f"{api_url}/api/v1/namespaces", json={"metadata": {"name": name}})
+    assert resp.status_code == 201, resp.text
+    return name
+
+
 @pytest.fixture()
 def ns(client: httpx.Client) -> Iterator[str]:
     """A fresh namespace for one test."""

@@ -23,6 +23,7 @@ SUBRESOURCE_VERBS: dict[str, tuple[str, list[str]]] = {
     "log": ("Pod", ["get"]),
     "exec": ("PodExecOptions", ["create", "get"]),
     "attach": ("PodAttachOptions", ["create", "get"]),
+    "portforward": ("PodPortForwardOptions", ["create", "get"]),
     "finalize": ("", ["update"]),
 }
 SUBRESOURCE_GROUPS = {"scale": ("autoscaling", "v1"), "eviction": ("policy", "v1")}

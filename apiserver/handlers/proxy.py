@@ -1,9 +1,10 @@
-"""``pods/{name}/log``, ``pods/{name}/exec`` and ``pods/{name}/attach``: proxied to the kubelet of the pod's node,
-as kube-apiserver does.
+"""``pods/{name}/log``, ``pods/{name}/exec``, ``pods/{name}/attach`` and ``pods/{name}/portforward``: proxied to
+the kubelet of the pod's node, as kube-apiserver does.
 
 The kubelet's address comes from the Node object: ``status.addresses`` (InternalIP, else Hostname) and
 ``status.daemonEndpoints.kubeletEndpoint.Port``. The kubelet serves its own API (``/containerLogs/{ns}/{pod}/
-{container}`` and the ``/exec/…`` and ``/attach/{ns}/{pod}/{container}`` websockets); this module only finds it,
+{container}`` and the ``/exec/…``, ``/attach/{ns}/{pod}/{container}`` and ``/portForward/{ns}/{pod}`` websockets);
+this module only finds it,
 checks the request as kube-apiserver's pod strategy does (``streamLocation``: container name, pod bound), and
 streams bytes both ways.
 
@@ -11,13 +12,19 @@ exec and attach (``STREAMS``: the same channel protocol, the same code here) arr
 (kubectl ≥ 1.30) or as an ``Upgrade: SPDY/3.1`` POST (kubectl ≤ 1.29, client-go's SPDY executor).
 kube-apiserver relays SPDY to the kubelet untouched; here the kubelet speaks websockets only, so
 the apiserver ends SPDY itself (``apiserver.spdy``) and bridges its streams to the kubelet's websocket.
+
+portforward is a ``STREAMS`` member too, in three shapes: SPDY/3.1 with ``portforward.k8s.io`` (kubectl ≤ 1.30,
+and newer ones as fallback), a websocket with subprotocol ``SPDY/3.1+portforward.k8s.io`` whose binary messages
+carry the same SPDY bytes (kubectl ≥ 1.31's tunnel, translated here as kube-apiserver's tunneling handler does),
+both bridged by ``spdy.portforward``; and kubelet's own websocket protocol (``v4.channel.k8s.io``, channel pairs
+per port: the Python client), relayed to the kubelet untouched.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode
 
 import aiohttp
@@ -30,7 +37,7 @@ from apimachinery import errors
 
 from ..registry.registry import Registry
 from ..registry.store import ResourceStore
-from ..spdy import remotecommand, upgrade
+from ..spdy import portforward, remotecommand, upgrade
 from ..spdy.session import Session
 
 if TYPE_CHECKING:
@@ -38,7 +45,8 @@ if TYPE_CHECKING:
     from .rest import RESTHandler
 
 LOG_PARAMS = ("follow", "tailLines", "sinceSeconds", "sinceTime", "timestamps", "previous", "limitBytes")
-STREAMS = ("exec", "attach")  # the subresources relayed as remote command sessions
+STREAMS = ("exec", "attach", "portforward")  # the subresources relayed as streaming sessions
+TUNNEL_PROTOCOL = "SPDY/3.1+" + portforward.PROTOCOL  # client-go's SPDY-over-websocket port-forward
 EXEC_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io",
                   "channel.k8s.io")
 
@@ -85,6 +93,18 @@ def node_kubelet_url(node: dict[str, Any]) -> str | None:
     return f"http://{host}:{port}" if port and host else None
 
 
+async def kubelet_stream_url(registry: Registry, pod: dict[str, Any], subresource: str,
+                             params: Any) -> str:
+    """The kubelet websocket for an exec/attach/portforward request (``params``: the request's query)."""
+    base = (await kubelet_base_url(registry, pod)).replace("http://", "ws://")
+    namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+    if subresource == "portforward":
+        return f"{base}/portForward/{namespace}/{name}?{urlencode([('ports', p) for p in params.getlist('ports')])}"
+    container = _container_name(pod, params.get("container"))
+    query = [(k, v) for k, v in params.multi_items() if k != "container"]
+    return f"{base}/{subresource}/{namespace}/{name}/{container}?{urlencode(query)}"
+
+
 async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
     assert info.name is not None
     if info.subresource in STREAMS and request.method in ("GET", "POST") and _wants_spdy(request):
@@ -128,20 +148,21 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
 
 
 async def serve_stream(websocket: WebSocket, registry: Registry, namespace: str, name: str, subresource: str) -> None:
-    """The exec/attach websocket: accept the client's channel protocol, dial the kubelet with it, relay frames."""
+    """The exec/attach/portforward websocket: accept the client's channel protocol, dial the kubelet with it, relay
+    frames (or, for port-forward's SPDY tunnel, end SPDY here)."""
     pods = registry.get("", "pods")
-    params = websocket.query_params
+    offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
     try:
         pod = (await pods.get(namespace, name)).obj
-        container = _container_name(pod, params.get("container"))
-        base = await kubelet_base_url(registry, pod)
+        if subresource == "portforward" and TUNNEL_PROTOCOL in offered:
+            base = (await kubelet_base_url(registry, pod)).replace("http://", "ws://")
+            await _spdy_tunnel(websocket, f"{base}/portForward/{namespace}/{name}")
+            return
+        url = await kubelet_stream_url(registry, pod, subresource, websocket.query_params)
     except errors.StatusError as err:
         await websocket.close(code=1011, reason=err.message[:120])
         return
-    offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
     protocols = [p for p in offered if p in EXEC_PROTOCOLS] or offered
-    query = [(k, v) for k, v in params.multi_items() if k != "container"]
-    url = base.replace("http://", "ws://") + f"/{subresource}/{namespace}/{name}/{container}?{urlencode(query)}"
     async with aiohttp.ClientSession() as session:
         try:
             upstream = await session.ws_connect(url, protocols=protocols, max_msg_size=0)
@@ -193,7 +214,7 @@ async def _relay_websockets(client: WebSocket, upstream: aiohttp.ClientWebSocket
         task.cancel()
 
 
-# --- exec and attach over SPDY/3.1 ------------------------------------------------------------------------------------
+# --- exec, attach and portforward over SPDY/3.1 ----------------------------------------------------------------
 def _wants_spdy(request: Request) -> bool:
     connection = [t.strip().lower() for t in request.headers.get("connection", "").split(",")]
     return "upgrade" in connection and request.headers.get("upgrade", "").lower() == "spdy/3.1"
@@ -209,16 +230,17 @@ async def _spdy_stream(registry: Registry, request: Request, namespace: str | No
                for p in line.split(",") if p.strip()]
     if not offered:
         raise errors.BadRequest("unable to upgrade: X-Stream-Protocol-Version is required")
-    protocol = remotecommand.negotiate(offered)
+    accepted = (portforward.PROTOCOL,) if subresource == "portforward" else remotecommand.PROTOCOLS
+    protocol = remotecommand.negotiate(offered, accepted)
     if protocol is None:
         raise errors.Forbidden(f"unable to upgrade: unable to negotiate protocol: client supports {offered}, "
-                               f"server accepts {list(remotecommand.PROTOCOLS)}")
+                               f"server accepts {list(accepted)}")
     pod = (await registry.get("", "pods").get(namespace, name)).obj
     params = request.query_params
-    container = _container_name(pod, params.get("container"))
-    base = await kubelet_base_url(registry, pod)
-    query = [(k, v) for k, v in params.multi_items() if k != "container"]
-    url = base.replace("http://", "ws://") + f"/{subresource}/{namespace}/{name}/{container}?{urlencode(query)}"
+    if subresource == "portforward":
+        base = (await kubelet_base_url(registry, pod)).replace("http://", "ws://")
+        return SpdyResponse(protocol, PortForwarder(f"{base}/portForward/{namespace}/{name}"))
+    url = await kubelet_stream_url(registry, pod, subresource, params)
     session = aiohttp.ClientSession()
     try:
         upstream = await session.ws_connect(url, protocols=("v5.channel.k8s.io", "v4.channel.k8s.io"),
@@ -226,21 +248,78 @@ async def _spdy_stream(registry: Registry, request: Request, namespace: str | No
     except aiohttp.ClientError as err:
         await session.close()
         raise errors.ServiceUnavailable(f"error dialing backend: {err}") from None
-    expected = remotecommand.expected_streams(protocol, params)
-    return SpdyExecResponse(protocol, expected, session, upstream)
+    return SpdyResponse(protocol, ExecBridge(protocol, remotecommand.expected_streams(protocol, params), session,
+                                             upstream))
 
 
-class SpdyExecResponse(Response):
-    """``101 Switching Protocols`` to SPDY/3.1, then the exec/attach session bridged to the kubelet's websocket."""
+class Bridge(Protocol):
+    """What a SPDY session is relayed to: ``run`` until done; ``close`` once the client left, or at the end."""
+
+    async def run(self, session: Session) -> None: ...
+    async def close(self) -> None: ...
+
+
+class ExecBridge:
+    """An exec/attach session on the kubelet's websocket (closing it ends the command)."""
 
     def __init__(self, protocol: str, expected: set[str], http: aiohttp.ClientSession,
                  upstream: aiohttp.ClientWebSocketResponse) -> None:
-        super().__init__(status_code=101, headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1",
-                                                   "X-Stream-Protocol-Version": protocol})
         self.protocol = protocol
         self.expected = expected
         self.http = http
         self.upstream = upstream
+
+    async def run(self, session: Session) -> None:
+        await remotecommand.bridge(session, self.upstream, self.protocol, self.expected)
+
+    async def close(self) -> None:
+        await self.upstream.close()
+        await self.http.close()
+
+
+class PortForwarder:
+    """Port-forward streams, each pair on its own kubelet websocket (``{url}?ports=N``)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.http = aiohttp.ClientSession()
+
+    async def dial(self, port: int) -> aiohttp.ClientWebSocketResponse:
+        return await self.http.ws_connect(f"{self.url}?ports={port}", protocols=("v4.channel.k8s.io",),
+                                          max_msg_size=0)
+
+    async def run(self, session: Session) -> None:
+        await portforward.bridge(session, self.dial)
+
+    async def close(self) -> None:
+        await self.http.close()
+
+
+async def run_session(session: Session, bridge: Bridge) -> None:
+    """Run a SPDY session's frame loop beside its bridge until the client leaves or the bridge is done."""
+    frames = asyncio.create_task(session.run())
+    relay = asyncio.create_task(bridge.run(session))
+    try:
+        await asyncio.wait([frames, relay], return_when=asyncio.FIRST_COMPLETED)
+        if frames.done():  # the client left: closing the upstream ends the command / the connections
+            await bridge.close()
+            await asyncio.wait([relay], timeout=5)
+        else:  # the command ended and every stream got its FIN: client-go hangs up next
+            await asyncio.wait([frames], timeout=10)
+    finally:
+        for task in (frames, relay):
+            task.cancel()
+        await asyncio.gather(frames, relay, return_exceptions=True)
+        await bridge.close()
+
+
+class SpdyResponse(Response):
+    """``101 Switching Protocols`` to SPDY/3.1, then the session on the raw connection, relayed by ``bridge``."""
+
+    def __init__(self, protocol: str, bridge: Bridge) -> None:
+        super().__init__(status_code=101, headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1",
+                                                   "X-Stream-Protocol-Version": protocol})
+        self.bridge = bridge
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 101, "headers": self.raw_headers})
@@ -252,20 +331,33 @@ class SpdyExecResponse(Response):
         async def write(data: bytes) -> None:
             await send({"type": "http.response.body", "body": data, "more_body": True})
 
-        session = Session(read, write)
-        frames = asyncio.create_task(session.run())
-        relay = asyncio.create_task(remotecommand.bridge(session, self.upstream, self.protocol, self.expected))
         try:
-            await asyncio.wait([frames, relay], return_when=asyncio.FIRST_COMPLETED)
-            if frames.done():  # the client left: closing the websocket ends the command
-                await self.upstream.close()
-                await asyncio.wait([relay], timeout=5)
-            else:  # the command ended and every stream got its FIN: client-go hangs up next
-                await asyncio.wait([frames], timeout=10)
+            await run_session(Session(read, write), self.bridge)
         finally:
-            for task in (frames, relay):
-                task.cancel()
-            await asyncio.gather(frames, relay, return_exceptions=True)
-            await self.upstream.close()
-            await self.http.close()
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _spdy_tunnel(websocket: WebSocket, url: str) -> None:
+    """kubectl ≥ 1.31's port-forward: SPDY carried in binary websocket messages, ended here as kube-apiserver's
+    tunneling handler does (its kubelet speaks SPDY; this one speaks websockets, so the streams are bridged)."""
+    await websocket.accept(subprotocol=TUNNEL_PROTOCOL)
+
+    async def read() -> bytes:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return b""
+            if message.get("bytes"):
+                return bytes(message["bytes"])
+
+    async def write(data: bytes) -> None:
+        try:
+            await websocket.send_bytes(data)
+        except (WebSocketDisconnect, RuntimeError, ConnectionError):
+            pass
+
+    await run_session(Session(read, write), PortForwarder(url))
+    try:
+        await websocket.close()
+    except (WebSocketDisconnect, RuntimeError):
+        pass

@@ -55,7 +55,7 @@ class PodStrategy(Strategy):
     singular = "pod"
     short_names = ("po",)
     categories = ("all",)
-    subresources = ("status", "binding", "eviction", "log", "exec", "attach")
+    subresources = ("status", "binding", "eviction", "log", "exec", "attach", "portforward")
     status_resets = ("ownerReferences",)  # podStatusStrategy
     bumps_generation = False
     graceful_deletion = True

@@ -35,9 +35,9 @@ STREAM_CREATION_TIMEOUT = 30.0
 OUTPUT_CHANNELS = {STDOUT: "stdout", STDERR: "stderr", ERROR: "error"}
 
 
-def negotiate(offered: list[str]) -> str | None:
+def negotiate(offered: list[str], accepted: tuple[str, ...] = PROTOCOLS) -> str | None:
     """The first protocol the client offers that this server speaks (httpstream.Handshake), None if none."""
-    return next((p for p in offered if p in PROTOCOLS), None)
+    return next((p for p in offered if p in accepted), None)
 
 
 def _flag(query: Mapping[str, str], name: str) -> bool:

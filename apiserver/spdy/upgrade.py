@@ -16,6 +16,10 @@ smallest hook that allows it, keeping routing, pod lookup and errors in the app:
 
 An app that does not know the extension just answers normally, so nothing else changes; a request served by a
 server without this hook has no extension, and the app refuses the upgrade (``apiserver.handlers.proxy``).
+
+Websocket upgrades go to ``WebSocketProtocol``: uvicorn's own, except that it takes subprotocol names that are
+not RFC 6455 tokens — client-go offers ``SPDY/3.1+portforward.k8s.io`` for port-forward, whose ``/`` the
+``websockets`` parser rejects with a 400; the app picks the subprotocol from the raw header anyway.
 """
 
 from __future__ import annotations
@@ -28,6 +32,10 @@ from typing import Any
 
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as _UvicornHttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.datastructures import Headers
+from websockets.server import ServerProtocol
+from websockets.typing import Subprotocol
 
 SPDY = b"spdy/3.1"
 EXTENSION = "kubelab.upgrade"
@@ -35,8 +43,26 @@ HIGH_WATER = 256 * 1024
 log = logging.getLogger(__name__)
 
 
+class _AnySubprotocolServer(ServerProtocol):
+    def process_subprotocol(self, headers: Headers) -> Subprotocol | None:
+        return None  # the app chooses (``websocket.accept``'s subprotocol, which uvicorn writes back)
+
+
+class WebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's websockets protocol, with any subprotocol names offered."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn.__class__ = _AnySubprotocolServer
+
+
 class HttpToolsProtocol(_UvicornHttpToolsProtocol):
     """uvicorn's httptools protocol, with SPDY/3.1 upgrades handed to the app as raw connections."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.ws_protocol_class is not None:
+            self.ws_protocol_class = WebSocketProtocol
 
     def _should_upgrade(self) -> bool:
         return self._get_upgrade() == SPDY or super()._should_upgrade()

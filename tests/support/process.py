@@ -6,6 +6,8 @@ The scheduler and the controller-manager are started, logged and stopped alike; 
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
@@ -41,3 +43,12 @@ class ComponentProcess:
 
     def kill(self) -> int:
         return self.stop(signal.SIGKILL)
+
+
+def kill_containers(root_dir: Path) -> None:
+    """Kill what a stopped kubelet (``--root-dir root_dir``) left running: its containers' process groups."""
+    for state in (root_dir / "containers").glob("*/pid.json"):
+        try:
+            os.killpg(json.loads(state.read_text())["pid"], signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, ValueError):
+            pass
