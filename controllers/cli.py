@@ -13,6 +13,7 @@ import re
 import sys
 
 from controllers.manager import CONTROLLERS, enabled_controllers, run
+from controllers.nodeipam import DEFAULT_CLUSTER_CIDR, DEFAULT_NODE_CIDR_MASK_SIZE, CidrSet
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="kubelab controller-manager",
         description="The kubelab controller-manager: Kubernetes' core control loops over List-Watch "
-                    "(replication, ReplicaSets, Deployments, node lifecycle, NoExecute taint eviction, "
+                    "(replication, ReplicaSets, Deployments, node IPAM, node lifecycle, NoExecute taint eviction, "
                     "pod GC, garbage collection, namespaces, service accounts, endpoints and EndpointSlices, "
                     "disruption budgets, DaemonSets, Jobs and CronJobs).")
     p.add_argument("--master", default=None, help="URL of the apiserver (overrides the kubeconfig's server)")
@@ -104,6 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--node-startup-grace-period", type=duration, default=60.0,
                    help="how long a new node may take to post its first status before it is marked Unknown "
                         "(default: 1m)")
+    g.add_argument("--allocate-node-cidrs", type=_bool, default=True, nargs="?", const=True,
+                   help="give every Node a pod CIDR from --cluster-cidr (spec.podCIDR), from which its kubelet "
+                        "gives its pods their IPs (default: true, unlike kube-controller-manager: kubelab has no "
+                        "CNI plugin to do it)")
+    g.add_argument("--cluster-cidr", default=DEFAULT_CLUSTER_CIDR,
+                   help=f"CIDR range of the pods (default: {DEFAULT_CLUSTER_CIDR}: inside 127.0.0.0/8, which "
+                        "Linux routes to lo and lets processes bind without any set-up, and clear of 127.0.0.1 "
+                        "and Debian's 127.0.1.1)")
+    g.add_argument("--node-cidr-mask-size", type=int, default=DEFAULT_NODE_CIDR_MASK_SIZE,
+                   help=f"mask size of each Node's pod CIDR (default: {DEFAULT_NODE_CIDR_MASK_SIZE})")
     g.add_argument("--terminated-pod-gc-threshold", type=int, default=12500,
                    help="terminated pods kept before the pod GC deletes the oldest; <= 0 disables (default: 12500)")
     p.add_argument("--healthz-port", type=int, default=0,
@@ -117,6 +128,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     options = build_parser().parse_args(argv)
     try:
         enabled_controllers(options.controllers)
+        if options.allocate_node_cidrs:
+            CidrSet(options.cluster_cidr, options.node_cidr_mask_size)
     except ValueError as err:
         build_parser().error(str(err))
     return options

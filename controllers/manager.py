@@ -40,7 +40,7 @@ class Context:
     options: argparse.Namespace
 
 
-Factory = Callable[[Context], Controller]
+Factory = Callable[[Context], Controller | None]  # None: the flags turn the controller off
 
 
 def _replicaset(ctx: Context) -> Controller:
@@ -137,11 +137,21 @@ def _daemonset(ctx: Context) -> Controller:
     return DaemonSetController(ctx.clientset, ctx.factory, workers=ctx.options.concurrent_daemonset_syncs)
 
 
+def _nodeipam(ctx: Context) -> Controller | None:
+    from controllers.nodeipam import NodeIpamController
+    o = ctx.options
+    if not o.allocate_node_cidrs:  # kube-controller-manager does not start it either
+        return None
+    return NodeIpamController(ctx.clientset, ctx.factory, cluster_cidr=o.cluster_cidr,
+                              node_cidr_mask_size=o.node_cidr_mask_size)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
     "replicaset-controller": (("replicaset",), _replicaset),
     "deployment-controller": (("deployment",), _deployment),
+    "node-ipam-controller": (("nodeipam", "nodeipam-controller"), _nodeipam),
     "daemonset-controller": (("daemonset",), _daemonset),
     "job-controller": (("job",), _job),
     "cronjob-controller": (("cronjob",), _cronjob),
@@ -192,9 +202,12 @@ async def run_controllers(clientset: Clientset, options: argparse.Namespace, sto
     controllers = []
     for name in enabled_controllers(options.controllers):
         try:
-            controllers.append(CONTROLLERS[name][1](ctx))
+            controller = CONTROLLERS[name][1](ctx)
         except ImportError as err:  # not written yet (issue 5): say so, run the others
             log.warning("controller %s is not available in this build (%s); not started", name, err)
+            continue
+        if controller is not None:
+            controllers.append(controller)
     factory.start(stop)
     log.info("started controllers: %s", ", ".join(c.name for c in controllers))
     try:

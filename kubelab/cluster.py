@@ -5,7 +5,9 @@ talks to the apiserver and retries until it answers (informers back off, the kub
 registration as kube's kubelet does), so it is spawned right after the apiserver instead of after the
 apiserver is healthy: their Python start-up (about a second of imports each) overlaps the apiserver's.
 Health is still reported in order — the apiserver first (a failing apiserver fails the start with its
-log), then each client as it becomes healthy (a kubelet only once its Node is registered). Stopping goes
+log), then each client as it becomes healthy (a kubelet only once its Node is registered); with a
+controller-manager the cluster is up once every Node also has its pod CIDR (``_wait_pod_cidrs``: a pod started
+before its node's CIDR would keep the node's IP, as kubelets without a controller-manager give). Stopping goes
 tier by tier in reverse: clients first (so they do not log a storm of connection errors), then the
 apiserver, then etcd.
 
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+
+import httpx
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +41,7 @@ from kubelab.state import ClusterState, ProcessRecord
 __all__ = ["KUBELET_BASE_PORT", "Cluster", "Progress", "StartupError", "stop_records"]
 
 KUBELET_BASE_PORT = 10250
+POD_CIDR_TIMEOUT = 30.0  # seconds the node IPAM controller may take to give every Node its podCIDR
 CRITICAL = ("etcd", "apiserver")  # without these nothing works: the foreground launcher stops all
 
 
@@ -135,7 +140,27 @@ class Cluster:
             self.skipped.append(kubelet)
         self._start_tier([spawned_apiserver])
         self._start_tier(tier)
+        if any(p.component.name == "controller-manager" for p in tier):
+            self._wait_pod_cidrs([p.record.name.removeprefix("kubelet-") for p in tier
+                                  if p.component.name == "kubelet"])
         return self.state
+
+    def _wait_pod_cidrs(self, nodes: list[str]) -> None:
+        """Until every Node has its ``spec.podCIDR`` (bounded: a controller-manager run with
+        ``--allocate-node-cidrs=false`` never gives one, and its kubelets then give pods the node's IP)."""
+        deadline = time.monotonic() + POD_CIDR_TIMEOUT
+        with httpx.Client(timeout=2.0) as client:
+            for node in nodes:
+                while time.monotonic() < deadline:
+                    try:
+                        resp = client.get(f"{self.api_url}/api/v1/nodes/{node}")
+                        if resp.status_code == 200 and (resp.json().get("spec") or {}).get("podCIDR"):
+                            break
+                    except httpx.HTTPError:
+                        pass
+                    except (ValueError, AttributeError):
+                        return  # not a kube-apiserver answer (a stand-in apiserver): nothing to wait for
+                    time.sleep(0.05)
 
     def _start_etcd(self) -> None:
         began = time.monotonic()

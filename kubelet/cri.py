@@ -62,6 +62,9 @@ class Runtime(Protocol):
     # True: volumes are mounted at their mountPath inside the container, so the kubelet rewrites no paths and
     # passes only the pod's own variables (the image supplies PATH, HOME...). False: the process runtime's view.
     bind_mounts: bool
+    # True: each pod gets its own IP from the Node's podCIDR (``podips``), its processes bind it. False: the
+    # runtime's own networking (Docker's host network: pods have the host IP).
+    pod_ips: bool
 
     async def start(self, container: dict[str, Any], workdir: Path, env: dict[str, str], log_path: Path,
                     meta: ContainerMeta | None = None) -> Container:

@@ -396,6 +396,7 @@ class DockerRuntime:
     """Pods' containers as engine containers (a ``cri.Runtime``); call ``connect`` before handing it over."""
 
     bind_mounts = True
+    pod_ips = False  # NetworkMode=host: the pods have the host's IP
 
     def __init__(self, node: str, engine: Engine | None = None) -> None:
         self.node = node

@@ -8,8 +8,11 @@ a real pull: ``Pulling``/``Pulled`` events with the measured time, the image in 
 
     busybox, alpine  the host's POSIX ``sh`` and usual utilities (no entrypoint, CMD ``sh``)
     python           this machine's Python interpreter (CMD ``python3``)
-    nginx            a stand-in, not nginx: Python's ``http.server`` on a free port (pods share the host's
-                     network here, so a fixed port 80 would clash between replicas)
+    nginx            a stand-in, not nginx: a static file server (``nginx_standin.py``, Python's ``http.server``)
+                     on ``<podIP>:<port>``: the container's first TCP containerPort, else 80 as nginx. The kubelet
+                     puts the pod's IP and that port in the image's default command (``listen_command``), as
+                     the process runtime has no network namespace to bind ``0.0.0.0:80`` in; a user that may not
+                     bind ports below 1024 gets a free port instead, which the container's log tells
 
 References are normalised as Docker does (``busybox`` == ``docker.io/library/busybox:latest``). An image not in
 the catalog fails to pull: ``ErrImagePull``, then ``ImagePullBackOff`` while the back-off (per pod and image,
@@ -49,15 +52,29 @@ class ImageConfig:
     cmd: list[str]
     size: int
     description: str
+    listens: bool = False  # its default command serves HTTP: the kubelet appends ``<podIP> <port>`` to it
 
 
 CATALOG: dict[str, ImageConfig] = {
     "busybox": ImageConfig([], ["sh"], 4_261_574, "POSIX sh and the usual utilities (the host's)"),
     "alpine": ImageConfig([], ["sh"], 7_797_760, "POSIX sh and the usual utilities (the host's)"),
     "python": ImageConfig([], ["python3"], 49_523_731, "the Python interpreter (this machine's)"),
-    "nginx": ImageConfig([], [sys.executable, "-m", "http.server", "0"], 72_099_410,
-                         "a stand-in: Python's http.server on a free port"),
+    "nginx": ImageConfig([], [sys.executable, str(Path(__file__).with_name("nginx_standin.py"))], 72_099_410,
+                         "a stand-in: a static file server on <podIP>:<containerPort> (80)", listens=True),
 }
+DEFAULT_LISTEN_PORT = 80  # nginx's ``listen 80``
+
+
+def listen_command(container: dict[str, Any], pod_ip: str) -> dict[str, Any]:
+    """The container with its image's default command told where to listen (``<podIP> <port>``), when the image
+    serves (``listens``) and the pod spec sets neither ``command`` nor ``args``; any other container as it is."""
+    config = lookup(container.get("image", ""))
+    if config is None or not config.listens or container.get("command") or container.get("args"):
+        return container
+    tcp = [p["containerPort"] for p in container.get("ports") or []
+           if p.get("containerPort") and p.get("protocol", "TCP") == "TCP"]
+    port = tcp[0] if tcp else DEFAULT_LISTEN_PORT
+    return {**container, "command": [*config.entrypoint, *config.cmd, pod_ip, str(port)]}
 
 
 @dataclass(frozen=True)

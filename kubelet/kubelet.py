@@ -7,7 +7,8 @@ kubeclient's EventRecorder with ``source.host`` set to the node.
 On start the kubelet first asks its runtime for the containers it ran before (``ProcessRuntime.recover``): a pod
 worker adopts its pod's containers (``PodWorker._adopt``) instead of starting new ones. Housekeeping (after the
 first list, then every ``HOUSEKEEPING_SECONDS``, as kubelet's ``HandlePodCleanups``) kills and forgets the
-containers of pods this node no longer has, so nothing is duplicated and nothing is orphaned.
+containers of pods this node no longer has, so nothing is duplicated and nothing is orphaned. Each pod gets its
+own IP from the Node's ``spec.podCIDR`` (``podips``), kept across restarts and released with the pod.
 
 The runtime is a ``cri.Runtime``: the process runtime by default, or with ``--runtime docker`` a
 ``docker.DockerRuntime`` that runs real containers through a reachable Docker engine (its ``DockerImages`` pulls).
@@ -26,6 +27,7 @@ from kubeclient.informer import SharedInformer
 
 from .images import ImageStore
 from .pod_worker import PodWorker
+from .podips import PodIPs
 from .cri import Container, Runtime
 from .runtime import ProcessRuntime
 
@@ -59,6 +61,8 @@ class Kubelet:
             (cp.meta.pod_uid, cp.name): cp for cp in self.runtime.recover()}
         if self.recovered:
             log.info("found %d containers from before the restart", len(self.recovered))
+        # Pod IPs from the Node's podCIDR (the host IP without one, or with a runtime that has its own network).
+        self.pod_ips = PodIPs(root_dir / "podips", client if self.runtime.pod_ips else None, node_name, host_ip)
         self.recorder = EventRecorder(client.events, "kubelet", node_name)
         self.workers: dict[str, PodWorker] = {}  # by pod UID
         self._removals: set[asyncio.Task[None]] = set()  # force-deleted pods being removed (kept from the GC)
@@ -106,6 +110,7 @@ class Kubelet:
         kept are those of pods with a live worker or still in the informer's cache."""
         live = {uid for uid, worker in self.workers.items() if not worker.task.done()}
         live |= {pod["metadata"]["uid"] for pod in self.informer.store.list()}
+        self.pod_ips.release_others(live)
         for uid in set(self.runtime.remove_pods(live)):
             self.images.forget(uid)
             for key in [k for k in self.recovered if k[0] == uid]:

@@ -1,6 +1,8 @@
 """One worker (an asyncio task) per pod: runs its containers and reports their truth.
 
 The worker keeps only the latest version of its pod (``push``); its loop is a transaction script:
+  0. give the pod its IP (``podips``: one of the Node's podCIDR, the host IP with ``hostNetwork`` or without a
+     CIDR; none left is a ``FailedCreatePodSandBox`` event, retried);
   1. set up the pod's volumes (``volumes``; a failure is a ``FailedMount`` event, retried);
   2. kill the containers whose liveness or startup probe failed (``Killing``), then restart them as below;
   3. run the init containers one at a time, in spec order, each to exit 0 (a failed one is restarted unless
@@ -11,7 +13,7 @@ The worker keeps only the latest version of its pod (``push``); its loop is a tr
   5. wait for a container to exit, a restart to fall due, a probe result, or a newer pod version;
   6. on exit, record ``terminated`` and apply ``restartPolicy`` with CrashLoopBackOff (10 s doubling to 5 min);
   7. on ``deletionTimestamp``, run preStop hooks, SIGTERM every container, SIGKILL after the grace period,
-     remove the pod's volumes, then confirm the deletion with ``gracePeriodSeconds=0``;
+     remove the pod's volumes, release its IP, then confirm the deletion with ``gracePeriodSeconds=0``;
   8. write ``pods/{name}/status`` when the computed status changed.
 Any API error is logged and retried on the next pass. Probe tasks belong to the container instance that
 started them and are cancelled when it stops or when this worker ends.
@@ -30,9 +32,11 @@ from typing import TYPE_CHECKING, Any
 from apimachinery import errors
 from apimachinery.meta import now_rfc3339
 
+from . import images
 from . import status as st
 from .env import EnvError, expand_command, pod_env, runtime_env
 from .node import machine_capacity
+from .podips import PoolExhausted
 from .probes import PROBE_KINDS, ExecTarget, ProbeKind, ProbeWorker, Result, run_hook
 from .cri import Container
 from .runtime import ContainerMeta
@@ -88,6 +92,7 @@ class PodWorker:
         self.dir = kubelet.root_dir / "pods" / self.uid
         self.containers: dict[str, ContainerRecord] = {}  # init and app containers (their names are unique)
         self.volumes: dict[str, Path] | None = None  # volume name → host path, once set up
+        self.pod_ip: str | None = None  # once the sandbox has it (``_setup_network``)
         self.start_time = now_rfc3339()
         self._retry_at = 0.0  # when a failed volume set-up is tried again
         self._changed = asyncio.Event()
@@ -152,6 +157,8 @@ class PodWorker:
             if container["name"] not in self.containers:
                 record = self.containers[container["name"]] = ContainerRecord(container, init=init)
                 record.status = st.waiting(container, "PodInitializing" if inits else "ContainerCreating", 0)
+        if self.pod_ip is None and not await self._setup_network(now):
+            return
         if self.volumes is None and not await self._setup_volumes(now):
             return
         if not self._initialized():
@@ -170,6 +177,38 @@ class PodWorker:
             record.spec = container
             if record.process is None and not record.done and record.restart_at <= now:
                 await self._start(record)
+
+    @property
+    def ip(self) -> str:
+        """The pod's IP for its environment and probes (the host's until the sandbox has one)."""
+        return self.pod_ip or self.kubelet.host_ip
+
+    async def _setup_network(self, now: float) -> bool:
+        """The pod's IP: the host's with ``hostNetwork`` (or for containers adopted from a kubelet that ran them
+        with it), else one of the Node's podCIDR from the pool (the host IP while the Node has none)."""
+        if self.pod["spec"].get("hostNetwork"):
+            self.pod_ip = self.kubelet.host_ip
+            return True
+        pool = self.kubelet.pod_ips
+        adopted = any(uid == self.uid for uid, _ in self.kubelet.recovered)
+        if adopted and self.uid not in pool.by_uid and (self.pod.get("status") or {}).get("podIP"):
+            self.pod_ip = self.pod["status"]["podIP"]  # started before the node had a CIDR: keeps what it binds
+            return True
+        if self._retry_at > now:
+            return False
+        try:
+            self.pod_ip = await pool.assign(self.uid)
+        except PoolExhausted as err:
+            self.kubelet.event(self.pod, "Warning", "FailedCreatePodSandBox", "Failed to create pod sandbox: "
+                               f"failed to allocate for range 0: {err}")
+            self._retry_at = now + RETRY_SECONDS
+            return False
+        except errors.StatusError as err:  # the Node could not be read: its podCIDR is not known yet
+            log.warning("pod %s: reading the node's podCIDR: %s (retried)", self.key, err)
+            self._retry_at = now + RETRY_SECONDS
+            return False
+        self._retry_at = 0.0
+        return True
 
     def _initialized(self) -> bool:
         """Every init container exited 0, or an app container has already run (``HasAnyRegularContainerStarted``;
@@ -285,7 +324,7 @@ class PodWorker:
             _, _, record.target = await self._prepare(record.spec)
         except (EnvError, VolumeError):
             record.target = ExecTarget(found.env, found.cwd or self._container_dir(record.spec),
-                                       self.kubelet.host_ip, list(record.spec.get("ports") or []))
+                                       self.ip, list(record.spec.get("ports") or []))
         record.target = self.kubelet.runtime.exec_target(found, record.target)
         record.ready = record.spec.get("readinessProbe") is None
         record.started = record.spec.get("startupProbe") is None
@@ -312,17 +351,17 @@ class PodWorker:
         cwd = container_dir / spec["workingDir"].lstrip("/") if spec.get("workingDir") else container_dir
         if self.kubelet.runtime.bind_mounts:  # real containers: the runtime mounts the volumes, the image has PATH
             env = dict(defined)
-            return expand_command(spec, defined), env, ExecTarget(env, cwd, self.kubelet.host_ip,
-                                                                  list(spec.get("ports") or []))
+            return expand_command(spec, defined), env, ExecTarget(env, cwd, self.ip, list(spec.get("ports") or []))
         env = runtime_env(self.pod, {name: mounts.rewrite(value) for name, value in defined.items()})
-        target = ExecTarget(env, cwd, self.kubelet.host_ip, list(spec.get("ports") or []), mounts.rewrite)
-        return mounts.rewrite_container(expand_command(spec, defined)), env, target
+        target = ExecTarget(env, cwd, self.ip, list(spec.get("ports") or []), mounts.rewrite)
+        run_spec = images.listen_command(mounts.rewrite_container(expand_command(spec, defined)), self.ip)
+        return run_spec, env, target
 
     async def _container_env(self, spec: dict[str, Any]) -> dict[str, str]:
         """The variables the pod spec defines for this container (``env.pod_env``), ConfigMaps and Secrets fetched
         first."""
         sources = await self._sources(env_references(spec))
-        return pod_env(self.pod, spec, pod_ip=self.kubelet.host_ip, host_ip=self.kubelet.host_ip,
+        return pod_env(self.pod, spec, pod_ip=self.ip, host_ip=self.kubelet.host_ip,
                        sources=sources, allocatable=machine_capacity())
 
     async def _post_start(self, record: ContainerRecord) -> bool:
@@ -435,10 +474,12 @@ class PodWorker:
         """The pod is gone from the API (force-deleted): kill its containers at once and delete its volumes."""
         await self._kill_all(0)
         remove_pod_volumes(self.dir)
+        self.kubelet.pod_ips.release(self.uid)
 
     async def _terminate(self) -> None:
         await self._kill_all(self._grace())
         remove_pod_volumes(self.dir)
+        self.kubelet.pod_ips.release(self.uid)
         meta = self.pod["metadata"]
         try:
             await self.kubelet.client.pods.delete(meta["name"], meta["namespace"], grace_period_seconds=0,
@@ -452,7 +493,7 @@ class PodWorker:
     async def _write_status(self) -> None:
         statuses = [r.status for r in self.containers.values() if r.status is not None and not r.init]
         inits = [r.status for r in self.containers.values() if r.status is not None and r.init]
-        new = st.build_status(self.pod, statuses, self.kubelet.host_ip, self.start_time, inits)
+        new = st.build_status(self.pod, statuses, self.kubelet.host_ip, self.start_time, inits, pod_ip=self.pod_ip)
         old = self.pod.get("status") or {}
         if _comparable(new) == _comparable(old):
             return

@@ -264,6 +264,7 @@ class ProcessRuntime:
     (A ``cri.Runtime``.)"""
 
     bind_mounts = False  # containers see volumes through links in their directory, paths rewritten (volumes.py)
+    pod_ips = True  # each pod binds its own IP of the node's podCIDR (podips.py)
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root  # <root-dir>/containers; None: a throw-away directory per container (no recovery)

@@ -132,8 +132,9 @@ def _ready(spec: dict[str, Any], statuses: list[dict[str, Any]], phase: str, pre
 
 
 def build_status(pod: dict[str, Any], statuses: list[dict[str, Any]], host_ip: str, start_time: str,
-                 init_statuses: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The pod's whole ``status`` from its container statuses (PodScheduled is carried over from the binding)."""
+                 init_statuses: list[dict[str, Any]] | None = None, *, pod_ip: str | None = None) -> dict[str, Any]:
+    """The pod's whole ``status`` from its container statuses (PodScheduled is carried over from the binding);
+    ``podIP`` only once the pod's sandbox has one, as kubelet reports it."""
     spec = pod.get("spec", {})
     old = pod.get("status") or {}
     previous = {c["type"]: c for c in old.get("conditions") or []}
@@ -152,11 +153,11 @@ def build_status(pod: dict[str, Any], statuses: list[dict[str, Any]], host_ip: s
         "conditions": conditions,
         "hostIP": host_ip,
         "hostIPs": [{"ip": host_ip}],
-        "podIP": host_ip,
-        "podIPs": [{"ip": host_ip}],
         "startTime": start_time,
         "containerStatuses": statuses,
     }
+    if pod_ip:
+        status["podIP"], status["podIPs"] = pod_ip, [{"ip": pod_ip}]
     if init_statuses:
         status["initContainerStatuses"] = init_statuses
     if old.get("qosClass"):

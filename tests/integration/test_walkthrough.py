@@ -313,12 +313,16 @@ CHECKS: dict[str, list[Check]] = {
         prints("controlled by: ReplicationController/web", "SuccessfulCreate", "event Scheduled"), trace_observed)],
     "kubectl scale rc web --replicas=5": [prints("replicationcontroller/web scaled")],
     "kubectl get pods -l app=web -o wide": [
-        shows(lambda rows: len(running(rows, "web-")) == 5),  # 1: scaled to 5
+        shows(lambda rows: len(running(rows, "web-")) == 5  # 1: scaled to 5, each pod with its own IP
+              and len({r["IP"] for r in running(rows, "web-") if r["IP"].startswith("127.16.")}) == 5),
         remember("web-nodes", web_nodes),  # 3: where the web pods run (two of them)
         shows(lambda rows: len(running(rows, "web-")) == 2 and all(r["NODE"] != "node01" for r in rows
                                                                   if r["NAME"].startswith("web-"))),  # 4
         cordon_respected,  # 7: scaled to 4 while node02 is cordoned
     ],
+    "kubectl get nodes -o custom-columns=NAME:.metadata.name,POD-CIDR:.spec.podCIDR": [shows(
+        lambda rows: sorted(r["NAME"] for r in rows) == ["node01", "node02", "node03"]
+        and len({r["POD-CIDR"] for r in rows if r["POD-CIDR"].startswith("127.16.")}) == 3)],
     "kubectl scale rc web --replicas=2": [prints("replicationcontroller/web scaled")],
     "kubectl get pods -l app=web": [shows(lambda rows: len(rows) == 2 and len(running(rows)) == 2)],
     # 2
