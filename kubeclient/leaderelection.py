@@ -40,6 +40,9 @@ from kubeclient.types import Object
 log = logging.getLogger(__name__)
 
 JITTER_FACTOR = 1.2
+# A candidate whose attempt failed (the apiserver not answering yet: components start alongside it) asks again
+# after this, doubling up to ``retry_period``; one that finds the lease held waits ``retry_period`` as client-go.
+FIRST_RETRY = 0.05
 
 StartedLeading = Callable[[asyncio.Event], Awaitable[None] | None]
 StoppedLeading = Callable[[], Awaitable[None] | None]
@@ -89,6 +92,7 @@ class LeaderElector:
         self.lease_duration = lease_duration
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
+        self._failed = False
         self._on_started_leading = on_started_leading
         self._on_stopped_leading = on_stopped_leading
         self._on_new_leader = on_new_leader
@@ -129,8 +133,13 @@ class LeaderElector:
         lead_task: asyncio.Task[None] | None = None
         stopped = asyncio.Event()
         try:
+            backoff = FIRST_RETRY
             while not await self._try_acquire_or_renew():
-                await self._clock.sleep(jittered(self.retry_period, JITTER_FACTOR))
+                if self._failed:  # the apiserver could not answer (still starting?): ask again soon
+                    await self._clock.sleep(backoff)
+                    backoff = min(2 * backoff, self.retry_period)
+                else:
+                    await self._clock.sleep(jittered(self.retry_period, JITTER_FACTOR))
             log.info("%s acquired lease %s/%s", self.identity, self.namespace, self.name)
             self._leading = True
             if self._on_started_leading is not None:
@@ -176,7 +185,9 @@ class LeaderElector:
         }
 
     async def _try_acquire_or_renew(self) -> bool:
-        """One attempt: True if we hold the lease afterwards.  Never raises for API errors."""
+        """One attempt: True if we hold the lease afterwards.  Never raises for API errors; ``_failed`` says
+        whether the attempt ended in one (rather than finding the lease held by another)."""
+        self._failed = False
         try:
             try:
                 lease = await self._leases.get(self.name, self.namespace)
@@ -200,6 +211,7 @@ class LeaderElector:
             return True
         except StatusError as e:
             log.debug("%s: lease %s/%s attempt failed: %s", self.identity, self.namespace, self.name, e)
+            self._failed = True
             return False
 
     async def _observe(self, lease: Object) -> None:

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-
-import httpx
 from dataclasses import dataclass
 from pathlib import Path
+
+import httpx
 
 from kubelab import process
 from kubelab.components import (

@@ -98,7 +98,7 @@ async def test_only_one_of_two_leads_and_the_other_takes_over_after_expiry() -> 
         assert loop.time() - gone >= 0.5  # b waited for the lease to expire on its own clock
         spec = lease(fake)["spec"]
         assert spec["holderIdentity"] == "b" and spec["leaseTransitions"] == 1
-        assert "leader:b" in b.events and "started" in b.events
+        await until(lambda: "leader:b" in b.events and "started" in b.events)  # callbacks run as tasks
         assert a.events[-1] == "stopped"
         assert not both
     finally:
