@@ -207,10 +207,12 @@ def not_found(resource: str, name: str, group: str = "") -> NotFound:
     return NotFound(f'{qualified} "{name}" not found', name=name, group=group, kind=resource)
 
 
-def forbidden(resource: str, name: str, reason: str, group: str = "") -> Forbidden:
+def forbidden(resource: str, name: str, reason: str, group: str = "",
+              causes: list[Cause] | None = None) -> Forbidden:
     """``namespaces "default" is forbidden: this namespace may not be deleted`` — an admission refusal."""
     qualified = f"{resource}.{group}" if group else resource
-    return Forbidden(f'{qualified} "{name}" is forbidden: {reason}', name=name, group=group, kind=resource)
+    return Forbidden(f'{qualified} "{name}" is forbidden: {reason}', name=name, group=group, kind=resource,
+                     causes=causes)
 
 
 def already_exists(resource: str, name: str, group: str = "") -> AlreadyExists:

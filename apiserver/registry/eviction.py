@@ -60,8 +60,7 @@ def too_many_requests(message: str) -> errors.TooManyRequests:
 
 
 def _forbidden(name: str, why: str) -> errors.Forbidden:
-    return errors.Forbidden(f'poddisruptionbudget.policy "{name}" is forbidden: {why}', name=name, group="policy",
-                            kind="poddisruptionbudget")
+    return errors.forbidden("poddisruptionbudget", name, why, "policy")
 
 
 def decremented(pdb: Object, pod_name: str, dry_run: bool) -> Object:

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from apimachinery.errors import Cause, Forbidden
+from apimachinery import errors
+from apimachinery.errors import Cause
 from apimachinery.meta import parse_time
 from apimachinery.validation import (
     forbidden,
@@ -191,13 +192,12 @@ def _admit_priority(pod: Object) -> None:
     class_name = spec.get("priorityClassName") or ""
     name = (pod.get("metadata") or {}).get("name", "")
     if class_name and class_name not in SYSTEM_PRIORITY_CLASSES:
-        raise Forbidden(f'pods "{name}" is forbidden: no PriorityClass with name {class_name} was found',
-                        name=name, kind="pods")
+        raise errors.forbidden("pods", name, f"no PriorityClass with name {class_name} was found")
     priority = SYSTEM_PRIORITY_CLASSES.get(class_name, 0)
     if spec.get("priority") is not None and spec["priority"] != priority:
-        raise Forbidden(f'pods "{name}" is forbidden: the integer value of priority ({spec["priority"]}) must not '
-                        "be provided in pod spec; priority admission controller computed "
-                        f"{priority} from the given PriorityClass name", name=name, kind="pods")
+        raise errors.forbidden("pods", name, f"the integer value of priority ({spec['priority']}) must not be "
+                               "provided in pod spec; priority admission controller computed "
+                               f"{priority} from the given PriorityClass name")
     spec["priority"] = priority
     if spec.get("preemptionPolicy") is None:
         spec["preemptionPolicy"] = "PreemptLowerPriority"

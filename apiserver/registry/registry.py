@@ -139,8 +139,7 @@ class Registry:
             raise errors.not_found("namespaces", namespace)
         if co.obj.get("metadata", {}).get("deletionTimestamp") or \
                 co.obj.get("status", {}).get("phase") == "Terminating":
-            raise errors.Forbidden(
-                f'{resource} "{name}" is forbidden: unable to create new content in namespace {namespace} '
-                f"because it is being terminated", name=name, kind=resource,
+            raise errors.forbidden(
+                resource, name, f"unable to create new content in namespace {namespace} because it is being terminated",
                 causes=[Cause("NamespaceTerminating", f"namespace {namespace} is being terminated",
                               "metadata.namespace")])
