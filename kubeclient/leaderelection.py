@@ -92,7 +92,6 @@ class LeaderElector:
         self.lease_duration = lease_duration
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
-        self._failed = False
         self._on_started_leading = on_started_leading
         self._on_stopped_leading = on_stopped_leading
         self._on_new_leader = on_new_leader
@@ -134,8 +133,8 @@ class LeaderElector:
         stopped = asyncio.Event()
         try:
             backoff = FIRST_RETRY
-            while not await self._try_acquire_or_renew():
-                if self._failed:  # the apiserver could not answer (still starting?): ask again soon
+            while not (held := await self._try_acquire_or_renew()):
+                if held is None:  # the apiserver could not answer (still starting?): ask again soon
                     await self._clock.sleep(backoff)
                     backoff = min(2 * backoff, self.retry_period)
                 else:
@@ -184,10 +183,9 @@ class LeaderElector:
             "leaseTransitions": transitions if ours else transitions + (1 if old else 0),
         }
 
-    async def _try_acquire_or_renew(self) -> bool:
-        """One attempt: True if we hold the lease afterwards.  Never raises for API errors; ``_failed`` says
-        whether the attempt ended in one (rather than finding the lease held by another)."""
-        self._failed = False
+    async def _try_acquire_or_renew(self) -> bool | None:
+        """One attempt: True if we hold the lease afterwards, False if another holds it, None if the attempt
+        ended in an API error (never raised)."""
         try:
             try:
                 lease = await self._leases.get(self.name, self.namespace)
@@ -211,8 +209,7 @@ class LeaderElector:
             return True
         except StatusError as e:
             log.debug("%s: lease %s/%s attempt failed: %s", self.identity, self.namespace, self.name, e)
-            self._failed = True
-            return False
+            return None
 
     async def _observe(self, lease: Object) -> None:
         """Note the lease content and, when it changed, when we saw it change (the local expiry clock)."""
