@@ -9,7 +9,9 @@ is not reused at once. Each reservation is a file ``<dir>/<ip>`` holding the pod
 Every address of 127.0.0.0/8 is routed to ``lo`` on Linux and can be bound without set-up, so kubelab's default
 cluster CIDR lies there and a pod's process can listen on its own IP. A Node without a podCIDR (no
 controller-manager, ``--allocate-node-cidrs=false``) gives its pods the host IP, as before: node readiness never
-waits on a CIDR. Once seen, a Node's CIDR is kept (the apiserver keeps it immutable).
+waits on a CIDR. Once seen, a Node's CIDR is kept (the apiserver keeps it immutable). Until then the Node is read
+afresh for every pod: only a read made after the pod arrived tells whether the Node had a CIDR when the pod was
+bound (a cached "none", or the Node's own watch, may lag the pod's and give a pod bound after the CIDR the host IP).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
-import time
 from pathlib import Path
 
 from kubeclient import Clientset
@@ -25,7 +26,6 @@ from kubeclient import Clientset
 log = logging.getLogger(__name__)
 
 LAST_RESERVED = "last_reserved_ip.0"
-CIDR_RECHECK_SECONDS = 1.0  # a Node without a CIDR is asked again at most this often
 
 
 class PoolExhausted(Exception):
@@ -41,7 +41,6 @@ class PodIPs:
         self.node_name = node_name
         self.host_ip = host_ip
         self.cidr: ipaddress.IPv4Network | ipaddress.IPv6Network | None = None
-        self._checked = 0.0
         self.dir.mkdir(parents=True, exist_ok=True)
         self.by_uid: dict[str, str] = {}
         for path in self.dir.iterdir():
@@ -55,11 +54,10 @@ class PodIPs:
         self.cidr = ipaddress.ip_network(cidr, strict=False)
 
     async def node_cidr(self) -> str | None:
-        """The Node's ``spec.podCIDR``, read from the API until it is set (at most once a second); raises
-        ``StatusError`` when the Node cannot be read, so a pod is not given the host IP for a passing error."""
-        if self.cidr is None and self.client is not None and time.monotonic() - self._checked >= CIDR_RECHECK_SECONDS:
+        """The Node's ``spec.podCIDR``, read from the API at each call until it is set; raises ``StatusError``
+        when the Node cannot be read, so a pod is not given the host IP for a passing error."""
+        if self.cidr is None and self.client is not None:
             node = await self.client.nodes.get(self.node_name)  # an error: the pod worker tries again
-            self._checked = time.monotonic()
             cidr = (node.get("spec") or {}).get("podCIDR")
             if cidr:
                 self.set_cidr(cidr)

@@ -18,8 +18,8 @@ async def test_host_ip_until_the_node_has_a_cidr(tmp_path: Path) -> None:
     await cs.nodes.create({"metadata": {"name": "n1"}, "spec": {}})
     pool = PodIPs(tmp_path, cs, "n1", "127.0.0.1")
     assert await pool.assign("a") == "127.0.0.1"
-    pool._checked = 0.0  # the next look at the Node is due
     await cs.nodes.patch("n1", {"spec": {"podCIDR": "127.16.3.0/24", "podCIDRs": ["127.16.3.0/24"]}}, "merge")
+    # the very next pod sees the CIDR: a Node without one is read afresh, no "none" is kept for a while
     assert await pool.assign("a") == "127.16.3.2"  # .0 is the network, .1 the gateway
     assert await pool.assign("b") == "127.16.3.3"
     assert await pool.assign("a") == "127.16.3.2"
