@@ -7,23 +7,16 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
 from conftest import Kubectl
-from support.controllers import ControllerManager, pods, set_ready
+from support.controllers import controller_manager_fixture, pods, set_ready
 from support.wait import wait_for
 
 
-@pytest.fixture(scope="module")
-def manager(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerManager]:
-    cm = ControllerManager(api_url, tmp_path_factory.mktemp("cm-deploy") / "controller-manager.log",
-                           "--leader-elect=false", "--controllers=replicaset,deployment,garbagecollector")
-    yield cm
-    cm.stop()
+manager = controller_manager_fixture("replicaset,deployment,garbagecollector")
 
 
 def deployment(name: str, image: str, replicas: int, **spec: Any) -> dict[str, Any]:

@@ -5,24 +5,16 @@ and finalized."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
 from conftest import Kubectl
-from support.controllers import MERGE, ControllerManager, bind, pods
+from support.controllers import MERGE, bind, controller_manager_fixture, pods
 from support.wait import wait_for
 
 
-@pytest.fixture(scope="module")
-def manager(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerManager]:
-    cm = ControllerManager(api_url, tmp_path_factory.mktemp("cm-gc") / "controller-manager.log",
-                           "--leader-elect=false",
-                           "--controllers=replicaset,deployment,garbagecollector,podgc,namespace")
-    yield cm
-    cm.stop()
+manager = controller_manager_fixture("replicaset,deployment,garbagecollector,podgc,namespace")
 
 
 def replica_set(name: str, replicas: int = 2) -> dict[str, Any]:

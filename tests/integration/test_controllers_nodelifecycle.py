@@ -5,17 +5,16 @@ node status) and the scheduler (bindings)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
 from support.controllers import (
     MERGE,
     ControllerManager,
     Heartbeat,
     bind,
+    controller_manager_fixture,
     events,
     make_ready_node,
     pods,
@@ -25,13 +24,8 @@ from support.controllers import (
 from support.wait import wait_for
 
 
-@pytest.fixture(scope="module")
-def manager(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerManager]:
-    cm = ControllerManager(api_url, tmp_path_factory.mktemp("cm-nodes") / "controller-manager.log",
-                           "--leader-elect=false", "--node-monitor-grace-period=3s", "--node-monitor-period=1s",
-                           "--controllers=nodelifecycle,taint-eviction-controller,replicationcontroller")
-    yield cm
-    cm.stop()
+manager = controller_manager_fixture("nodelifecycle,taint-eviction-controller,replicationcontroller",
+                                     "--node-monitor-grace-period=3s", "--node-monitor-period=1s")
 
 
 def node(client: httpx.Client, name: str) -> dict[str, Any]:

@@ -3,23 +3,15 @@ scale up, scale down, replace a deleted pod, ownerReferences. No scheduler or ku
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
-from support.controllers import ControllerManager, bind, set_ready
+from support.controllers import bind, controller_manager_fixture, set_ready
 from support.wait import wait_for
 
 
-
-@pytest.fixture(scope="module")
-def controller_manager(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    log = tmp_path_factory.mktemp("cm") / "controller-manager.log"
-    cm = ControllerManager(api_url, log, "--leader-elect=false", "--controllers=replicationcontroller,replicaset")
-    yield
-    cm.stop()
+controller_manager = controller_manager_fixture("replicationcontroller,replicaset", name="controller_manager")
 
 
 def live_pods(client: httpx.Client, ns: str, selector: str) -> list[dict[str, Any]]:

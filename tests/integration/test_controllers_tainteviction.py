@@ -4,23 +4,16 @@ honoured, a toleration without a bound keeps the pod (no kubelet: deletion shows
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
 from conftest import Kubectl
-from support.controllers import ControllerManager
+from support.controllers import controller_manager_fixture
 from support.wait import wait_for
 
 
-@pytest.fixture(scope="module")
-def taint_manager(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    log = tmp_path_factory.mktemp("cm-taints") / "controller-manager.log"
-    cm = ControllerManager(api_url, log, "--leader-elect=false", "--controllers=taint-eviction-controller")
-    yield
-    cm.stop()
+taint_manager = controller_manager_fixture("taint-eviction-controller", name="taint_manager")
 
 
 def bound_pod(client: httpx.Client, ns: str, name: str, node: str,

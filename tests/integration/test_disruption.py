@@ -7,7 +7,6 @@ kubectl 1.32 creates and prints budgets, and the official Python client reads th
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -17,18 +16,13 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from conftest import Kubectl, kubectl_release
-from support.controllers import ControllerManager, bind, make_ready_node, pods, set_ready
+from support.controllers import ControllerManager, bind, controller_manager_fixture, make_ready_node, pods, set_ready
 from support.wait import wait_for
 
 pytestmark = pytest.mark.kubectl
 
 
-@pytest.fixture(scope="module")
-def manager(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerManager]:
-    cm = ControllerManager(api_url, tmp_path_factory.mktemp("cm-pdb") / "controller-manager.log",
-                           "--leader-elect=false", "--controllers=disruption,replicaset")
-    yield cm
-    cm.stop()
+manager = controller_manager_fixture("disruption,replicaset")
 
 
 def replica_set(client: httpx.Client, ns: str, replicas: int = 3) -> None:

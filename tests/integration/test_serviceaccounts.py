@@ -6,25 +6,18 @@ client read and write them."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 import yaml
 from kubernetes import client as k8s
 
 from conftest import Kubectl
-from support.controllers import ControllerManager
+from support.controllers import controller_manager_fixture
 from support.wait import wait_for
 
 
-@pytest.fixture(scope="module")
-def manager(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControllerManager]:
-    cm = ControllerManager(api_url, tmp_path_factory.mktemp("cm-sa") / "controller-manager.log",
-                           "--leader-elect=false", "--controllers=serviceaccount,namespace")
-    yield cm
-    cm.stop()
+manager = controller_manager_fixture("serviceaccount,namespace")
 
 
 def default_account(client: httpx.Client, ns: str) -> dict[str, Any] | None:

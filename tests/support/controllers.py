@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import datetime
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from support.process import ComponentProcess
 
@@ -20,6 +22,22 @@ class ControllerManager(ComponentProcess):
 
     def __init__(self, api_url: str, log_path: Path, *flags: str) -> None:
         super().__init__("controllers", api_url, log_path, *flags)
+
+
+def controller_manager_fixture(controllers: str, *flags: str, name: str = "manager") -> Callable[..., Any]:
+    """A module-scoped fixture ``name``: one controller-manager running ``controllers`` (kube's ``--controllers``
+    list) without leader election, its log in the session's tmp dir ``cm-<module>N/``, stopped after the module."""
+
+    @pytest.fixture(scope="module", name=name)
+    def manager(api_url: str, tmp_path_factory: pytest.TempPathFactory,
+                request: pytest.FixtureRequest) -> Iterator[ControllerManager]:
+        logs = tmp_path_factory.mktemp(f"cm-{request.module.__name__.rpartition('.')[2].removeprefix('test_')}")
+        cm = ControllerManager(api_url, logs / "controller-manager.log",
+                               "--leader-elect=false", f"--controllers={controllers}", *flags)
+        yield cm
+        cm.stop()
+
+    return manager
 
 
 def now() -> str:
