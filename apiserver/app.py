@@ -34,8 +34,9 @@ from .openapi import documents as openapi_documents
 from .registry import all_strategies
 from .registry.decoder import Decoder
 from .registry.registry import BootstrapObject, Registry, system_namespaces
-from .registry.endpoints import kubernetes_endpoints
-from .registry.endpointslices import kubernetes_endpoint_slice
+from .registry.endpoints import endpoints_address, kubernetes_endpoints
+from .registry.endpointslices import endpoint_slice_address, kubernetes_endpoint_slice
+from .registry.masterleases import MasterLeases
 from .registry.services import kubernetes_service
 from .storage.etcd3 import EtcdStorage, StorageError
 
@@ -50,25 +51,33 @@ class Config:
     port: int = 8080  # where it serves: the default/kubernetes Service's targetPort
 
 
-def kubernetes_service_objects(config: Config) -> list[BootstrapObject]:
-    """``default/kubernetes`` and the Endpoints and EndpointSlice that point it at this apiserver (advertised
-    address, serving port; a wildcard or named host advertises 127.0.0.1)."""
+def advertised_ip(config: Config) -> str:
+    """The IP the ``kubernetes`` Endpoints name: the advertised address's (a wildcard or a host name: 127.0.0.1)."""
     host = config.advertise_address.rsplit(":", 1)[0].strip("[]")
     try:
-        ip = host if not ipaddress.ip_address(host).is_unspecified else "127.0.0.1"
+        return host if not ipaddress.ip_address(host).is_unspecified else "127.0.0.1"
     except ValueError:
-        ip = "127.0.0.1"
+        return "127.0.0.1"
+
+
+def kubernetes_service_objects(config: Config) -> list[BootstrapObject]:
+    """``default/kubernetes`` and the Endpoints and EndpointSlice that point it at this apiserver (advertised
+    address, serving port)."""
+    ip = advertised_ip(config)
     return [BootstrapObject("", "services", "default", kubernetes_service(config.port)),
-            BootstrapObject("", "endpoints", "default", kubernetes_endpoints(ip, config.port), reconcile=True),
+            BootstrapObject("", "endpoints", "default", kubernetes_endpoints(ip, config.port),
+                            points_at=endpoints_address),
             BootstrapObject("discovery.k8s.io", "endpointslices", "default", kubernetes_endpoint_slice(ip, config.port),
-                            reconcile=True)]
+                            points_at=endpoint_slice_address)]
 
 
 def create_app(config: Config) -> WarningMiddleware:
     storage = EtcdStorage(config.etcd_servers)
     decoder = Decoder(openapi_documents.swagger()["definitions"])
     bootstrap = [*system_namespaces(), *kubernetes_service_objects(config)]
-    registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap)
+    leases = MasterLeases(storage, f"{advertised_ip(config)}:{config.port}")
+    registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap,
+                        leases=leases)
     handler = RESTHandler(registry)
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}

@@ -155,6 +155,15 @@ def kubernetes_endpoints(ip: str, port: int) -> Object:
             "subsets": [{"addresses": [{"ip": ip}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]}
 
 
+def endpoints_address(obj: Object) -> str | None:
+    """The first ``ip:port`` the Endpoints list (the apiserver ``default/kubernetes`` points at)."""
+    for subset in obj.get("subsets") or []:
+        addresses, ports = subset.get("addresses") or [], subset.get("ports") or []
+        if addresses and ports:
+            return f"{addresses[0].get('ip')}:{ports[0].get('port')}"
+    return None
+
+
 def default_endpoints(obj: Object) -> None:
     """``SetDefaults_EndpointPort``: TCP."""
     for subset in obj.get("subsets") or []:

@@ -99,6 +99,13 @@ def kubernetes_endpoint_slice(ip: str, port: int) -> Object:
             "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}
 
 
+def endpoint_slice_address(obj: Object) -> str | None:
+    """The first ``ip:port`` the EndpointSlice lists (the apiserver ``default/kubernetes`` points at)."""
+    endpoints, ports = obj.get("endpoints") or [], obj.get("ports") or []
+    addresses = (endpoints[0].get("addresses") or []) if endpoints else []
+    return f"{addresses[0]}:{ports[0].get('port')}" if addresses and ports else None
+
+
 def default_endpoint_slice(obj: Object) -> None:
     """``SetDefaults_EndpointPort`` (name ``""``, TCP); the v1 conversion drops ``deprecatedTopology``."""
     for port in obj.get("ports") or []:

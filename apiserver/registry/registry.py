@@ -13,6 +13,7 @@ from apimachinery.errors import Cause
 
 from ..storage.etcd3 import EtcdStorage
 from .decoder import Decoder
+from .masterleases import MasterLeases
 from .store import ResourceStore
 from .strategy import Object, Strategy
 from .virtual import VirtualStore, VirtualStrategy
@@ -28,15 +29,17 @@ BOOTSTRAP_INTERVAL = 10.0
 @dataclass(frozen=True)
 class BootstrapObject:
     """An object the apiserver creates at start-up and every ``BOOTSTRAP_INTERVAL`` after when it is missing
-    (kube-apiserver's bootstrap controller: a deleted ``default/kubernetes`` Service comes back);
-    with ``reconcile`` an existing one is brought back to ``obj`` (all but metadata; its labels are added), as the
-    endpoint reconciler does for ``default/kubernetes`` when the apiserver's address or port changed."""
+    (kube-apiserver's bootstrap controller: a deleted ``default/kubernetes`` Service comes back).
+
+    With ``points_at`` (the ``ip:port`` an object of this kind names), an existing one is brought back to ``obj``
+    (all but metadata; its labels are added) at start-up, and later when it names no live apiserver
+    (``masterleases``), as the endpoint reconciler does for ``default/kubernetes``."""
 
     group: str
     resource: str
     namespace: str | None
     obj: Object
-    reconcile: bool = False
+    points_at: Callable[[Object], str | None] | None = None
 
     def reconciled(self, current: Object) -> Object:
         new = {**current, **{k: v for k, v in copy.deepcopy(self.obj).items() if k != "metadata"}}
@@ -56,8 +59,9 @@ class Registry:
     def __init__(self, strategies: list[Strategy], storage: EtcdStorage, cache_capacity: int = 10_000,
                  decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
                  bootstrap: Sequence[BootstrapObject] | None = None,
-                 bootstrap_interval: float = BOOTSTRAP_INTERVAL) -> None:
+                 bootstrap_interval: float = BOOTSTRAP_INTERVAL, leases: MasterLeases | None = None) -> None:
         self.storage = storage
+        self.leases = leases  # None: no other apiserver is considered (every check puts this one back)
         self.bootstrap = list(bootstrap) if bootstrap is not None else system_namespaces()  # namespaces first
         self.bootstrap_interval = bootstrap_interval
         self._bootstrapper: asyncio.Task[None] | None = None
@@ -91,13 +95,15 @@ class Registry:
 
     async def start(self) -> None:
         await asyncio.gather(*(store.cache.start() for store in self.stores.values()))
-        await self._bootstrap()
+        await self._bootstrap(starting=True)
         self._bootstrapper = asyncio.create_task(self._keep_bootstrapped(), name="bootstrap")
 
     async def stop(self) -> None:
         if self._bootstrapper is not None:
             self._bootstrapper.cancel()
             await asyncio.gather(self._bootstrapper, return_exceptions=True)
+        if self.leases is not None:
+            await self.leases.release()
         await asyncio.gather(*(store.cache.stop() for store in self.stores.values()))
 
     async def _keep_bootstrapped(self) -> None:
@@ -108,15 +114,19 @@ class Registry:
             except Exception as err:  # noqa: BLE001 - etcd away, a namespace terminating...: the next round retries
                 log.warning("bootstrap objects: %s", err)
 
-    async def _bootstrap(self) -> None:
+    async def _bootstrap(self, starting: bool = False) -> None:
+        live = await self.leases.renew() if self.leases is not None else set()
         for item in self.bootstrap:
             store = self.stores.get((item.group, item.resource))
             name = item.obj["metadata"]["name"]
             if store is None:
                 continue
-            if store.cache.get(store.etcd_key(item.namespace, name)) is not None:
-                if item.reconcile:
-                    await store.guaranteed_update(item.namespace, name, item.reconciled)
+            current = store.cache.get(store.etcd_key(item.namespace, name))
+            if current is not None:
+                if item.points_at is not None:
+                    named = item.points_at(current.obj)
+                    if starting or named == item.points_at(item.obj) or named not in live:
+                        await store.guaranteed_update(item.namespace, name, item.reconciled)
                 continue
             try:
                 await store.create(copy.deepcopy(item.obj), item.namespace)

@@ -111,6 +111,7 @@ class EtcdStorage:
         self._channel: grpc.aio.Channel | None = None
         self._kv: Any = None
         self._watch: Any = None
+        self._lease: Any = None
 
     async def connect(self) -> None:
         options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", 256 * 1024 * 1024),
@@ -120,6 +121,7 @@ class EtcdStorage:
         self._channel = grpc.aio.insecure_channel(self._target, options=options)
         self._kv = rpc.KVStub(self._channel)
         self._watch = rpc.WatchStub(self._channel)
+        self._lease = rpc.LeaseStub(self._channel)
         await self.current_revision()
 
     async def close(self) -> None:
@@ -203,6 +205,16 @@ class EtcdStorage:
         if not ok:
             raise RevisionMismatch(self._current_from_failure(resp))
         return int(resp.header.revision)
+
+    async def put_with_ttl(self, key: bytes, value: bytes, ttl: int) -> None:
+        """Write ``key`` under a new etcd lease of ``ttl`` seconds: it vanishes unless written again in time (the
+        lease it had before no longer holds it, so that one's expiry takes nothing with it)."""
+        grant = await self._call(self._lease.LeaseGrant, rpc.LeaseGrantRequest(TTL=ttl))
+        await self._call(self._kv.Put, rpc.PutRequest(key=key, value=value, lease=grant.ID))
+
+    async def delete_key(self, key: bytes) -> None:
+        """Delete ``key`` whatever its revision (for keys that are not API objects)."""
+        await self._call(self._kv.DeleteRange, rpc.DeleteRangeRequest(key=key))
 
     @staticmethod
     def _current_from_failure(resp: Any) -> KeyValue | None:

@@ -109,8 +109,10 @@ def test_endpoint_slice_table_as_kubectl_prints_it() -> None:
 
 def test_kubernetes_endpoints_follow_the_advertised_address() -> None:
     service, ep, eps = kubernetes_service_objects(Config(advertise_address="0.0.0.0:6443", port=6443))
-    assert (service.resource, service.reconcile) == ("services", False)
-    assert ep.reconcile and ep.obj["subsets"] == [{"addresses": [{"ip": "127.0.0.1"}], "ports": [
+    assert (service.resource, service.points_at) == ("services", None)
+    assert ep.points_at is not None and ep.points_at(ep.obj) == "127.0.0.1:6443"
+    assert eps.points_at is not None and eps.points_at(eps.obj) == "127.0.0.1:6443"
+    assert ep.obj["subsets"] == [{"addresses": [{"ip": "127.0.0.1"}], "ports": [
         {"name": "https", "port": 6443, "protocol": "TCP"}]}]
     assert ep.obj["metadata"]["labels"] == {"endpointslice.kubernetes.io/skip-mirror": "true"}
     assert (eps.group, eps.obj["metadata"]["labels"]) == ("discovery.k8s.io", {"kubernetes.io/service-name":
