@@ -36,6 +36,7 @@ _CORE = "k8s.io.api.core.v1"
 _APPS = "k8s.io.api.apps.v1"
 _DISCOVERY = "k8s.io.api.discovery.v1"
 _BATCH = "k8s.io.api.batch.v1"
+_AUTOSCALING = "k8s.io.api.autoscaling.v1"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -205,6 +206,9 @@ KEEP_ZERO: frozenset[tuple[str, str]] = frozenset(
     | _fields(f"{_DISCOVERY}.Endpoint", "hostname", "nodeName", "zone")
     | _fields(f"{_DISCOVERY}.EndpointConditions", "ready", "serving", "terminating")
     | _fields(f"{_DISCOVERY}.EndpointPort", "name", "protocol", "port", "appProtocol")
+    # autoscaling/v1: HorizontalPodAutoscalers (``minReplicas: 0`` is refused, not defaulted)
+    | _fields(f"{_AUTOSCALING}.HorizontalPodAutoscalerSpec", "minReplicas", "targetCPUUtilizationPercentage")
+    | _fields(f"{_AUTOSCALING}.HorizontalPodAutoscalerStatus", "observedGeneration", "currentCPUUtilizationPercentage")
     # core/v1: other kinds
     | _fields(f"{_CORE}.ReplicationControllerSpec", "replicas")
     | _fields(f"{_CORE}.ConfigMap", "immutable")

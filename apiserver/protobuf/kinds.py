@@ -46,6 +46,7 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("policy/v1", "Eviction"): policyv1.Eviction,
     ("policy/v1", "PodDisruptionBudget"): policyv1.PodDisruptionBudget,
     ("autoscaling/v1", "Scale"): autoscalingv1.Scale,
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): autoscalingv1.HorizontalPodAutoscaler,
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): authorizationv1.SelfSubjectAccessReview,
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): authorizationv1.SelfSubjectRulesReview,
     ("authorization.k8s.io/v1", "SubjectAccessReview"): authorizationv1.SubjectAccessReview,

@@ -330,6 +330,23 @@ def test_endpoints_and_endpoint_slice_round_trip() -> None:
     assert decode(envelope("discovery.k8s.io/v1", "EndpointSlice", eps)) == python_client_json(slice_model)
 
 
+def test_horizontal_pod_autoscaler_v1_round_trip() -> None:
+    # kubectl autoscale posts autoscaling/v1 as protobuf; minReplicas is a Go pointer, so 0 must survive
+    model = k8s.V1HorizontalPodAutoscaler(
+        api_version="autoscaling/v1", kind="HorizontalPodAutoscaler", metadata=k8s.V1ObjectMeta(name="web"),
+        spec=k8s.V1HorizontalPodAutoscalerSpec(
+            scale_target_ref=k8s.V1CrossVersionObjectReference(api_version="apps/v1", kind="Deployment", name="web"),
+            min_replicas=1, max_replicas=5, target_cpu_utilization_percentage=50))
+    hpa = autoscalingv1.HorizontalPodAutoscaler()
+    hpa.metadata.name = "web"
+    hpa.spec.scaleTargetRef.apiVersion, hpa.spec.scaleTargetRef.kind, hpa.spec.scaleTargetRef.name = \
+        "apps/v1", "Deployment", "web"
+    hpa.spec.minReplicas, hpa.spec.maxReplicas, hpa.spec.targetCPUUtilizationPercentage = 1, 5, 50
+    assert decode(envelope("autoscaling/v1", "HorizontalPodAutoscaler", hpa)) == python_client_json(model)
+    hpa.spec.minReplicas = 0
+    assert decode(envelope("autoscaling/v1", "HorizontalPodAutoscaler", hpa))["spec"]["minReplicas"] == 0
+
+
 def test_pod_disruption_budget_round_trip() -> None:
     # kubectl create pdb posts it as protobuf: minAvailable an int, maxUnavailable a percent, a pointer string
     model = k8s.V1PodDisruptionBudget(
