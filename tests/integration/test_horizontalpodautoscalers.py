@@ -70,7 +70,12 @@ def test_kubectl_autoscale_get_describe_and_validation(kubectl: Kubectl, client:
     assert table[1][:7] == ["web", "Deployment/web", "cpu:", "<unknown>/50%", "1", "5", "0"]
     for release in ("1.27", "1.33"):  # the columns come from the server's Table
         other = Kubectl(kubectl_release(release), kubectl.server, kubectl.home)
-        assert rows(other("-n", ns, "get", "hpa").stdout)[1][:7] == table[1][:7]
+        assert rows(other("-n", ns, "get", "hpa", "web").stdout)[1][:7] == table[1][:7]
+    # kubectl 1.33 posts autoscaling/v2 (as protobuf); 1.32 posted autoscaling/v1
+    newer = Kubectl(kubectl_release("1.33"), kubectl.server, kubectl.home)
+    newer("-n", ns, "autoscale", "deploy", "web", "--name=web2", "--cpu-percent=60", "--min=2", "--max=4")
+    assert rows(kubectl("-n", ns, "get", "hpa", "web2").stdout)[1][:7] == \
+        ["web2", "Deployment/web", "cpu:", "<unknown>/60%", "2", "4", "0"]
     stored = json.loads(kubectl("-n", ns, "get", "hpa", "web", "-o", "json").stdout)
     assert stored["apiVersion"] == "autoscaling/v2"
     assert stored["spec"]["minReplicas"] == 1 and stored["spec"]["metrics"] == [
