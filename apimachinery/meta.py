@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import uuid
 from datetime import datetime, timezone
 from typing import Any, NewType
@@ -43,6 +44,24 @@ def format_duration(seconds: float) -> str:
     if hours:
         return f"{sign}{hours}h{minutes}m{text}"
     return f"{sign}{minutes}m{text}" if minutes else f"{sign}{text}"
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go duration string (``1m30s`` → 90.0, ``10.5s``, ``500ms``) or a plain number of seconds;
+    ``ValueError`` otherwise."""
+    text = text.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"invalid duration {text!r} (use e.g. 50s, 1m30s, 500ms)")
+    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
 
 
 def now_rfc3339_micro() -> str:

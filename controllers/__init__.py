@@ -28,6 +28,9 @@ Modules::
     daemonset       one daemon pod per eligible node, RollingUpdate and OnDelete
     endpointslicemirroring  EndpointSlices mirroring the hand-written Endpoints of Services without selector
     disruption              each PodDisruptionBudget's status: expected, healthy and allowed disruptions
+    replicacalculator       the HPA's replica proposal from pods, requests and resource metrics (pure)
+    hpanormalize            the HPA's stabilization windows, rate policies and min/max limits (pure)
+    horizontal              HorizontalPodAutoscalers: scaling Deployments, ReplicaSets, RCs on pod metrics
     manager         the controller registry, leader election, the process lifecycle
     cli, healthz    kube-controller-manager's flags and ``main``; the /healthz endpoint
 """

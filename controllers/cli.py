@@ -9,27 +9,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import re
 import sys
 
+from apimachinery.meta import parse_duration
 from controllers.manager import CONTROLLERS, enabled_controllers, run
 from controllers.nodeipam import DEFAULT_CLUSTER_CIDR, DEFAULT_NODE_CIDR_MASK_SIZE, CidrSet
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def duration(text: str) -> float:
     """Seconds in a Go duration string (``1m30s`` → 90.0) or a plain number of seconds."""
-    text = text.strip()
     try:
-        return float(text)
-    except ValueError:
-        pass
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (use e.g. 50s, 1m30s, 500ms)")
-    return sum(float(n) * _UNITS[u] for n, u in parts)
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _bool(text: str) -> bool:
@@ -46,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="The kubelab controller-manager: Kubernetes' core control loops over List-Watch "
                     "(replication, ReplicaSets, Deployments, node IPAM, node lifecycle, NoExecute taint eviction, "
                     "pod GC, garbage collection, namespaces, service accounts, endpoints and EndpointSlices, "
-                    "disruption budgets, DaemonSets, Jobs and CronJobs).")
+                    "disruption budgets, DaemonSets, Jobs, CronJobs and HorizontalPodAutoscalers).")
     p.add_argument("--master", default=None, help="URL of the apiserver (overrides the kubeconfig's server)")
     p.add_argument("--kubeconfig", default=None, help="kubeconfig file with the apiserver's address and credentials")
     names = ", ".join(f"{n} ({'/'.join(a)})" if a else n for n, (a, _) in CONTROLLERS.items())
@@ -115,6 +108,22 @@ def build_parser() -> argparse.ArgumentParser:
                         "and Debian's 127.0.1.1)")
     g.add_argument("--node-cidr-mask-size", type=int, default=DEFAULT_NODE_CIDR_MASK_SIZE,
                    help=f"mask size of each Node's pod CIDR (default: {DEFAULT_NODE_CIDR_MASK_SIZE})")
+    g.add_argument("--concurrent-horizontal-pod-autoscaler-syncs", type=int, default=5,
+                   help="HorizontalPodAutoscalers reconciled concurrently (default: 5)")
+    g.add_argument("--horizontal-pod-autoscaler-sync-period", type=duration, default=15.0,
+                   help="how often each HorizontalPodAutoscaler is reconciled (default: 15s)")
+    g.add_argument("--horizontal-pod-autoscaler-downscale-stabilization", type=duration, default=300.0,
+                   help="how far back the autoscaler looks for higher recommendations before scaling down, for "
+                        "HPAs without spec.behavior.scaleDown.stabilizationWindowSeconds (default: 5m)")
+    g.add_argument("--horizontal-pod-autoscaler-tolerance", type=float, default=0.1,
+                   help="the minimum change of the usage ratio from 1.0 that makes the autoscaler act "
+                        "(default: 0.1)")
+    g.add_argument("--horizontal-pod-autoscaler-cpu-initialization-period", type=duration, default=300.0,
+                   help="after a pod starts, how long its CPU samples count only once it is Ready and a whole "
+                        "sample was taken since (default: 5m)")
+    g.add_argument("--horizontal-pod-autoscaler-initial-readiness-delay", type=duration, default=30.0,
+                   help="after a pod starts, how long its readiness may flap without it counting as never ready "
+                        "(default: 30s)")
     g.add_argument("--terminated-pod-gc-threshold", type=int, default=12500,
                    help="terminated pods kept before the pod GC deletes the oldest; <= 0 disables (default: 12500)")
     p.add_argument("--healthz-port", type=int, default=0,

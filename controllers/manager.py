@@ -21,6 +21,7 @@ import signal
 import socket
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from dataclasses import dataclass
 
 from kubeclient import Clientset, InformerFactory, LeaderElector
@@ -137,6 +138,20 @@ def _daemonset(ctx: Context) -> Controller:
     return DaemonSetController(ctx.clientset, ctx.factory, workers=ctx.options.concurrent_daemonset_syncs)
 
 
+def _horizontal(ctx: Context) -> Controller:
+    from controllers.horizontal import HorizontalController
+    o = ctx.options
+    return HorizontalController(ctx.clientset, ctx.factory, workers=o.concurrent_horizontal_pod_autoscaler_syncs,
+                                sync_period=o.horizontal_pod_autoscaler_sync_period,
+                                downscale_stabilization=timedelta(
+                                    seconds=o.horizontal_pod_autoscaler_downscale_stabilization),
+                                tolerance=o.horizontal_pod_autoscaler_tolerance,
+                                cpu_initialization_period=timedelta(
+                                    seconds=o.horizontal_pod_autoscaler_cpu_initialization_period),
+                                initial_readiness_delay=timedelta(
+                                    seconds=o.horizontal_pod_autoscaler_initial_readiness_delay))
+
+
 def _nodeipam(ctx: Context) -> Controller | None:
     from controllers.nodeipam import NodeIpamController
     o = ctx.options
@@ -166,6 +181,7 @@ CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "endpointslice-controller": (("endpointslice",), _endpointslice),
     "endpointslice-mirroring-controller": (("endpointslicemirroring",), _endpointslicemirroring),
     "disruption-controller": (("disruption",), _disruption),
+    "horizontal-pod-autoscaler-controller": (("horizontalpodautoscaling",), _horizontal),
 }
 
 

@@ -84,11 +84,13 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True)
 POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True,
                                   frozenset({"status"}))
+HORIZONTAL_POD_AUTOSCALERS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True,
+                                      frozenset({"status"}))
 
 RESOURCES: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, REPLICATION_CONTROLLERS, SERVICES, CONFIG_MAPS, SECRETS, SERVICE_ACCOUNTS,
     ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, DAEMON_SETS, CONTROLLER_REVISIONS, JOBS, CRON_JOBS, LEASES,
-    ENDPOINT_SLICES, POD_DISRUPTION_BUDGETS,
+    ENDPOINT_SLICES, POD_DISRUPTION_BUDGETS, HORIZONTAL_POD_AUTOSCALERS,
 )
 
 _BY_NAME: dict[str, Resource] = {}

@@ -98,8 +98,8 @@ class Subresource:
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 GROUP_VERSIONS = (("", "v1"), ("apps", "v1"), ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
-                  ("autoscaling", "v1"), ("batch", "v1"), ("coordination.k8s.io", "v1"), ("discovery.k8s.io", "v1"),
-                  ("policy", "v1"))
+                  ("autoscaling", "v1"), ("autoscaling", "v2"), ("batch", "v1"), ("coordination.k8s.io", "v1"),
+                  ("discovery.k8s.io", "v1"), ("policy", "v1"))
 RESOURCES = (
     Resource("", "v1", "Binding", "bindings", True, ("create",)),
     Resource("", "v1", "ConfigMap", "configmaps", True, ALL_VERBS),
@@ -126,6 +126,9 @@ RESOURCES = (
     Resource("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", False,
              ("create",)),
     Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False, ("create",)),
+    Resource("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True, ALL_VERBS, ("status",)),
+    Resource("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True, ALL_VERBS, ("status",),
+             model="V2HorizontalPodAutoscaler"),
     Resource("batch", "v1", "CronJob", "cronjobs", True, ALL_VERBS, ("status",)),
     Resource("batch", "v1", "Job", "jobs", True, ALL_VERBS, ("status",)),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
@@ -230,7 +233,8 @@ LEAF_TYPES: dict[tuple[str, str], str] = {
         ("V1NodeStatus", "capacity"), ("V1PodSpec", "overhead"), ("V1PodStatus", "allocatedResources"),
         ("V1ResourceFieldSelector", "divisor"), ("V1ResourceRequirements", "limits"),
         ("V1ResourceRequirements", "requests"), ("V1VolumeResourceRequirements", "limits"),
-        ("V1VolumeResourceRequirements", "requests"),
+        ("V1VolumeResourceRequirements", "requests"), ("V2MetricTarget", "averageValue"), ("V2MetricTarget", "value"),
+        ("V2MetricValueStatus", "averageValue"), ("V2MetricValueStatus", "value"),
     ]},
     **{(m, f): MICRO_TIME for m, f in [
         ("CoreV1Event", "eventTime"), ("CoreV1EventSeries", "lastObservedTime"), ("V1LeaseSpec", "acquireTime"),
@@ -329,7 +333,8 @@ REF_DESCRIPTIONS: dict[tuple[str, str], str] = {
 }
 
 # Fields the Python client has from Kubernetes releases after v1.32, left out of the v1.32 document.
-NEWER_THAN_SERVED: frozenset[tuple[str, str]] = frozenset({("V1JobSpec", "scheduling")})
+NEWER_THAN_SERVED: frozenset[tuple[str, str]] = frozenset({("V1JobSpec", "scheduling"),
+                                                           ("V2HPAScalingRules", "tolerance")})
 
 # Go struct tags ``patchStrategy``/``patchMergeKey``: (model, json field) -> (strategy, merge key or "").
 PATCH_STRATEGIES: dict[tuple[str, str], tuple[str, str]] = {

@@ -36,6 +36,8 @@ _CORE = "k8s.io.api.core.v1"
 _APPS = "k8s.io.api.apps.v1"
 _DISCOVERY = "k8s.io.api.discovery.v1"
 _BATCH = "k8s.io.api.batch.v1"
+_AUTOSCALING = "k8s.io.api.autoscaling.v1"
+_AUTOSCALING_V2 = "k8s.io.api.autoscaling.v2"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -205,6 +207,14 @@ KEEP_ZERO: frozenset[tuple[str, str]] = frozenset(
     | _fields(f"{_DISCOVERY}.Endpoint", "hostname", "nodeName", "zone")
     | _fields(f"{_DISCOVERY}.EndpointConditions", "ready", "serving", "terminating")
     | _fields(f"{_DISCOVERY}.EndpointPort", "name", "protocol", "port", "appProtocol")
+    # autoscaling/v1 and v2: HorizontalPodAutoscalers (``minReplicas: 0`` is refused, not defaulted)
+    | _fields(f"{_AUTOSCALING}.HorizontalPodAutoscalerSpec", "minReplicas", "targetCPUUtilizationPercentage")
+    | _fields(f"{_AUTOSCALING}.HorizontalPodAutoscalerStatus", "observedGeneration", "currentCPUUtilizationPercentage")
+    | _fields(f"{_AUTOSCALING_V2}.HorizontalPodAutoscalerSpec", "minReplicas")
+    | _fields(f"{_AUTOSCALING_V2}.HorizontalPodAutoscalerStatus", "observedGeneration")
+    | _fields(f"{_AUTOSCALING_V2}.HPAScalingRules", "stabilizationWindowSeconds", "selectPolicy")
+    | _fields(f"{_AUTOSCALING_V2}.MetricTarget", "averageUtilization")
+    | _fields(f"{_AUTOSCALING_V2}.MetricValueStatus", "averageUtilization")
     # core/v1: other kinds
     | _fields(f"{_CORE}.ReplicationControllerSpec", "replicas")
     | _fields(f"{_CORE}.ConfigMap", "immutable")

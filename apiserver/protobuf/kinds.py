@@ -16,6 +16,7 @@ from .gen.k8s_io.api.apps.v1 import generated_pb2 as appsv1
 from .gen.k8s_io.api.authentication.v1 import generated_pb2 as authenticationv1
 from .gen.k8s_io.api.authorization.v1 import generated_pb2 as authorizationv1
 from .gen.k8s_io.api.autoscaling.v1 import generated_pb2 as autoscalingv1
+from .gen.k8s_io.api.autoscaling.v2 import generated_pb2 as autoscalingv2
 from .gen.k8s_io.api.batch.v1 import generated_pb2 as batchv1
 from .gen.k8s_io.api.coordination.v1 import generated_pb2 as coordinationv1
 from .gen.k8s_io.api.core.v1 import generated_pb2 as corev1
@@ -46,6 +47,8 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("policy/v1", "Eviction"): policyv1.Eviction,
     ("policy/v1", "PodDisruptionBudget"): policyv1.PodDisruptionBudget,
     ("autoscaling/v1", "Scale"): autoscalingv1.Scale,
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): autoscalingv1.HorizontalPodAutoscaler,
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): autoscalingv2.HorizontalPodAutoscaler,
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): authorizationv1.SelfSubjectAccessReview,
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): authorizationv1.SelfSubjectRulesReview,
     ("authorization.k8s.io/v1", "SubjectAccessReview"): authorizationv1.SubjectAccessReview,

@@ -28,6 +28,8 @@ from apiserver.registry.endpoints import EndpointsStrategy
 from apiserver.registry.endpointslices import EndpointSliceStrategy
 from apiserver.registry.events import EventStrategy
 from apiserver.registry.jobs import JobStrategy
+from apiserver.registry.horizontalpodautoscalers import HorizontalPodAutoscalerStrategy
+from apiserver.registry.autoscalingv1 import HorizontalPodAutoscalerV1Strategy
 from apiserver.registry.leases import LeaseStrategy
 from apiserver.registry.namespaces import NamespaceStrategy
 from apiserver.registry.nodes import NodeStrategy
@@ -43,7 +45,8 @@ from apiserver.registry.strategy import Strategy
 
 
 def all_strategies() -> list[Strategy]:
-    """One strategy per served resource, core group first (discovery lists them in this order)."""
+    """One strategy per served resource version, core group first (discovery lists them in this order; a
+    group's first version is its preferred one, and a resource's first version is the one stored)."""
     return [
         PodStrategy(),
         NodeStrategy(),
@@ -59,6 +62,8 @@ def all_strategies() -> list[Strategy]:
         DaemonSetStrategy(),
         ControllerRevisionStrategy(),
         ReplicaSetStrategy(),
+        HorizontalPodAutoscalerStrategy(),
+        HorizontalPodAutoscalerV1Strategy(),
         JobStrategy(),
         CronJobStrategy(),
         LeaseStrategy(),

@@ -66,10 +66,15 @@ class Registry:
         self.bootstrap_interval = bootstrap_interval
         self._bootstrapper: asyncio.Task[None] | None = None
         self.strategies = strategies
-        self.stores: dict[tuple[str, str], ResourceStore] = {
-            (s.group, s.resource): ResourceStore(s, storage, cache_capacity, decoder, on_warning)
+        # Every served version of a stored resource has its store (over the same etcd keys); ``stores`` holds the
+        # storage version's, the first strategy listed for the resource.
+        self.versions: dict[tuple[str, str, str], ResourceStore] = {
+            (s.group, s.version, s.resource): ResourceStore(s, storage, cache_capacity, decoder, on_warning)
             for s in strategies if not isinstance(s, VirtualStrategy)
         }
+        self.stores: dict[tuple[str, str], ResourceStore] = {}
+        for (group, _, resource), store in self.versions.items():
+            self.stores.setdefault((group, resource), store)
         self.virtual: dict[tuple[str, str], VirtualStore] = {
             (s.group, s.resource): VirtualStore(s, decoder, on_warning)
             for s in strategies if isinstance(s, VirtualStrategy)
@@ -81,7 +86,7 @@ class Registry:
                 versions.append(s.version)
 
     def lookup(self, group: str, version: str, resource: str) -> ResourceStore | VirtualStore:
-        store: ResourceStore | VirtualStore | None = self.stores.get((group, resource)) or \
+        store: ResourceStore | VirtualStore | None = self.versions.get((group, version, resource)) or \
             self.virtual.get((group, resource))
         if store is None or store.strategy.version != version:
             raise errors.NotFound("the server could not find the requested resource")
@@ -94,7 +99,7 @@ class Registry:
         return [s for s in self.strategies if s.group == group and s.version == version]
 
     async def start(self) -> None:
-        await asyncio.gather(*(store.cache.start() for store in self.stores.values()))
+        await asyncio.gather(*(store.cache.start() for store in self.versions.values()))
         await self._bootstrap(starting=True)
         self._bootstrapper = asyncio.create_task(self._keep_bootstrapped(), name="bootstrap")
 
@@ -104,7 +109,7 @@ class Registry:
             await asyncio.gather(self._bootstrapper, return_exceptions=True)
         if self.leases is not None:
             await self.leases.release()
-        await asyncio.gather(*(store.cache.stop() for store in self.stores.values()))
+        await asyncio.gather(*(store.cache.stop() for store in self.versions.values()))
 
     async def _keep_bootstrapped(self) -> None:
         while True:

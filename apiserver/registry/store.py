@@ -60,6 +60,8 @@ class ResourceStore:
         self.on_warning = on_warning
         self.prefix = f"/registry/{strategy.resource}/".encode()
         self.qualified = f"{strategy.resource}.{strategy.group}" if strategy.group else strategy.resource
+        # Whether this store serves a version other than the stored one (objects are converted both ways).
+        self.converts = type(strategy).to_storage is not Strategy.to_storage
         self.cache = WatchCache(storage, self.prefix, self._decode, self._restamp, capacity=cache_capacity,
                                 indexed_fields=("spec.nodeName",) if strategy.resource == "pods" else ())
 
@@ -81,15 +83,15 @@ class ResourceStore:
                             self.strategy.selectable_fields(obj))
 
     def _decode(self, key: bytes, value: bytes, rv: int) -> CachedObject:
-        return self._cached(orjson.loads(value), rv)
+        obj = orjson.loads(value)
+        return self._cached(self.strategy.from_storage(obj) if self.converts else obj, rv)
 
     def _restamp(self, co: CachedObject, rv: int) -> CachedObject:
         return self._cached(copy.deepcopy(co.obj), rv)
 
-    @staticmethod
-    def _encode_for_storage(obj: Object) -> bytes:
+    def _encode_for_storage(self, obj: Object) -> bytes:
         obj["metadata"].pop("resourceVersion", None)
-        return orjson.dumps(obj)
+        return orjson.dumps(self.strategy.to_storage(obj) if self.converts else obj)
 
     # --- reads ----------------------------------------------------------------------------------------------
     async def _read(self, namespace: str | None, name: str) -> tuple[CachedObject, KeyValue]:
@@ -208,6 +210,8 @@ class ResourceStore:
 
     def _written(self, key: bytes, obj: Object, rv: int) -> CachedObject:
         """The response object of a write, also handed to the watch cache for its event."""
+        if self.converts:  # what a read will answer: the stored form converted back
+            obj = self.strategy.from_storage(self.strategy.to_storage(obj))
         co = self._cached(obj, rv)
         self.cache.prime(key, co)
         return co

@@ -184,6 +184,16 @@ class Strategy:
     def prepare_for_delete(self, obj: Object) -> None:
         """Called when a DELETE marks the object (sets deletionTimestamp) instead of removing it."""
 
+    # --- versions -------------------------------------------------------------------------------------------
+    def to_storage(self, obj: Object) -> Object:
+        """``obj`` in the version stored in etcd: a strategy serving another version of a resource converts
+        (autoscaling/v1 HorizontalPodAutoscalers are stored as v2); the others store what they serve."""
+        return obj
+
+    def from_storage(self, obj: Object) -> Object:
+        """A stored object in this strategy's version (the inverse of ``to_storage``)."""
+        return obj
+
     # --- fields and tables ----------------------------------------------------------------------------------
     def selectable_fields(self, obj: Object) -> dict[str, str]:
         """Fields a ``fieldSelector`` may name, with their string values (``metadata.name`` always)."""

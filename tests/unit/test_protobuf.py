@@ -26,6 +26,7 @@ from apiserver.protobuf import decode
 from apiserver.protobuf.convert import SPECIAL_TYPES, go_duration
 from apiserver.protobuf.gen.k8s_io.api.apps.v1 import generated_pb2 as appsv1
 from apiserver.protobuf.gen.k8s_io.api.autoscaling.v1 import generated_pb2 as autoscalingv1
+from apiserver.protobuf.gen.k8s_io.api.autoscaling.v2 import generated_pb2 as autoscalingv2
 from apiserver.protobuf.gen.k8s_io.api.coordination.v1 import generated_pb2 as coordinationv1
 from apiserver.protobuf.gen.k8s_io.api.core.v1 import generated_pb2 as corev1
 from apiserver.protobuf.gen.k8s_io.api.discovery.v1 import generated_pb2 as discoveryv1
@@ -328,6 +329,48 @@ def test_endpoints_and_endpoint_slice_round_trip() -> None:
                       conditions=discoveryv1.EndpointConditions(ready=False, serving=True, terminating=False))
     eps.ports.add(name="", port=80, protocol="TCP")
     assert decode(envelope("discovery.k8s.io/v1", "EndpointSlice", eps)) == python_client_json(slice_model)
+
+
+def test_horizontal_pod_autoscaler_v1_round_trip() -> None:
+    # kubectl autoscale posts autoscaling/v1 as protobuf; minReplicas is a Go pointer, so 0 must survive
+    model = k8s.V1HorizontalPodAutoscaler(
+        api_version="autoscaling/v1", kind="HorizontalPodAutoscaler", metadata=k8s.V1ObjectMeta(name="web"),
+        spec=k8s.V1HorizontalPodAutoscalerSpec(
+            scale_target_ref=k8s.V1CrossVersionObjectReference(api_version="apps/v1", kind="Deployment", name="web"),
+            min_replicas=1, max_replicas=5, target_cpu_utilization_percentage=50))
+    hpa = autoscalingv1.HorizontalPodAutoscaler()
+    hpa.metadata.name = "web"
+    hpa.spec.scaleTargetRef.apiVersion, hpa.spec.scaleTargetRef.kind, hpa.spec.scaleTargetRef.name = \
+        "apps/v1", "Deployment", "web"
+    hpa.spec.minReplicas, hpa.spec.maxReplicas, hpa.spec.targetCPUUtilizationPercentage = 1, 5, 50
+    assert decode(envelope("autoscaling/v1", "HorizontalPodAutoscaler", hpa)) == python_client_json(model)
+    hpa.spec.minReplicas = 0
+    assert decode(envelope("autoscaling/v1", "HorizontalPodAutoscaler", hpa))["spec"]["minReplicas"] == 0
+
+
+def test_horizontal_pod_autoscaler_v2_round_trip() -> None:
+    # kubectl 1.33 autoscale posts autoscaling/v2 as protobuf; a 0 s window is meant, a Quantity is its string
+    model = k8s.V2HorizontalPodAutoscaler(
+        api_version="autoscaling/v2", kind="HorizontalPodAutoscaler", metadata=k8s.V1ObjectMeta(name="web"),
+        spec=k8s.V2HorizontalPodAutoscalerSpec(
+            scale_target_ref=k8s.V2CrossVersionObjectReference(api_version="apps/v1", kind="Deployment", name="web"),
+            min_replicas=1, max_replicas=5,
+            metrics=[k8s.V2MetricSpec(type="Resource", resource=k8s.V2ResourceMetricSource(
+                name="memory", target=k8s.V2MetricTarget(type="AverageValue", average_value="64Mi")))],
+            behavior=k8s.V2HorizontalPodAutoscalerBehavior(scale_up=k8s.V2HPAScalingRules(
+                stabilization_window_seconds=0, policies=[k8s.V2HPAScalingPolicy(type="Pods", value=2,
+                                                                                 period_seconds=15)]))))
+    hpa = autoscalingv2.HorizontalPodAutoscaler()
+    hpa.metadata.name = "web"
+    ref = hpa.spec.scaleTargetRef
+    ref.apiVersion, ref.kind, ref.name = "apps/v1", "Deployment", "web"
+    hpa.spec.minReplicas, hpa.spec.maxReplicas = 1, 5
+    metric = hpa.spec.metrics.add(type="Resource")
+    metric.resource.name, metric.resource.target.type = "memory", "AverageValue"
+    metric.resource.target.averageValue.string = "64Mi"
+    hpa.spec.behavior.scaleUp.stabilizationWindowSeconds = 0
+    hpa.spec.behavior.scaleUp.policies.add(type="Pods", value=2, periodSeconds=15)
+    assert decode(envelope("autoscaling/v2", "HorizontalPodAutoscaler", hpa)) == python_client_json(model)
 
 
 def test_pod_disruption_budget_round_trip() -> None:

@@ -34,6 +34,7 @@ def errors(causes: list[Cause]) -> list[str]:
 
 def test_all_strategies_cover_the_served_resources() -> None:
     served = {(s.group, s.resource, s.kind, s.namespaced, s.short_names, s.categories) for s in all_strategies()}
+    assert [s.version for s in all_strategies() if s.resource == "horizontalpodautoscalers"] == ["v2", "v1"]
     assert served == {
         ("", "pods", "Pod", True, ("po",), ("all",)),
         ("", "nodes", "Node", False, ("no",), ()),
@@ -49,6 +50,7 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("apps", "daemonsets", "DaemonSet", True, ("ds",), ("all",)),
         ("apps", "controllerrevisions", "ControllerRevision", True, (), ()),
         ("apps", "replicasets", "ReplicaSet", True, ("rs",), ("all",)),
+        ("autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True, ("hpa",), ("all",)),
         ("batch", "jobs", "Job", True, (), ("all",)),
         ("batch", "cronjobs", "CronJob", True, ("cj",), ("all",)),
         ("coordination.k8s.io", "leases", "Lease", True, (), ()),
@@ -62,9 +64,10 @@ def test_all_strategies_cover_the_served_resources() -> None:
     }
     generations = {s.resource for s in all_strategies() if s.bumps_generation}
     assert generations == {"replicationcontrollers", "replicasets", "deployments", "daemonsets", "jobs", "cronjobs",
-                           "endpointslices", "poddisruptionbudgets"}
+                           "endpointslices", "poddisruptionbudgets", "horizontalpodautoscalers"}
     assert {s.resource for s in all_strategies() if "scale" in s.subresources} == \
-        generations - {"daemonsets", "endpointslices", "jobs", "cronjobs", "poddisruptionbudgets"}
+        generations - {"daemonsets", "endpointslices", "jobs", "cronjobs", "poddisruptionbudgets",
+                       "horizontalpodautoscalers"}
 
 
 def test_metadata_names_follow_each_resources_rule() -> None:
