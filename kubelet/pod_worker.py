@@ -497,10 +497,12 @@ class PodWorker:
         old = self.pod.get("status") or {}
         if _comparable(new) == _comparable(old):
             return
-        meta = self.pod["metadata"]
+        pod = self.pod
+        meta = pod["metadata"]
         updated = await self.kubelet.client.pods.patch(meta["name"], {"status": new}, "merge", meta["namespace"],
                                                        subresource="status")
-        self.pod = updated
+        if self.pod is pod:  # else the watch pushed a version meanwhile, maybe newer than the answer (a deletion):
+            self.pod = updated  # it stays, and a status it lacks is written again on the next round
 
 
 def _comparable(status: dict[str, Any]) -> Any:
