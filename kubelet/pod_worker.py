@@ -545,7 +545,14 @@ class PodWorker:
         meta = self.pod["metadata"]
         updated = await self.kubelet.client.pods.patch(meta["name"], {"status": new}, "merge", meta["namespace"],
                                                        subresource="status")
-        self.pod = updated
+        # A newer version may have been pushed while the write was in flight (the DELETE that marks the pod):
+        # keeping the write's answer then would hide that, and nothing would wake the worker again.
+        if _rv(updated) > _rv(self.pod):
+            self.pod = updated
+
+
+def _rv(pod: dict[str, Any]) -> int:
+    return int(pod["metadata"].get("resourceVersion") or 0)
 
 
 def _comparable(status: dict[str, Any]) -> Any:
