@@ -36,6 +36,10 @@ class StatusError(Exception):
 
     code: ClassVar[int] = 500
     reason: ClassVar[str] = "InternalError"
+    # Whether the Status carries ``details`` even when empty: every 404 kube-apiserver sends does (``{}`` for a path
+    # it does not serve, ``{name, kind}`` for a missing object), and clients tell the two apart by it (kubectl
+    # debug reads ``details.name`` to say "ephemeral containers are disabled for this cluster").
+    always_details: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -80,8 +84,8 @@ class StatusError(Exception):
             "code": self.code,
         }
         details = self.details()
-        if details:
-            status["details"] = details
+        if details or self.always_details:
+            status["details"] = details or {}
         return status
 
     @staticmethod
@@ -126,6 +130,7 @@ class Forbidden(StatusError):
 class NotFound(StatusError):
     code = 404
     reason = "NotFound"
+    always_details = True
 
 
 class MethodNotAllowed(StatusError):

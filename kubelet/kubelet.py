@@ -36,11 +36,12 @@ HOUSEKEEPING_SECONDS = 2.0
 
 
 def container_field_path(pod: dict[str, Any], container: str) -> str:
-    """``spec.containers{web}`` or ``spec.initContainers{setup}``: the part of the pod an event is about
-    (kubelet's ``GenerateContainerRef``)."""
+    """``spec.containers{web}``, ``spec.initContainers{setup}`` or ``spec.ephemeralContainers{debugger}``: the part
+    of the pod an event is about (kubelet's ``GenerateContainerRef``)."""
     spec = pod.get("spec") or {}
-    init = any(c.get("name") == container for c in spec.get("initContainers") or [])
-    return f"spec.{'initContainers' if init else 'containers'}{{{container}}}"
+    kind = next((kind for kind in ("initContainers", "ephemeralContainers")
+                 if any(c.get("name") == container for c in spec.get(kind) or [])), "containers")
+    return f"spec.{kind}{{{container}}}"
 
 
 class Kubelet:

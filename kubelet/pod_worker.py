@@ -9,7 +9,8 @@ The worker keeps only the latest version of its pod (``push``); its loop is a tr
      ``restartPolicy: Never``, which fails the pod); only then the app containers;
   4. start every app container that is not running and is due to start, with its environment (``env``), its
      mounts, its postStart hook and its probes (``probes``); a changed image kills the container and starts the
-     new one at once (restartCount + 1);
+     new one at once (restartCount + 1); start each ephemeral container (``pods/ephemeralcontainers``, ``kubectl
+     debug``) once, as soon as the sandbox is up: never restarted, never probed, reported apart;
   5. wait for a container to exit, a restart to fall due, a probe result, or a newer pod version;
   6. on exit, record ``terminated`` and apply ``restartPolicy`` with CrashLoopBackOff (10 s doubling to 5 min);
   7. on ``deletionTimestamp``, run preStop hooks, SIGTERM every container, SIGKILL after the grace period,
@@ -56,6 +57,7 @@ MIN_GRACE_SECONDS = 2.0  # after a preStop hook, a container still gets this lon
 class ContainerRecord:
     spec: dict[str, Any]
     init: bool = False
+    ephemeral: bool = False  # a debugging container added through pods/ephemeralcontainers: run once, never probed
     process: Container | None = None
     restarts: int = 0
     status: dict[str, Any] | None = None
@@ -153,14 +155,20 @@ class PodWorker:
     async def _start_due(self, now: float) -> None:
         spec = self.pod["spec"]
         inits, apps = spec.get("initContainers") or [], spec.get("containers") or []
+        ephemeral = spec.get("ephemeralContainers") or []
         for container, init in [(c, True) for c in inits] + [(c, False) for c in apps]:
             if container["name"] not in self.containers:
                 record = self.containers[container["name"]] = ContainerRecord(container, init=init)
                 record.status = st.waiting(container, "PodInitializing" if inits else "ContainerCreating", 0)
+        for container in ephemeral:
+            if container["name"] not in self.containers:
+                record = self.containers[container["name"]] = ContainerRecord(container, ephemeral=True)
+                record.status = st.waiting(container, "ContainerCreating", 0)
         if self.pod_ip is None and not await self._setup_network(now):
             return
         if self.volumes is None and not await self._setup_volumes(now):
             return
+        await self._start_ephemeral(ephemeral, now)
         if not self._initialized():
             for container in inits:
                 record = self.containers[container["name"]]
@@ -176,6 +184,23 @@ class PodWorker:
                 await self._restart_changed(record, container)
             record.spec = container
             if record.process is None and not record.done and record.restart_at <= now:
+                await self._start(record)
+
+    async def _start_ephemeral(self, containers: list[dict[str, Any]], now: float) -> None:
+        """Start each ephemeral container once (``computePodActions``: one without a status of its own is started,
+        even before the init containers are done); one that ran is never started again. A pod that finished
+        starts none: its sandbox is gone, as the kubelet's is.
+
+        ``targetContainerName`` asks the runtime to put the debugger in the target's process namespace. The process
+        runtime has no namespaces at all: every container, ephemeral or not, already sees every process of the node
+        (``ps``, ``/proc/<pid>/cwd`` is the target's container directory, ``/proc/<pid>/environ`` its environment),
+        so there is nothing to join and nothing is done. The docker runtime does not join it either: the debugger
+        gets its own PID namespace, so ``--target`` does not show the target's processes there."""
+        if (self.pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return
+        for container in containers:
+            record = self.containers[container["name"]]
+            if record.process is None and not record.done and not record.has_started and record.restart_at <= now:
                 await self._start(record)
 
     @property
@@ -213,7 +238,7 @@ class PodWorker:
     def _initialized(self) -> bool:
         """Every init container exited 0, or an app container has already run (``HasAnyRegularContainerStarted``;
         one found again after a kubelet restart counts, so init containers are not run twice)."""
-        apps = [r for r in self.containers.values() if not r.init]
+        apps = [r for r in self.containers.values() if not r.init and not r.ephemeral]
         return all(r.succeeded for r in self.containers.values() if r.init) or \
             any(r.has_started or (self.uid, r.spec["name"]) in self.kubelet.recovered for r in apps)
 
@@ -293,6 +318,7 @@ class PodWorker:
             return
         self.kubelet.event(self.pod, "Normal", "Created", f"Created container {spec['name']}", spec["name"])
         self.kubelet.event(self.pod, "Normal", "Started", f"Started container {spec['name']}", spec["name"])
+        self._explain_mounts(spec)
         record.target = self.kubelet.runtime.exec_target(record.process, target)
         record.ready = spec.get("readinessProbe") is None
         record.started = spec.get("startupProbe") is None
@@ -300,8 +326,22 @@ class PodWorker:
         record.status = self._running_status(record)
         if not await self._post_start(record):
             return
-        if not record.init:
+        if not record.init and not record.ephemeral:
             self._start_probes(record)
+
+    def _explain_mounts(self, spec: dict[str, Any]) -> None:
+        """Tell the user of an interactive container where its volumes are: the process runtime has no mount
+        namespace, so a path typed into its shell is the node's own (``/host`` of ``kubectl debug node/…`` does not
+        exist; ``/`` already is the node's filesystem) and only the paths in command, args and env are rewritten
+        to the links in the container directory (``volumes``)."""
+        mounts = [m["mountPath"] for m in spec.get("volumeMounts") or [] if m.get("mountPath", "/").strip("/")]
+        if self.kubelet.runtime.bind_mounts or not spec.get("stdin") or not mounts:
+            return
+        where = ", ".join(f"{path} at {self._container_dir(spec) / path.strip('/')}" for path in mounts)
+        self.kubelet.event(self.pod, "Normal", "VolumeMountsRelative",
+                           f"the process runtime cannot mount volumes at their mountPath (it has no mount "
+                           f"namespace): typed paths reach them under the container's directory ({where})",
+                           spec["name"])
 
     async def _adopt(self, record: ContainerRecord) -> bool:
         """A container of this pod that outlived a kubelet restart (``Kubelet.recovered``): a running one is kept
@@ -329,14 +369,14 @@ class PodWorker:
         record.ready = record.spec.get("readinessProbe") is None
         record.started = record.spec.get("startupProbe") is None
         record.status = self._running_status(record)
-        if not record.init:
+        if not record.init and not record.ephemeral:
             self._start_probes(record)
         return True
 
     def _running_status(self, record: ContainerRecord) -> dict[str, Any]:
         assert record.process is not None
         return st.running(record.spec, record.process.started_at, record.restarts, record.last,
-                          ready=record.ready and not record.init, started=record.started,
+                          ready=record.ready and not record.init and not record.ephemeral, started=record.started,
                           container_id=record.process.container_id)
 
     def _container_dir(self, spec: dict[str, Any]) -> Path:
@@ -422,7 +462,9 @@ class PodWorker:
         record.status = st.terminated(spec, code, started, now_rfc3339(), record.restarts, record.last,
                                       init=record.init, container_id=cid)
         policy = self.pod["spec"].get("restartPolicy", "Always")
-        if record.init:
+        if record.ephemeral:
+            restart = False  # ephemeral containers are never restarted
+        elif record.init:
             restart = code != 0 and policy != "Never"  # an init container that succeeded is never run again
         else:
             restart = policy == "Always" or (policy == "OnFailure" and code != 0)
@@ -491,9 +533,12 @@ class PodWorker:
 
     # --- status -----------------------------------------------------------------------------------------------
     async def _write_status(self) -> None:
-        statuses = [r.status for r in self.containers.values() if r.status is not None and not r.init]
-        inits = [r.status for r in self.containers.values() if r.status is not None and r.init]
-        new = st.build_status(self.pod, statuses, self.kubelet.host_ip, self.start_time, inits, pod_ip=self.pod_ip)
+        records = self.containers.values()
+        statuses = [s for r in records if (s := r.status) is not None and not r.init and not r.ephemeral]
+        inits = [s for r in records if (s := r.status) is not None and r.init]
+        ephemeral = [st.ephemeral(s) for r in records if (s := r.status) is not None and r.ephemeral]
+        new = st.build_status(self.pod, statuses, self.kubelet.host_ip, self.start_time, inits, pod_ip=self.pod_ip,
+                              ephemeral_statuses=ephemeral)
         old = self.pod.get("status") or {}
         if _comparable(new) == _comparable(old):
             return

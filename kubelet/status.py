@@ -132,9 +132,11 @@ def _ready(spec: dict[str, Any], statuses: list[dict[str, Any]], phase: str, pre
 
 
 def build_status(pod: dict[str, Any], statuses: list[dict[str, Any]], host_ip: str, start_time: str,
-                 init_statuses: list[dict[str, Any]] | None = None, *, pod_ip: str | None = None) -> dict[str, Any]:
+                 init_statuses: list[dict[str, Any]] | None = None, *, pod_ip: str | None = None,
+                 ephemeral_statuses: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The pod's whole ``status`` from its container statuses (PodScheduled is carried over from the binding);
-    ``podIP`` only once the pod's sandbox has one, as kubelet reports it."""
+    ``podIP`` only once the pod's sandbox has one, as kubelet reports it. Ephemeral containers are reported
+    (sorted by name) but count for neither the phase nor the conditions."""
     spec = pod.get("spec", {})
     old = pod.get("status") or {}
     previous = {c["type"]: c for c in old.get("conditions") or []}
@@ -160,6 +162,8 @@ def build_status(pod: dict[str, Any], statuses: list[dict[str, Any]], host_ip: s
         status["podIP"], status["podIPs"] = pod_ip, [{"ip": pod_ip}]
     if init_statuses:
         status["initContainerStatuses"] = init_statuses
+    if ephemeral_statuses:
+        status["ephemeralContainerStatuses"] = sorted(ephemeral_statuses, key=lambda s: s["name"])
     if old.get("qosClass"):
         status["qosClass"] = old["qosClass"]
     return status
@@ -193,6 +197,12 @@ def terminated(container: dict[str, Any], code: int, started_at: str, finished_a
         state["containerID"] = container_id
     return _container_status(container, {"terminated": state}, restarts, last, ready=init and code == 0,
                              started=False, container_id=container_id)
+
+
+def ephemeral(status: dict[str, Any]) -> dict[str, Any]:
+    """An ephemeral container's status: never ready, and without ``started`` (the prober manager, which sets it,
+    looks only at app and init containers)."""
+    return {k: (False if k == "ready" else v) for k, v in status.items() if k != "started"}
 
 
 def _container_status(container: dict[str, Any], state: dict[str, Any], restarts: int,

@@ -25,6 +25,7 @@ SUBRESOURCE_VERBS: dict[str, tuple[str, list[str]]] = {
     "attach": ("PodAttachOptions", ["create", "get"]),
     "portforward": ("PodPortForwardOptions", ["create", "get"]),
     "finalize": ("", ["update"]),
+    "ephemeralcontainers": ("", ["get", "patch", "update"]),
 }
 SUBRESOURCE_GROUPS = {"scale": ("autoscaling", "v1"), "eviction": ("policy", "v1")}
 

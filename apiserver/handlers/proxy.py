@@ -56,16 +56,20 @@ def _container_name(pod: dict[str, Any], requested: str | None) -> str:
     spec = pod.get("spec", {})
     containers = [c["name"] for c in spec.get("containers", [])]
     init = [c["name"] for c in spec.get("initContainers", []) or []]
+    ephemeral = [c["name"] for c in spec.get("ephemeralContainers", []) or []]
     name = pod["metadata"]["name"]
     if requested:
-        if requested not in containers and requested not in init:
+        if requested not in containers and requested not in init and requested not in ephemeral:
             raise errors.BadRequest(f"container {requested} is not valid for pod {name}")
         return requested
     if len(containers) == 1:
         return containers[0]
-    raise errors.BadRequest(f"a container name must be specified for pod {name}, choose one of: "
-                            f"[{' '.join(containers)}]" + (f" or one of the init containers: [{' '.join(init)}]"
-                                                           if init else ""))
+    message = f"a container name must be specified for pod {name}, choose one of: [{' '.join(containers)}]"
+    if init:
+        message += f" or one of the init containers: [{' '.join(init)}]"
+    if ephemeral:
+        message += f" or one of the ephemeral containers: [{' '.join(ephemeral)}]"
+    raise errors.BadRequest(message)
 
 
 async def kubelet_base_url(registry: Registry, pod: dict[str, Any]) -> str:
@@ -77,7 +81,7 @@ async def kubelet_base_url(registry: Registry, pod: dict[str, Any]) -> str:
     try:
         node = (await nodes.get(None, node_name)).obj
     except errors.NotFound:
-        raise errors.NotFound(f'nodes "{node_name}" not found') from None
+        raise errors.not_found("nodes", node_name) from None
     url = node_kubelet_url(node)
     if url is None:
         raise errors.ServiceUnavailable(f"no kubelet endpoint is known for node {node_name}")

@@ -2,6 +2,8 @@
 proxies ``log``/``exec``, served by ``handlers.proxy``).
 
 - ``status``: GET/PUT/PATCH of the whole object where only ``status`` may change (the strategy's status rules).
+- ``ephemeralcontainers`` (pods): the same, where only ``spec.ephemeralContainers`` may change, and only by
+  additions (``kubectl debug`` PATCHes it with a strategic merge patch; the strategy's ephemeralcontainers rules).
 - ``scale``: an ``autoscaling/v1`` Scale view of ``spec.replicas`` (strategies with ``scale_of``/``apply_scale``).
 - ``binding``: POST a ``Binding`` to assign an unbound pod to a node (409 if it is already assigned); sets
   ``spec.nodeName`` and the ``PodScheduled`` condition in one write, as kube-apiserver's BindingREST does.
@@ -36,14 +38,14 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
     sub = info.subresource
     method = request.method
     assert info.name is not None
-    if sub == "status":
+    if sub in ("status", "ephemeralcontainers"):  # the whole object, where only what the subresource owns changes
         if method == "GET":
             co = await store.get(info.namespace, info.name)
             return rest.render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
         if method == "PUT":
-            return await handler.update(request, info, store, subresource="status")
+            return await handler.update(request, info, store, subresource=sub)
         if method == "PATCH":
-            return await handler.patch(request, info, store, subresource="status")
+            return await handler.patch(request, info, store, subresource=sub)
     elif sub == "finalize" and method == "PUT":
         return await handler.update(request, info, store, subresource="finalize")
     elif sub == "scale":

@@ -29,7 +29,7 @@ from apimachinery.validation import (
     validate_qualified_name,
 )
 from apiserver.registry.podscheduling import validate_only_added_tolerations
-from apiserver.registry.podspec import MAX_INT32, default_pod_spec, validate_pod_spec
+from apiserver.registry.podspec import MAX_INT32, default_container, default_pod_spec, validate_pod_spec
 from apiserver.registry.qos import qos_class, reject_unparsable, resource_lists
 from apiserver.registry.strategy import AGE_COLUMN, NAME_COLUMN, Object, Strategy, TableColumn
 from apiserver.registry.tables import since
@@ -40,6 +40,7 @@ DEFAULT_TOLERATION_SECONDS = 300
 NODE_NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 NODE_UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 NODE_LOST_REASON = "NodeLost"
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 UPDATABLE_POD_SPEC_FIELDS = (
     "`spec.containers[*].image`",
@@ -56,7 +57,7 @@ class PodStrategy(Strategy):
     singular = "pod"
     short_names = ("po",)
     categories = ("all",)
-    subresources = ("status", "binding", "eviction", "log", "exec", "attach", "portforward")
+    subresources = ("status", "binding", "eviction", "log", "exec", "attach", "portforward", "ephemeralcontainers")
     status_resets = ("ownerReferences",)  # podStatusStrategy
     bumps_generation = False
     graceful_deletion = True
@@ -105,6 +106,28 @@ class PodStrategy(Strategy):
 
     def validate_status_update(self, new: Object, old: Object) -> list[Cause]:
         return validate_pod_status_update(new, old)
+
+    # --- ephemeralcontainers ---------------------------------------------------------------------------------
+    def prepare_for_ephemeralcontainers_update(self, new: Object, old: Object) -> None:
+        """``dropNonEphemeralContainerUpdates``: the stored pod with the body's ``spec.ephemeralContainers``
+        (defaulted), whatever else the body says (metadata too, as ``ResetObjectMetaForStatus``)."""
+        ephemeral = (new.get("spec") or {}).get("ephemeralContainers")
+        new.clear()
+        new.update(copy.deepcopy(old))
+        new["metadata"].pop("resourceVersion", None)
+        spec = new["spec"]
+        spec.pop("ephemeralContainers", None)
+        if ephemeral is not None:
+            for container in ephemeral:
+                if isinstance(container, dict):
+                    default_container(container)
+            # After ``containers``, where PodSpec has the field (``kubectl get -o json`` shows it there).
+            items = list(spec.items())
+            at = next((i + 1 for i, (key, _) in enumerate(items) if key == "containers"), len(items))
+            new["spec"] = dict(items[:at] + [("ephemeralContainers", ephemeral)] + items[at:])
+
+    def validate_ephemeralcontainers_update(self, new: Object, old: Object) -> list[Cause]:
+        return validate_ephemeral_containers_update(new, old)
 
     # --- deletion -----------------------------------------------------------------------------------------
     def graceful_delete_seconds(self, obj: Object, requested: int | None) -> int:
@@ -304,6 +327,24 @@ def _diff_lines(old: Any, new: Any, path: str) -> list[str]:
     return lines
 
 
+def validate_ephemeral_containers_update(new: Object, old: Object) -> list[Cause]:
+    """``ValidatePodEphemeralContainersUpdate``: the pod stays valid, and its ephemeral containers may only be
+    added — an existing one (matched by name, patches do not keep the order) is never changed or removed."""
+    if MIRROR_POD_ANNOTATION in ((old.get("metadata") or {}).get("annotations") or {}):
+        return [forbidden("", "static pods do not support ephemeral containers")]
+    causes = validate_pod_spec(new.get("spec") or {}, "spec", is_pod=True)
+    current = {c.get("name"): c for c in (new.get("spec") or {}).get("ephemeralContainers") or []}
+    for previous in (old.get("spec") or {}).get("ephemeralContainers") or []:
+        existing = f'existing ephemeral containers "{previous.get("name")}"'
+        if previous.get("name") not in current:
+            causes.append(forbidden("spec.ephemeralContainers", f"{existing} may not be removed\n"))
+        elif _normalized(current[previous.get("name")]) != _normalized(previous):
+            diff = "\n".join(_diff_lines(_normalized(previous), _normalized(current[previous.get("name")]), ""))
+            causes.append(forbidden("spec.ephemeralContainers", f"{existing} may not be changed\n"
+                                                                f"  core.EphemeralContainer{{\n{diff}\n  }}\n"))
+    return causes
+
+
 def validate_pod_status_update(new: Object, old: Object) -> list[Cause]:
     """``ValidatePodStatusUpdate`` plus a check that the phase is one the API defines."""
     causes: list[Cause] = []
@@ -323,6 +364,10 @@ def validate_pod_status_update(new: Object, old: Object) -> list[Cause]:
     policy = (old.get("spec") or {}).get("restartPolicy")
     for kind in ("containerStatuses", "initContainerStatuses"):
         causes.extend(_validate_state_transitions(status.get(kind), old_status.get(kind), f"status.{kind}", policy))
+    # The kubelet never restarts an ephemeral container: as if its restartPolicy were Never.
+    causes.extend(_validate_state_transitions(status.get("ephemeralContainerStatuses"),
+                                              old_status.get("ephemeralContainerStatuses"),
+                                              "status.ephemeralContainerStatuses", "Never"))
     for i, entry in enumerate(status.get("podIPs") or []):
         causes.extend(is_valid_ip(f"status.podIPs[{i}]", entry.get("ip", "")))
     host_ips = status.get("hostIPs") or []

@@ -63,6 +63,10 @@ VOLUME_SOURCES = (
     "flexVolume", "configMap", "azureFile", "vsphereVolume", "photonPersistentDisk", "portworxVolume", "azureDisk",
     "storageos", "projected", "scaleIO", "csi", "ephemeral", "image",
 )
+# The Container fields an ephemeral container may not set (not in kube's ``allowedEphemeralContainerFields``), in
+# the Container struct's order, as the errors come.
+EPHEMERAL_FORBIDDEN_FIELDS = ("ports", "resources", "resizePolicy", "restartPolicy", "livenessProbe",
+                              "readinessProbe", "startupProbe", "lifecycle")
 _ENV_FIELD_PATHS = ("metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName",
                     "spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs")
 _ENV_RESOURCE_FIELDS = ("limits.cpu", "limits.ephemeral-storage", "limits.memory", "requests.cpu",
@@ -210,6 +214,7 @@ def validate_pod_spec(spec: Mapping[str, Any], path: str, *, is_pod: bool) -> li
     causes.extend(validate_containers(spec.get("containers"), volumes, grace, f"{path}.containers"))
     causes.extend(validate_init_containers(spec.get("initContainers"), spec.get("containers"), volumes, grace,
                                            f"{path}.initContainers"))
+    causes.extend(validate_ephemeral_containers(spec, volumes, f"{path}.ephemeralContainers"))
     causes.extend(_validate_host_network_ports(spec, path, is_pod))
     causes.extend(validate_choice(spec.get("restartPolicy"), RESTART_POLICIES, f"{path}.restartPolicy"))
     causes.extend(validate_choice(spec.get("dnsPolicy"), DNS_POLICIES, f"{path}.dnsPolicy"))
@@ -247,7 +252,7 @@ def validate_pod_spec(spec: Mapping[str, Any], path: str, *, is_pod: bool) -> li
     if spec.get("os") is not None and os_name not in ("linux", "windows"):
         causes.append(not_supported(f"{path}.os.name", os_name or "", ("linux", "windows")))
     if is_pod:
-        for kind in ("containers", "initContainers"):
+        for kind in CONTAINER_KINDS:
             for i, container in enumerate(spec.get(kind) or []):
                 image = container.get("image") or ""
                 if image != image.strip():
@@ -400,6 +405,41 @@ def validate_init_containers(containers: list[Mapping[str, Any]] | None,
                     causes.append(forbidden(f"{item}.{key}",
                                             "may not be set for init containers without restartPolicy=Always"))
     return causes
+
+
+def validate_ephemeral_containers(spec: Mapping[str, Any], volumes: set[str], path: str) -> list[Cause]:
+    """``validateEphemeralContainers``: names unique across all of the pod's containers, a target that is one of
+    its (non-ephemeral) containers, and none of the fields that would make the pod rely on a debugging container
+    (``EPHEMERAL_FORBIDDEN_FIELDS``, subPath mounts)."""
+    others = [c.get("name") or "" for kind in ("containers", "initContainers") for c in spec.get(kind) or []]
+    names = set(others)
+    causes: list[Cause] = []
+    for i, container in enumerate(spec.get("ephemeralContainers") or []):
+        item = f"{path}[{i}]"
+        causes.extend(_validate_container_common(container, volumes, item))
+        name = container.get("name") or ""
+        if name in names:
+            causes.append(duplicate(f"{item}.name", name))
+        else:
+            names.add(name)
+        target = container.get("targetContainerName") or ""
+        if target and target not in others:
+            causes.append(not_found(f"{item}.targetContainerName", target))
+        causes.extend(forbidden(f"{item}.{key}", "cannot be set for an Ephemeral Container")
+                      for key in EPHEMERAL_FORBIDDEN_FIELDS if not _is_zero(container.get(key)))
+        for j, mount in enumerate(container.get("volumeMounts") or []):
+            causes.extend(forbidden(f"{item}.volumeMounts[{j}].{key}", "cannot be set for an Ephemeral Container")
+                          for key in ("subPath", "subPathExpr") if mount.get(key))
+    return causes
+
+
+def _is_zero(value: Any) -> bool:
+    """Go's zero value: unset, false, empty, or a struct/map/list of nothing but zeros (``resources: {}``)."""
+    if isinstance(value, Mapping):
+        return all(_is_zero(v) for v in value.values())
+    if isinstance(value, list):
+        return not value
+    return not value
 
 
 def _validate_container_common(container: Mapping[str, Any], volumes: set[str], path: str) -> list[Cause]:

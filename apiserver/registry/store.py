@@ -305,7 +305,8 @@ class ResourceStore:
         if subresource == "binding":
             causes = []  # the server's own write (BindingREST): spec.nodeName and PodScheduled only
         elif subresource:
-            # status, finalize: the strategy's prepare_for_<sub>_update / validate_<sub>_update pair
+            # status, finalize, ephemeralcontainers: the strategy's prepare_for_<sub>_update /
+            # validate_<sub>_update pair
             getattr(strategy, f"prepare_for_{subresource}_update")(new, old)
             causes = validate_meta_update(new["metadata"], old_meta, strategy) + \
                 getattr(strategy, f"validate_{subresource}_update")(new, old)

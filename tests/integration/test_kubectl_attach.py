@@ -4,16 +4,9 @@ container's shim, against a real kubelet and real processes."""
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
-import pty
 import re
-import select
-import signal
-import struct
 import subprocess
-import termios
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,11 +15,9 @@ import httpx
 import pytest
 
 from conftest import Kubectl, kubectl_release
-from kubelab.etcd import free_port
-from support.process import ComponentProcess
+from support.kubelet import Node, create_pod, phase, running_node
+from support.terminal import Terminal
 from support.wait import wait_for
-
-PROMPT_HINT = b"If you don't see a command prompt"
 
 
 @pytest.fixture(params=["1.32", "1.29"])  # websockets; SPDY/3.1
@@ -34,121 +25,10 @@ def kube(request: pytest.FixtureRequest, api_url: str, tmp_path: Path) -> Kubect
     return Kubectl(kubectl_release(request.param), api_url, tmp_path)
 
 
-class Node:
-    """One kubelet, restartable on the same root directory (it adopts its running containers)."""
-
-    def __init__(self, api_url: str, name: str, root: Path) -> None:
-        self.api_url, self.name, self.root = api_url, name, root
-        self.port = free_port()
-        self.kubelet = self._start()
-
-    def _start(self) -> ComponentProcess:
-        return ComponentProcess("kubelet", self.api_url, self.root / "kubelet.log", "--port", str(self.port),
-                                "--root-dir", str(self.root / "root"), "--node-name", self.name)
-
-    def restart(self, ns: str, pod: str, container: str) -> None:
-        """Kill the kubelet (``kill -9``: a stopped kubelet stops its pods) and start it again; wait until it
-        serves ``pod`` again (it adopted the pod's container)."""
-        self.kubelet.kill()
-        self.kubelet = self._start()
-
-        def serving() -> bool:
-            try:
-                return httpx.get(f"http://127.0.0.1:{self.port}/containerLogs/{ns}/{pod}/{container}").is_success
-            except httpx.TransportError:
-                return False
-        wait_for(serving, what=f"the restarted kubelet to serve {pod}")
-
-    def overrides(self) -> str:
-        """For ``kubectl run --overrides``: there is no scheduler here, the pod names its node."""
-        return json.dumps({"spec": {"nodeName": self.name, "terminationGracePeriodSeconds": 1}})
-
-
 @pytest.fixture(scope="module")
 def node(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
-    node = Node(api_url, f"attach-{uuid.uuid4().hex[:10]}", tmp_path_factory.mktemp("attach-kubelet"))
-    try:
+    with running_node(api_url, f"attach-{uuid.uuid4().hex[:10]}", tmp_path_factory.mktemp("attach-kubelet")) as node:
         yield node
-    finally:
-        node.kubelet.stop()
-        for state in (node.root / "root" / "containers").glob("*/pid.json"):
-            try:
-                os.killpg(json.loads(state.read_text())["pid"], signal.SIGKILL)
-            except (ProcessLookupError, PermissionError, ValueError):
-                pass
-
-
-def create_pod(api_url: str, ns: str, node: Node, name: str, *containers: dict[str, object]) -> None:
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
-            "spec": {"nodeName": node.name, "terminationGracePeriodSeconds": 1, "restartPolicy": "Never",
-                     "containers": [{"image": "busybox", **c} for c in containers]}}
-    assert httpx.post(f"{api_url}/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
-    wait_for(lambda: phase(api_url, ns, name) == "Running", what=f"{name} Running")
-
-
-def phase(api_url: str, ns: str, name: str) -> str | None:
-    resp = httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/{name}")
-    return resp.json().get("status", {}).get("phase") if resp.status_code == 200 else None
-
-
-class Terminal:
-    """kubectl on a pseudo-terminal of a known size, as a user's shell runs it."""
-
-    def __init__(self, kube: Kubectl, *args: str, rows: int = 33, cols: int = 91) -> None:
-        self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(kube.home), "KUBECONFIG": str(kube.home / "none")}
-        self.proc = subprocess.Popen([kube.binary, "-s", kube.server, *args], stdin=slave, stdout=slave,
-                                     stderr=slave, env=env, start_new_session=True)
-        os.close(slave)
-        self.output = b""
-
-    def read_until(self, pattern: bytes, timeout: float = 30.0) -> bytes:
-        """Output until ``pattern`` appears (the terminal may close first: then the assertion says why)."""
-        def seen() -> bool:
-            ready, _, _ = select.select([self.master], [], [], 0.2)
-            if ready:
-                try:
-                    self.output += os.read(self.master, 65536)
-                except OSError:  # EIO: kubectl exited and the terminal closed
-                    return True
-            return pattern in self.output
-        wait_for(seen, timeout, what=f"{pattern!r} on the terminal")
-        assert pattern in self.output, self.output.decode(errors="replace")
-        return self.output
-
-    def type_until_echoed(self) -> None:
-        """Type a probe until the container answers: the attach is up and input reaches it."""
-        self.read_until(PROMPT_HINT)
-        try:
-            wait_for(self._probe, what="the container to answer on the terminal")
-        except AssertionError:
-            raise AssertionError(f"no answer on the terminal:\n{self.output.decode(errors='replace')}") from None
-
-    def _probe(self) -> bool:
-        os.write(self.master, b"echo ready-$((20+22))\r")
-        try:
-            self.read_until(b"ready-42\r\n", timeout=1.0)
-        except AssertionError:
-            return False
-        return True
-
-    def type(self, text: bytes) -> None:
-        os.write(self.master, text)
-
-    def finish(self) -> tuple[int, str]:
-        """kubectl's exit code and everything it wrote, once it exits."""
-        while True:
-            try:
-                chunk = os.read(self.master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            self.output += chunk
-        code = self.proc.wait(30)
-        os.close(self.master)
-        return code, self.output.decode(errors="replace")
 
 
 def test_run_it_rm_is_an_interactive_shell(kube: Kubectl, ns: str, node: Node) -> None:

@@ -6,9 +6,9 @@ cluster, ``POD=$(...)`` carried to later commands. After each one the test check
 sees, polling where the page says "within seconds". Only these are run differently, each for a stated reason:
 ``kubelab up`` is started ``--detach`` on a free port (the test cannot leave a foreground process or take 8080),
 the watch (the page's second terminal) runs in the background and is stopped once it has shown the flow
-(the user presses Ctrl-C), ``exec -it`` is fed its input (no
-terminal), and the kubelet's pid comes from ``.kubelab/state.json`` instead of ``pgrep`` (a test must not signal
-processes by name).
+(the user presses Ctrl-C), ``exec -it`` is fed its input (no terminal), ``debug -it`` is typed into once kubectl
+says it is attached (``Shell.typed``), and the kubelet's pid comes from ``.kubelab/state.json`` instead of
+``pgrep`` (a test must not signal processes by name).
 
 ``test_every_walkthrough_command_has_a_check`` keeps the page and this module in step and always runs; the
 walkthrough itself needs the controller-manager, the scheduler and the kubelet, and is skipped until they exist.
@@ -95,6 +95,31 @@ class Shell:
         script.write_text(command + "\n")
         return subprocess.run(["bash", str(script)], cwd=self.workdir, env={**self.env, **self.vars}, input=input,
                               capture_output=True, text=True, timeout=timeout)
+
+    def typed(self, line: str, text: str, after: str, timeout: float = 120) -> Result:
+        """Run ``line`` and type ``text`` once its stderr shows ``after`` (as a user types at a prompt), leaving
+        stdin open until it exits; its output as ``run`` gives it."""
+        script = self.workdir / "step.sh"
+        script.write_text(line + "\n")
+        out: list[str] = []
+        with subprocess.Popen(["bash", str(script)], cwd=self.workdir, env={**self.env, **self.vars}, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+            stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+            assert stdin is not None and stdout is not None and stderr is not None
+            reader = threading.Thread(target=lambda: out.append(stdout.read()), daemon=True)
+            reader.start()
+            err = ""
+            while after not in err and (chunk := stderr.readline()):
+                err += chunk
+            stdin.write(text)
+            stdin.flush()
+            try:
+                code = proc.wait(timeout)
+            finally:
+                proc.kill()
+            err += stderr.read()
+            reader.join(timeout)
+        return subprocess.CompletedProcess(line, code, "".join(out), err)
 
     def pid_of(self, name: str) -> int:
         state = load_state(self.workdir / ".kubelab")
@@ -240,6 +265,12 @@ def exec_with_input(shell: Shell, line: str) -> Result:
     return shell.run(line, input="echo hello from the pod\nexit\n")
 
 
+def debug_with_input(shell: Shell, line: str) -> Result:
+    """Typed once kubectl says the debugger is attached: a shell on a terminal discards what was typed before it
+    set the terminal up, and the end of kubectl's stdin would end the attach before the output came back."""
+    return shell.typed(line, "echo hello from the debugger\nexit\n", after="If you don't see a command prompt")
+
+
 def signal_kubelet(shell: Shell, line: str) -> Result:
     pid = shell.pid_of("kubelet-node03")
     return shell.run(line.replace("$(pgrep -f -- '--node-name node03')", str(pid)))
@@ -249,6 +280,7 @@ SPECIAL: dict[str, Callable[[Shell, str], Result]] = {
     "kubelab up --nodes 3": up_detached,
     "kubectl get pods -o wide -w": start_watch,
     "kubectl exec -it $POD -- sh": exec_with_input,
+    "kubectl debug -it $POD --image=busybox -- sh": debug_with_input,
     "kill -STOP $(pgrep -f -- '--node-name node03')": signal_kubelet,
     "kill -CONT $(pgrep -f -- '--node-name node03')": signal_kubelet,
 }
@@ -422,6 +454,7 @@ CHECKS: dict[str, list[Check]] = {
     "kubectl logs $POD": [prints("web is up")],
     "kubectl logs job-failed": [prints("cannot open /data/input.csv")],
     "kubectl exec -it $POD -- sh": [prints("hello from the pod")],
+    "kubectl debug -it $POD --image=busybox -- sh": [prints("hello from the debugger")],
     "kubectl top nodes": [shows(lambda rows: sorted(r["NAME"] for r in rows) == ["node01", "node02", "node03"]
                                 and all(r["CPU(cores)"][0].isdigit() for r in rows))],
     "kubectl top pods --containers": [shows(lambda rows: any(r["POD"].startswith("web-") and r["MEMORY(bytes)"]

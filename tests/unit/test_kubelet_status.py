@@ -81,6 +81,16 @@ def test_initialized_and_ready() -> None:
                                                          "ContainersReady", "PodScheduled"]
 
 
+def test_ephemeral_containers_are_reported_apart_and_count_for_nothing() -> None:
+    """A debugger that failed leaves the pod Running and Ready; its status is never ready and has no ``started``."""
+    debuggers = [st.ephemeral(_done({"name": "z-dbg", "image": "busybox"}, 1)), st.ephemeral(_run({"name": "a-dbg"}))]
+    status = st.build_status(_pod(), [_run()], "10.0.0.1", T0, ephemeral_statuses=debuggers)
+    assert status["phase"] == "Running" and _conditions(status)["Ready"][0] == "True"
+    assert [s["name"] for s in status["ephemeralContainerStatuses"]] == ["a-dbg", "z-dbg"]
+    assert all(s["ready"] is False and "started" not in s for s in status["ephemeralContainerStatuses"])
+    assert "ephemeralContainerStatuses" not in st.build_status(_pod(), [_run()], "10.0.0.1", T0)
+
+
 def test_readiness_and_startup_drive_ready() -> None:
     other = {"name": "a-side", "image": "busybox"}
     pod = _pod(containers=[C, other])

@@ -273,6 +273,99 @@ def test_update_keeps_status() -> None:
     assert new["status"]["phase"] == "Running"
 
 
+# --- ephemeral containers ----------------------------------------------------------------------------------------
+
+
+def add_ephemeral(old: dict[str, Any], *containers: dict[str, Any]) -> dict[str, Any]:
+    """What ``pods/{name}/ephemeralcontainers`` stores for a body that lists ``containers`` (or 422's causes)."""
+    new = copy.deepcopy(old)
+    new["spec"]["ephemeralContainers"] = [copy.deepcopy(c) for c in containers]
+    STRATEGY.prepare_for_ephemeralcontainers_update(new, old)
+    return new
+
+
+DEBUGGER = {"name": "debugger", "image": "busybox", "command": ["sh"], "stdin": True, "tty": True, "resources": {}}
+
+
+def test_ephemeral_containers_are_added_defaulted_and_only_they_change() -> None:
+    old = stored_pod()
+    body = copy.deepcopy(old)
+    body["spec"]["ephemeralContainers"] = [DEBUGGER]
+    body["spec"]["containers"][0]["image"] = "nginx:9"
+    body["metadata"]["labels"] = {"sneaky": "yes"}
+    body["status"] = {"phase": "Failed"}
+    STRATEGY.prepare_for_ephemeralcontainers_update(body, old)
+    assert STRATEGY.validate_ephemeralcontainers_update(body, old) == []
+    assert body["spec"]["ephemeralContainers"] == [{**DEBUGGER, "imagePullPolicy": "Always",
+                                                    "terminationMessagePath": "/dev/termination-log",
+                                                    "terminationMessagePolicy": "File"}]
+    assert list(body["spec"]).index("ephemeralContainers") == list(body["spec"]).index("containers") + 1
+    assert body["spec"]["containers"] == old["spec"]["containers"]
+    assert body["metadata"].get("labels") == old["metadata"].get("labels") and body["status"] == old["status"]
+
+
+def test_existing_ephemeral_containers_may_not_change_or_go() -> None:
+    old = add_ephemeral(stored_pod(), DEBUGGER, {**DEBUGGER, "name": "second"})
+    changed = add_ephemeral(old, {**DEBUGGER, "image": "alpine"}, {**DEBUGGER, "name": "second"})
+    causes = STRATEGY.validate_ephemeralcontainers_update(changed, old)
+    assert [(c.type, c.field) for c in causes] == [("FieldValueForbidden", "spec.ephemeralContainers")]
+    assert causes[0].message.startswith('Forbidden: existing ephemeral containers "debugger" may not be changed\n')
+    assert '- \timage: "busybox"' in causes[0].message and '+ \timage: "alpine"' in causes[0].message
+    removed = add_ephemeral(old, {**DEBUGGER, "name": "second"})
+    assert errors(STRATEGY.validate_ephemeralcontainers_update(removed, old)) == [
+        'spec.ephemeralContainers: Forbidden: existing ephemeral containers "debugger" may not be removed\n']
+    reordered = add_ephemeral(old, {**DEBUGGER, "name": "second"}, DEBUGGER, {**DEBUGGER, "name": "third"})
+    assert STRATEGY.validate_ephemeralcontainers_update(reordered, old) == []
+
+
+def test_ephemeral_container_rules() -> None:
+    """``validateEphemeralContainers``: unique names across all containers, a real target, no workload fields."""
+    old = stored_pod()
+    bad = add_ephemeral(old, {**DEBUGGER, "name": "app", "targetContainerName": "nope",
+                              "ports": [{"containerPort": 80}], "resources": {"limits": {"cpu": "1"}},
+                              "readinessProbe": {"exec": {"command": ["true"]}},
+                              "lifecycle": {"preStop": {"exec": {"command": ["true"]}}},
+                              "volumeMounts": [{"name": "v", "mountPath": "/v", "subPath": "x"}]},
+                        {**DEBUGGER, "name": "debugger", "targetContainerName": "app"},
+                        {**DEBUGGER, "name": "debugger"})
+    assert errors(STRATEGY.validate_ephemeralcontainers_update(bad, old)) == [
+        'spec.ephemeralContainers[0].volumeMounts[0].name: Not found: "v"',
+        'spec.ephemeralContainers[0].name: Duplicate value: "app"',
+        'spec.ephemeralContainers[0].targetContainerName: Not found: "nope"',
+        "spec.ephemeralContainers[0].ports: Forbidden: cannot be set for an Ephemeral Container",
+        "spec.ephemeralContainers[0].resources: Forbidden: cannot be set for an Ephemeral Container",
+        "spec.ephemeralContainers[0].readinessProbe: Forbidden: cannot be set for an Ephemeral Container",
+        "spec.ephemeralContainers[0].lifecycle: Forbidden: cannot be set for an Ephemeral Container",
+        "spec.ephemeralContainers[0].volumeMounts[0].subPath: Forbidden: cannot be set for an Ephemeral Container",
+        'spec.ephemeralContainers[2].name: Duplicate value: "debugger"',
+    ]
+
+
+def test_ephemeral_containers_only_through_their_subresource() -> None:
+    assert "spec.ephemeralContainers: Forbidden: cannot be set on create" in invalid_create(
+        ephemeralContainers=[DEBUGGER])
+    old = add_ephemeral(stored_pod(), DEBUGGER)
+    for containers in ([], [DEBUGGER, {**DEBUGGER, "name": "more"}]):
+        new = copy.deepcopy(old)
+        new["spec"]["ephemeralContainers"] = containers
+        STRATEGY.prepare_for_update(new, old)
+        assert [c.field for c in STRATEGY.validate_update(new, old)] == ["spec"]
+    mirror = copy.deepcopy(old)
+    mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "abc"}
+    assert errors(STRATEGY.validate_ephemeralcontainers_update(add_ephemeral(mirror, DEBUGGER), mirror)) == [
+        ": Forbidden: static pods do not support ephemeral containers"]
+
+
+def test_a_finished_ephemeral_container_is_never_reported_running_again() -> None:
+    old = add_ephemeral(stored_pod(), DEBUGGER)
+    done = {"name": "debugger", "state": {"terminated": {"exitCode": 0}}}
+    old["status"]["ephemeralContainerStatuses"] = [done]
+    new = copy.deepcopy(old)
+    new["status"]["ephemeralContainerStatuses"] = [{**done, "state": {"running": {}}}]
+    assert errors(STRATEGY.validate_status_update(new, old)) == [
+        "status.ephemeralContainerStatuses[0].state: Forbidden: may not be transitioned to non-terminated state"]
+
+
 # --- status ----------------------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,76 @@
+"""A real kubelet process for the integration tests that drive containers through it (attach, debug): a node the
+tests bind their pods to by ``spec.nodeName`` (there is no scheduler), restartable on the same root directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from kubelab.etcd import free_port
+from support.process import ComponentProcess
+from support.wait import wait_for
+
+
+class Node:
+    """One kubelet, restartable on the same root directory (it adopts its running containers)."""
+
+    def __init__(self, api_url: str, name: str, root: Path) -> None:
+        self.api_url, self.name, self.root = api_url, name, root
+        self.port = free_port()
+        self.kubelet = self._start()
+
+    def _start(self) -> ComponentProcess:
+        return ComponentProcess("kubelet", self.api_url, self.root / "kubelet.log", "--port", str(self.port),
+                                "--root-dir", str(self.root / "root"), "--node-name", self.name)
+
+    def restart(self, ns: str, pod: str, container: str) -> None:
+        """Kill the kubelet (``kill -9``: a stopped kubelet stops its pods) and start it again; wait until it
+        serves ``pod`` again (it adopted the pod's container)."""
+        self.kubelet.kill()
+        self.kubelet = self._start()
+
+        def serving() -> bool:
+            try:
+                return httpx.get(f"http://127.0.0.1:{self.port}/containerLogs/{ns}/{pod}/{container}").is_success
+            except httpx.TransportError:
+                return False
+        wait_for(serving, what=f"the restarted kubelet to serve {pod}")
+
+    def overrides(self) -> str:
+        """For ``kubectl run --overrides``: there is no scheduler here, the pod names its node."""
+        return json.dumps({"spec": {"nodeName": self.name, "terminationGracePeriodSeconds": 1}})
+
+
+@contextmanager
+def running_node(api_url: str, name: str, root: Path) -> Iterator[Node]:
+    """A kubelet for the ``with`` block; afterwards it is stopped and every container it left is killed."""
+    node = Node(api_url, name, root)
+    try:
+        yield node
+    finally:
+        node.kubelet.stop()
+        for state in (node.root / "root" / "containers").glob("*/pid.json"):
+            try:
+                os.killpg(json.loads(state.read_text())["pid"], signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, ValueError):
+                pass
+
+
+def create_pod(api_url: str, ns: str, node: Node, name: str, *containers: dict[str, object]) -> None:
+    """A busybox pod on ``node`` (``restartPolicy: Never``, 1 s of grace); returns once it is Running."""
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+            "spec": {"nodeName": node.name, "terminationGracePeriodSeconds": 1, "restartPolicy": "Never",
+                     "containers": [{"image": "busybox", **c} for c in containers]}}
+    assert httpx.post(f"{api_url}/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+    wait_for(lambda: phase(api_url, ns, name) == "Running", what=f"{name} Running")
+
+
+def phase(api_url: str, ns: str, name: str) -> str | None:
+    resp = httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/{name}")
+    return resp.json().get("status", {}).get("phase") if resp.status_code == 200 else None
