@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from apimachinery import errors
 from apimachinery.errors import Cause
 
+from ..fieldmanager import Schema
 from ..storage.etcd3 import EtcdStorage
 from .decoder import Decoder
 from .store import ResourceStore
@@ -62,8 +63,9 @@ class Registry:
         self.bootstrap_interval = bootstrap_interval
         self._bootstrapper: asyncio.Task[None] | None = None
         self.strategies = strategies
+        schema = Schema(decoder.definitions if decoder is not None else None)
         self.stores: dict[tuple[str, str], ResourceStore] = {
-            (s.group, s.resource): ResourceStore(s, storage, cache_capacity, decoder, on_warning)
+            (s.group, s.resource): ResourceStore(s, storage, cache_capacity, decoder, on_warning, schema)
             for s in strategies if not isinstance(s, VirtualStrategy)
         }
         self.virtual: dict[tuple[str, str], VirtualStore] = {
