@@ -74,7 +74,7 @@ def _taints(text: str) -> list[dict[str, str]]:
 
 
 async def run(args: argparse.Namespace) -> None:
-    client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig)
+    client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig, user_agent="kubelet")
     capacity = machine_capacity()
     capacity["pods"] = args.pods
     if args.cpu:

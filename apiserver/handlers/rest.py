@@ -20,6 +20,7 @@ from apimachinery.labels import parse_selector
 from apimachinery.patch import jsonpatch, mergepatch, strategic
 
 from ..authentication import request_user
+from ..fieldmanager import Writer, manager_of
 from ..registry.decoder import field_validation_mode
 from ..registry.registry import Registry
 from ..registry.store import DeleteOptions, ResourceStore, filter_for
@@ -27,6 +28,7 @@ from ..registry.virtual import VirtualStore
 from ..storage.cacher import CachedObject
 from ..storage.etcd3 import Compacted
 from .request import (
+    APPLY_PATCH,
     JSON,
     JSON_PATCH,
     MERGE_PATCH,
@@ -41,7 +43,7 @@ from .request import (
     media_type,
     negotiate,
 )
-from . import subresources
+from . import apply, subresources
 from .table import include_object, partial_metadata, partial_metadata_list, to_table
 from .watch import serve_watch
 
@@ -268,8 +270,9 @@ class RESTHandler:
                                         "required")
             name = (obj.get("metadata") or {}).get("name") or (obj.get("metadata") or {}).get("generateName", "")
             await self.registry.check_namespace(namespace, strategy.resource, name)
+        writer = Writer(manager_of(params, request.headers.get("user-agent"), "CreateOptions"))
         co = await store.create(obj, namespace, dry_run=dry_run_requested(params),
-                                field_validation=field_validation_mode(params))
+                                field_validation=field_validation_mode(params), writer=writer)
         return render_object(store, co, negotiate(request.headers.get("accept")), params, status=201)
 
     async def create_virtual(self, request: Request, info: RequestInfo, store: VirtualStore) -> Response:
@@ -293,11 +296,14 @@ class RESTHandler:
             raise errors.BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL "
                                     f"({info.name})")
         precondition = str(meta.get("resourceVersion") or "") or None
+        writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), "UpdateOptions"),
+                        subresource)
         # A uid in the body is a precondition (kube-apiserver's defaultUpdatedObjectInfo): 409 if it differs.
         co = await store.guaranteed_update(info.namespace, info.name, lambda _old: obj, subresource=subresource,
                                            precondition_rv=precondition, precondition_uid=meta.get("uid") or None,
                                            dry_run=dry_run_requested(request.query_params),
-                                           field_validation=field_validation_mode(request.query_params))
+                                           field_validation=field_validation_mode(request.query_params),
+                                           writer=writer)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
     # --- patch ----------------------------------------------------------------------------------------------
@@ -305,11 +311,16 @@ class RESTHandler:
                     subresource: str = "") -> Response:
         assert info.name is not None
         strategy = store.strategy
+        if media_type(request.headers.get("content-type")) == APPLY_PATCH:
+            return await apply.serve(self, request, info, store, subresource)
         apply_patch = self.patcher(request.headers.get("content-type"), await request.body(), strategy.kind,
                                    strategy.resource, strategy.group)
+        writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), "PatchOptions"),
+                        subresource)
         co = await store.guaranteed_update(info.namespace, info.name, apply_patch, subresource=subresource,
                                            dry_run=dry_run_requested(request.query_params),
-                                           field_validation=field_validation_mode(request.query_params))
+                                           field_validation=field_validation_mode(request.query_params),
+                                           writer=writer)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
     @staticmethod
@@ -320,7 +331,7 @@ class RESTHandler:
         if mt not in PATCH_TYPES:
             raise errors.UnsupportedMediaType(
                 f"the body of the request was in an unknown format - accepted media types include: "
-                f"{', '.join(PATCH_TYPES)}")
+                f"{', '.join((JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH))}")
         patch = decode_body(body, JSON, allowed=(JSON,))
 
         def apply(old: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,9 @@ proxies ``log``/``exec``, served by ``handlers.proxy``).
 - ``status``: GET/PUT/PATCH of the whole object where only ``status`` may change (the strategy's status rules).
 - ``ephemeralcontainers`` (pods): the same, where only ``spec.ephemeralContainers`` may change, and only by
   additions (``kubectl debug`` PATCHes it with a strategic merge patch; the strategy's ephemeralcontainers rules).
-- ``scale``: an ``autoscaling/v1`` Scale view of ``spec.replicas`` (strategies with ``scale_of``/``apply_scale``).
+- ``scale``: an ``autoscaling/v1`` Scale view of ``spec.replicas`` (strategies with ``scale_of``/``apply_scale``);
+  writes are recorded in the parent's managedFields with subresource ``scale``, and a server-side apply of a Scale
+  makes the applier own the parent's ``.spec.replicas``.
 - ``binding``: POST a ``Binding`` to assign an unbound pod to a node (409 if it is already assigned); sets
   ``spec.nodeName`` and the ``PodScheduled`` condition in one write, as kube-apiserver's BindingREST does.
 - ``eviction``: POST a ``policy/v1`` (or ``v1beta1``) Eviction: the pod is deleted with the eviction's
@@ -23,8 +25,10 @@ from apimachinery import errors
 from apimachinery.errors import Cause
 from apimachinery.meta import now_rfc3339
 
+from ..fieldmanager import Writer, manager_of
 from ..registry.eviction import Evictor
 from ..registry.store import DeleteOptions, ResourceStore
+from .request import APPLY_PATCH, bool_param, media_type
 
 if TYPE_CHECKING:
     from .request import RequestInfo
@@ -149,6 +153,8 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
     if method == "GET":
         co = await store.get(info.namespace, info.name)
         return rest.json_response(strategy.scale_of(co.obj))
+    if method == "PATCH" and media_type(request.headers.get("content-type")) == APPLY_PATCH:
+        return await _apply_scale(request, info, store)
     if method == "PUT":
         scale = decode_object(await request.body(), request.headers.get("content-type"), "Scale", "autoscaling/v1")
     elif method == "PATCH":
@@ -157,19 +163,53 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
                                 strategy.resource, strategy.group)(strategy.scale_of(co.obj))
     else:
         raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
-    replicas = (scale.get("spec") or {}).get("replicas") or 0
-    if not isinstance(replicas, int) or isinstance(replicas, bool):
-        raise errors.BadRequest(f'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
-                                f"{type(replicas).__name__} into Go struct field ScaleSpec.spec.replicas of type int32")
-    causes = strategy.validate_scale(scale)
-    if causes:
-        raise errors.invalid("Scale", info.name, causes, "autoscaling")
+    replicas = _replicas(strategy, scale, info.name)
     precondition = (scale.get("metadata") or {}).get("resourceVersion") if method == "PUT" else None
 
     def apply(obj: dict[str, Any]) -> dict[str, Any]:
         strategy.apply_scale(obj, replicas)
         return obj
 
-    co = await store.guaranteed_update(info.namespace, info.name, apply, precondition_rv=precondition or None)
+    options = "UpdateOptions" if method == "PUT" else "PatchOptions"
+    writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), options), "scale")
+    co = await store.guaranteed_update(info.namespace, info.name, apply, precondition_rv=precondition or None,
+                                       writer=writer)
     return rest.json_response(strategy.scale_of(copy.deepcopy(co.obj)))
 
+
+def _replicas(strategy: Any, scale: dict[str, Any], name: str) -> int:
+    replicas = (scale.get("spec") or {}).get("replicas") or 0
+    if not isinstance(replicas, int) or isinstance(replicas, bool):
+        raise errors.BadRequest(f'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
+                                f"{type(replicas).__name__} into Go struct field ScaleSpec.spec.replicas of type int32")
+    causes = strategy.validate_scale(scale)
+    if causes:
+        raise errors.invalid("Scale", name, causes, "autoscaling")
+    return replicas
+
+
+async def _apply_scale(request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+    """Server-side apply of a Scale: the applier owns the parent's ``.spec.replicas`` through ``scale`` (as kube's
+    scale handler maps Scale fields onto the parent's)."""
+    from . import apply, rest
+
+    assert info.name is not None
+    strategy: Any = store.strategy
+    params = request.query_params
+    manager = manager_of(params, request.headers.get("user-agent"), "PatchOptions", apply=True)
+    config = apply.decode_config(await request.body())
+    if (config.get("apiVersion"), config.get("kind")) != ("autoscaling/v1", "Scale"):
+        raise errors.BadRequest(f"invalid object type: {config.get('apiVersion') or '/'}, "
+                                f"Kind={config.get('kind') or ''}")
+    apply.check_name(config, info.name, info.namespace)
+    parent: dict[str, Any] = {"apiVersion": strategy.api_version, "kind": strategy.kind,
+                              "metadata": {"name": info.name}}
+    if "replicas" in (config.get("spec") or {}):
+        parent["spec"] = {"replicas": _replicas(strategy, config, info.name)}
+    force = bool_param(params, "force")
+
+    def update(live: dict[str, Any]) -> dict[str, Any]:
+        return store.field_manager.apply(live, parent, manager, force, "scale")
+
+    co = await store.guaranteed_update(info.namespace, info.name, update, dry_run=rest.dry_run_requested(params))
+    return rest.json_response(strategy.scale_of(copy.deepcopy(co.obj)))

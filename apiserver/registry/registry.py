@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from apimachinery import errors
 from apimachinery.errors import Cause
 
+from ..fieldmanager import Schema
 from ..storage.etcd3 import EtcdStorage
 from .decoder import Decoder
 from .masterleases import MasterLeases
@@ -66,10 +67,11 @@ class Registry:
         self.bootstrap_interval = bootstrap_interval
         self._bootstrapper: asyncio.Task[None] | None = None
         self.strategies = strategies
+        schema = Schema(decoder.definitions if decoder is not None else None)
         # Every served version of a stored resource has its store (over the same etcd keys); ``stores`` holds the
         # storage version's, the first strategy listed for the resource.
         self.versions: dict[tuple[str, str, str], ResourceStore] = {
-            (s.group, s.version, s.resource): ResourceStore(s, storage, cache_capacity, decoder, on_warning)
+            (s.group, s.version, s.resource): ResourceStore(s, storage, cache_capacity, decoder, on_warning, schema)
             for s in strategies if not isinstance(s, VirtualStrategy)
         }
         self.stores: dict[tuple[str, str], ResourceStore] = {}

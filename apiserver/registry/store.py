@@ -26,6 +26,7 @@ from apimachinery import errors
 from apimachinery.errors import Cause
 from apimachinery.meta import generate_name, new_uid, now_rfc3339
 
+from ..fieldmanager import FieldManager, Schema, Writer
 from ..storage.cacher import CachedObject, ObjectFilter, WatchCache
 from ..storage.etcd3 import EtcdStorage, KeyExists, KeyValue, RevisionMismatch
 from .decoder import Decoder
@@ -53,7 +54,8 @@ class ResourceStore:
     """All storage operations of one resource, with its strategy applied."""
 
     def __init__(self, strategy: Strategy, storage: EtcdStorage, cache_capacity: int = 10_000,
-                 decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None) -> None:
+                 decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
+                 schema: Schema | None = None) -> None:
         self.strategy = strategy
         self.storage = storage
         self.decoder = decoder
@@ -62,6 +64,8 @@ class ResourceStore:
         self.qualified = f"{strategy.resource}.{strategy.group}" if strategy.group else strategy.resource
         # Whether this store serves a version other than the stored one (objects are converted both ways).
         self.converts = type(strategy).to_storage is not Strategy.to_storage
+        self.field_manager = FieldManager(schema or Schema(None), strategy.group, strategy.version, strategy.kind,
+                                          "status" in strategy.subresources, strategy.status_resets)
         self.cache = WatchCache(storage, self.prefix, self._decode, self._restamp, capacity=cache_capacity,
                                 indexed_fields=("spec.nodeName",) if strategy.resource == "pods" else ())
 
@@ -160,7 +164,8 @@ class ResourceStore:
                 self.on_warning(warning)
 
     # --- create ---------------------------------------------------------------------------------------------
-    def _prepare_create(self, obj: Object, namespace: str | None, field_validation: str) -> Object:
+    def _prepare_create(self, obj: Object, namespace: str | None, field_validation: str,
+                        writer: Writer | None = None) -> Object:
         strategy = self.strategy
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -193,11 +198,14 @@ class ResourceStore:
         causes = validate_meta_create(meta, strategy) + strategy.validate(obj)
         if causes:
             raise errors.invalid(strategy.kind, meta.get("name") or "", causes, strategy.group)
+        if writer is not None:
+            self.field_manager.update(None, obj, writer.manager, writer.subresource)
         return obj
 
     async def create(self, obj: Object, namespace: str | None, dry_run: bool = False,
-                     field_validation: str = "Ignore") -> CachedObject:
-        obj = self._prepare_create(obj, namespace, field_validation)
+                     field_validation: str = "Ignore", writer: Writer | None = None) -> CachedObject:
+        """Create ``obj``; ``writer`` (the request's field manager) records its fields in managedFields."""
+        obj = self._prepare_create(obj, namespace, field_validation, writer)
         meta = obj["metadata"]
         if dry_run:
             return self._cached(obj, 0)
@@ -228,11 +236,13 @@ class ResourceStore:
         precondition_uid: str | None = None,
         dry_run: bool = False,
         field_validation: str = "Ignore",
+        writer: Writer | None = None,
     ) -> CachedObject:
         """Read, apply ``update`` to a copy, validate with the strategy, write on the read revision; retry.
 
         ``update`` gets a deep copy of the stored object and returns the desired object (it may raise
-        StatusErrors). ``subresource`` "status" applies the status rules; "" the main resource's."""
+        StatusErrors). ``subresource`` "status" applies the status rules; "" the main resource's. ``writer``
+        records the change in managedFields (server-internal writes such as bindings pass none, as in kube)."""
         strategy = self.strategy
         co, kv = await self._read(namespace, name)
         for _ in range(MAX_UPDATE_ATTEMPTS):
@@ -245,7 +255,7 @@ class ResourceStore:
                 raise errors.conflict(strategy.resource, name, strategy.group)
             result = update(copy.deepcopy(old))
             new: Object = await result if isinstance(result, Awaitable) else result  # type: ignore[assignment]
-            new = self._prepare_update(new, old, subresource, field_validation)
+            new = self._prepare_update(new, old, subresource, field_validation, writer)
             if new == old:
                 return co
             if dry_run:
@@ -263,7 +273,8 @@ class ResourceStore:
             return self._written(kv.key, new, rv)
         raise errors.conflict(strategy.resource, name, strategy.group, "too many concurrent updates; try again")
 
-    def _prepare_update(self, new: Object, old: Object, subresource: str, field_validation: str) -> Object:
+    def _prepare_update(self, new: Object, old: Object, subresource: str, field_validation: str,
+                        writer: Writer | None = None) -> Object:
         strategy = self.strategy
         if not isinstance(new, dict) or not isinstance(new.get("metadata", {}), dict):
             raise errors.BadRequest("the object must be a JSON object with metadata")
@@ -317,6 +328,8 @@ class ResourceStore:
                 meta["generation"] = int(old_meta.get("generation") or 0) + 1
         if causes:
             raise errors.invalid(strategy.kind, old_meta["name"], causes, strategy.group)
+        if writer is not None:
+            self.field_manager.update(old, new, writer.manager, writer.subresource)
         # Compare without resourceVersion, so a no-op update is detected.
         old_rv = old_meta.pop("resourceVersion", None)
         try:

@@ -1,0 +1,86 @@
+"""PATCH with ``application/apply-patch+yaml``: server-side apply (kube-apiserver's ``applyPatcher``).
+
+The body (YAML or JSON) is the applier's whole intent for the object. The request needs ``fieldManager`` (422
+otherwise, as kube validates PatchOptions); ``force=true`` takes conflicting fields over. The object's
+apiVersion/kind must be the endpoint's and its name the URL's (400). When the object does not exist it is
+created (201) — for namespaced objects too, once the namespace admits it — so one request both creates and
+updates. The merge and the ownership rules live in ``apiserver.fieldmanager``; this module only wires the request
+to the store's create and update paths, which validate and default as for any other write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from apimachinery import errors
+
+from ..fieldmanager import manager_of
+from ..registry.decoder import field_validation_mode
+from ..registry.store import ResourceStore
+from .request import APPLY_PATCH, RequestInfo, bool_param, decode_body, negotiate
+
+
+def decode_config(body: bytes) -> dict[str, Any]:
+    config = orjson.loads(body) if body.lstrip()[:1] == b"{" else decode_body(body, APPLY_PATCH, (APPLY_PATCH,))
+    if not isinstance(config, dict):
+        raise errors.BadRequest("error decoding YAML: the applied configuration must be an object")
+    return config
+
+
+def check_name(config: dict[str, Any], name: str, namespace: str | None) -> None:
+    """``checkName``: the applied object names the URL's object."""
+    meta = config.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise errors.BadRequest("metadata must be an object")
+    if meta.get("name") != name:
+        raise errors.BadRequest(f"the name of the object ({meta.get('name') or ''}) does not match the name on "
+                                f"the URL ({name})")
+    if namespace and meta.get("namespace") and meta["namespace"] != namespace:
+        raise errors.BadRequest(f"the namespace of the object ({meta['namespace']}) does not match the namespace "
+                                f"on the request ({namespace})")
+
+
+async def serve(handler: Any, request: Request, info: RequestInfo, store: ResourceStore,
+                subresource: str = "") -> Response:
+    from .rest import dry_run_requested, render_object
+
+    assert info.name is not None
+    params = request.query_params
+    manager = manager_of(params, request.headers.get("user-agent"), "PatchOptions", apply=True)
+    force = bool_param(params, "force")
+    dry_run = dry_run_requested(params)
+    validation = field_validation_mode(params)
+    try:
+        config = decode_config(await request.body())
+    except orjson.JSONDecodeError as err:
+        raise errors.BadRequest(f"error decoding YAML: {err}") from None
+    check_name(config, info.name, info.namespace)
+    precondition = str((config.get("metadata") or {}).get("resourceVersion") or "") or None
+    field_manager = store.field_manager
+
+    def apply(live: dict[str, Any]) -> dict[str, Any]:
+        return field_manager.apply(live, config, manager, force, subresource)
+
+    output = negotiate(request.headers.get("accept"))
+    for _ in range(2):
+        try:
+            co = await store.guaranteed_update(info.namespace, info.name, apply, subresource=subresource,
+                                               precondition_rv=precondition, dry_run=dry_run,
+                                               field_validation=validation)
+            return render_object(store, co, output, params)
+        except errors.NotFound:
+            if subresource or precondition:
+                raise
+        if store.strategy.namespaced:
+            assert info.namespace is not None
+            await handler.registry.check_namespace(info.namespace, store.strategy.resource, info.name)
+        try:
+            co = await store.create(apply({}), info.namespace, dry_run=dry_run, field_validation=validation)
+            return render_object(store, co, output, params, status=201)
+        except errors.AlreadyExists:
+            continue  # created meanwhile: apply to it
+    raise errors.conflict(store.strategy.resource, info.name, store.strategy.group)
