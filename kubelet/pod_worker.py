@@ -12,7 +12,8 @@ The worker keeps only the latest version of its pod (``push``); its loop is a tr
      new one at once (restartCount + 1); start each ephemeral container (``pods/ephemeralcontainers``, ``kubectl
      debug``) once, as soon as the sandbox is up: never restarted, never probed, reported apart;
   5. wait for a container to exit, a restart to fall due, a probe result, or a newer pod version;
-  6. on exit, record ``terminated`` and apply ``restartPolicy`` with CrashLoopBackOff (10 s doubling to 5 min);
+  6. on exit, record ``terminated`` and apply ``restartPolicy``: the first exit is restarted at once, later ones
+     wait in CrashLoopBackOff (10 s doubling to 5 min, ``backoff``); ``restartCount`` grows when a restart starts;
   7. on ``deletionTimestamp``, run preStop hooks, SIGTERM every container, SIGKILL after the grace period,
      remove the pod's volumes, release its IP, then confirm the deletion with ``gracePeriodSeconds=0``;
   8. write ``pods/{name}/status`` when the computed status changed.
@@ -31,10 +32,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from apimachinery import errors
-from apimachinery.meta import now_rfc3339
+from apimachinery.meta import format_duration, now_rfc3339
 
 from . import images
 from . import status as st
+from .backoff import CrashBackoff
 from .env import EnvError, expand_command, pod_env, runtime_env
 from .node import machine_capacity
 from .podips import PoolExhausted
@@ -63,6 +65,8 @@ class ContainerRecord:
     status: dict[str, Any] | None = None
     last: dict[str, Any] | None = None
     restart_at: float = 0.0
+    restart_pending: bool = False  # exited and to be started again: the next start counts as a restart
+    backoff: CrashBackoff | None = None
     done: bool = False  # exited and will not be restarted
     ready: bool = False  # the readiness probe's result (True without a readiness probe)
     started: bool = False  # the startup probe's result (True without a startup probe)
@@ -275,7 +279,7 @@ class PodWorker:
         killed = st.terminated(record.spec, code, started, now_rfc3339(), record.restarts, record.last,
                                container_id=cid)
         record.last = {"terminated": killed["state"]["terminated"]}
-        record.restarts += 1
+        record.restart_pending = True
         record.done, record.restart_at = False, 0.0
 
     async def _kill_unhealthy(self, now: float) -> None:
@@ -305,8 +309,13 @@ class PodWorker:
             self.kubelet.event(self.pod, "Warning", "Failed", f"Error: {err}", spec["name"])
             record.restart_at = asyncio.get_running_loop().time() + RETRY_SECONDS
             return
-        if record.restarts and current.exists():
-            current.replace(self.log_path(spec["name"], previous=True))
+        if record.restart_pending:
+            record.restarts += 1  # restartCount counts instances started again, as the runtime's annotation does
+            record.restart_pending = False
+            if record.backoff is not None:
+                record.backoff.next(asyncio.get_running_loop().time())
+            if current.exists():
+                current.replace(self.log_path(spec["name"], previous=True))
         try:
             meta = ContainerMeta(self.uid, self.pod["metadata"]["namespace"], self.pod["metadata"]["name"],
                                  record.restarts, record.last)
@@ -470,15 +479,18 @@ class PodWorker:
             restart = policy == "Always" or (policy == "OnFailure" and code != 0)
         if restart:
             record.last = {"terminated": record.status["state"]["terminated"]}
-            delay = min(self.kubelet.backoff_base * (2 ** record.restarts), self.kubelet.backoff_max)
-            record.restarts += 1
+            record.restart_pending = True
+            if record.backoff is None:
+                record.backoff = CrashBackoff(self.kubelet.backoff_base, self.kubelet.backoff_max)
+            delay = record.backoff.delay(now)
             record.restart_at = now + delay
-            record.status = st.waiting(spec, "CrashLoopBackOff", record.restarts, record.last,
-                                       f"back-off {int(delay)}s restarting failed container={spec['name']} "
-                                       f"pod={self.pod['metadata']['name']}_{self.pod['metadata']['namespace']}"
-                                       f"({self.uid})")
-            self.kubelet.event(self.pod, "Warning", "BackOff", "Back-off restarting failed container "
-                               f"{spec['name']} in pod {self.pod['metadata']['name']}", spec["name"])
+            if delay:
+                record.status = st.waiting(spec, "CrashLoopBackOff", record.restarts, record.last,
+                                           f"back-off {format_duration(delay)} restarting failed container="
+                                           f"{spec['name']} pod={self.pod['metadata']['name']}_"
+                                           f"{self.pod['metadata']['namespace']}({self.uid})")
+                self.kubelet.event(self.pod, "Warning", "BackOff", "Back-off restarting failed container "
+                                   f"{spec['name']} in pod {self.pod['metadata']['name']}", spec["name"])
         else:
             record.done = True
 
