@@ -143,6 +143,18 @@ def test_first_crash_restarts_at_once_and_backoff_counts_real_restarts(api_url: 
         assert counts["Started"] == 2 and counts["BackOff"] >= 1
 
 
+def test_logs_since_time_and_since_seconds(client: httpx.Client, kubectl: Kubectl, ns: str, node: str) -> None:
+    client.post(f"/api/v1/namespaces/{ns}/pods",
+                json=pod(ns, "talk", node, ["sh", "-c", "echo early; sleep 3; echo late; sleep 1000"]))
+    wait_for(lambda: "late" in kubectl("logs", "talk", "-n", ns, check=False).stdout, what="both lines")
+    stamped = kubectl("logs", "talk", "-n", ns, "--timestamps").stdout.splitlines()
+    assert [line.split(" ", 1)[1] for line in stamped] == ["early", "late"]
+    late = stamped[1].split(" ", 1)[0].split(".")[0] + "Z"  # whole seconds, as metav1.Time travels
+    assert kubectl("logs", "talk", "-n", ns, f"--since-time={late}").stdout == "late\n"
+    assert kubectl("logs", "talk", "-n", ns, f"--since-time={late}", "--timestamps").stdout == stamped[1] + "\n"
+    assert kubectl("logs", "talk", "-n", ns, "--since=1h").stdout == "early\nlate\n"
+
+
 def test_graceful_deletion_sends_sigterm(client: httpx.Client, tmp_path: Path, ns: str, node: str) -> None:
     marker = tmp_path / "got-term"
     script = f"trap 'echo term > {marker}; exit 0' TERM; echo ready; while true; do sleep 0.1; done"
