@@ -39,10 +39,7 @@ class FieldSelector:
         for name, value in self._equal:
             if fields.get(name, "") != value:
                 return False
-        for name, value in self._not_equal:
-            if fields.get(name, "") == value:
-                return False
-        return True
+        return all(fields.get(name, "") != value for name, value in self._not_equal)
 
     def empty(self) -> bool:
         return not self.requirements

@@ -203,10 +203,7 @@ class Selector:
         for key, value in self._equal:
             if labels.get(key) != value:
                 return False
-        for requirement in self._other:
-            if not requirement.matches(labels):
-                return False
-        return True
+        return all(requirement.matches(labels) for requirement in self._other)
 
     def empty(self) -> bool:
         """True when the selector does not restrict anything (``Nothing()`` is not empty: it restricts all)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import re
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, NewType
 
 Object = dict[str, Any]
@@ -20,12 +20,12 @@ _MAX_GENERATED_PREFIX = 63 - _GENERATED_SUFFIX
 
 def now_rfc3339() -> str:
     """``metav1.Time`` serialisation: second precision, UTC, ``Z``."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def format_rfc3339(epoch_seconds: float) -> str:
     """``metav1.Time`` of a moment given in seconds since the epoch."""
-    return datetime.fromtimestamp(epoch_seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def format_duration(seconds: float) -> str:
@@ -66,7 +66,7 @@ def parse_duration(text: str) -> float:
 
 def now_rfc3339_micro() -> str:
     """``metav1.MicroTime`` serialisation (Lease renewTime, Event eventTime)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_time(value: str) -> datetime:

@@ -38,7 +38,7 @@ ERR_NUMERIC: Final = "unable to parse numeric part of quantity"
 ERR_SUFFIX: Final = "unable to parse quantity's suffix"
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     DECIMAL_EXPONENT = "DecimalExponent"
     BINARY_SI = "BinarySI"
     DECIMAL_SI = "DecimalSI"
@@ -281,7 +281,7 @@ def _to_nanos(positive: bool, num: str, denom: str, base: int, exponent: int) ->
             nanos = _round_away(digits, 10**-power)
     else:
         nanos = _round_away(digits * (1 << exponent) * NANO, 10 ** len(denom))
-    return nanos if positive else -nanos
+    return int(nanos) if positive else -int(nanos)
 
 
 @functools.lru_cache(maxsize=8192)

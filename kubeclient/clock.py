@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Protocol
 
 
@@ -35,7 +35,7 @@ class RealClock:
         return time.monotonic()
 
     def now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -46,10 +46,10 @@ REAL_CLOCK = RealClock()
 
 def format_time(dt: datetime) -> str:
     """``metav1.Time``: RFC 3339 in UTC with whole seconds, e.g. ``2024-05-01T12:00:00Z``."""
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def format_micro_time(dt: datetime) -> str:
     """``metav1.MicroTime``: RFC 3339 in UTC with microseconds, e.g. ``2024-05-01T12:00:00.123456Z``."""
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

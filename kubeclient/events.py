@@ -15,6 +15,7 @@ The recorder's guarantees:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict, deque
@@ -199,8 +200,6 @@ class EventRecorder:
         await self.flush()
         if self._worker is not None:
             self._worker.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
-            except asyncio.CancelledError:
-                pass
             self._worker = None

@@ -114,9 +114,7 @@ class _Watch:
             return False
         if self.labels is not None and not self.labels.matches(meta.get("labels") or {}):
             return False
-        if self.fields is not None and not self.fields.matches({f: _field(obj, f) for f in self.fields.fields()}):
-            return False
-        return True
+        return self.fields is None or self.fields.matches({f: _field(obj, f) for f in self.fields.fields()})
 
     def translate(self, change: _Change) -> WatchEvent | None:
         """What this watcher sees of ``change``, given selector transitions (kube's cacher does the same)."""

@@ -23,6 +23,7 @@ methods, safe to call from informer handlers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 from collections import deque
@@ -70,10 +71,8 @@ class Queue(Generic[T]):
                 await waiter
             except BaseException:
                 waiter.cancel()
-                try:
+                with contextlib.suppress(ValueError):
                     self._getters.remove(waiter)
-                except ValueError:
-                    pass
                 if self._queue and not waiter.cancelled():
                     self._wake_one()  # we were woken but will not take the item: pass the wakeup on
                 raise

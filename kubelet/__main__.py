@@ -17,10 +17,10 @@ from aiohttp import web
 
 from kubeclient import Clientset
 
-from .runtime.docker import DockerImages, DockerRuntime, EngineError
 from .hollow import HollowNodes
 from .kubelet import Kubelet
-from .node import NodeAgent, machine_capacity
+from .node import PROCESS_RUNTIME_VERSION, NodeAgent, machine_capacity
+from .runtime.docker import DockerImages, DockerRuntime, EngineError
 from .server import make_app
 
 
@@ -106,7 +106,7 @@ async def run(args: argparse.Namespace) -> None:
                      labels=labels, taints=_taints(args.register_with_taints),
                      lease_interval=args.node_lease_renew_interval,
                      status_interval=args.node_status_update_frequency, images=kubelet.images,
-                     **({"runtime_version": docker.runtime_version} if docker is not None else {}))
+                     runtime_version=docker.runtime_version if docker is not None else PROCESS_RUNTIME_VERSION)
     runner = web.AppRunner(make_app(kubelet, node.registered), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, args.address, args.port).start()

@@ -16,6 +16,7 @@ reads the exit code from the pod's status — or when the client leaves, which l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 from pathlib import Path
@@ -86,19 +87,15 @@ class AttachedContainer:
     def kill(self) -> None:
         """Detach (the container goes on): a client leaving ends its stdin first, as containerd's attach does."""
         self.close_stdin()
-        try:
+        with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)  # wakes ``pump_output``
-        except OSError:
-            pass
 
     def close(self) -> None:
         self.sock.close()
 
     def _send(self, message: bytes) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.sock.send(message)
-        except OSError:
-            pass
 
 
 def attach_options(query: Any, spec: dict[str, Any]) -> ExecOptions:

@@ -26,6 +26,7 @@ stdin, resize and close until the streams end) is not exec's own: ``attach`` rel
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import json
 import os
@@ -129,10 +130,8 @@ class ExecProcess:
             await _write_fd(self.master, data)
         elif self.process is not None and self.process.stdin is not None and not self.process.stdin.is_closing():
             self.process.stdin.write(data)
-            try:
+            with contextlib.suppress(ConnectionError):
                 await self.process.stdin.drain()
-            except ConnectionError:
-                pass
 
     def close_stdin(self) -> None:
         if self.master is not None:
@@ -152,10 +151,8 @@ class ExecProcess:
     def kill(self) -> None:
         if self.process is not None and self.process.returncode is None:
             for sig in (signal.SIGHUP, signal.SIGKILL):
-                try:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(self.process.pid, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
 
     def close(self) -> None:
         if self.master is not None:
@@ -173,11 +170,16 @@ async def _pump_stream(stream: asyncio.StreamReader, channel: int, send: Send) -
         await send(channel, chunk)
 
 
+def _wake(readable: asyncio.Future[None]) -> None:
+    if not readable.done():
+        readable.set_result(None)
+
+
 async def _pump_fd(fd: int, channel: int, send: Send) -> None:
     loop = asyncio.get_running_loop()
     while True:
-        readable = loop.create_future()
-        loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
+        readable: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(fd, _wake, readable)
         try:
             await readable
         finally:
@@ -205,10 +207,8 @@ async def _write_fd(fd: int, data: bytes) -> None:
 
 def _write_eof(fd: int) -> None:
     """End of input on a terminal: the EOF character (^D) at the start of a line."""
-    try:
+    with contextlib.suppress(OSError, termios.error, IndexError, TypeError):
         os.write(fd, bytes([termios.tcgetattr(fd)[6][termios.VEOF][0]]))
-    except (OSError, termios.error, IndexError, TypeError):
-        pass
 
 
 class Channels:

@@ -14,6 +14,7 @@ requests so a burst of pods does not open thousands of connections.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import platform
 from collections.abc import Awaitable, Callable, Iterable
@@ -145,10 +146,8 @@ class HollowNodes:
             if loop.time() >= next_status:
                 await bounded(lambda name=name: self._post_status(name) for name in self.names)  # type: ignore[misc]
                 next_status = loop.time() + self.status_interval
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), max(0.0, self.lease_interval - (loop.time() - began)))
-            except TimeoutError:
-                pass
 
     # --- pods -----------------------------------------------------------------------------------------------
     def _on_pod(self, pod: dict[str, Any]) -> None:

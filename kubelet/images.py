@@ -40,7 +40,7 @@ DEFAULT_DOMAIN = "docker.io"
 class Recorder(Protocol):
     """Kubelet.event: an event about ``pod``, or about one of its containers when ``container`` names it."""
 
-    def __call__(self, pod: dict[str, Any], event_type: str, reason: str, message: str,
+    def __call__(self, pod: dict[str, Any], kind: str, reason: str, message: str,
                  container: str | None = None) -> None: ...
 
 

@@ -17,6 +17,7 @@ The runtime is a ``cri.Runtime``: the process runtime by default, or with ``--ru
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -121,10 +122,8 @@ class Kubelet:
         await self.informer.wait_for_sync()
         while not stop.is_set():
             self.housekeeping()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), HOUSEKEEPING_SECONDS)
-            except TimeoutError:
-                pass
 
     async def run(self, stop: asyncio.Event) -> None:
         informer = asyncio.create_task(self.informer.run(stop))

@@ -18,7 +18,7 @@ def serve(host: str, port: int) -> None:
         server = ThreadingHTTPServer((host, 0), SimpleHTTPRequestHandler)
         print(f"cannot listen on {host}:{port} ({err.strerror}: ports below 1024 need root); "
               f"listening on the free port {server.server_address[1]} instead", file=sys.stderr, flush=True)
-    bound_host, bound_port = server.server_address[:2]
+    bound_host, bound_port = str(server.server_address[0]), server.server_address[1]
     print(f"Serving HTTP on {bound_host} port {bound_port} (http://{bound_host}:{bound_port}/) ...", flush=True)
     with server:
         server.serve_forever()

@@ -32,6 +32,8 @@ REGISTER_FIRST_RETRY = 0.1  # seconds; doubling to REGISTER_MAX_RETRY (kubelet's
 REGISTER_MAX_RETRY = 7.0
 KUBELET_VERSION = "v1.32.4"
 
+PROCESS_RUNTIME_VERSION = f"{RUNTIME_NAME}://0.1"  # nodeInfo.containerRuntimeVersion of the process runtime
+
 
 def machine_capacity() -> dict[str, str]:
     pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
@@ -83,7 +85,7 @@ class NodeAgent:
     def __init__(self, client: Clientset, name: str, *, port: int, host_ip: str, capacity: dict[str, str],
                  labels: dict[str, str], taints: list[dict[str, str]], lease_interval: float = 10.0,
                  status_interval: float = 60.0, lease_duration: int = 40, images: ImageStore | None = None,
-                 runtime_version: str = f"{RUNTIME_NAME}://0.1") -> None:
+                 runtime_version: str = PROCESS_RUNTIME_VERSION) -> None:
         self.client = client
         self.name = name
         self.port = port

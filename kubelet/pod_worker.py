@@ -118,7 +118,7 @@ class PodWorker:
         self.host = host
         self.pod = pod
         self.uid = pod["metadata"]["uid"]
-        self.dir = host.root_dir / "pods" / self.uid
+        self.dir: Path = host.root_dir / "pods" / self.uid
         self.containers: dict[str, ContainerRecord] = {}  # init and app containers (their names are unique)
         self.volumes: dict[str, Path] | None = None  # volume name → host path, once set up
         self.pod_ip: str | None = None  # once the sandbox has it (``_setup_network``)
@@ -164,7 +164,8 @@ class PodWorker:
 
     async def _wait(self, loop: asyncio.AbstractEventLoop) -> None:
         waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(self._changed.wait())]
-        running = {asyncio.ensure_future(r.process.wait()): r for r in self.containers.values()
+        running: dict[asyncio.Future[Any], ContainerRecord] = {
+            asyncio.ensure_future(r.process.wait()): r for r in self.containers.values()
                    if r.process is not None and r.status and "running" in r.status["state"]}
         waits.extend(running)
         due = [r.restart_at for r in self.containers.values() if r.process is None and not r.done and r.restart_at]
@@ -412,7 +413,7 @@ class PodWorker:
                           container_id=record.process.container_id)
 
     def _container_dir(self, spec: dict[str, Any]) -> Path:
-        return self.dir / "containers" / spec["name"]
+        return self.dir / "containers" / str(spec["name"])
 
     async def _prepare(self, spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], ExecTarget]:
         """What a container runs with: its spec with ``$(VAR)`` and mount paths rewritten, its environment, and

@@ -79,9 +79,10 @@ class Forwarding:
         connections = await asyncio.gather(*(self._dial(i, port) for i, port in enumerate(self.ports)))
         pumps = [asyncio.create_task(self._pump(i, reader)) for i, reader in enumerate(connections) if reader]
         inbound = asyncio.create_task(self._from_client())
-        pumping = asyncio.gather(*pumps)
+        pumping: asyncio.Future[list[None]] = asyncio.gather(*pumps)
+        waiters: list[asyncio.Future[Any]] = [inbound, pumping]
         try:
-            await asyncio.wait([inbound, pumping], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in (inbound, *pumps):
                 task.cancel()

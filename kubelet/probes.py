@@ -18,13 +18,12 @@ cancels them when the container stops or the pod worker ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import aiohttp
@@ -88,10 +87,8 @@ async def _run_in_container(argv: list[str], container: InContainer, timeout: fl
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def resolve_port(port: int | str, ports: list[dict[str, Any]]) -> int:
@@ -118,12 +115,12 @@ async def run_http(action: Mapping[str, Any], target: ExecTarget, timeout: float
     headers = {"User-Agent": USER_AGENT, "Accept": "*/*"}
     headers.update({h["name"]: h["value"] for h in action.get("httpHeaders") or []})
     try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
-            async with session.get(url, headers=headers, ssl=False, max_redirects=10) as response:
-                body = (await response.content.read(MAX_OUTPUT)).decode(errors="replace")
-                if 200 <= response.status < 400:
-                    return Result.SUCCESS, body
-                return Result.FAILURE, f"HTTP probe failed with statuscode: {response.status}"
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session, \
+                session.get(url, headers=headers, ssl=False, max_redirects=10) as response:
+            body = (await response.content.read(MAX_OUTPUT)).decode(errors="replace")
+            if 200 <= response.status < 400:
+                return Result.SUCCESS, body
+            return Result.FAILURE, f"HTTP probe failed with statuscode: {response.status}"
     except TimeoutError:
         return Result.FAILURE, (f'Get "{url}": context deadline exceeded '
                                 '(Client.Timeout exceeded while awaiting headers)')
@@ -146,10 +143,8 @@ async def run_tcp(action: Mapping[str, Any], target: ExecTarget, timeout: float)
     except OSError as err:
         return Result.FAILURE, f"dial tcp {host}:{port}: connect: {_reason(err)}"
     writer.close()
-    try:
+    with contextlib.suppress(OSError):
         await writer.wait_closed()
-    except OSError:
-        pass
     return Result.SUCCESS, ""
 
 
@@ -206,9 +201,9 @@ class ProbeWorker:
         began = loop.time()
         period = float(self.probe.get("periodSeconds") or 10)
         while True:
-            if loop.time() - began >= float(self.probe.get("initialDelaySeconds") or 0):
-                if not await self.probe_once():
-                    return
+            due = loop.time() - began >= float(self.probe.get("initialDelaySeconds") or 0)
+            if due and not await self.probe_once():
+                return
             await asyncio.sleep(period)
 
     async def probe_once(self) -> bool:

@@ -2,7 +2,8 @@
 ``pods/attach`` and ``pods/portforward`` to.
 
 ``GET /healthz`` (503 until the node is registered), ``GET /containerLogs/{namespace}/{pod}/{container}`` with
-``follow``, ``sinceSeconds``, ``sinceTime``, ``tailLines``, ``timestamps``, ``previous``, ``limitBytes`` (``logs``), and the
+``follow``, ``sinceSeconds``, ``sinceTime``, ``tailLines``, ``timestamps``, ``previous``, ``limitBytes``
+(``logs``), and the
 ``/exec/{namespace}/{pod}/{container}``, ``/attach/{namespace}/{pod}/{container}`` and
 ``/portForward/{namespace}/{pod}`` websockets (``exec``, ``attach``, ``portforward``), and
 ``GET /metrics/resource``: the containers' and the node's CPU and memory (``stats``), which the apiserver's
@@ -19,9 +20,8 @@ from aiohttp import web
 
 from apimachinery import prometheus
 
-from . import attach, logs, portforward
+from . import attach, logs, portforward, stats
 from . import exec as exec_
-from . import stats
 from .kubelet import Kubelet
 
 FOLLOW_POLL = 0.2

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .sources import Sources, SourceKind, volume_kind
+from .sources import SourceKind, Sources, volume_kind
 
 log = logging.getLogger(__name__)
 

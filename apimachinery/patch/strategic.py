@@ -28,10 +28,10 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from apimachinery.patch.errors import PatchFailed, PatchRejected, bad_request
+from apimachinery.patch.patchmeta import Field, Struct, schema
 from apimachinery.patch.values import copy_json as _copy
 from apimachinery.patch.values import equal_json as _equal
 from apimachinery.patch.values import go_json_kind
-from apimachinery.patch.patchmeta import Field, Struct, schema
 
 JSON = Any
 
@@ -160,7 +160,8 @@ def _merge_ordered_lists(original: dict[str, JSON], patch: dict[str, JSON], stru
             raise PatchFailed(_bad_arg_type([], order))
         key = _extract_key(directive_key, SET_ELEMENT_ORDER)
         found_original, found_patch = key in original, key in patch
-        original_list, patch_list = original.get(key), patch.get(key)
+        original_list: list[JSON] = original[key] if found_original else []  # type-checked just below
+        patch_list: list[JSON] = patch[key] if found_patch else []
         if found_original and not isinstance(original_list, list):
             raise PatchFailed(_bad_arg_type([], original_list))
         if found_patch and not isinstance(patch_list, list):
@@ -617,7 +618,7 @@ def _map_and_key(item: JSON, merge_key: str) -> tuple[dict[str, JSON], JSON]:
 def _is_order_same(original: list[JSON], modified: list[JSON], merge_key: str) -> bool:
     if len(original) != len(modified):
         return False
-    return all(_merge_key_equal(o, m, merge_key) for o, m in zip(original, modified))
+    return all(_merge_key_equal(o, m, merge_key) for o, m in zip(original, modified, strict=False))
 
 
 # --- Go's view of JSON values -------------------------------------------------------------------------------

@@ -34,5 +34,5 @@ def equal_json(a: JSON, b: JSON) -> bool:
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(equal_json(a[k], b[k]) for k in a)
     if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(equal_json(x, y) for x, y in zip(a, b))
+        return isinstance(b, list) and len(a) == len(b) and all(equal_json(x, y) for x, y in zip(a, b, strict=False))
     return type(a) is type(b) and a == b

@@ -47,7 +47,7 @@ DeleteFunc = Callable[[Object | DeletedFinalStateUnknown], Awaitable[None] | Non
 
 def _is_async(fn: Callable[..., Any] | None) -> bool:
     return fn is not None and (inspect.iscoroutinefunction(fn)
-                               or inspect.iscoroutinefunction(getattr(fn, "__call__", None)))
+                               or inspect.iscoroutinefunction(type(fn).__call__))
 
 
 class HandlerRegistration:
@@ -214,7 +214,7 @@ async def wait_for_cache_sync(*informers: SharedInformer, timeout: float | None 
     """Wait until every informer has synced; False if ``timeout`` seconds pass or ``stop`` is set first (client-go's
     ``WaitForCacheSync(stopCh, ...)``: a process told to stop must not wait for an apiserver that is away)."""
     synced = asyncio.ensure_future(asyncio.gather(*(i.wait_for_sync() for i in informers)))
-    waiters = {synced, *([asyncio.ensure_future(stop.wait())] if stop is not None else [])}
+    waiters: set[asyncio.Future[Any]] = {synced, *([asyncio.ensure_future(stop.wait())] if stop is not None else [])}
     try:
         await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:

@@ -42,7 +42,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -209,7 +209,7 @@ class DockerImages(ImageStore):
 def _nanos(timestamp: str) -> int:
     """RFC 3339 with nanoseconds (the engine's log timestamps) → nanoseconds since the epoch."""
     base, _, frac = timestamp.rstrip("Z").partition(".")
-    seconds = datetime.strptime(base[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    seconds = datetime.strptime(base[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
     return int(seconds) * 1_000_000_000 + int((frac or "0")[:9].ljust(9, "0"))
 
 
@@ -253,7 +253,7 @@ async def copy_logs(engine: Engine, cid: str, log_path: Path, since: str | None 
     out: BinaryIO
     with open(log_path, "ab") as out:
         async with engine.stream("GET", f"/containers/{cid}/logs", params=params) as resp:
-            last = since or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            last = since or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
             async for stream, payload in demux(resp):
                 for stamp, line in cri_lines(stream, payload, last):
                     last = stamp
@@ -535,4 +535,4 @@ class DockerRuntime:
 def _seconds(timestamp: str) -> str:
     """``2024-01-02T03:04:05.123456789Z`` → ``2024-01-02T03:04:05Z`` (status times are whole seconds)."""
     return timestamp[:19] + "Z" if len(timestamp) >= 19 and not timestamp.startswith("0001") else \
-        datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -21,6 +21,7 @@ Only the newest instance of a container is kept; a pod's directories go when the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -30,7 +31,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +79,7 @@ def stdio_flags(container: dict[str, Any]) -> str:
 
 
 def now_rfc3339_nano() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def start_ticks(pid: int) -> int | None:
@@ -158,7 +159,7 @@ def _alive(pid: int, state_dir: Path) -> bool:
         recorded = json.loads((state_dir / "pid.json").read_text())
     except (OSError, ValueError):
         return False
-    return start_ticks(pid) == (recorded["shimStart"] if pid == recorded["shim"] else recorded["start"])
+    return bool(start_ticks(pid) == (recorded["shimStart"] if pid == recorded["shim"] else recorded["start"]))
 
 
 async def _wait_gone(pid: int) -> None:
@@ -170,8 +171,13 @@ async def _wait_gone(pid: int) -> None:
         while start_ticks(pid) is not None:
             await asyncio.sleep(POLL_SECONDS)
         return
-    gone = loop.create_future()
-    loop.add_reader(fd, lambda: gone.done() or gone.set_result(None))
+    gone: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not gone.done():
+            gone.set_result(None)
+
+    loop.add_reader(fd, wake)
     try:
         await gone
     finally:
@@ -382,7 +388,5 @@ def _load(state: Path) -> ContainerProcess | None:
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -21,7 +21,7 @@ its start-up, paid once per container start; it writes its few flat JSON objects
 too, only for a tty). It starts in ~6 ms and holds ~8 MB.
 """
 
-import _signal  # signal's C core: ``import signal`` would load enum (3 ms per container start)
+import _signal  # type: ignore[import-not-found]  # signal's C core: ``import signal`` would load enum (3 ms per container start)
 import _socket  # socket's C core: ``import socket`` would load enum and selectors
 import os
 import select
@@ -265,7 +265,7 @@ class Attachments:
 
     def _accept(self) -> None:
         try:
-            fd, _ = self.listener._accept()
+            fd, _ = self.listener._accept()  # type: ignore[attr-defined]  # the fd, without socket.py's wrapper
         except OSError:
             return
         client = _socket.socket(fileno=fd)
@@ -433,4 +433,4 @@ def main(state_dir: str, cwd: str, log_path: str, argv: list[str], stdio: str = 
 
 
 if __name__ == "__main__":
-    sys.exit(zygote() if sys.argv[1:] == ["--zygote"] else main(*sys.argv[1:4], sys.argv[5:]))
+    sys.exit(zygote() if sys.argv[1:] == ["--zygote"] else main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5:]))
