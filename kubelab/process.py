@@ -14,12 +14,14 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 __all__ = [
+    "ExitStatus",
     "Spawned",
     "group_members",
     "pid_alive",
@@ -32,30 +34,91 @@ __all__ = [
 ]
 
 
-class Spawned:
-    """A component process we started: its Popen, log file and when it started."""
+@dataclass(frozen=True)
+class ExitStatus:
+    """How a process ended: its exit code, or the signal that killed it (neither: unknown, it was not our child)."""
 
-    def __init__(self, name: str, popen: subprocess.Popen[bytes], log_path: Path) -> None:
+    code: int | None = None
+    signal: int | None = None
+
+    @classmethod
+    def from_wait(cls, status: int) -> ExitStatus:
+        """From ``os.waitpid``'s raw status."""
+        if os.WIFSIGNALED(status):
+            return cls(signal=os.WTERMSIG(status))
+        return cls(code=os.waitstatus_to_exitcode(status))
+
+    @property
+    def returncode(self) -> int:
+        """As ``Popen.returncode``: the exit code, or minus the signal (0 when unknown)."""
+        return -self.signal if self.signal is not None else (self.code or 0)
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.signal is None:
+            return None
+        try:
+            return signal.Signals(self.signal).name
+        except ValueError:
+            return f"signal {self.signal}"
+
+    def describe(self) -> str:
+        """``exit code 1``, ``signal SIGKILL`` or ``unknown status``, for log lines."""
+        if self.signal is not None:
+            return f"signal {self.signal_name}"
+        if self.code is not None:
+            return f"exit code {self.code}"
+        return "unknown status"
+
+
+class Spawned:
+    """A component process we started (or adopted as our child): its pid, log file and when it started.
+
+    Its exit status is collected with ``os.waitpid`` by pid, so a child started elsewhere in this process (etcd,
+    which ``EtcdServer`` starts) is watched the same way; a Popen we own is told the status, so it never reaps
+    the pid again.
+    """
+
+    def __init__(
+        self, name: str, pid: int, log_path: Path, popen: subprocess.Popen[bytes] | None = None
+    ) -> None:
         self.name = name
+        self.pid = pid
         self.popen = popen
         self.log_path = log_path
         self.started_at = time.time()
-        self.start_time = process_start_time(popen.pid)
+        self.start_time = process_start_time(pid)
+        self.status: ExitStatus | None = None
 
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
+    def poll(self) -> ExitStatus | None:
+        """None while running; how it ended once it has (reaping it)."""
+        if self.status is not None:
+            return self.status
+        try:
+            pid, raw = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:  # not (or no longer) our child: it ran out of sight
+            if pid_alive(self.pid, self.start_time):
+                return None
+            self.status = ExitStatus()
+        else:
+            if pid == 0:
+                return None
+            self.status = ExitStatus.from_wait(raw)
+        if self.popen is not None:
+            self.popen.returncode = self.status.returncode
+        return self.status
 
     def exit_code(self) -> int | None:
-        """None while running (reaps the process when it has exited)."""
-        return self.popen.poll()
+        """None while running, else the exit code (negative: the signal), as ``Popen.poll``."""
+        status = self.poll()
+        return None if status is None else status.returncode
 
 
 def spawn(
     name: str,
     argv: Sequence[str],
     log_path: Path,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> Spawned:
     """Start argv in a new session (own process group), stdout+stderr appended to log_path."""
@@ -72,7 +135,7 @@ def spawn(
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
             cwd=cwd,
         )
-    return Spawned(name, popen, log_path)
+    return Spawned(name, popen.pid, log_path, popen)
 
 
 def process_start_time(pid: int) -> int | None:

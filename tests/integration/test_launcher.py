@@ -141,7 +141,7 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
     status = kubelab("status", "--data-dir", str(data_dir))
     assert status.returncode == 0, status.stdout + status.stderr
     lines = status.stdout.splitlines()
-    assert lines[1].split() == ["COMPONENT", "PID", "PORT", "HEALTH", "UPTIME"]
+    assert lines[1].split() == ["COMPONENT", "PID", "PORT", "HEALTH", "RESTARTS", "UPTIME", "LAST", "EXIT"]
     rows = {line.split()[0]: line.split() for line in lines[2:]}
     assert rows["etcd"][3] == "ok"
     assert rows["apiserver"][2:4] == [str(port), "ok"]
@@ -284,7 +284,7 @@ def test_foreground_up_stops_everything_on_ctrl_c(data_dir: Path, stand_ins: dic
     try:
         launcher.wait_for("Ctrl-C stops everything")
         state = load_state(data_dir)
-        assert state is not None and state.launcher_pid == launcher.proc.pid
+        assert state is not None and state.supervisor_pid == launcher.proc.pid and not state.detached
         launcher.proc.send_signal(signal.SIGINT)
         output = launcher.finish()
         assert launcher.proc.returncode == 0, output
@@ -295,7 +295,9 @@ def test_foreground_up_stops_everything_on_ctrl_c(data_dir: Path, stand_ins: dic
         launcher.kill()
 
 
-def test_foreground_up_survives_a_client_but_not_the_apiserver(data_dir: Path, stand_ins: dict[str, str]) -> None:
+def test_foreground_up_restarts_whatever_exits_the_apiserver_too(data_dir: Path, stand_ins: dict[str, str]) -> None:
+    """As systemd would: a client and the apiserver killed with SIGKILL are both started again, the launcher says
+    so with the signal and the restart number, and Ctrl-C afterwards still stops everything, the new pids included."""
     _etcd_or_skip()
     launcher = Launcher(data_dir, free_port(), 0, stand_ins)
     try:
@@ -304,12 +306,22 @@ def test_foreground_up_survives_a_client_but_not_the_apiserver(data_dir: Path, s
         assert state is not None
         pids = {r.name: r.pid for r in state.processes}
         os.kill(pids["scheduler"], signal.SIGKILL)
-        launcher.wait_for("scheduler", "exited with code -9")
-        assert launcher.proc.poll() is None  # a client dying does not take the cluster down
+        launcher.wait_for("scheduler exited (signal SIGKILL); restarting in 1s (restart 1)")
+        launcher.wait_for("scheduler restarted (pid")
         os.kill(pids["apiserver"], signal.SIGKILL)
+        launcher.wait_for("apiserver exited (signal SIGKILL); restarting in 1s (restart 1)")
+        launcher.wait_for("apiserver is up again")
+        assert launcher.proc.poll() is None
+        restarted = load_state(data_dir)
+        assert restarted is not None
+        records = {r.name: r for r in restarted.processes}
+        for name in ("scheduler", "apiserver"):
+            assert records[name].pid != pids[name] and process.pid_alive(records[name].pid)
+            assert (records[name].restarts, records[name].last_exit_signal) == (1, "SIGKILL")
+        launcher.proc.send_signal(signal.SIGINT)
         output = launcher.finish()
-        assert launcher.proc.returncode == 1, output
-        assert "apiserver is essential: stopping everything" in output
+        assert launcher.proc.returncode == 0, output
+        assert_nothing_left(restarted)
         assert_nothing_left(state)
     finally:
         launcher.kill()
