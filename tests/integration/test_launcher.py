@@ -24,7 +24,8 @@ import pytest
 
 from kubelab import process
 from kubelab.etcd import EtcdServer, find_etcd, free_port
-from kubelab.state import ClusterState, load_state
+from kubelab.state import load_state
+from support.launcher import assert_nothing_left, kubelab
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,26 +35,6 @@ def _etcd_or_skip() -> str:
         return find_etcd()
     except FileNotFoundError as e:
         pytest.skip(str(e))
-
-
-def kubelab(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kubelab", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-def assert_nothing_left(state: ClusterState) -> None:
-    for record in state.processes:
-        assert not process.pid_alive(record.pid, record.start_time), f"{record.name} still runs"
-        assert process.group_members(record.pid) == [], f"{record.name}'s process group still has members"
 
 
 class Launcher:
