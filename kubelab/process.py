@@ -23,6 +23,7 @@ import httpx
 __all__ = [
     "ExitStatus",
     "Spawned",
+    "descendants",
     "group_members",
     "pid_alive",
     "process_start_time",
@@ -138,42 +139,56 @@ def spawn(
     return Spawned(name, popen.pid, log_path, popen)
 
 
-def process_start_time(pid: int) -> int | None:
-    """The kernel's start time of pid in clock ticks since boot (Linux), None when unknown."""
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (field 3 onwards), None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read().decode()
     except OSError:
         return None
     # The command name (field 2) may contain spaces and parentheses: split after its last ')'.
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return int(fields[19])  # field 22 overall
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def _all_stats() -> dict[int, list[str]]:
+    """Every process's stat fields, by pid."""
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (fields := _stat(entry)) is not None:
+            stats[int(entry)] = fields
+    return stats
+
+
+def process_start_time(pid: int) -> int | None:
+    """The kernel's start time of pid in clock ticks since boot (Linux), None when unknown."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields else None  # field 22 overall
 
 
 def group_members(pgid: int) -> list[int]:
     """Live (non-zombie) processes in process group pgid, found through /proc (Linux)."""
-    members: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(entry))
-    return members
+    return [pid for pid, fields in _all_stats().items() if fields[0] != "Z" and int(fields[2]) == pgid]
+
+
+def descendants(pid: int) -> dict[int, int | None]:
+    """Every live process below pid (its children, theirs ...), each with its start time, through /proc (Linux)."""
+    children: dict[int, list[int]] = {}
+    stats = _all_stats()
+    for child, fields in stats.items():
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(child)
+    found: dict[int, int | None] = {}
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found[child] = int(stats[child][19])
+        todo.extend(children.get(child, []))
+    return found
 
 
 def _is_zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2 :].startswith("Z")
+    fields = _stat(pid)
+    return fields is not None and fields[0] == "Z"
 
 
 def pid_alive(pid: int | None, start_time: int | None = None) -> bool:

@@ -23,7 +23,7 @@ import pytest
 from kubelab import process
 from kubelab.etcd import find_etcd, free_port
 from kubelab.state import ClusterState, ProcessRecord, load_state
-from support.launcher import assert_nothing_left, descendants, kubelab
+from support.launcher import assert_nothing_left, kubelab
 from support.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,7 +132,7 @@ def test_killed_components_come_back_and_down_leaves_nothing(cluster: Cluster) -
     # down: the supervisor first, then everything, the pods' processes included.
     state = cluster.state()
     assert state.supervisor_pid is not None and state.detached
-    tree = descendants(state.supervisor_pid)
+    tree = process.descendants(state.supervisor_pid)
     containers = [json.loads(p.read_text()) for p in (cluster.data_dir / "kubelet").glob("*/containers/*/pid.json")]
     assert containers and all(c["pid"] in tree for c in containers)  # the pods' processes are in the tree
     down = kubelab("down", "--data-dir", str(cluster.data_dir))

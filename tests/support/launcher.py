@@ -33,25 +33,3 @@ def assert_nothing_left(state: ClusterState) -> None:
         assert process.group_members(record.pid) == [], f"{record.name}'s process group still has members"
     if state.supervisor_pid:
         assert not process.pid_alive(state.supervisor_pid, state.supervisor_start_time), "the supervisor still runs"
-
-
-def descendants(pid: int) -> dict[int, int | None]:
-    """Every live process below pid (children, their children ...), each with its start time, from /proc."""
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
-        parents.setdefault(ppid, []).append(int(entry))
-    found: dict[int, int | None] = {}
-    todo = list(parents.get(pid, []))
-    while todo:
-        child = todo.pop()
-        found[child] = process.process_start_time(child)
-        todo.extend(parents.get(child, []))
-    return found

@@ -301,6 +301,21 @@ def test_stop_group_resumes_a_stopped_process_so_it_handles_sigterm(tmp_path: Pa
     assert "clean shutdown" in log.read_text()  # its SIGTERM handler ran: it was not simply SIGKILLed
 
 
+def test_descendants_finds_children_of_children(tmp_path: Path) -> None:
+    log = tmp_path / "stubborn.log"
+    spawned = process.spawn("stubborn", [sys.executable, "-c", STUBBORN], log)
+    try:
+        _wait_for_line(log, "stubborn and ready")
+        tree = process.descendants(os.getpid())
+        assert tree[spawned.pid] == spawned.start_time
+        below = process.descendants(spawned.pid)
+        assert len(below) == 1 and set(below) < set(tree)  # the grandchild the stubborn process started
+    finally:
+        process.stop_group(spawned.pid, spawned.start_time, timeout=0.5)
+    assert spawned.exit_code() is not None
+    assert spawned.pid not in process.descendants(os.getpid())
+
+
 def test_pid_alive_rejects_a_reused_pid(tmp_path: Path) -> None:
     spawned = process.spawn("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "s.log")
     try:
