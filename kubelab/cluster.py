@@ -194,16 +194,17 @@ class Cluster:
             health_url=f"{self.etcd.url}/health",
         )
         self.state.processes.append(record)
-        self._supervise_etcd(record)
+        self._supervise_etcd(self.etcd, record, HttpHealth(f"{self.etcd.url}/health"))
         self.report(Progress("etcd", record.pid, self.etcd.url, self.etcd.log_path, time.monotonic() - began))
 
-    def _supervise_etcd(self, record: ProcessRecord) -> None:
-        """From now on etcd is a unit like the others: restarted with the same command line (its data dir makes
-        it the same member; etcd ignores the ``--initial-*`` flags once the member exists)."""
-        assert record.health_url is not None and self.etcd.pid is not None
-        unit = Unit("etcd", tuple(self.etcd.command()), self.etcd.log_path, HttpHealth(record.health_url))
-        self.supervisor.adopt(unit, record, process.Spawned("etcd", self.etcd.pid, self.etcd.log_path))
-        self.etcd.detach()  # the supervisor owns its lifetime now, not EtcdServer's finalizer
+    def _supervise_etcd(self, member: EtcdServer, record: ProcessRecord, health: HealthCheck) -> None:
+        """From now on an etcd member that ``EtcdServer`` started and awaited is a unit like the others: restarted
+        with the same command line (its data dir makes it the same member; etcd ignores the ``--initial-*`` flags
+        once the member exists). One call per member."""
+        assert member.pid is not None
+        unit = Unit(record.name, tuple(member.command()), member.log_path, health)
+        self.supervisor.adopt(unit, record, process.Spawned(record.name, member.pid, member.log_path))
+        member.detach()  # the supervisor owns its lifetime now, not EtcdServer's finalizer
 
     def _spawn_apiserver(self, component: Component) -> _Pending:
         args = [

@@ -308,6 +308,29 @@ def test_foreground_up_restarts_whatever_exits_the_apiserver_too(data_dir: Path,
         launcher.kill()
 
 
+def test_down_stops_the_foreground_supervisor_first_then_the_components(
+    data_dir: Path, stand_ins: dict[str, str]
+) -> None:
+    _etcd_or_skip()
+    launcher = Launcher(data_dir, free_port(), 1, stand_ins)
+    try:
+        launcher.wait_for("Ctrl-C stops everything")
+        state = load_state(data_dir)
+        assert state is not None
+        down = kubelab("down", "--data-dir", str(data_dir))
+        assert down.returncode == 0, down.stdout + down.stderr
+        stopped = [line.split()[1] for line in down.stdout.splitlines() if line.startswith("  stopped ")]
+        assert stopped == ["supervisor", "kubelet-node01", "scheduler", "controller-manager", "apiserver", "etcd"]
+        output = launcher.finish()
+        assert launcher.proc.returncode == 0, output
+        assert "`kubelab down` stops the cluster: the supervisor exits and restarts nothing more" in output
+        assert "restarting in" not in output  # nothing down stopped was started again
+        assert_nothing_left(state)
+        assert load_state(data_dir) is None
+    finally:
+        launcher.kill()
+
+
 def test_up_refuses_a_taken_port(data_dir: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
