@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -24,7 +25,7 @@ import pytest
 
 from kubelab import process
 from kubelab.etcd import EtcdServer, find_etcd, free_port
-from kubelab.state import load_state
+from kubelab.state import ClusterState, load_state
 from support.launcher import assert_nothing_left, kubelab
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,6 +92,19 @@ class Launcher:
         if self.proc.stdout is not None:
             self.reader.join(5)
             self.proc.stdout.close()
+
+
+@contextmanager
+def foreground_up(data_dir: Path, nodes: int, env: dict[str, str]) -> Iterator[tuple[Launcher, ClusterState]]:
+    """A foreground `kubelab up`, once it is up, with the state it recorded; killed afterwards if still running."""
+    launcher = Launcher(data_dir, free_port(), nodes, env)
+    try:
+        launcher.wait_for("Ctrl-C stops everything")
+        state = load_state(data_dir)
+        assert state is not None
+        yield launcher, state
+    finally:
+        launcher.kill()
 
 
 @pytest.fixture()
@@ -261,30 +275,21 @@ def test_up_fails_clearly_when_the_apiserver_fails(data_dir: Path, stand_ins: di
 
 def test_foreground_up_stops_everything_on_ctrl_c(data_dir: Path, stand_ins: dict[str, str]) -> None:
     _etcd_or_skip()
-    launcher = Launcher(data_dir, free_port(), 1, stand_ins)
-    try:
-        launcher.wait_for("Ctrl-C stops everything")
-        state = load_state(data_dir)
-        assert state is not None and state.supervisor_pid == launcher.proc.pid and not state.detached
+    with foreground_up(data_dir, 1, stand_ins) as (launcher, state):
+        assert state.supervisor_pid == launcher.proc.pid and not state.detached
         launcher.proc.send_signal(signal.SIGINT)
         output = launcher.finish()
         assert launcher.proc.returncode == 0, output
         assert "stopped kubelet-node01, scheduler, controller-manager, apiserver, etcd" in output
         assert_nothing_left(state)
         assert load_state(data_dir) is None
-    finally:
-        launcher.kill()
 
 
 def test_foreground_up_restarts_whatever_exits_the_apiserver_too(data_dir: Path, stand_ins: dict[str, str]) -> None:
     """As systemd would: a client and the apiserver killed with SIGKILL are both started again, the launcher says
     so with the signal and the restart number, and Ctrl-C afterwards still stops everything, the new pids included."""
     _etcd_or_skip()
-    launcher = Launcher(data_dir, free_port(), 0, stand_ins)
-    try:
-        launcher.wait_for("Ctrl-C stops everything")
-        state = load_state(data_dir)
-        assert state is not None
+    with foreground_up(data_dir, 0, stand_ins) as (launcher, state):
         pids = {r.name: r.pid for r in state.processes}
         os.kill(pids["scheduler"], signal.SIGKILL)
         launcher.wait_for("scheduler exited (signal SIGKILL); restarting in 1s (restart 1)")
@@ -304,19 +309,13 @@ def test_foreground_up_restarts_whatever_exits_the_apiserver_too(data_dir: Path,
         assert launcher.proc.returncode == 0, output
         assert_nothing_left(restarted)
         assert_nothing_left(state)
-    finally:
-        launcher.kill()
 
 
 def test_down_stops_the_foreground_supervisor_first_then_the_components(
     data_dir: Path, stand_ins: dict[str, str]
 ) -> None:
     _etcd_or_skip()
-    launcher = Launcher(data_dir, free_port(), 1, stand_ins)
-    try:
-        launcher.wait_for("Ctrl-C stops everything")
-        state = load_state(data_dir)
-        assert state is not None
+    with foreground_up(data_dir, 1, stand_ins) as (launcher, state):
         down = kubelab("down", "--data-dir", str(data_dir))
         assert down.returncode == 0, down.stdout + down.stderr
         stopped = [line.split()[1] for line in down.stdout.splitlines() if line.startswith("  stopped ")]
@@ -327,8 +326,6 @@ def test_down_stops_the_foreground_supervisor_first_then_the_components(
         assert "restarting in" not in output  # nothing down stopped was started again
         assert_nothing_left(state)
         assert load_state(data_dir) is None
-    finally:
-        launcher.kill()
 
 
 def test_up_refuses_a_taken_port(data_dir: Path) -> None:
