@@ -212,10 +212,7 @@ class Cluster:
             "--port", str(self.port),
             "--bind-address", "127.0.0.1",
         ]  # fmt: skip
-        url = f"{self.api_url}{component.health_path}"
-        pending = self._spawn(component, component.name, args, port=self.port, health=HttpHealth(url))
-        pending.record.health_url = url
-        return pending
+        return self._spawn(component, component.name, args, port=self.port)
 
     def _spawn_kubelet(self, component: Component, node: str, port: int) -> _Pending:
         root = self.data_dir / "kubelet" / node
@@ -228,15 +225,12 @@ class Cluster:
         ]  # fmt: skip
         return self._spawn(component, f"kubelet-{node}", args, port=port)
 
-    def _spawn(
-        self, component: Component, name: str, args: list[str], port: int | None = None,
-        health: HealthCheck | None = None,
-    ) -> _Pending:
+    def _spawn(self, component: Component, name: str, args: list[str], port: int | None = None) -> _Pending:
         log = self.logs / f"{name}.log"
-        health = health or PrintedHealth(HEALTH_URL_IN_LOG, component.settle)
+        health = _health_of(component, port)
         unit = Unit(name, tuple(component_argv(component, args)), log, health)
         record = ProcessRecord(name=name, component=component.name, pid=0, start_time=None, started_at=0.0,
-                               log=str(log), port=port)
+                               log=str(log), port=port)  # the health URL: from the first probe
         entry = self.supervisor.start(unit, record)
         self.state.processes.append(record)
         self.report(Progress(name, record.pid, f":{port}" if port else "-", log, None))
@@ -264,7 +258,7 @@ class Cluster:
                         f"{pending.component.startup_timeout:.0f}s; last lines of "
                         f"{entry.unit.log}:\n{process.tail(entry.unit.log)}"
                     )
-                if entry.child is not None and self.supervisor.probe(entry):
+                if self.supervisor.probe(entry):
                     waiting.remove(pending)
                     endpoint = entry.record.health_url or (f":{entry.record.port}" if entry.record.port else "-")
                     self.report(Progress(entry.record.name, entry.record.pid, endpoint, entry.unit.log,
@@ -309,6 +303,13 @@ def stop_records(records: list[ProcessRecord], timeout: float = 10.0) -> list[Pr
 
 def _spawn_unit(unit: Unit) -> process.Spawned:
     return process.spawn(unit.name, unit.argv, unit.log, env=unit.env)
+
+
+def _health_of(component: Component, port: int | None) -> HealthCheck:
+    """The component table's check: ``http`` on the port it was given, else the URL it prints (or survival)."""
+    if component.health == "http" and port is not None:
+        return HttpHealth(f"http://127.0.0.1:{port}{component.health_path}")
+    return PrintedHealth(HEALTH_URL_IN_LOG, component.settle)
 
 
 def _ended(status: process.ExitStatus) -> str:
