@@ -15,6 +15,7 @@ to the child as SIGTERM, which stops what it started.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import selectors
@@ -24,7 +25,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 __all__ = ["Console", "run_detached"]
 
@@ -38,7 +39,7 @@ class Console:
         self.log = log
         self._status = status
         log.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(log, "a", buffering=1)
+        self._log: TextIO = open(log, "a", buffering=1)
         os.dup2(out, 1)
         os.dup2(err, 2)
         for fd in (out, err):
@@ -50,7 +51,8 @@ class Console:
         """The cluster is up: tell the parent, and from now on write to the log only."""
         sys.stdout.flush()
         sys.stderr.flush()
-        os.write(self._status, READY)
+        with contextlib.suppress(OSError):  # a parent that is gone has nothing to return
+            os.write(self._status, READY)
         os.close(self._status)
         os.dup2(self._log.fileno(), 1)  # closes the pipes: the parent sees them end
         os.dup2(self._log.fileno(), 2)
@@ -58,15 +60,23 @@ class Console:
 
 
 class _Tee(io.TextIOBase):
-    """Every write to both streams, flushed at once (the parent relays as the child writes)."""
+    """Every write to the parent's pipe and to the log, flushed at once (the parent relays as the child writes).
 
-    def __init__(self, first: io.TextIOBase | object, second: io.TextIOBase) -> None:
-        self._streams = (first, second)
+    A parent that is gone (killed while it relayed) only costs the pipe: the log goes on, and start-up too."""
+
+    def __init__(self, pipe: TextIO, log: TextIO) -> None:
+        self._pipe: TextIO | None = pipe
+        self._log = log
 
     def write(self, text: str) -> int:
-        for stream in self._streams:
-            stream.write(text)  # type: ignore[attr-defined]
-            stream.flush()  # type: ignore[attr-defined]
+        if self._pipe is not None:
+            try:
+                self._pipe.write(text)
+                self._pipe.flush()
+            except (OSError, ValueError):
+                self._pipe = None
+        self._log.write(text)
+        self._log.flush()
         return len(text)
 
     def isatty(self) -> bool:
