@@ -16,8 +16,9 @@ start-up is retried with back-off (a component that exits ``STARTUP_ATTEMPTS`` t
 is a ``StartupError`` with its log), and once the cluster is up ``supervise_once`` restarts whatever exits.
 ``stop`` closes the supervisor first, so nothing is restarted while the tiers are being stopped.
 
-This module does no argument parsing and prints only through the ``report`` and ``say`` callbacks, so
-`kubelab up`'s foreground and detached modes and the tests drive the same code.
+This module does no argument parsing and prints only through the ``report`` and ``say`` callbacks (``changed``
+asks for the state to be saved), so `kubelab up`'s foreground and detached modes and the tests drive the same
+code.
 """
 
 from __future__ import annotations
@@ -93,11 +94,13 @@ class Cluster:
         etcd_ports: tuple[int, int] | None = None,
         report: Report = lambda progress: None,
         say: Callable[[str], None] = lambda line: None,
+        changed: Callable[[], None] = lambda: None,
     ) -> None:
         self.data_dir = data_dir.absolute()
         self.port = port
         self.nodes = nodes
         self.report = report
+        self.changed = changed  # a record changed outside a report (a restart during start-up): save the state
         self.logs = self.data_dir / "logs"
         self.api_url = f"http://127.0.0.1:{port}"
         client_port, peer_port = etcd_ports if etcd_ports else (None, None)
@@ -244,7 +247,8 @@ class Cluster:
         waiting = list(tier)
         while waiting:
             try:
-                self.supervisor.poll()
+                if self.supervisor.poll():
+                    self.changed()
             except StartupFailed as e:
                 raise StartupError(
                     f"{e.entry.unit.name} {_ended(e.status)} during start-up ({e.entry.startup_exits} attempts); "

@@ -66,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--detach", action="store_true",
-        help="return once everything is healthy and leave it running (stop with `kubelab down`)",
+        help="return once everything is healthy and leave it running under a background supervisor that restarts "
+        "what exits (its log: <data-dir>/logs/supervisor.log; stop all with `kubelab down`)",
     )  # fmt: skip
     parser.add_argument(
         "--etcd-binary", default=None, metavar="PATH",
@@ -163,6 +164,7 @@ def _run(args: argparse.Namespace, console: Console | None) -> int:
         etcd_ports=_reusable_etcd_ports(previous),
         report=lambda progress: _on_progress(progress, printer, data_dir, cluster),
         say=lambda line: _say(line, printer),
+        changed=lambda: _save(data_dir, cluster),
     )
     cluster.state.supervisor_pid = os.getpid()
     cluster.state.supervisor_start_time = process.process_start_time(os.getpid())
@@ -204,7 +206,7 @@ def _supervise(cluster: Cluster, signals: _Signals) -> int:
     data_dir = Path(cluster.state.data_dir)
     while signals.received is None:
         if cluster.supervise_once():
-            save_state(data_dir, cluster.state)
+            _save(data_dir, cluster)
         time.sleep(TICK)
     if signals.received == _Signals.RELEASE:
         cluster.supervisor.close()
@@ -245,7 +247,11 @@ def _reusable_etcd_ports(previous: ClusterState | None) -> tuple[int, int] | Non
 
 def _on_progress(progress: Progress, printer: _ProgressPrinter, data_dir: Path, cluster: Cluster) -> None:
     printer.show(progress)
-    save_state(data_dir, cluster.state)  # so `kubelab down` finds even a half-started cluster
+    _save(data_dir, cluster)  # so `kubelab down` finds even a half-started cluster
+
+
+def _save(data_dir: Path, cluster: Cluster) -> None:
+    save_state(data_dir, cluster.state)
 
 
 class _ProgressPrinter:
