@@ -11,11 +11,12 @@ LOCK   := $(VENV)/.kubelab-setup.lock
 ARGS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: up test bench setup etcd down status help
+.PHONY: up test lint bench setup etcd down status help
 
 help:
 	@echo "make up      start etcd + the control plane on http://127.0.0.1:8080 (ARGS='--nodes 3 --detach')"
 	@echo "make test    run the test suite (PYTEST_ARGS='-k watch -x')"
+	@echo "make lint    check the layering contracts (import-linter; see [tool.importlinter] in pyproject.toml)"
 	@echo "make bench   run bench/*.py"
 	@echo "make down    stop a detached cluster     make status   show its components"
 
@@ -24,6 +25,10 @@ up: setup
 
 test: setup
 	KUBELAB_ETCD_UNSAFE_NO_FSYNC=1 $(BIN)/pytest -q -ra $(PYTEST_ARGS)
+
+# The layers and independence rules of docs/design.md, checked (import-linter's contracts in pyproject.toml).
+lint: setup
+	$(BIN)/lint-imports
 
 bench: setup
 	@set -e; for f in bench/api.py $$(ls bench/*.py 2>/dev/null | grep -v '^bench/api.py$$'); do \

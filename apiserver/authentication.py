@@ -120,7 +120,7 @@ class AuthenticationMiddleware:
         try:
             user = user_from_headers(scope.get("headers") or [])
         except errors.StatusError as err:
-            body = orjson.dumps(err.to_status())
+            body = err.to_json()
             await send({"type": "http.response.start", "status": err.code,
                         "headers": [(b"content-type", b"application/json"),
                                     (b"content-length", str(len(body)).encode())]})

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from kubeclient import Clientset
 
-from .docker import DockerImages, DockerRuntime, EngineError
+from .runtime.docker import DockerImages, DockerRuntime, EngineError
 from .hollow import HollowNodes
 from .kubelet import Kubelet
 from .node import NodeAgent, machine_capacity

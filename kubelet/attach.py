@@ -24,7 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from .exec import CLOSE, RESIZE, STDERR, STDIN, STDOUT, Channels, ExecOptions, Send, error_status, relay
-from .shim import MAX_MESSAGE
+from .runtime.shim import MAX_MESSAGE
 
 
 class AttachedContainer:

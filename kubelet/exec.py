@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 from aiohttp import WSMsgType, web
 
-from .probes import ExecTarget, InContainer
+from .runtime.cri import ExecTarget, InContainer
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255

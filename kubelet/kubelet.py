@@ -28,8 +28,8 @@ from kubeclient.informer import SharedInformer
 from .images import ImageStore
 from .pod_worker import PodWorker
 from .podips import PodIPs
-from .cri import Container, Runtime
-from .runtime import ProcessRuntime
+from .runtime.cri import Container, Runtime
+from .runtime.process import ProcessRuntime
 
 log = logging.getLogger(__name__)
 HOUSEKEEPING_SECONDS = 2.0

@@ -24,7 +24,7 @@ from kubeclient import Clientset
 from kubeclient.backoff import Backoff
 
 from .images import ImageStore
-from .runtime import RUNTIME_NAME
+from .runtime.process import RUNTIME_NAME
 
 log = logging.getLogger(__name__)
 LEASE_NAMESPACE = "kube-node-lease"

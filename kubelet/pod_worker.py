@@ -12,7 +12,8 @@ The worker keeps only the latest version of its pod (``push``); its loop is a tr
      new one at once (restartCount + 1); start each ephemeral container (``pods/ephemeralcontainers``, ``kubectl
      debug``) once, as soon as the sandbox is up: never restarted, never probed, reported apart;
   5. wait for a container to exit, a restart to fall due, a probe result, or a newer pod version;
-  6. on exit, record ``terminated`` and apply ``restartPolicy`` with CrashLoopBackOff (10 s doubling to 5 min);
+  6. on exit, record ``terminated`` and apply ``restartPolicy``: the first exit is restarted at once, later ones
+     wait in CrashLoopBackOff (10 s doubling to 5 min, ``backoff``); ``restartCount`` grows when a restart starts;
   7. on ``deletionTimestamp``, run preStop hooks, SIGTERM every container, SIGKILL after the grace period,
      remove the pod's volumes, release its IP, then confirm the deletion with ``gracePeriodSeconds=0``;
   8. write ``pods/{name}/status`` when the computed status changed.
@@ -28,26 +29,50 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from apimachinery import errors
-from apimachinery.meta import now_rfc3339
+from apimachinery.meta import format_duration, now_rfc3339
 
 from . import images
 from . import status as st
+from .backoff import CrashBackoff
 from .env import EnvError, expand_command, pod_env, runtime_env
 from .node import machine_capacity
 from .podips import PoolExhausted
-from .probes import PROBE_KINDS, ExecTarget, ProbeKind, ProbeWorker, Result, run_hook
-from .cri import Container
-from .runtime import ContainerMeta
+from .probes import PROBE_KINDS, ProbeKind, ProbeWorker, Result, run_hook
+from .runtime.cri import Container, ContainerMeta, ExecTarget
 from .sources import SourceKind, env_references, volume_references
 from .volumes import VolumeError, mount_container, remove_pod_volumes, setup_volumes
 
 if TYPE_CHECKING:
-    from .kubelet import Kubelet
+    from kubeclient import Clientset
+
+    from .images import ImageStore
+    from .podips import PodIPs
+    from .runtime.cri import Runtime
 
 log = logging.getLogger(__name__)
+
+
+class PodHost(Protocol):
+    """What a pod worker needs from its kubelet (``Kubelet`` is one), so the worker depends on this small seam and
+    not on the kubelet's module, as kube's pod workers see only a ``podSyncer``."""
+
+    client: Clientset
+    root_dir: Path
+    host_ip: str  # the pod's IP with hostNetwork or without a podCIDR
+    backoff_base: float  # the first CrashLoopBackOff wait; doubles up to backoff_max
+    backoff_max: float
+    runtime: Runtime
+    images: ImageStore
+    pod_ips: PodIPs
+    recovered: dict[tuple[str, str], Container]  # containers found after a kubelet restart, until adopted
+
+    def event(self, pod: dict[str, Any], kind: str, reason: str, message: str,
+              container: str | None = None) -> None:
+        """Record an event about the pod (or one of its containers)."""
+        ...
 
 RETRY_SECONDS = 2.0  # a failed mount or container config is tried again after this long
 MIN_GRACE_SECONDS = 2.0  # after a preStop hook, a container still gets this long before SIGKILL (as kubelet)
@@ -63,6 +88,8 @@ class ContainerRecord:
     status: dict[str, Any] | None = None
     last: dict[str, Any] | None = None
     restart_at: float = 0.0
+    restart_pending: bool = False  # exited and to be started again: the next start counts as a restart
+    backoff: CrashBackoff | None = None
     done: bool = False  # exited and will not be restarted
     ready: bool = False  # the readiness probe's result (True without a readiness probe)
     started: bool = False  # the startup probe's result (True without a startup probe)
@@ -87,11 +114,11 @@ class ContainerRecord:
 
 
 class PodWorker:
-    def __init__(self, kubelet: Kubelet, pod: dict[str, Any]) -> None:
-        self.kubelet = kubelet
+    def __init__(self, host: PodHost, pod: dict[str, Any]) -> None:
+        self.host = host
         self.pod = pod
         self.uid = pod["metadata"]["uid"]
-        self.dir = kubelet.root_dir / "pods" / self.uid
+        self.dir = host.root_dir / "pods" / self.uid
         self.containers: dict[str, ContainerRecord] = {}  # init and app containers (their names are unique)
         self.volumes: dict[str, Path] | None = None  # volume name → host path, once set up
         self.pod_ip: str | None = None  # once the sandbox has it (``_setup_network``)
@@ -206,16 +233,16 @@ class PodWorker:
     @property
     def ip(self) -> str:
         """The pod's IP for its environment and probes (the host's until the sandbox has one)."""
-        return self.pod_ip or self.kubelet.host_ip
+        return self.pod_ip or self.host.host_ip
 
     async def _setup_network(self, now: float) -> bool:
         """The pod's IP: the host's with ``hostNetwork`` (or for containers adopted from a kubelet that ran them
         with it), else one of the Node's podCIDR from the pool (the host IP while the Node has none)."""
         if self.pod["spec"].get("hostNetwork"):
-            self.pod_ip = self.kubelet.host_ip
+            self.pod_ip = self.host.host_ip
             return True
-        pool = self.kubelet.pod_ips
-        adopted = any(uid == self.uid for uid, _ in self.kubelet.recovered)
+        pool = self.host.pod_ips
+        adopted = any(uid == self.uid for uid, _ in self.host.recovered)
         if adopted and self.uid not in pool.by_uid and (self.pod.get("status") or {}).get("podIP"):
             self.pod_ip = self.pod["status"]["podIP"]  # started before the node had a CIDR: keeps what it binds
             return True
@@ -224,7 +251,7 @@ class PodWorker:
         try:
             self.pod_ip = await pool.assign(self.uid)
         except PoolExhausted as err:
-            self.kubelet.event(self.pod, "Warning", "FailedCreatePodSandBox", "Failed to create pod sandbox: "
+            self.host.event(self.pod, "Warning", "FailedCreatePodSandBox", "Failed to create pod sandbox: "
                                f"failed to allocate for range 0: {err}")
             self._retry_at = now + RETRY_SECONDS
             return False
@@ -240,14 +267,14 @@ class PodWorker:
         one found again after a kubelet restart counts, so init containers are not run twice)."""
         apps = [r for r in self.containers.values() if not r.init and not r.ephemeral]
         return all(r.succeeded for r in self.containers.values() if r.init) or \
-            any(r.has_started or (self.uid, r.spec["name"]) in self.kubelet.recovered for r in apps)
+            any(r.has_started or (self.uid, r.spec["name"]) in self.host.recovered for r in apps)
 
     async def _setup_volumes(self, now: float) -> bool:
         sources = await self._sources(volume_references(self.pod["spec"].get("volumes") or []))
         try:
             self.volumes = setup_volumes(self.pod, self.dir, sources)
         except VolumeError as err:
-            self.kubelet.event(self.pod, "Warning", "FailedMount", str(err))
+            self.host.event(self.pod, "Warning", "FailedMount", str(err))
             self._retry_at = now + RETRY_SECONDS
             return False
         self._retry_at = 0.0
@@ -258,7 +285,7 @@ class PodWorker:
         found: dict[tuple[SourceKind, str], Any] = {}
         for kind, name in set(refs):
             try:
-                found[kind, name] = await self.kubelet.client.resource(kind.resource).get(
+                found[kind, name] = await self.host.client.resource(kind.resource).get(
                     name, self.pod["metadata"]["namespace"])
             except errors.NotFound:
                 found[kind, name] = None
@@ -267,7 +294,7 @@ class PodWorker:
     async def _restart_changed(self, record: ContainerRecord, spec: dict[str, Any]) -> None:
         """A new image: kill the container and start the new one at once, as a restart (``computePodActions``)."""
         assert record.process is not None
-        self.kubelet.event(self.pod, "Normal", "Killing",
+        self.host.event(self.pod, "Normal", "Killing",
                            f"Container {spec['name']} definition changed, will be restarted", spec["name"])
         started, cid = record.process.started_at, record.process.container_id
         code = await self._stop(record, self._grace())
@@ -275,7 +302,7 @@ class PodWorker:
         killed = st.terminated(record.spec, code, started, now_rfc3339(), record.restarts, record.last,
                                container_id=cid)
         record.last = {"terminated": killed["state"]["terminated"]}
-        record.restarts += 1
+        record.restart_pending = True
         record.done, record.restart_at = False, 0.0
 
     async def _kill_unhealthy(self, now: float) -> None:
@@ -283,7 +310,7 @@ class PodWorker:
         for record in list(self.containers.values()):
             kill, record.kill = record.kill, None
             if kill is not None and record.process is not None:
-                self.kubelet.event(self.pod, "Normal", "Killing", kill[0], record.spec["name"])
+                self.host.event(self.pod, "Normal", "Killing", kill[0], record.spec["name"])
                 code = await self._stop(record, kill[1])
                 self._exited(record, code, now)
 
@@ -291,7 +318,7 @@ class PodWorker:
         spec = record.spec
         if await self._adopt(record):
             return
-        pull = await self.kubelet.images.ensure(self.pod, spec, self.kubelet.event)  # Pulling/Pulled events
+        pull = await self.host.images.ensure(self.pod, spec, self.host.event)  # Pulling/Pulled events
         if pull is not None:  # ErrImagePull, ImagePullBackOff or ErrImageNeverPull: tried again after retry_in
             record.status = st.waiting(spec, pull.reason, record.restarts, record.last, pull.message)
             record.restart_at = asyncio.get_running_loop().time() + pull.retry_in
@@ -302,24 +329,29 @@ class PodWorker:
         except (EnvError, VolumeError) as err:
             # Kubernetes retries these: the ConfigMap or Secret may be created later.
             record.status = st.waiting(spec, "CreateContainerConfigError", record.restarts, record.last, str(err))
-            self.kubelet.event(self.pod, "Warning", "Failed", f"Error: {err}", spec["name"])
+            self.host.event(self.pod, "Warning", "Failed", f"Error: {err}", spec["name"])
             record.restart_at = asyncio.get_running_loop().time() + RETRY_SECONDS
             return
-        if record.restarts and current.exists():
-            current.replace(self.log_path(spec["name"], previous=True))
+        if record.restart_pending:
+            record.restarts += 1  # restartCount counts instances started again, as the runtime's annotation does
+            record.restart_pending = False
+            if record.backoff is not None:
+                record.backoff.next(asyncio.get_running_loop().time())
+            if current.exists():
+                current.replace(self.log_path(spec["name"], previous=True))
         try:
             meta = ContainerMeta(self.uid, self.pod["metadata"]["namespace"], self.pod["metadata"]["name"],
                                  record.restarts, record.last)
-            record.process = await self.kubelet.runtime.start(run_spec, self._container_dir(spec), env, current, meta)
+            record.process = await self.host.runtime.start(run_spec, self._container_dir(spec), env, current, meta)
         except (OSError, RuntimeError) as err:
             record.status = st.waiting(spec, "CreateContainerError", record.restarts, record.last, str(err))
-            self.kubelet.event(self.pod, "Warning", "Failed", f"Error: {err}", spec["name"])
+            self.host.event(self.pod, "Warning", "Failed", f"Error: {err}", spec["name"])
             record.done = True
             return
-        self.kubelet.event(self.pod, "Normal", "Created", f"Created container {spec['name']}", spec["name"])
-        self.kubelet.event(self.pod, "Normal", "Started", f"Started container {spec['name']}", spec["name"])
+        self.host.event(self.pod, "Normal", "Created", f"Created container {spec['name']}", spec["name"])
+        self.host.event(self.pod, "Normal", "Started", f"Started container {spec['name']}", spec["name"])
         self._explain_mounts(spec)
-        record.target = self.kubelet.runtime.exec_target(record.process, target)
+        record.target = self.host.runtime.exec_target(record.process, target)
         record.ready = spec.get("readinessProbe") is None
         record.started = spec.get("startupProbe") is None
         record.kill = None
@@ -335,10 +367,10 @@ class PodWorker:
         exist; ``/`` already is the node's filesystem) and only the paths in command, args and env are rewritten
         to the links in the container directory (``volumes``)."""
         mounts = [m["mountPath"] for m in spec.get("volumeMounts") or [] if m.get("mountPath", "/").strip("/")]
-        if self.kubelet.runtime.bind_mounts or not spec.get("stdin") or not mounts:
+        if self.host.runtime.bind_mounts or not spec.get("stdin") or not mounts:
             return
         where = ", ".join(f"{path} at {self._container_dir(spec) / path.strip('/')}" for path in mounts)
-        self.kubelet.event(self.pod, "Normal", "VolumeMountsRelative",
+        self.host.event(self.pod, "Normal", "VolumeMountsRelative",
                            f"the process runtime cannot mount volumes at their mountPath (it has no mount "
                            f"namespace): typed paths reach them under the container's directory ({where})",
                            spec["name"])
@@ -347,7 +379,7 @@ class PodWorker:
         """A container of this pod that outlived a kubelet restart (``Kubelet.recovered``): a running one is kept
         (same process, same restartCount) instead of starting another; one that exited meanwhile is handled as any
         exit, with its recorded exit code (none recorded: 137 and ``ContainerStatusUnknown``, as kubelet)."""
-        found = self.kubelet.recovered.pop((self.uid, record.spec["name"]), None)
+        found = self.host.recovered.pop((self.uid, record.spec["name"]), None)
         if found is None:
             return False
         record.restarts, record.last, record.process = found.meta.restart_count, found.meta.last_state, found
@@ -365,7 +397,7 @@ class PodWorker:
         except (EnvError, VolumeError):
             record.target = ExecTarget(found.env, found.cwd or self._container_dir(record.spec),
                                        self.ip, list(record.spec.get("ports") or []))
-        record.target = self.kubelet.runtime.exec_target(found, record.target)
+        record.target = self.host.runtime.exec_target(found, record.target)
         record.ready = record.spec.get("readinessProbe") is None
         record.started = record.spec.get("startupProbe") is None
         record.status = self._running_status(record)
@@ -389,7 +421,7 @@ class PodWorker:
         defined = await self._container_env(spec)
         mounts = mount_container(spec, self.volumes or {}, container_dir)
         cwd = container_dir / spec["workingDir"].lstrip("/") if spec.get("workingDir") else container_dir
-        if self.kubelet.runtime.bind_mounts:  # real containers: the runtime mounts the volumes, the image has PATH
+        if self.host.runtime.bind_mounts:  # real containers: the runtime mounts the volumes, the image has PATH
             env = dict(defined)
             return expand_command(spec, defined), env, ExecTarget(env, cwd, self.ip, list(spec.get("ports") or []))
         env = runtime_env(self.pod, {name: mounts.rewrite(value) for name, value in defined.items()})
@@ -401,7 +433,7 @@ class PodWorker:
         """The variables the pod spec defines for this container (``env.pod_env``), ConfigMaps and Secrets fetched
         first."""
         sources = await self._sources(env_references(spec))
-        return pod_env(self.pod, spec, pod_ip=self.ip, host_ip=self.kubelet.host_ip,
+        return pod_env(self.pod, spec, pod_ip=self.ip, host_ip=self.host.host_ip,
                        sources=sources, allocatable=machine_capacity())
 
     async def _post_start(self, record: ContainerRecord) -> bool:
@@ -413,8 +445,8 @@ class PodWorker:
         if failure is None or record.process is None:
             return True
         log.info("pod %s: postStart hook of %s failed: %s", self.key, record.spec["name"], failure)
-        self.kubelet.event(self.pod, "Warning", "FailedPostStartHook", "PostStartHook failed", record.spec["name"])
-        self.kubelet.event(self.pod, "Normal", "Killing", "FailedPostStartHook", record.spec["name"])
+        self.host.event(self.pod, "Warning", "FailedPostStartHook", "PostStartHook failed", record.spec["name"])
+        self.host.event(self.pod, "Normal", "Killing", "FailedPostStartHook", record.spec["name"])
         code = await self._stop(record, self._grace())
         self._exited(record, code, asyncio.get_running_loop().time())
         return False
@@ -431,7 +463,7 @@ class PodWorker:
                 record.probes.append(asyncio.create_task(worker.run(), name=f"{kind} probe {self.key}"))
 
     def _probe_failed(self, record: ContainerRecord, kind: ProbeKind, output: str) -> None:
-        self.kubelet.event(self.pod, "Warning", "Unhealthy", f"{kind.capitalize()} probe failed: {output}",
+        self.host.event(self.pod, "Warning", "Unhealthy", f"{kind.capitalize()} probe failed: {output}",
                            record.spec["name"])
 
     def _probe_result(self, record: ContainerRecord, kind: ProbeKind, result: Result) -> None:
@@ -470,15 +502,18 @@ class PodWorker:
             restart = policy == "Always" or (policy == "OnFailure" and code != 0)
         if restart:
             record.last = {"terminated": record.status["state"]["terminated"]}
-            delay = min(self.kubelet.backoff_base * (2 ** record.restarts), self.kubelet.backoff_max)
-            record.restarts += 1
+            record.restart_pending = True
+            if record.backoff is None:
+                record.backoff = CrashBackoff(self.host.backoff_base, self.host.backoff_max)
+            delay = record.backoff.delay(now)
             record.restart_at = now + delay
-            record.status = st.waiting(spec, "CrashLoopBackOff", record.restarts, record.last,
-                                       f"back-off {int(delay)}s restarting failed container={spec['name']} "
-                                       f"pod={self.pod['metadata']['name']}_{self.pod['metadata']['namespace']}"
-                                       f"({self.uid})")
-            self.kubelet.event(self.pod, "Warning", "BackOff", "Back-off restarting failed container "
-                               f"{spec['name']} in pod {self.pod['metadata']['name']}", spec["name"])
+            if delay:
+                record.status = st.waiting(spec, "CrashLoopBackOff", record.restarts, record.last,
+                                           f"back-off {format_duration(delay)} restarting failed container="
+                                           f"{spec['name']} pod={self.pod['metadata']['name']}_"
+                                           f"{self.pod['metadata']['namespace']}({self.uid})")
+                self.host.event(self.pod, "Warning", "BackOff", "Back-off restarting failed container "
+                                   f"{spec['name']} in pod {self.pod['metadata']['name']}", spec["name"])
         else:
             record.done = True
 
@@ -500,15 +535,15 @@ class PodWorker:
             failure = await run_hook(hook, record.target, grace)
             if failure is not None:
                 log.info("pod %s: preStop hook of %s failed: %s", self.key, record.spec["name"], failure)
-                self.kubelet.event(self.pod, "Warning", "FailedPreStopHook", "PreStopHook failed", record.spec["name"])
+                self.host.event(self.pod, "Warning", "FailedPreStopHook", "PreStopHook failed", record.spec["name"])
             grace = max(grace - (loop.time() - began), MIN_GRACE_SECONDS)
-        code = await self.kubelet.runtime.stop(record.process, grace)
+        code = await self.host.runtime.stop(record.process, grace)
         return 128 - code if code < 0 else code
 
     async def _kill_all(self, grace: float) -> None:
         procs = [r for r in self.containers.values() if r.process is not None]
         for record in procs:
-            self.kubelet.event(self.pod, "Normal", "Killing", f"Stopping container {record.spec['name']}",
+            self.host.event(self.pod, "Normal", "Killing", f"Stopping container {record.spec['name']}",
                                record.spec["name"])
         await asyncio.gather(*(self._stop(r, grace) for r in procs))
 
@@ -516,15 +551,15 @@ class PodWorker:
         """The pod is gone from the API (force-deleted): kill its containers at once and delete its volumes."""
         await self._kill_all(0)
         remove_pod_volumes(self.dir)
-        self.kubelet.pod_ips.release(self.uid)
+        self.host.pod_ips.release(self.uid)
 
     async def _terminate(self) -> None:
         await self._kill_all(self._grace())
         remove_pod_volumes(self.dir)
-        self.kubelet.pod_ips.release(self.uid)
+        self.host.pod_ips.release(self.uid)
         meta = self.pod["metadata"]
         try:
-            await self.kubelet.client.pods.delete(meta["name"], meta["namespace"], grace_period_seconds=0,
+            await self.host.client.pods.delete(meta["name"], meta["namespace"], grace_period_seconds=0,
                                                   preconditions={"uid": self.uid})
         except (errors.NotFound, errors.Conflict):
             pass
@@ -537,14 +572,14 @@ class PodWorker:
         statuses = [s for r in records if (s := r.status) is not None and not r.init and not r.ephemeral]
         inits = [s for r in records if (s := r.status) is not None and r.init]
         ephemeral = [st.ephemeral(s) for r in records if (s := r.status) is not None and r.ephemeral]
-        new = st.build_status(self.pod, statuses, self.kubelet.host_ip, self.start_time, inits, pod_ip=self.pod_ip,
+        new = st.build_status(self.pod, statuses, self.host.host_ip, self.start_time, inits, pod_ip=self.pod_ip,
                               ephemeral_statuses=ephemeral)
         old = self.pod.get("status") or {}
         if _comparable(new) == _comparable(old):
             return
         pod = self.pod
         meta = pod["metadata"]
-        updated = await self.kubelet.client.pods.patch(meta["name"], {"status": new}, "merge", meta["namespace"],
+        updated = await self.host.client.pods.patch(meta["name"], {"status": new}, "merge", meta["namespace"],
                                                        subresource="status")
         if self.pod is pod:  # else the watch pushed a version meanwhile, maybe newer than the answer (a deletion):
             self.pod = updated  # it stays, and a status it lacks is written again on the next round

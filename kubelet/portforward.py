@@ -79,12 +79,14 @@ class Forwarding:
         connections = await asyncio.gather(*(self._dial(i, port) for i, port in enumerate(self.ports)))
         pumps = [asyncio.create_task(self._pump(i, reader)) for i, reader in enumerate(connections) if reader]
         inbound = asyncio.create_task(self._from_client())
+        pumping = asyncio.gather(*pumps)
         try:
-            await asyncio.wait([inbound, asyncio.gather(*pumps)], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([inbound, pumping], return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in (inbound, *pumps):
                 task.cancel()
-            await asyncio.gather(inbound, *pumps, return_exceptions=True)
+            # The gathering future is awaited too, so a pump's error is not left "never retrieved".
+            await asyncio.gather(inbound, pumping, *pumps, return_exceptions=True)
             for writer in self.writers.values():
                 writer.close()
 

@@ -25,9 +25,11 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import aiohttp
+
+from .runtime.cri import ExecTarget, InContainer
 
 ProbeKind = Literal["liveness", "readiness", "startup"]
 PROBE_KINDS: tuple[ProbeKind, ...] = ("startup", "liveness", "readiness")
@@ -39,28 +41,6 @@ class Result(enum.Enum):
     SUCCESS = "Success"
     FAILURE = "Failure"
     UNKNOWN = "Unknown"  # the probe could not run (bad port, unsupported action): thrown away
-
-
-class InContainer(Protocol):
-    """A runtime's way into a running container (``docker.DockerExec``): the CRI's ExecSync."""
-
-    async def run(self, argv: list[str], timeout: float | None) -> tuple[int, bytes, bytes]:
-        """Run ``argv`` inside the container to its end: (exit code, stdout, stderr); ``TimeoutError`` after
-        ``timeout`` seconds, ``FileNotFoundError`` when there is no such executable."""
-        ...
-
-
-@dataclass
-class ExecTarget:
-    """Where a probe or hook runs: the container's environment, working directory, pod IP and ports; with
-    ``container`` (a runtime with real containers), exec commands run inside the container instead."""
-
-    env: dict[str, str]
-    cwd: Path
-    pod_ip: str
-    ports: list[dict[str, Any]] = field(default_factory=list)
-    rewrite: Callable[[str], str] = str  # the container's view of mount paths (``volumes.Mounts.rewrite``)
-    container: InContainer | None = None
 
 
 # --- actions ---------------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 ``pods/attach`` and ``pods/portforward`` to.
 
 ``GET /healthz`` (503 until the node is registered), ``GET /containerLogs/{namespace}/{pod}/{container}`` with
-``follow``, ``tailLines``, ``timestamps``, ``previous``, ``limitBytes``, and the
+``follow``, ``sinceSeconds``, ``sinceTime``, ``tailLines``, ``timestamps``, ``previous``, ``limitBytes`` (``logs``), and the
 ``/exec/{namespace}/{pod}/{container}``, ``/attach/{namespace}/{pod}/{container}`` and
 ``/portForward/{namespace}/{pod}`` websockets (``exec``, ``attach``, ``portforward``), and
 ``GET /metrics/resource``: the containers' and the node's CPU and memory (``stats``), which the apiserver's
@@ -19,19 +19,12 @@ from aiohttp import web
 
 from apimachinery import prometheus
 
-from . import attach, portforward
+from . import attach, logs, portforward
 from . import exec as exec_
 from . import stats
 from .kubelet import Kubelet
 
 FOLLOW_POLL = 0.2
-
-
-def _render(line: str, timestamps: bool) -> str:
-    parts = line.split(" ", 3)
-    if len(parts) < 4:
-        return line
-    return f"{parts[0]} {parts[3]}" if timestamps else parts[3]
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:
@@ -62,12 +55,7 @@ def make_app(kubelet: Kubelet, registered: asyncio.Event | None = None) -> web.A
                                                   f"not found")
             return _status(400, "BadRequest", f'container "{container}" in pod "{pod}" is waiting to start')
         timestamps = query.get("timestamps") in ("true", "1")
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        if query.get("tailLines"):
-            lines = lines[-int(query["tailLines"]):] if int(query["tailLines"]) > 0 else []
-        body = "".join(_render(line, timestamps) + "\n" for line in lines)
-        if query.get("limitBytes"):
-            body = body[: int(query["limitBytes"])]
+        body = logs.select(path.read_text(encoding="utf-8", errors="replace").splitlines(), query)
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
         await response.prepare(request)
         await response.write(body.encode())
@@ -81,7 +69,7 @@ def make_app(kubelet: Kubelet, registered: asyncio.Event | None = None) -> web.A
                         f.seek(offset)
                         chunk = f.read()
                     offset = size
-                    await response.write("".join(_render(line, timestamps) + "\n"
+                    await response.write("".join(logs.render(line, timestamps) + "\n"
                                                  for line in chunk.splitlines()).encode())
                 record = worker.containers[container]
                 if record.process is None and record.done:

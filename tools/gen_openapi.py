@@ -16,7 +16,10 @@ What the client cannot tell lives in the tables below, one table per fact:
 * ``RESOURCES`` / ``SUBRESOURCES``: what this apiserver serves (the same facts as the Strategy classes under
   ``apiserver/registry``; kept here because the generator must not import the server);
 * ``LEAF_TYPES``: Go types the client flattens to ``str``/``datetime``/``object`` (Quantity, MicroTime, FieldsV1 …);
-* ``REF_DESCRIPTIONS``: descriptions of fields whose type is another object (the client's generator drops them);
+* ``KUBE_REF_DESCRIPTIONS`` (``tools/openapi_ref_descriptions.json``): kube-apiserver v1.32's descriptions of every
+  field whose type is another object (``$ref``, lists and maps of them), which the client's generator drops (or
+  words as a later release does), keyed ``<definition>.<field>``; taken from the Kubernetes v1.32 OpenAPI as the ``kubernetes-validate`` package ships it
+  (``--import-ref-descriptions .../v1.32.0-local/_definitions.json`` rewrites the file);
 * ``PATCH_STRATEGIES``: ``x-kubernetes-patch-strategy`` / ``-merge-key`` (``kubectl apply`` diffs lists with them).
 * ``NEWER_THAN_SERVED``: fields the client has from releases after v1.32 (their types would drag alpha APIs in).
 * ``METRICS_DEFINITIONS``: ``metrics.k8s.io/v1beta1`` (NodeMetrics, PodMetrics), which the client has no models
@@ -49,6 +52,8 @@ from pydantic import BaseModel
 
 Schema = dict[str, Any]
 OUTPUT = Path(__file__).resolve().parent.parent / "apiserver" / "openapi" / "swagger.json"
+REF_DESCRIPTIONS_FILE = Path(__file__).resolve().parent / "openapi_ref_descriptions.json"
+KUBE_REF_DESCRIPTIONS: dict[str, str] = json.loads(REF_DESCRIPTIONS_FILE.read_text())
 INFO = {"title": "Kubernetes", "version": "v1.32.0"}
 
 
@@ -245,92 +250,10 @@ LEAF_TYPES: dict[tuple[str, str], str] = {
     ("V1ControllerRevision", "data"): RAW_EXTENSION,
 }
 
-_SPEC_AND_STATUS = "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"
 OBJECT_METADATA = ("Standard object's metadata. More info: "
                    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata")
 LIST_METADATA = ("Standard list metadata. More info: "
                  "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds")
-# kube-apiserver's descriptions of object-typed fields the Python client leaves blank (metadata gets the standard
-# sentence by its type unless listed here).
-REF_DESCRIPTIONS: dict[tuple[str, str], str] = {
-    ("CoreV1Event", "involvedObject"): "The object that this event is about.",
-    ("CoreV1Event", "related"): "Optional secondary object for more complex actions.",
-    ("CoreV1Event", "series"): "Data about the Event series this event represents or nil if it's a singleton Event.",
-    ("CoreV1Event", "source"): "The component reporting this event. Should be a short machine understandable string.",
-    ("V1Binding", "target"): "The target object that you want to bind to the standard object.",
-    ("V1Container", "resources"): "Compute Resources required by this container. Cannot be updated. More info: "
-                                  "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
-    ("V1Container", "securityContext"): "SecurityContext defines the security options the container should be run "
-                                        "with. If set, the fields of SecurityContext override the equivalent fields "
-                                        "of PodSecurityContext. More info: "
-                                        "https://kubernetes.io/docs/tasks/configure-pod-container/security-context/",
-    ("V1Deployment", "spec"): "Specification of the desired behavior of the Deployment.",
-    ("V1Deployment", "status"): "Most recently observed status of the Deployment.",
-    ("V1DeploymentSpec", "selector"): "Label selector for pods. Existing ReplicaSets whose pods are selected by this "
-                                      "will be the ones affected by this deployment. It must match the pod "
-                                      "template's labels.",
-    ("V1DeploymentSpec", "strategy"): "The deployment strategy to use to replace existing pods with new ones.",
-    ("V1DeploymentSpec", "template"): "Template describes the pods that will be created. The only allowed "
-                                      "template.spec.restartPolicy value is \"Always\".",
-    ("V1DeploymentStrategy", "rollingUpdate"): "Rolling update config params. Present only if "
-                                               "DeploymentStrategyType = RollingUpdate.",
-    ("V1Eviction", "deleteOptions"): "DeleteOptions may be provided",
-    ("V1Eviction", "metadata"): "ObjectMeta describes the pod that is being evicted.",
-    ("V1Lease", "metadata"): "More info: https://git.k8s.io/community/contributors/devel/sig-architecture/"
-                             "api-conventions.md#metadata",
-    ("V1Lease", "spec"): f"spec contains the specification of the Lease. More info: {_SPEC_AND_STATUS}",
-    ("V1Namespace", "spec"): f"Spec defines the behavior of the Namespace. More info: {_SPEC_AND_STATUS}",
-    ("V1Namespace", "status"): f"Status describes the current status of a Namespace. More info: {_SPEC_AND_STATUS}",
-    ("V1Node", "spec"): f"Spec defines the behavior of a node. {_SPEC_AND_STATUS}",
-    ("V1Node", "status"): "Most recently observed status of the node. Populated by the system. Read-only. "
-                          f"More info: {_SPEC_AND_STATUS}",
-    ("V1Pod", "spec"): f"Specification of the desired behavior of the pod. More info: {_SPEC_AND_STATUS}",
-    ("V1Pod", "status"): "Most recently observed status of the pod. This data may not be up to date. Populated by "
-                         f"the system. Read-only. More info: {_SPEC_AND_STATUS}",
-    ("V1PodSpec", "affinity"): "If specified, the pod's scheduling constraints",
-    ("V1PodSpec", "securityContext"): "SecurityContext holds pod-level security attributes and common container "
-                                      "settings. Optional: Defaults to empty.  See type description for default "
-                                      "values of each field.",
-    ("V1PodTemplateSpec", "spec"): f"Specification of the desired behavior of the pod. More info: {_SPEC_AND_STATUS}",
-    ("V1ReplicaSet", "metadata"): "If the Labels of a ReplicaSet are empty, they are defaulted to be the same as the "
-                                  f"Pod(s) that the ReplicaSet manages. {OBJECT_METADATA}",
-    ("V1ReplicaSet", "spec"): "Spec defines the specification of the desired behavior of the ReplicaSet. "
-                              f"More info: {_SPEC_AND_STATUS}",
-    ("V1ReplicaSet", "status"): "Status is the most recently observed status of the ReplicaSet. This data may be out "
-                                "of date by some window of time. Populated by the system. Read-only. "
-                                f"More info: {_SPEC_AND_STATUS}",
-    ("V1ReplicaSetSpec", "selector"): "Selector is a label query over pods that should match the replica count. "
-                                      "Label keys and values that must match in order to be controlled by this "
-                                      "replica set. It must match the pod template's labels. More info: "
-                                      "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/"
-                                      "#label-selectors",
-    ("V1ReplicaSetSpec", "template"): "Template is the object that describes the pod that will be created if "
-                                      "insufficient replicas are detected. More info: https://kubernetes.io/docs/"
-                                      "concepts/workloads/controllers/replicaset/#pod-template",
-    ("V1ReplicationController", "metadata"): "If the Labels of a ReplicationController are empty, they are defaulted "
-                                             "to be the same as the Pod(s) that the replication controller manages. "
-                                             f"{OBJECT_METADATA}",
-    ("V1ReplicationController", "spec"): "Spec defines the specification of the desired behavior of the replication "
-                                         f"controller. More info: {_SPEC_AND_STATUS}",
-    ("V1ReplicationController", "status"): "Status is the most recently observed status of the replication "
-                                           "controller. This data may be out of date by some window of time. "
-                                           "Populated by the system. Read-only. More info: " + _SPEC_AND_STATUS,
-    ("V1ReplicationControllerSpec", "template"): "Template is the object that describes the pod that will be created "
-                                                 "if insufficient replicas are detected. This takes precedence over a "
-                                                 "TemplateRef. The only allowed template.spec.restartPolicy value is "
-                                                 "\"Always\". More info: https://kubernetes.io/docs/concepts/"
-                                                 "workloads/controllers/replicationcontroller#pod-template",
-    ("V1Scale", "metadata"): "Standard object metadata; More info: https://git.k8s.io/community/contributors/devel/"
-                             "sig-architecture/api-conventions.md#metadata.",
-    ("V1Scale", "spec"): f"spec defines the behavior of the scale. More info: {_SPEC_AND_STATUS}.",
-    ("V1Scale", "status"): f"status is the current status of the scale. More info: {_SPEC_AND_STATUS}. Read-only.",
-    ("V1Service", "spec"): f"Spec defines the behavior of a service. {_SPEC_AND_STATUS}",
-    ("V1Service", "status"): "Most recently observed status of the service. Populated by the system. Read-only. "
-                             f"More info: {_SPEC_AND_STATUS}",
-    ("V1Status", "details"): "Extended data associated with the reason.  Each reason may define its own extended "
-                             "details. This field is optional and the data returned is not guaranteed to conform to "
-                             "any schema except that defined by the reason type.",
-}
 
 # Fields the Python client has from Kubernetes releases after v1.32, left out of the v1.32 document.
 NEWER_THAN_SERVED: frozenset[tuple[str, str]] = frozenset({("V1JobSpec", "scheduling"),
@@ -478,8 +401,8 @@ class Definitions:
     def property(self, model: str, json_name: str, type_string: str, annotation: Any,
                  description: str | None) -> Schema:
         schema = self.type_schema(type_string, LEAF_TYPES.get((model, json_name)), annotation, (model, json_name))
-        text = description or REF_DESCRIPTIONS.get((model, json_name)) or _metadata_description(json_name,
-                                                                                              type_string)
+        text = (KUBE_REF_DESCRIPTIONS.get(f"{self.name(model)}.{json_name}") or description
+                or _metadata_description(json_name, type_string))
         if text:
             schema["description"] = text
         if (model, json_name) in PATCH_STRATEGIES:
@@ -947,7 +870,7 @@ def root_models() -> list[tuple[str, str]]:
 
 def check_tables() -> None:
     """Every (model, field) the tables name must exist in the client, or a client upgrade went unnoticed."""
-    for table in (LEAF_TYPES, REF_DESCRIPTIONS, PATCH_STRATEGIES):
+    for table in (LEAF_TYPES, PATCH_STRATEGIES):
         for model, json_name in table:
             if json_name not in model_class(model).attribute_map.values():
                 raise ValueError(f"{model} has no field {json_name!r}; update the table")
@@ -980,11 +903,33 @@ def render(document: Schema) -> str:
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def import_ref_descriptions(definitions_file: Path) -> None:
+    """Rewrite ``KUBE_REF_DESCRIPTIONS``' file from a Kubernetes OpenAPI/JSON-schema definitions document."""
+    document = json.loads(definitions_file.read_text())
+    definitions = document.get("definitions") or document.get("$defs") or {}
+    out = {f"{name}.{field}": prop["description"]
+           for name, definition in definitions.items()
+           for field, prop in (definition.get("properties") or {}).items()
+           if prop.get("description") and _references_a_type(prop)}
+    REF_DESCRIPTIONS_FILE.write_text(json.dumps(out, indent=0, sort_keys=True, ensure_ascii=False) + "\n")
+    print(f"wrote {REF_DESCRIPTIONS_FILE} ({len(out)} fields)")
+
+
+def _references_a_type(prop: Schema) -> bool:
+    return any("$ref" in p for p in (prop, prop.get("items") or {}, prop.get("additionalProperties") or {})) \
+        or "allOf" in prop
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if the committed swagger.json is stale")
     parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--import-ref-descriptions", type=Path, metavar="DEFINITIONS_JSON",
+                        help="rewrite tools/openapi_ref_descriptions.json from kube's definitions, then exit")
     args = parser.parse_args(argv)
+    if args.import_ref_descriptions:
+        import_ref_descriptions(args.import_ref_descriptions)
+        return 0
     text = render(build())
     if args.check:
         if not args.output.exists() or args.output.read_text() != text:

@@ -19,13 +19,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from apimachinery.patch import (
-    MAX_JSON_PATCH_OPERATIONS,
-    PatchRejected,
-    bad_request,
-    go_json_kind,
-    too_many_operations,
-)
+from apimachinery.patch.errors import MAX_JSON_PATCH_OPERATIONS, PatchRejected, bad_request, too_many_operations
+from apimachinery.patch.values import copy_json as _copy
+from apimachinery.patch.values import equal_json as _equal
+from apimachinery.patch.values import go_json_kind
 
 JSON = Any
 Container = dict[str, JSON] | list[JSON]
@@ -233,21 +230,3 @@ def _delete(container: Container, key: str, path: str) -> None:
 
 
 # --- values -------------------------------------------------------------------------------------------------
-
-
-def _copy(value: JSON) -> JSON:
-    """A deep copy of a JSON value (faster than ``copy.deepcopy`` for dicts, lists and scalars)."""
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
-
-
-def _equal(a: JSON, b: JSON) -> bool:
-    """Structural equality where scalars must have the same JSON type (``1`` ≠ ``1.0``, ``true`` ≠ ``1``)."""
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b

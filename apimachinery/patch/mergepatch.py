@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from apimachinery.patch import bad_request
-from apimachinery.patch.jsonpatch import _copy, _equal
+from apimachinery.patch.errors import bad_request
+from apimachinery.patch.values import copy_json as _copy
+from apimachinery.patch.values import equal_json as _equal
 
 JSON = Any
 

@@ -27,8 +27,10 @@ import math
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from apimachinery.patch import PatchFailed, PatchRejected, bad_request, go_json_kind
-from apimachinery.patch.jsonpatch import _copy, _equal
+from apimachinery.patch.errors import PatchFailed, PatchRejected, bad_request
+from apimachinery.patch.values import copy_json as _copy
+from apimachinery.patch.values import equal_json as _equal
+from apimachinery.patch.values import go_json_kind
 from apimachinery.patch.patchmeta import Field, Struct, schema
 
 JSON = Any

@@ -33,7 +33,7 @@ from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import RedirectResponse, Response
 
 from apimachinery.errors import NotAcceptable, NotFound, StatusError
 from apiserver.openapi import Encoded, v2_json, v2_protobuf, v3_discovery, v3_documents, v3_url
@@ -137,5 +137,5 @@ def _accepts_gzip(accept_encoding: str) -> bool:
     return False
 
 
-def _status(err: StatusError) -> JSONResponse:
-    return JSONResponse(err.to_status(), status_code=err.code)
+def _status(err: StatusError) -> Response:
+    return Response(err.to_json(), status_code=err.code, media_type="application/json")

@@ -213,7 +213,8 @@ async def _relay_websockets(client: WebSocket, upstream: aiohttp.ClientWebSocket
     tasks = [asyncio.create_task(client_to_upstream()), asyncio.create_task(upstream_to_client())]
     done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     await asyncio.gather(*done, return_exceptions=True)
-    await asyncio.wait(pending, timeout=5)
+    if pending:  # asyncio.wait refuses an empty set (both directions may end together)
+        await asyncio.wait(pending, timeout=5)
     for task in pending:
         task.cancel()
 

@@ -57,14 +57,14 @@ def json_response(body: bytes | Any, status: int = 200) -> Response:
 
 def status_response(err: errors.StatusError) -> Response:
     headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
-    return Response(orjson.dumps(err.to_status()), status_code=err.code, media_type=JSON, headers=headers)
+    return Response(err.to_json(), status_code=err.code, media_type=JSON, headers=headers)
 
 
 def success_status(code: int = 200, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    status: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                              "code": code}
+    status: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
     if details:
         status["details"] = details
+    status["code"] = code  # last, in metav1.Status's field order
     return status
 
 

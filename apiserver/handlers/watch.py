@@ -42,7 +42,7 @@ def _event_line(event_type: str, raw: bytes) -> bytes:
 
 
 def error_event(err: errors.StatusError) -> bytes:
-    return _event_line("ERROR", orjson.dumps(err.to_status()))
+    return _event_line("ERROR", errors.encode_status(err.to_status(), newline=False))
 
 
 async def serve_watch(request: Request, info: RequestInfo, store: ResourceStore, output: Output,

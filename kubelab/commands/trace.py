@@ -28,6 +28,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -36,7 +37,8 @@ from apimachinery.meta import parse_time
 from kubelab.commands.podtarget import add_pod_arguments, apiserver_client, unreachable
 from kubelab.table import render_table
 
-__all__ = ["Evidence", "Stamp", "Step", "Version", "add_arguments", "build_steps", "gather", "render", "run"]
+__all__ = ["Evidence", "Stamp", "Step", "Version", "add_arguments", "build_steps", "gather", "latency_text", "render",
+           "run"]
 
 Object = dict[str, Any]
 
@@ -378,7 +380,8 @@ def _time(step: Step) -> str:
     return step.stamp.at.strftime("%H:%M:%S.%f" if step.stamp.precise else "%H:%M:%S")
 
 
-def _latency(step: Step) -> str:
+def latency_text(step: Step) -> str:
+    """A step's latency as the table prints it (``+12.3ms``, ``+1.250s``, ``~+1s``; ``-`` without one)."""
     if step.latency is None:
         return "-"
     if step.latency_precise:
@@ -399,7 +402,7 @@ def render(ev: Evidence, steps: list[Step]) -> str:
         f"times: UTC on {day}; HH:MM:SS is metav1.Time (whole seconds), HH:MM:SS.ffffff is an event's eventTime",
         "",
     ]
-    rows = [(s.number, s.actor, s.what, _time(s), str(s.revision) if s.revision is not None else "-", _latency(s))
+    rows = [(s.number, s.actor, s.what, _time(s), str(s.revision) if s.revision is not None else "-", latency_text(s))
             for s in steps]
     table = render_table(("STEP", "WHO", "WHAT", "TIME", "REV", "LATENCY"), rows).split("\n")
     out, indent = [table[0]], " " * table[0].index("WHO")
@@ -557,6 +560,9 @@ def gather(client: httpx.Client, namespace: str, name: str) -> Evidence:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_pod_arguments(parser, "trace", "only pods have the flow")
+    parser.add_argument("--svg", metavar="FILE", help="also draw the flow as a sequence diagram (SVG) into FILE")
+    parser.add_argument("--png", metavar="FILE", help="also draw it as PNG (needs rsvg-convert or chromium)")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en", help="the diagram's labels (default: en)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -573,4 +579,24 @@ def run(args: argparse.Namespace) -> int:
         return unreachable("trace", api, e)
     steps = build_steps(evidence)
     print(to_json(evidence, steps) if args.output == "json" else render(evidence, steps))
+    return draw(evidence, steps, args)
+
+
+def draw(evidence: Evidence, steps: list[Step], args: argparse.Namespace) -> int:
+    """``--svg`` / ``--png``: the sequence diagram of the same steps (``tracesvg``)."""
+    if not (args.svg or args.png):
+        return 0
+    from kubelab.commands import tracesvg  # only when asked: the table needs none of it
+
+    svg = tracesvg.render_svg(evidence, steps, args.lang)
+    if args.svg:
+        Path(args.svg).write_text(svg, encoding="utf-8")
+        print(f"kubelab trace: wrote {args.svg}", file=sys.stderr)
+    if args.png:
+        try:
+            tracesvg.to_png(svg, Path(args.png))
+        except tracesvg.NoConverter as e:
+            print(f"kubelab trace: {e}", file=sys.stderr)
+            return 1
+        print(f"kubelab trace: wrote {args.png}", file=sys.stderr)
     return 0

@@ -136,3 +136,18 @@ def test_bad_query_parameters_are_400(client: httpx.Client, ns: str, params: dic
     client.post(pods_path(ns), json=make_pod("q").build())
     if "limit" not in params and "resourceVersionMatch" not in params:
         assert_status(client.get(pods_path(ns, "q"), params={"resourceVersion": "abc"}), 400, "BadRequest")
+
+
+def test_status_bodies_are_kube_apiservers_bytes(client: httpx.Client, ns: str) -> None:
+    """Compact, metav1.Status's field order (code last), Go's escapes of < > &, and the encoder's newline."""
+    resp = client.get(pods_path(ns, "nope"))
+    assert resp.content == (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+                            b'"message":"pods \\"nope\\" not found","reason":"NotFound",'
+                            b'"details":{"name":"nope","kind":"pods"},"code":404}\n')
+    bad = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a<b&c>"}}
+    resp = client.post(f"/api/v1/namespaces/{ns}/configmaps", json=bad)
+    assert resp.status_code == 422
+    assert resp.content.startswith(b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+                                   b'"message":"ConfigMap \\"a\\u003cb\\u0026c\\u003e\\" is invalid: ')
+    assert b"<" not in resp.content and resp.content.endswith(b',"code":422}\n')
+    assert resp.json()["details"]["name"] == "a<b&c>"

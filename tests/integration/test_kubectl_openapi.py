@@ -7,6 +7,7 @@ learns from the v3 PATCH operation that it may send ``fieldValidation=Strict``.
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import threading
@@ -14,12 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from apiserver.handlers.openapi import router
+from conftest import ROOT
 
 pytestmark = pytest.mark.kubectl
 
@@ -114,6 +117,29 @@ def test_explain_reads_the_v3_documents(kubectl_bin: str, server: tuple[str, lis
     out = run(kubectl_bin, server[0], tmp_path, "explain", "deployment.spec.strategy.rollingUpdate")
     assert out.startswith("GROUP:      apps\nKIND:       Deployment\n")
     assert "\n  maxSurge\t<IntOrString>\n" in out
+
+
+def test_explain_describes_fields_typed_by_ref(kubectl_bin: str, server: tuple[str, list[str]],
+                                              tmp_path: Path) -> None:
+    """A field whose type is another object carries kube's description (v3: allOf around the $ref)."""
+    out = run(kubectl_bin, server[0], tmp_path, "explain", "pod.spec.containers.livenessProbe")
+    assert "FIELD: livenessProbe <Probe>" in out
+    assert "Periodic probe of container liveness. Container will be restarted if the" in out
+    assert "<no description>" not in run(kubectl_bin, server[0], tmp_path, "explain", "pod.spec.containers")
+
+
+def test_every_ref_field_has_kubes_description(client: httpx.Client) -> None:
+    """Every served field kube v1.32 describes (tools/openapi_ref_descriptions.json) has that text in /openapi/v3."""
+    kube = json.loads((ROOT / "tools" / "openapi_ref_descriptions.json").read_text())
+    checked = 0
+    for gv in ("api/v1", "apis/apps/v1", "apis/batch/v1"):
+        schemas = client.get(f"/openapi/v3/{gv}").json()["components"]["schemas"]
+        for name, schema in schemas.items():
+            for field, prop in (schema.get("properties") or {}).items():
+                if f"{name}.{field}" in kube:
+                    assert prop.get("description") == kube[f"{name}.{field}"], f"{name}.{field}"
+                    checked += 1
+    assert checked > 300
 
 
 def test_explain_from_the_v2_protobuf(kubectl_bin: str, server: tuple[str, list[str]], tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,20 +19,26 @@ from kubelab.etcd import free_port
 
 
 
-@pytest.fixture()
-def node(api_url: str, ns: str, tmp_path: Path) -> Iterator[str]:
-    """A kubelet process for a node named after the test's namespace (node names are cluster-wide)."""
-    name = f"{ns}-node"
-    with open(tmp_path / "kubelet.log", "wb") as log:
+@contextmanager
+def kubelet(api_url: str, name: str, root: Path, backoff: float = 1) -> Iterator[str]:
+    """A kubelet process for node ``name`` whose first CrashLoopBackOff delay is ``backoff`` seconds."""
+    with open(root.parent / f"{name}-kubelet.log", "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "kubelet", "--master", api_url, "--node-name", name,
-                                 "--port", str(free_port()), "--root-dir", str(tmp_path / "root"),
-                                 "--crashloop-backoff", "1", "--node-lease-renew-interval", "1"],
+                                 "--port", str(free_port()), "--root-dir", str(root),
+                                 "--crashloop-backoff", str(backoff), "--node-lease-renew-interval", "1"],
                                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         yield name
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+@pytest.fixture()
+def node(api_url: str, ns: str, tmp_path: Path) -> Iterator[str]:
+    """A kubelet for a node named after the test's namespace (node names are cluster-wide)."""
+    with kubelet(api_url, f"{ns}-node", tmp_path / "root") as name:
+        yield name
 
 
 def pod(ns: str, name: str, node: str, command: list[str], restart: str = "Always",
@@ -103,6 +110,49 @@ def test_restart_always_reaches_crashloopbackoff(client: httpx.Client, kubectl: 
     assert obj["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 1
     assert "CrashLoopBackOff" in kubectl("get", "pod", "crash", "-n", ns).stdout
     assert kubectl("logs", "crash", "-n", ns, "--previous").stdout == "boom\n"
+
+
+def test_first_crash_restarts_at_once_and_backoff_counts_real_restarts(api_url: str, client: httpx.Client,
+                                                                         kubectl: Kubectl, ns: str,
+                                                                         tmp_path: Path) -> None:
+    """As the kubelet: the first exit is restarted at once (restartCount 1, so --previous has the first run's log);
+    the second waits in CrashLoopBackOff and restartCount stays 1 until that restart really happens."""
+    with kubelet(api_url, f"{ns}-slow", tmp_path / "slow", backoff=120) as name:
+        script = "echo run $(date +%s%N); sleep 1; exit 1"
+        client.post(f"/api/v1/namespaces/{ns}/pods", json=pod(ns, "crash", name, ["sh", "-c", script]))
+
+        def status() -> dict[str, Any]:
+            found = client.get(f"/api/v1/namespaces/{ns}/pods/crash").json().get("status", {})
+            return (found.get("containerStatuses") or [{}])[0]
+
+        def backing_off() -> dict[str, Any] | None:
+            cs = status()
+            return cs if cs.get("state", {}).get("waiting", {}).get("reason") == "CrashLoopBackOff" else None
+
+        cs = wait_for(backing_off, timeout=30, what="CrashLoopBackOff after the second exit")
+        assert cs["restartCount"] == 1  # one restart happened (at once); the next one waits
+        assert cs["lastState"]["terminated"]["exitCode"] == 1
+        assert "back-off 2m0s restarting failed container=main pod=crash_" in cs["state"]["waiting"]["message"]
+        previous = kubectl("logs", "crash", "-n", ns, "--previous").stdout
+        current = kubectl("logs", "crash", "-n", ns).stdout  # the instance that exited last
+        assert previous.startswith("run ") and current.startswith("run ") and previous != current
+        counts: dict[str, int] = {}
+        for event in client.get(f"/api/v1/namespaces/{ns}/events").json()["items"]:
+            if event["involvedObject"]["name"] == "crash":
+                counts[event["reason"]] = counts.get(event["reason"], 0) + event.get("count", 1)
+        assert counts["Started"] == 2 and counts["BackOff"] >= 1
+
+
+def test_logs_since_time_and_since_seconds(client: httpx.Client, kubectl: Kubectl, ns: str, node: str) -> None:
+    client.post(f"/api/v1/namespaces/{ns}/pods",
+                json=pod(ns, "talk", node, ["sh", "-c", "echo early; sleep 3; echo late; sleep 1000"]))
+    wait_for(lambda: "late" in kubectl("logs", "talk", "-n", ns, check=False).stdout, what="both lines")
+    stamped = kubectl("logs", "talk", "-n", ns, "--timestamps").stdout.splitlines()
+    assert [line.split(" ", 1)[1] for line in stamped] == ["early", "late"]
+    late = stamped[1].split(" ", 1)[0].split(".")[0] + "Z"  # whole seconds, as metav1.Time travels
+    assert kubectl("logs", "talk", "-n", ns, f"--since-time={late}").stdout == "late\n"
+    assert kubectl("logs", "talk", "-n", ns, f"--since-time={late}", "--timestamps").stdout == stamped[1] + "\n"
+    assert kubectl("logs", "talk", "-n", ns, "--since=1h").stdout == "early\nlate\n"
 
 
 def test_graceful_deletion_sends_sigterm(client: httpx.Client, tmp_path: Path, ns: str, node: str) -> None:

@@ -1,6 +1,9 @@
-"""docs/walkthrough.md, every command in order, against `kubelab up --nodes 3` with the real kubectl.
+"""docs/walkthrough.md and docs/zh/walkthrough.md, every command in order, each against its own
+`kubelab up --nodes 3`, with the real kubectl.
 
-The commands are read from the page itself (its ``sh`` blocks) and run as a user's shell runs them: in a
+The two pages run the same commands in the same order (the Chinese one groups them by the tutorial's own sections,
+and draws the trace with Chinese labels), so one table of checks serves both. The commands are read from the page
+itself (its ``sh`` blocks) and run as a user's shell runs them: in a
 directory with ``examples/``, with ``kubectl`` and ``kubelab`` on PATH and ``KUBECONFIG`` pointing at the
 cluster, ``POD=$(...)`` carried to later commands. After each one the test checks what the page says the user
 sees, polling where the page says "within seconds". Only these are run differently, each for a stated reason:
@@ -10,30 +13,39 @@ the watch (the page's second terminal) runs in the background and is stopped onc
 says it is attached (``Shell.typed``), and the kubelet's pid comes from ``.kubelab/state.json`` instead of
 ``pgrep`` (a test must not signal processes by name).
 
-``test_every_walkthrough_command_has_a_check`` keeps the page and this module in step and always runs; the
-walkthrough itself needs the controller-manager, the scheduler and the kubelet, and is skipped until they exist.
+``test_every_walkthrough_command_has_a_check`` keeps the pages and this module in step and always runs. The
+sequence diagrams the pages embed (docs/img/creation-flow*.svg) are drawn by ``kubelab trace --svg`` during the run;
+``KUBELAB_WRITE_DOC_ASSETS=1`` copies the run's diagrams over them.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
 from conftest import KUBECTL, ROOT
+from kubelab.commands import tracesvg
 from kubelab.etcd import free_port
 from kubelab.state import load_state
 
 pytestmark = pytest.mark.kubectl
 
-DOC = ROOT / "docs" / "walkthrough.md"
+DOCS = {"en": ROOT / "docs" / "walkthrough.md", "zh": ROOT / "docs" / "zh" / "walkthrough.md"}
+# Section headings: the English page numbers its sections, the Chinese one uses the tutorial's own numerals.
+HEADINGS = {"en": r"## (\d+)\.|## (Clean up)", "zh": r"## ([一二三四五六七八九十]+)、|## (清理)"}
+SECTIONS = {"en": ["0", "1", "2", "3", "4", "5", "6", "7", "Clean up"],
+            "zh": ["一", "二", "三", "四", "五", "六", "七", "清理"]}
+ASSETS = ROOT / "docs" / "img"
 # The walkthrough runs once every piece it exercises exists (sections 3–6 need pod affinity, NoExecute eviction,
 # node lifecycle and exec): each path below is the module that brings one of them. Update when they land.
 NEEDED = ("controllers/__main__.py", "scheduler/__main__.py", "kubelet/__main__.py",
@@ -45,12 +57,12 @@ Result = subprocess.CompletedProcess[str]
 # ---- the page --------------------------------------------------------------------------------------------
 
 
-def doc_sections() -> dict[str, list[str]]:
-    """Section ("0".."7", "Clean up") -> the command lines of its ``sh`` blocks, in order."""
+def doc_sections(lang: str = "en") -> dict[str, list[str]]:
+    """Section (``SECTIONS[lang]``) -> the command lines of its ``sh`` blocks, in order."""
     sections: dict[str, list[str]] = {}
     current, fenced = "", False
-    for line in DOC.read_text().splitlines():
-        heading = re.match(r"## (\d+)\.|## (Clean up)", line)
+    for line in DOCS[lang].read_text().splitlines():
+        heading = re.match(HEADINGS[lang], line)
         if heading and not fenced:
             current = heading.group(1) or heading.group(2)
             sections[current] = []
@@ -295,6 +307,38 @@ def trace_observed(shell: Shell, line: str, result: Result) -> None:
         assert "not observed" not in rows[step], result.stdout
 
 
+def diagram(name: str, lang: str, asset: str) -> Check:
+    """``kubelab trace --svg`` drew the flow: valid SVG naming the six components, one arrow per hop, each with its
+    latency; rendered by a real browser where one is installed; copied into docs/img with KUBELAB_WRITE_DOC_ASSETS."""
+    def check(shell: Shell, line: str, result: Result) -> None:
+        assert result.returncode == 0, result.stderr
+        path = shell.workdir / name
+        svg = path.read_text(encoding="utf-8")
+        root = ElementTree.fromstring(svg)
+        ns = "{http://www.w3.org/2000/svg}"
+        lifelines = [t.text or "" for t in root.iter(f"{ns}text") if t.get("class") == "lifeline"]
+        assert len(lifelines) == 6 and lifelines[-1].startswith("kubelet (node0"), lifelines
+        assert lifelines[:5] == {"en": ["client (kubectl)", "kube-apiserver", "etcd", "controller-manager",
+                                        "scheduler"],
+                                 "zh": ["客户端 (kubectl)", "APIServer", "etcd", "Controller Manager",
+                                        "Scheduler"]}[lang]
+        hops = [g for g in root.iter(f"{ns}g") if "hop" in (g.get("class") or "")]
+        steps = [g.get("data-step") for g in hops]
+        assert steps[:12] == ["1", "1", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"] and steps[-1] == "13"
+        latencies = [t for g in hops if g.get("data-step") != "1" for t in g.iter(f"{ns}tspan")]
+        assert len(latencies) == len(hops) - 3  # one latency per hop after the three watches of step 1
+        assert any((t.text or "").startswith(("+", "~")) for t in latencies)
+        browser = shutil.which("chromium") or shutil.which("rsvg-convert")
+        if browser:
+            png = path.with_suffix(".png")
+            tracesvg.to_png(svg, png)
+            assert png.stat().st_size > 20_000, "the rendered diagram is (nearly) blank"
+        if os.environ.get("KUBELAB_WRITE_DOC_ASSETS"):
+            ASSETS.mkdir(exist_ok=True)
+            shutil.copyfile(path, ASSETS / asset)
+    return check
+
+
 def cordon_respected(shell: Shell, line: str, result: Result) -> None:
     """Four web pods run, and none of the new ones went to the cordoned node02."""
     before = shell.notes["web-on-node02"]
@@ -343,6 +387,8 @@ CHECKS: dict[str, list[Check]] = {
     ] * 2,
     "kubelab trace pod $POD": [both(
         prints("controlled by: ReplicationController/web", "SuccessfulCreate", "event Scheduled"), trace_observed)],
+    "kubelab trace pod $POD --svg flow.svg": [diagram("flow.svg", "en", "creation-flow.svg")],
+    "kubelab trace pod $POD --svg flow-zh.svg --lang zh": [diagram("flow-zh.svg", "zh", "creation-flow-zh.svg")],
     "kubectl scale rc web --replicas=5": [prints("replicationcontroller/web scaled")],
     "kubectl get pods -l app=web -o wide": [
         shows(lambda rows: len(running(rows, "web-")) == 5  # 1: scaled to 5, each pod with its own IP
@@ -493,49 +539,84 @@ CHECKS: dict[str, list[Check]] = {
 
 
 def test_every_walkthrough_command_has_a_check() -> None:
-    commands = [c for lines in doc_sections().values() for c in lines]
-    counts = {c: commands.count(c) for c in commands}
-    missing = {c: n for c, n in counts.items() if len(CHECKS.get(c, [])) != n}
-    assert not missing, f"docs/walkthrough.md commands whose checks do not match their occurrences: {missing}"
-    assert set(CHECKS) <= set(counts), f"checks for commands the page no longer has: {set(CHECKS) - set(counts)}"
-    assert list(doc_sections()) == ["0", "1", "2", "3", "4", "5", "6", "7", "Clean up"]
+    everywhere: set[str] = set()
+    for lang in DOCS:
+        commands = [c for lines in doc_sections(lang).values() for c in lines]
+        counts = {c: commands.count(c) for c in commands}
+        everywhere |= set(counts)
+        missing = {c: n for c, n in counts.items() if len(CHECKS.get(c, [])) != n}
+        assert not missing, f"{DOCS[lang]} commands whose checks do not match their occurrences: {missing}"
+        assert list(doc_sections(lang)) == SECTIONS[lang]
+    assert set(CHECKS) <= everywhere, f"checks for commands no page has: {set(CHECKS) - everywhere}"
+
+
+def test_both_pages_run_the_same_commands_but_the_diagram() -> None:
+    """The Chinese page follows the English one command for command (one table of checks serves both)."""
+    def commands(lang: str) -> list[str]:
+        return [c.replace(" --svg flow-zh.svg --lang zh", " --svg flow.svg")
+                for lines in doc_sections(lang).values() for c in lines]
+    assert commands("zh") == commands("en")
 
 
 # ---- the walkthrough ---------------------------------------------------------------------------------------
 
 
+class Clusters:
+    """One work directory and cluster per page, started when its first section runs; a page's cluster is stopped
+    before the next page's starts, so the two never run at once."""
+
+    def __init__(self, factory: pytest.TempPathFactory) -> None:
+        self.factory = factory
+        self.shells: dict[str, Shell] = {}
+
+    def shell(self, lang: str) -> Shell:
+        if lang not in self.shells:
+            self.close()
+            self.shells[lang] = self._make(lang)
+        return self.shells[lang]
+
+    def _make(self, lang: str) -> Shell:
+        work = self.factory.mktemp(f"walkthrough-{lang}")
+        (work / "examples").symlink_to(ROOT / "examples")
+        bin_dir = work / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "kubectl").symlink_to(KUBECTL)
+        env = {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(work),
+               "KUBECONFIG": str(work / ".kubelab" / "kubeconfig"), "LANG": "C.UTF-8"}
+        if "KUBELAB_ETCD" in os.environ:
+            env["KUBELAB_ETCD"] = os.environ["KUBELAB_ETCD"]
+        return Shell(work, env)
+
+    def close(self) -> None:
+        for sh in self.shells.values():
+            if not sh.notes.get("down"):
+                sh.run("kubelab down", timeout=120)
+                sh.notes["down"] = True
+
+
 @pytest.fixture(scope="module")
-def shell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shell]:
+def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clusters]:
     missing = [p for p in NEEDED if not (ROOT / p).is_file()]
     if missing:
         pytest.skip(f"the walkthrough needs every component; not there yet: {', '.join(missing)}")
     if not os.path.exists(KUBECTL):
         pytest.skip(f"kubectl not found at {KUBECTL}")
-    work = tmp_path_factory.mktemp("walkthrough")
-    (work / "examples").symlink_to(ROOT / "examples")
-    bin_dir = work / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "kubectl").symlink_to(KUBECTL)
-    env = {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(work),
-           "KUBECONFIG": str(work / ".kubelab" / "kubeconfig"), "LANG": "C.UTF-8"}
-    if "KUBELAB_ETCD" in os.environ:
-        env["KUBELAB_ETCD"] = os.environ["KUBELAB_ETCD"]
-    sh = Shell(work, env)
+    found = Clusters(tmp_path_factory)
     try:
-        yield sh
+        yield found
     finally:
-        sh.run("kubelab down", timeout=120)
+        found.close()
 
 
-def run_section(shell: Shell, section: str) -> None:
+def run_section(shell: Shell, lang: str, section: str) -> None:
     seen: dict[str, int] = shell.notes.setdefault("seen", {})  # type: ignore[assignment]
-    for line in doc_sections()[section]:
+    for line in doc_sections(lang)[section]:
         index = seen.get(line, 0)
         seen[line] = index + 1
         result = SPECIAL[line](shell, line) if line in SPECIAL else shell.run(line)
         CHECKS[line][index](shell, line, result)
 
 
-@pytest.mark.parametrize("section", ["0", "1", "2", "3", "4", "5", "6", "7", "Clean up"])
-def test_walkthrough(shell: Shell, section: str) -> None:
-    run_section(shell, section)
+@pytest.mark.parametrize(("lang", "section"), [(lang, s) for lang in SECTIONS for s in SECTIONS[lang]])
+def test_walkthrough(clusters: Clusters, lang: str, section: str) -> None:
+    run_section(clusters.shell(lang), lang, section)

@@ -16,7 +16,8 @@ from multidict import MultiDict
 
 from kubelet import attach
 from kubelet.exec import CLOSE, ERROR, STDIN, STDOUT
-from kubelet.runtime import ContainerMeta, ProcessRuntime
+from kubelet.runtime.cri import ContainerMeta
+from kubelet.runtime.process import ProcessRuntime
 from support.websocket import channel_session, received
 
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from kubelet import docker
-from kubelet.probes import ExecTarget, Result, run_exec
-from kubelet.runtime import ContainerMeta
+from kubelet.runtime import docker
+from kubelet.probes import Result, run_exec
+from kubelet.runtime.cri import ContainerMeta, ExecTarget
 
 V = f"/v{docker.API_VERSION}"
 

@@ -13,7 +13,7 @@ from aiohttp import web
 from multidict import MultiDict
 
 from kubelet import exec as exec_
-from kubelet.probes import ExecTarget
+from kubelet.runtime.cri import ExecTarget
 from support.websocket import channel_session, received
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from kubelet.probes import (ExecTarget, ProbeKind, ProbeWorker, Result, resolve_port, run_exec, run_hook, run_http,
+from kubelet.runtime.cri import ExecTarget
+from kubelet.probes import (ProbeKind, ProbeWorker, Result, resolve_port, run_exec, run_hook, run_http,
                             run_probe, run_tcp)
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kubelet import shim
-from kubelet.runtime import SHIM, ContainerMeta, ProcessRuntime
+from kubelet.runtime import shim
+from kubelet.runtime.cri import ContainerMeta
+from kubelet.runtime.process import SHIM, ProcessRuntime
 
 
 @pytest.mark.parametrize("value", [

@@ -5,6 +5,7 @@ scripted SPDY client, a real kubelet handler and a real TCP echo server."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -107,3 +108,55 @@ async def test_spdy_pairs_are_each_forwarded_on_their_own_connection(kubelet_url
         peer.hang_up()
         await frames
         await bridge
+
+
+class _BrokenClient:
+    """A websocket whose sends fail once the port prefixes are out (the client went away mid-stream)."""
+
+    closed = False
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    async def send_bytes(self, data: bytes) -> None:
+        self.sent += 1
+        if self.sent > 2:
+            raise RuntimeError("websocket connection is closing")
+
+    def __aiter__(self) -> _BrokenClient:
+        return self
+
+    async def __anext__(self) -> None:
+        await asyncio.sleep(3600)  # the client sends nothing
+
+
+def test_a_failing_pump_ends_the_forwarding_without_an_unretrieved_error() -> None:
+    async def scenario() -> list[dict[str, object]]:
+        loop = asyncio.get_running_loop()
+        unhandled: list[dict[str, object]] = []
+        loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
+
+        finished = asyncio.Event()
+
+        async def talk(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.write(b"hello")
+            await writer.drain()
+            await reader.read()  # until the kubelet closes its end
+            writer.close()
+            await writer.wait_closed()
+            finished.set()
+
+        server = await asyncio.start_server(talk, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        forwarding = kubelet_portforward.Forwarding(_BrokenClient(), POD, "127.0.0.1", [port])  # type: ignore[arg-type]
+        await asyncio.wait_for(forwarding.run(), 10)
+        await asyncio.wait_for(finished.wait(), 10)
+        del forwarding
+        gc.collect()
+        await asyncio.sleep(0)
+        server.close()
+        await server.wait_closed()
+        return unhandled
+
+    unretrieved = [c for c in asyncio.run(scenario()) if "never retrieved" in str(c.get("message"))]
+    assert unretrieved == []

@@ -12,11 +12,13 @@ from __future__ import annotations
 import copy
 import json
 from typing import Any
+from xml.etree import ElementTree
 
 import httpx
 import pytest
 
-from kubelab.commands.trace import Evidence, Version, build_steps, gather, render, to_json
+from kubelab.commands import tracesvg
+from kubelab.commands.trace import Evidence, Version, build_steps, gather, latency_text, render, to_json
 
 UID = "77418bdd-6f82-4440-8e3c-d464314df517"
 RECORDED: dict[str, Any] = {'pod': {'apiVersion': 'v1',
@@ -463,3 +465,55 @@ def test_gather_replays_from_the_beginning_when_the_hint_missed_the_creation() -
     assert watches[1:] == ["/api/v1/namespaces/default/pods?resourceVersion=14",
                            "/api/v1/namespaces/default/pods?resourceVersion=1"]
     assert [v.rv for v in ev.pod_history or []] == [13, 15, 17, 22]
+
+
+# ---- the sequence diagram (kubelab trace --svg) -------------------------------------------------------------
+
+
+def _svg(lang: str = "en", ev: Evidence | None = None) -> ElementTree.Element:
+    ev = ev or evidence()
+    return ElementTree.fromstring(tracesvg.render_svg(ev, build_steps(ev), lang))  # type: ignore[arg-type]
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def test_the_diagram_names_all_six_components_and_draws_every_hop_with_its_latency() -> None:
+    root = _svg()
+    lifelines = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "lifeline"]
+    assert lifelines == ["client (kubectl)", "kube-apiserver", "etcd", "controller-manager", "scheduler",
+                         "kubelet (node02)"]
+    hops = [g for g in root.iter(f"{SVG}g") if "hop" in (g.get("class") or "")]
+    steps = [g.get("data-step") for g in hops]
+    assert steps == ["1", "1", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12a", "12b", "12c", "12d",
+                     "13"]
+    table = {s.number: s for s in build_steps(evidence())}
+    for hop in hops[3:]:
+        latency = "".join(hop.find(f"{SVG}text").find(f"{SVG}tspan").itertext())  # type: ignore[union-attr]
+        step = table[hop.get("data-step") or ""]
+        assert latency == (latency_text(step).replace("-", "–") if step.latency is not None else "–")
+    assert "~+3s" in "".join(hops[14].itertext())  # 12b: the pull took three whole seconds
+
+
+def test_watch_notifications_are_drawn_apart_from_writes() -> None:
+    kinds = {g.get("data-step"): (g.get("class") or "").split()[1] for g in _svg().iter(f"{SVG}g")
+             if "hop" in (g.get("class") or "")}
+    assert [s for s, k in kinds.items() if k == "watch"] == ["1", "4", "5", "8", "11"]
+    assert kinds["9"] == "write" and kinds["12c"] == "local"
+    dashed = [line for g in _svg().iter(f"{SVG}g") if "watch" in (g.get("class") or "")
+              for line in g.iter(f"{SVG}line")]
+    assert dashed and all(line.get("stroke-dasharray") for line in dashed)
+
+
+def test_chinese_labels() -> None:
+    text = "".join(_svg("zh").itertext())
+    for label in ("客户端 (kubectl)", "APIServer", "Controller Manager", "Scheduler", "绑定到节点 node02",
+                  "拉取镜像", "启动容器", "Watch 事件通知"):
+        assert label in text
+
+
+def test_steps_that_do_not_apply_are_drawn_faint() -> None:
+    doc = copy.deepcopy(RECORDED)
+    doc["controllers"], doc["owner_events"], doc["root_history"] = [], [], None
+    faint = [g.get("data-step") for g in _svg(ev=evidence(doc)).iter(f"{SVG}g") if g.get("opacity")]
+    assert {"5", "6", "7"} <= set(faint)

@@ -48,10 +48,8 @@ from typing import Any, BinaryIO
 
 import aiohttp
 
-from .cri import Container
-from .images import ImageStore, PullError, PullFailure, Recorder, parse_reference
-from .probes import ExecTarget
-from .runtime import ContainerMeta
+from ..images import ImageStore, PullError, PullFailure, Recorder, parse_reference
+from .cri import Container, ContainerMeta, ExecTarget
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """What the kubelet needs from a container runtime, shaped like the CRI: the two runtimes implement it.
 
-``runtime.ProcessRuntime`` (the default) runs each container as an OS process under a shim; ``docker.DockerRuntime``
+``process.ProcessRuntime`` (the default) runs each container as an OS process under a shim; ``docker.DockerRuntime``
 (``--runtime docker``) runs real containers through a Docker engine. The pod worker, the kubelet's housekeeping,
 probes, hooks and exec see only these protocols:
 
@@ -23,13 +23,43 @@ background.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .probes import ExecTarget
-    from .runtime import ContainerMeta
+
+@dataclass
+class ContainerMeta:
+    """What the kubelet labels a container with (the CRI's labels and annotations), kept with it on disk."""
+
+    pod_uid: str = ""
+    pod_namespace: str = ""
+    pod_name: str = ""
+    restart_count: int = 0
+    last_state: dict[str, Any] | None = None
+
+
+class InContainer(Protocol):
+    """A runtime's way into a running container (``docker.DockerExec``): the CRI's ExecSync."""
+
+    async def run(self, argv: list[str], timeout: float | None) -> tuple[int, bytes, bytes]:
+        """Run ``argv`` inside the container to its end: (exit code, stdout, stderr); ``TimeoutError`` after
+        ``timeout`` seconds, ``FileNotFoundError`` when there is no such executable."""
+        ...
+
+
+@dataclass
+class ExecTarget:
+    """Where a probe or hook runs: the container's environment, working directory, pod IP and ports; with
+    ``container`` (a runtime with real containers), exec commands run inside the container instead."""
+
+    env: dict[str, str]
+    cwd: Path
+    pod_ip: str
+    ports: list[dict[str, Any]] = field(default_factory=list)
+    rewrite: Callable[[str], str] = str  # the container's view of mount paths (``volumes.Mounts.rewrite``)
+    container: InContainer | None = None
 
 
 class Container(Protocol):

@@ -34,12 +34,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import images
+from .. import images
+from .cri import ContainerMeta
 from .shim import ATTACH_SOCKET
 
 if TYPE_CHECKING:
-    from .cri import Container
-    from .probes import ExecTarget
+    from .cri import Container, ExecTarget
 
 log = logging.getLogger(__name__)
 
@@ -92,17 +92,6 @@ def start_ticks(pid: int) -> int | None:
     if fields[0] in (b"Z", b"X"):
         return None  # a zombie has exited: nobody reaped it yet
     return int(fields[19])
-
-
-@dataclass
-class ContainerMeta:
-    """What the kubelet labels a container with (the CRI's labels and annotations), kept with it on disk."""
-
-    pod_uid: str = ""
-    pod_namespace: str = ""
-    pod_name: str = ""
-    restart_count: int = 0
-    last_state: dict[str, Any] | None = None
 
 
 @dataclass
