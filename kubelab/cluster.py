@@ -11,8 +11,14 @@ before its node's CIDR would keep the node's IP, as kubelets without a controlle
 tier by tier in reverse: clients first (so they do not log a storm of connection errors), then the
 apiserver, then etcd.
 
-This module does no argument parsing and prints only through the ``report`` callback, so
-`kubelab up`'s foreground and detached modes and the tests drive the same code.
+Every process, etcd included, is spawned and watched by one ``Supervisor`` (``supervisor.py``): an exit during
+start-up is retried with back-off (a component that exits ``STARTUP_ATTEMPTS`` times before it was ever healthy
+is a ``StartupError`` with its log), and once the cluster is up ``supervise_once`` restarts whatever exits.
+``stop`` closes the supervisor first, so nothing is restarted while the tiers are being stopped.
+
+This module does no argument parsing and prints only through the ``report`` and ``say`` callbacks (``changed``
+asks for the state to be saved), so `kubelab up`'s foreground and detached modes and the tests drive the same
+code.
 """
 
 from __future__ import annotations
@@ -34,15 +40,17 @@ from kubelab.components import (
     kubelet_node_name,
 )
 from kubelab.etcd import EtcdServer
+from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
 from kubelab.state import ClusterState, ProcessRecord
+from kubelab.supervisor import StartupFailed, Supervised, Supervisor, Unit
 
 __all__ = ["KUBELET_BASE_PORT", "Cluster", "Progress", "StartupError", "stop_records"]
 
 KUBELET_BASE_PORT = 10250
 POD_CIDR_TIMEOUT = 30.0  # seconds the node IPAM controller may take to give every Node its podCIDR
-CRITICAL = ("etcd", "apiserver")  # without these nothing works: the foreground launcher stops all
+CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need them
 
 
 class StartupError(RuntimeError):
@@ -66,10 +74,12 @@ Report = Callable[[Progress], None]
 @dataclass
 class _Pending:
     component: Component
-    record: ProcessRecord
-    spawned: process.Spawned
-    log_offset: int  # the log is appended across runs: only look for a health URL after this
-    began: float  # time.monotonic() at spawn: start-up seconds count from here
+    entry: Supervised
+    began: float  # time.monotonic() at the first spawn: the start-up timeout counts from here
+
+    @property
+    def record(self) -> ProcessRecord:
+        return self.entry.record
 
 
 class Cluster:
@@ -83,11 +93,14 @@ class Cluster:
         etcd_binary: str | None = None,
         etcd_ports: tuple[int, int] | None = None,
         report: Report = lambda progress: None,
+        say: Callable[[str], None] = lambda line: None,
+        changed: Callable[[], None] = lambda: None,
     ) -> None:
         self.data_dir = data_dir.absolute()
         self.port = port
         self.nodes = nodes
         self.report = report
+        self.changed = changed  # a record changed outside a report (a restart during start-up): save the state
         self.logs = self.data_dir / "logs"
         self.api_url = f"http://127.0.0.1:{port}"
         client_port, peer_port = etcd_ports if etcd_ports else (None, None)
@@ -107,7 +120,7 @@ class Cluster:
             kubeconfig=str(self.data_dir / "kubeconfig"),
         )
         self.skipped: list[Component] = []  # components whose package has no __main__.py yet
-        self._spawned: dict[int, process.Spawned] = {}  # by pid
+        self.supervisor = Supervisor(spawn=_spawn_unit, say=say)
 
     # ---- start -------------------------------------------------------------------------------
 
@@ -184,7 +197,17 @@ class Cluster:
             health_url=f"{self.etcd.url}/health",
         )
         self.state.processes.append(record)
+        self._supervise_etcd(self.etcd, record, HttpHealth(f"{self.etcd.url}/health"))
         self.report(Progress("etcd", record.pid, self.etcd.url, self.etcd.log_path, time.monotonic() - began))
+
+    def _supervise_etcd(self, member: EtcdServer, record: ProcessRecord, health: HealthCheck) -> None:
+        """From now on an etcd member that ``EtcdServer`` started and awaited is a unit like the others: restarted
+        with the same command line (its data dir makes it the same member; etcd ignores the ``--initial-*`` flags
+        once the member exists). One call per member."""
+        assert member.pid is not None
+        unit = Unit(record.name, tuple(member.command()), member.log_path, health)
+        self.supervisor.adopt(unit, record, process.Spawned(record.name, member.pid, member.log_path))
+        member.detach()  # the supervisor owns its lifetime now, not EtcdServer's finalizer
 
     def _spawn_apiserver(self, component: Component) -> _Pending:
         args = [
@@ -192,9 +215,7 @@ class Cluster:
             "--port", str(self.port),
             "--bind-address", "127.0.0.1",
         ]  # fmt: skip
-        pending = self._spawn(component, component.name, args, port=self.port)
-        pending.record.health_url = f"{self.api_url}{component.health_path}"
-        return pending
+        return self._spawn(component, component.name, args, port=self.port)
 
     def _spawn_kubelet(self, component: Component, node: str, port: int) -> _Pending:
         root = self.data_dir / "kubelet" / node
@@ -209,86 +230,60 @@ class Cluster:
 
     def _spawn(self, component: Component, name: str, args: list[str], port: int | None = None) -> _Pending:
         log = self.logs / f"{name}.log"
-        offset = log.stat().st_size if log.exists() else 0
-        spawned = process.spawn(name, component_argv(component, args), log)
-        self._spawned[spawned.pid] = spawned
-        record = ProcessRecord(
-            name=name,
-            component=component.name,
-            pid=spawned.pid,
-            start_time=spawned.start_time,
-            started_at=spawned.started_at,
-            log=str(log),
-            port=port,
-        )
+        health = _health_of(component, port)
+        unit = Unit(name, tuple(component_argv(component, args)), log, health)
+        record = ProcessRecord(name=name, component=component.name, pid=0, start_time=None, started_at=0.0,
+                               log=str(log), port=port)  # the health URL: from the first probe
+        entry = self.supervisor.start(unit, record)
         self.state.processes.append(record)
-        self.report(Progress(name, spawned.pid, f":{port}" if port else "-", log, None))
-        return _Pending(component, record, spawned, offset, time.monotonic())
+        self.report(Progress(name, record.pid, f":{port}" if port else "-", log, None))
+        return _Pending(component, entry, time.monotonic())
 
     def _start_tier(self, tier: list[_Pending]) -> None:
-        """Wait for every process of a tier to be healthy, reporting each as it gets there."""
+        """Wait for every process of a tier to be healthy, reporting each as it gets there.
+
+        Exits meanwhile are restarted by the supervisor (so a component that fails once still starts); one that
+        exits ``STARTUP_ATTEMPTS`` times, or is not healthy within its start-up timeout, fails the start."""
         waiting = list(tier)
         while waiting:
+            try:
+                if self.supervisor.poll():
+                    self.changed()
+            except StartupFailed as e:
+                raise StartupError(
+                    f"{e.entry.unit.name} {_ended(e.status)} during start-up ({e.entry.startup_exits} attempts); "
+                    f"last lines of {e.entry.unit.log}:\n{process.tail(e.entry.unit.log)}"
+                ) from None
             for pending in list(waiting):
-                seconds = time.monotonic() - pending.began
-                if self._healthy(pending, seconds):
-                    waiting.remove(pending)
-                    endpoint = pending.record.health_url or (f":{pending.record.port}" if pending.record.port else "-")
-                    self.report(
-                        Progress(
-                            pending.record.name,
-                            pending.record.pid,
-                            endpoint,
-                            pending.spawned.log_path,
-                            seconds,
-                        )
+                entry = pending.entry
+                if time.monotonic() - pending.began > pending.component.startup_timeout:
+                    raise StartupError(
+                        f"{entry.unit.name} did not become healthy within "
+                        f"{pending.component.startup_timeout:.0f}s; last lines of "
+                        f"{entry.unit.log}:\n{process.tail(entry.unit.log)}"
                     )
+                if self.supervisor.probe(entry):
+                    waiting.remove(pending)
+                    endpoint = entry.record.health_url or (f":{entry.record.port}" if entry.record.port else "-")
+                    self.report(Progress(entry.record.name, entry.record.pid, endpoint, entry.unit.log,
+                                         time.monotonic() - pending.began))
             if waiting:
                 time.sleep(0.05)
 
-    def _healthy(self, pending: _Pending, seconds: float) -> bool:
-        """One non-blocking look at a starting process; raises StartupError if it failed."""
-        code = pending.spawned.exit_code()
-        if code is not None:
-            raise StartupError(
-                f"{pending.record.name} exited with code {code} during start-up; "
-                f"last lines of {pending.spawned.log_path}:\n{process.tail(pending.spawned.log_path)}"
-            )
-        if seconds > pending.component.startup_timeout:
-            raise StartupError(
-                f"{pending.record.name} did not become healthy within "
-                f"{pending.component.startup_timeout:.0f}s; last lines of "
-                f"{pending.spawned.log_path}:\n{process.tail(pending.spawned.log_path)}"
-            )
-        if pending.component.health == "alive" and pending.record.health_url is None:
-            # A component that prints its health URL is up when that answers, however soon; one that does not
-            # is up once it has survived its settle time.
-            pending.record.health_url = _health_url_in_log(pending.spawned.log_path, pending.log_offset)
-            if pending.record.health_url is None:
-                return seconds >= pending.component.settle
-        assert pending.record.health_url is not None
-        return process.wait_http_ok(pending.record.health_url, timeout=0.5)
-
     # ---- watch and stop ----------------------------------------------------------------------
 
-    def exited(self) -> list[tuple[ProcessRecord, str]]:
-        """Processes that have died since the last call, each with a short reason; forgets them."""
-        gone: list[tuple[ProcessRecord, str]] = []
-        for record in list(self.state.processes):
-            spawned = self._spawned.get(record.pid)
-            code = spawned.exit_code() if spawned else None  # reaps our own children
-            if code is not None or not process.pid_alive(record.pid, record.start_time):
-                how = f" with code {code}" if code is not None else ""
-                gone.append((record, f"{record.name} (pid {record.pid}) exited{how}; see {record.log}"))
-                self.state.processes.remove(record)
-        return gone
+    def supervise_once(self) -> bool:
+        """One supervision pass once the cluster is up: restart what exited; True if the state changed."""
+        return self.supervisor.poll()
 
     def stop(self, timeout: float = 10.0) -> list[ProcessRecord]:
-        """Stop everything in reverse order (tier by tier); returns what was running."""
+        """Stop restarting, then stop everything in reverse order (tier by tier); returns what was running."""
+        self.supervisor.close()
         stopped = stop_records(self.state.processes, timeout)
-        self.etcd.stop(timeout)  # reaps etcd and closes its log
-        for spawned in self._spawned.values():
-            spawned.exit_code()  # let each Popen learn its child is gone (no ResourceWarning)
+        self.etcd.stop(timeout)  # closes etcd's log (the process itself went with its tier)
+        for entry in self.supervisor.entries:
+            if entry.child is not None:
+                entry.child.poll()  # reap each child, so none lingers as a zombie
         self.state.processes.clear()
         return stopped
 
@@ -310,13 +305,19 @@ def stop_records(records: list[ProcessRecord], timeout: float = 10.0) -> list[Pr
     return stopped
 
 
-def _health_url_in_log(log: Path, offset: int) -> str | None:
-    """A health URL the component printed since it started, if any."""
-    try:
-        with open(log, "rb") as f:
-            f.seek(offset)
-            text = f.read(1_000_000).decode("utf-8", "replace")
-    except OSError:
-        return None
-    match = HEALTH_URL_IN_LOG.search(text)
-    return match.group(0) if match else None
+def _spawn_unit(unit: Unit) -> process.Spawned:
+    return process.spawn(unit.name, unit.argv, unit.log, env=unit.env)
+
+
+def _health_of(component: Component, port: int | None) -> HealthCheck:
+    """The component table's check: ``http`` on the port it was given, else the URL it prints (or survival)."""
+    if component.health == "http" and port is not None:
+        return HttpHealth(f"http://127.0.0.1:{port}{component.health_path}")
+    return PrintedHealth(HEALTH_URL_IN_LOG, component.settle)
+
+
+def _ended(status: process.ExitStatus) -> str:
+    """"exited with code 3" / "was killed by SIGKILL", for start-up errors."""
+    if status.signal is not None:
+        return f"was killed by {status.signal_name}"
+    return f"exited with code {status.code}" if status.code is not None else "exited"

@@ -14,13 +14,16 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 __all__ = [
+    "ExitStatus",
     "Spawned",
+    "descendants",
     "group_members",
     "pid_alive",
     "process_start_time",
@@ -32,30 +35,91 @@ __all__ = [
 ]
 
 
-class Spawned:
-    """A component process we started: its Popen, log file and when it started."""
+@dataclass(frozen=True)
+class ExitStatus:
+    """How a process ended: its exit code, or the signal that killed it (neither: unknown, it was not our child)."""
 
-    def __init__(self, name: str, popen: subprocess.Popen[bytes], log_path: Path) -> None:
+    code: int | None = None
+    signal: int | None = None
+
+    @classmethod
+    def from_wait(cls, status: int) -> ExitStatus:
+        """From ``os.waitpid``'s raw status."""
+        if os.WIFSIGNALED(status):
+            return cls(signal=os.WTERMSIG(status))
+        return cls(code=os.waitstatus_to_exitcode(status))
+
+    @property
+    def returncode(self) -> int:
+        """As ``Popen.returncode``: the exit code, or minus the signal (0 when unknown)."""
+        return -self.signal if self.signal is not None else (self.code or 0)
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.signal is None:
+            return None
+        try:
+            return signal.Signals(self.signal).name
+        except ValueError:
+            return f"signal {self.signal}"
+
+    def describe(self) -> str:
+        """``exit code 1``, ``signal SIGKILL`` or ``unknown status``, for log lines."""
+        if self.signal is not None:
+            return f"signal {self.signal_name}"
+        if self.code is not None:
+            return f"exit code {self.code}"
+        return "unknown status"
+
+
+class Spawned:
+    """A component process we started (or adopted as our child): its pid, log file and when it started.
+
+    Its exit status is collected with ``os.waitpid`` by pid, so a child started elsewhere in this process (etcd,
+    which ``EtcdServer`` starts) is watched the same way; a Popen we own is told the status, so it never reaps
+    the pid again.
+    """
+
+    def __init__(
+        self, name: str, pid: int, log_path: Path, popen: subprocess.Popen[bytes] | None = None
+    ) -> None:
         self.name = name
+        self.pid = pid
         self.popen = popen
         self.log_path = log_path
         self.started_at = time.time()
-        self.start_time = process_start_time(popen.pid)
+        self.start_time = process_start_time(pid)
+        self.status: ExitStatus | None = None
 
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
+    def poll(self) -> ExitStatus | None:
+        """None while running; how it ended once it has (reaping it)."""
+        if self.status is not None:
+            return self.status
+        try:
+            pid, raw = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:  # not (or no longer) our child: it ran out of sight
+            if pid_alive(self.pid, self.start_time):
+                return None
+            self.status = ExitStatus()
+        else:
+            if pid == 0:
+                return None
+            self.status = ExitStatus.from_wait(raw)
+        if self.popen is not None:
+            self.popen.returncode = self.status.returncode
+        return self.status
 
     def exit_code(self) -> int | None:
-        """None while running (reaps the process when it has exited)."""
-        return self.popen.poll()
+        """None while running, else the exit code (negative: the signal), as ``Popen.poll``."""
+        status = self.poll()
+        return None if status is None else status.returncode
 
 
 def spawn(
     name: str,
     argv: Sequence[str],
     log_path: Path,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> Spawned:
     """Start argv in a new session (own process group), stdout+stderr appended to log_path."""
@@ -72,45 +136,59 @@ def spawn(
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
             cwd=cwd,
         )
-    return Spawned(name, popen, log_path)
+    return Spawned(name, popen.pid, log_path, popen)
 
 
-def process_start_time(pid: int) -> int | None:
-    """The kernel's start time of pid in clock ticks since boot (Linux), None when unknown."""
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (field 3 onwards), None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read().decode()
     except OSError:
         return None
     # The command name (field 2) may contain spaces and parentheses: split after its last ')'.
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return int(fields[19])  # field 22 overall
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def _all_stats() -> dict[int, list[str]]:
+    """Every process's stat fields, by pid."""
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (fields := _stat(entry)) is not None:
+            stats[int(entry)] = fields
+    return stats
+
+
+def process_start_time(pid: int) -> int | None:
+    """The kernel's start time of pid in clock ticks since boot (Linux), None when unknown."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields else None  # field 22 overall
 
 
 def group_members(pgid: int) -> list[int]:
     """Live (non-zombie) processes in process group pgid, found through /proc (Linux)."""
-    members: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(entry))
-    return members
+    return [pid for pid, fields in _all_stats().items() if fields[0] != "Z" and int(fields[2]) == pgid]
+
+
+def descendants(pid: int) -> dict[int, int | None]:
+    """Every live process below pid (its children, theirs ...), each with its start time, through /proc (Linux)."""
+    children: dict[int, list[int]] = {}
+    stats = _all_stats()
+    for child, fields in stats.items():
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(child)
+    found: dict[int, int | None] = {}
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found[child] = int(stats[child][19])
+        todo.extend(children.get(child, []))
+    return found
 
 
 def _is_zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2 :].startswith("Z")
+    fields = _stat(pid)
+    return fields is not None and fields[0] == "Z"
 
 
 def pid_alive(pid: int | None, start_time: int | None = None) -> bool:

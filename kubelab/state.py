@@ -2,8 +2,9 @@
 
 Why a file: a detached `up` exits, and `down` runs in another process (often another terminal). Each
 record keeps the kernel's start time of the pid, so a pid reused by an unrelated process after a
-reboot or a crash is never signalled. Writes are atomic (temp file + rename): `status` may read while
-`up` is still writing.
+reboot or a crash is never signalled. The supervisor rewrites a record on every exit and restart (the
+pid, RESTARTS, LAST EXIT), so writes are atomic (temp file + rename): `status` and `down` may read
+while the supervisor writes.
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ class ProcessRecord:
     log: str
     port: int | None = None
     health_url: str | None = None
+    restarts: int = 0  # restarts the supervisor made, as a pod's restartCount
+    last_exit_code: int | None = None  # how the previous run ended: an exit code ...
+    last_exit_signal: str | None = None  # ... or the signal that killed it ("SIGKILL")
+    last_exit_at: float | None = None  # wall-clock seconds
+    restart_at: float | None = None  # set while the supervisor waits out the back-off before restarting it
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> ProcessRecord:
@@ -49,8 +55,10 @@ class ClusterState:
     etcd_client_port: int
     etcd_peer_port: int
     kubeconfig: str
-    launcher_pid: int | None = None  # set while a foreground `up` supervises the processes
-    launcher_start_time: int | None = None
+    supervisor_pid: int | None = None  # the `kubelab up` process that restarts what exits (foreground or detached)
+    supervisor_start_time: int | None = None
+    supervisor_log: str | None = None  # a detached supervisor's own log (a foreground one prints to its terminal)
+    detached: bool = False
     processes: list[ProcessRecord] = field(default_factory=list)
 
     def to_json(self) -> str:
@@ -59,6 +67,9 @@ class ClusterState:
     @classmethod
     def from_json(cls, text: str) -> ClusterState:
         raw = json.loads(text)
+        for old, new in (("launcher_pid", "supervisor_pid"), ("launcher_start_time", "supervisor_start_time")):
+            if old in raw:  # a state.json written before the supervisor had its name
+                raw.setdefault(new, raw.pop(old))
         processes = [ProcessRecord.from_dict(p) for p in raw.pop("processes", [])]
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in raw.items() if k in known}, processes=processes)

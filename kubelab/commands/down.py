@@ -1,7 +1,8 @@
 """`kubelab down`: stop what `kubelab up` started, from ``<data-dir>/state.json``.
 
-A foreground `up` is asked to stop its own cluster (SIGTERM to the launcher), so it can finish cleanly;
-anything still running afterwards, or started by `up --detach`, is stopped here in reverse order.
+The supervisor goes first (the `up` process, foreground or detached): asked with SIGUSR1, it restarts nothing
+more, writes the state as it is and exits (SIGKILL after ``SUPERVISOR_GRACE`` if it does not). Then the
+components are stopped here in reverse order — clients, apiserver, etcd — so nothing `down` stops is restarted.
 The etcd data stays: the next `up` starts from it (delete the data dir to start afresh).
 """
 
@@ -22,7 +23,7 @@ from kubelab.state import load_state, remove_state, state_path
 
 __all__ = ["add_arguments", "run"]
 
-LAUNCHER_GRACE = 30.0  # a foreground `up` stops its tiers with 10s timeouts each
+SUPERVISOR_GRACE = 30.0  # a supervisor still starting the cluster stops what it started first (10s per tier)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,22 +41,39 @@ def run(args: argparse.Namespace) -> int:
         print(f"kubelab: nothing to stop (no {state_path(data_dir)})")
         return 0
     began = time.monotonic()
-    if state.launcher_pid and process.pid_alive(state.launcher_pid, state.launcher_start_time):
-        print(f"kubelab: asking the foreground `kubelab up` (pid {state.launcher_pid}) to stop ...")
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(state.launcher_pid, signal.SIGTERM)
-        deadline = time.monotonic() + LAUNCHER_GRACE
-        while time.monotonic() < deadline and process.pid_alive(state.launcher_pid, state.launcher_start_time):
-            time.sleep(0.1)
-        state = load_state(data_dir) or state  # the launcher removes the file when it is done
+    supervisor = state.supervisor_pid, state.supervisor_start_time
+    if _stop_supervisor(*supervisor):
+        print(f"  stopped {'supervisor':<20} pid {supervisor[0]}")
+        state = load_state(data_dir) or state  # its last word: the pids of the latest restarts
     stopped = stop_records(state.processes, args.timeout)
     remove_state(data_dir)
     for record in stopped:
         print(f"  stopped {record.name:<20} pid {record.pid}")
-    left = [r for r in state.processes if process.pid_alive(r.pid, r.start_time)]
+    left = [(r.name, r.pid) for r in state.processes if process.pid_alive(r.pid, r.start_time)]
+    if supervisor[0] and process.pid_alive(*supervisor):
+        left.insert(0, ("supervisor", supervisor[0]))
     if left:
-        names = ", ".join(f"{r.name} pid {r.pid}" for r in left)
-        print(f"kubelab: could not stop {names}", file=sys.stderr)
+        print(f"kubelab: could not stop {', '.join(f'{name} pid {pid}' for name, pid in left)}", file=sys.stderr)
         return 1
     print(f"kubelab: down in {time.monotonic() - began:.1f}s (etcd data kept in {data_dir / 'etcd'})")
     return 0
+
+
+def _stop_supervisor(pid: int | None, start_time: int | None) -> bool:
+    """Ask the supervisor to restart nothing more and exit; SIGKILL it if it does not. True if it was running."""
+    if not pid or not process.pid_alive(pid, start_time):
+        return False
+    print(f"kubelab: stopping the supervisor (pid {pid}) so that it restarts nothing ...")
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + SUPERVISOR_GRACE
+    while time.monotonic() < deadline and process.pid_alive(pid, start_time):
+        time.sleep(0.05)
+    if process.pid_alive(pid, start_time):
+        print(f"kubelab: the supervisor did not exit within {SUPERVISOR_GRACE:.0f}s: SIGKILL", file=sys.stderr)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGCONT)
+        while process.pid_alive(pid, start_time) and time.monotonic() < deadline + 5:
+            time.sleep(0.05)
+    return True

@@ -1,9 +1,14 @@
-"""`kubelab status`: one row per process that `kubelab up` started: COMPONENT PID PORT HEALTH UPTIME.
+"""`kubelab status`: one row per process that `kubelab up` started, with its restarts, as `kubectl get pods`.
+
+COMPONENT PID PORT HEALTH RESTARTS UPTIME LAST EXIT, under a line that names the supervisor (the `up` process
+that restarts what exits) with its pid and log.
 
 HEALTH is ``ok`` when the process answers its health URL (etcd /health, apiserver /healthz, or one a
 component printed), ``running`` when it has no health URL but is alive, ``unhealthy`` when it is
-alive but its health URL fails, ``dead`` when the process is gone. Exit code 0 only if every row is
-ok or running.
+alive but its health URL fails, ``restarting`` while the supervisor waits out its back-off, ``dead`` when
+the process is gone and nothing will restart it. RESTARTS counts the supervisor's restarts (a pod's
+``restartCount``); LAST EXIT says how the previous run ended and when: ``Error (exit 1) 2m ago``,
+``Completed (exit 0) 5s ago``, ``signal SIGKILL 40s ago``. Exit code 0 only if every row is ok or running.
 """
 
 from __future__ import annotations
@@ -17,21 +22,21 @@ import httpx
 
 from kubelab import process
 from kubelab.commands.up import DEFAULT_DATA_DIR
-from kubelab.state import ProcessRecord, load_state, state_path
+from kubelab.state import ClusterState, ProcessRecord, load_state, state_path
 from kubelab.table import format_duration, render_table
 
-__all__ = ["add_arguments", "health_of", "run"]
+__all__ = ["add_arguments", "health_of", "last_exit", "run"]
 
-HEADERS = ("COMPONENT", "PID", "PORT", "HEALTH", "UPTIME")
+HEADERS = ("COMPONENT", "PID", "PORT", "HEALTH", "RESTARTS", "UPTIME", "LAST EXIT")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="the data dir given to `kubelab up`")
 
 
-def health_of(record: ProcessRecord, client: httpx.Client) -> str:
+def health_of(record: ProcessRecord, client: httpx.Client, supervised: bool = False) -> str:
     if not process.pid_alive(record.pid, record.start_time):
-        return "dead"
+        return "restarting" if supervised and record.restart_at is not None else "dead"
     if not record.health_url:
         return "running"
     try:
@@ -47,6 +52,27 @@ def port_of(record: ProcessRecord) -> str:
     return str(port) if port else "-"
 
 
+def last_exit(record: ProcessRecord, now: float) -> str:
+    """How the previous run ended, as kubectl's LAST STATE reasons: ``Error (exit 1) 2m ago``, ``signal SIGKILL``."""
+    if record.last_exit_signal is not None:
+        what = f"signal {record.last_exit_signal}"
+    elif record.last_exit_code is not None:
+        what = f"{'Completed' if record.last_exit_code == 0 else 'Error'} (exit {record.last_exit_code})"
+    elif record.last_exit_at is not None:
+        what = "Unknown"
+    else:
+        return "-"
+    return f"{what} {format_duration(now - record.last_exit_at)} ago" if record.last_exit_at is not None else what
+
+
+def supervisor_of(state: ClusterState) -> str:
+    if state.supervisor_pid and process.pid_alive(state.supervisor_pid, state.supervisor_start_time):
+        if state.detached:
+            return f"supervisor pid {state.supervisor_pid}, detached, log {state.supervisor_log}"
+        return f"supervisor pid {state.supervisor_pid}, the foreground `kubelab up`"
+    return "no supervisor: nothing restarts a component that exits"
+
+
 def run(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir).absolute()
     state = load_state(data_dir)
@@ -54,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"kubelab is not running (no {state_path(data_dir)})")
         return 1
     now = time.time()
+    supervised = bool(state.supervisor_pid) and process.pid_alive(state.supervisor_pid, state.supervisor_start_time)
     with httpx.Client(timeout=2.0) as client:
         rows = [
             (
@@ -61,16 +88,13 @@ def run(args: argparse.Namespace) -> int:
                 str(record.pid),
                 port_of(record),
                 health,
-                format_duration(now - record.started_at) if health != "dead" else "-",
+                str(record.restarts),
+                format_duration(now - record.started_at) if health not in ("dead", "restarting") else "-",
+                last_exit(record, now),
             )
             for record in state.processes
-            for health in (health_of(record, client),)
+            for health in (health_of(record, client, supervised),)
         ]
-    mode = (
-        f"foreground launcher pid {state.launcher_pid}"
-        if state.launcher_pid and process.pid_alive(state.launcher_pid, state.launcher_start_time)
-        else "detached"
-    )
-    print(f"kubelab in {data_dir}: apiserver {state.api_url} ({mode}), kubeconfig {state.kubeconfig}")
+    print(f"kubelab in {data_dir}: apiserver {state.api_url} ({supervisor_of(state)}), kubeconfig {state.kubeconfig}")
     print(render_table(HEADERS, rows))
     return 0 if rows and all(row[3] in ("ok", "running") for row in rows) else 1

@@ -1,9 +1,15 @@
-"""`kubelab up`: start etcd, the apiserver, the controller-manager, the scheduler and N kubelets.
+"""`kubelab up`: start etcd, the apiserver, the controller-manager, the scheduler and N kubelets, and keep them up.
 
-Foreground (default): supervises the processes until Ctrl-C / SIGTERM / SIGHUP, then stops them in
-reverse order. ``--detach``: returns once everything is healthy and leaves them running for
-`kubelab down`. Either way ``<data-dir>/state.json`` records what runs, and the etcd data in
-``<data-dir>/etcd`` survives for the next `up`.
+The `up` process is the supervisor (``supervisor.py``): whatever exits is restarted with back-off and said on its
+output. Foreground (default): until Ctrl-C / SIGTERM / SIGHUP, then it stops everything in reverse order.
+``--detach``: the supervisor is a forked child in its own session, logging to ``<data-dir>/logs/supervisor.log``;
+`up` shows its start-up and returns once everything is healthy (``detach.py``). Either way
+``<data-dir>/state.json`` records the supervisor and what runs, and the etcd data in ``<data-dir>/etcd`` survives
+for the next `up`.
+
+Signals to the supervisor: SIGINT, SIGTERM, SIGHUP stop the cluster; SIGUSR1 (what `kubelab down` sends) makes it
+exit at once and leave the components to `down`, which stops them in reverse order — so nothing is restarted
+while `down` stops it. During start-up every one of them stops what was started.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from pathlib import Path
 from types import FrameType
 
 from kubelab import process
-from kubelab.cluster import CRITICAL, Cluster, Progress, StartupError, stop_records
+from kubelab.cluster import Cluster, Progress, StartupError, stop_records
+from kubelab.detach import Console, run_detached
 from kubelab.etcd import find_etcd
 from kubelab.net import free_ports_from, port_in_use
 from kubelab.state import ClusterState, load_state, remove_state, save_state
@@ -59,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--detach", action="store_true",
-        help="return once everything is healthy and leave it running (stop with `kubelab down`)",
+        help="return once everything is healthy and leave it running under a background supervisor that restarts "
+        "what exits (its log: <data-dir>/logs/supervisor.log; stop all with `kubelab down`)",
     )  # fmt: skip
     parser.add_argument(
         "--etcd-binary", default=None, metavar="PATH",
@@ -67,12 +75,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+SUPERVISOR_LOG = "supervisor.log"  # in <data-dir>/logs/, a detached supervisor's output
+TICK = 0.2  # seconds between two supervision passes
+
+
 class _Interrupted(Exception):
-    """Ctrl-C, SIGTERM or SIGHUP arrived: stop everything."""
+    """Ctrl-C, SIGTERM or SIGHUP arrived (or SIGUSR1 during start-up): stop everything."""
 
 
-def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
-    raise _Interrupted(signal.Signals(signum).name)
+class _Signals:
+    """The supervisor's signals: during start-up each raises ``_Interrupted``; afterwards each is only noted, and
+    the supervision loop acts on it between two passes (never half-way through a restart)."""
+
+    STOP = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    RELEASE = signal.SIGUSR1  # `kubelab down`: exit, the components are stopped by down
+
+    def __init__(self) -> None:
+        self.raising = True
+        self.received: signal.Signals | None = None
+
+    def install(self) -> None:
+        for sig in (*self.STOP, self.RELEASE):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        sig = signal.Signals(signum)
+        if self.raising:
+            raise _Interrupted(sig.name)
+        self.received = self.received or sig
 
 
 def _ignore_while_stopping(signum: int, frame: FrameType | None) -> None:
@@ -83,19 +113,29 @@ SignalHandler = Callable[[int, FrameType | None], None] | signal.Handlers
 
 
 def _set_signal_handlers(handler: SignalHandler) -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
         signal.signal(sig, handler)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.detach:
+        log = Path(args.data_dir).absolute() / "logs" / SUPERVISOR_LOG
+        return run_detached(lambda console: _run(args, console), log)
+    return _run(args, None)
+
+
+def _run(args: argparse.Namespace, console: Console | None) -> int:
+    """Start the cluster and supervise it; ``console`` is set in the detached supervisor."""
     data_dir = Path(args.data_dir).absolute()
     previous = load_state(data_dir)
     if previous is not None:
-        alive = [r for r in previous.processes if process.pid_alive(r.pid, r.start_time)]
+        alive = [(r.name, r.pid) for r in previous.processes if process.pid_alive(r.pid, r.start_time)]
+        if previous.supervisor_pid and process.pid_alive(previous.supervisor_pid, previous.supervisor_start_time):
+            alive.insert(0, ("supervisor", previous.supervisor_pid))
         if alive:
             _fail(
                 f"kubelab is already running from {data_dir} "
-                f"({', '.join(f'{r.name} pid {r.pid}' for r in alive)}).\n"
+                f"({', '.join(f'{name} pid {pid}' for name, pid in alive)}).\n"
                 f"  see it:  kubelab status --data-dir {args.data_dir}\n"
                 f"  stop it: kubelab down --data-dir {args.data_dir}"
             )
@@ -123,22 +163,25 @@ def run(args: argparse.Namespace) -> int:
         etcd_binary=etcd_binary,
         etcd_ports=_reusable_etcd_ports(previous),
         report=lambda progress: _on_progress(progress, printer, data_dir, cluster),
+        say=lambda line: _say(line, printer),
+        changed=lambda: _save(data_dir, cluster),
     )
-    if not args.detach:
-        cluster.state.launcher_pid = os.getpid()
-        cluster.state.launcher_start_time = process.process_start_time(os.getpid())
+    cluster.state.supervisor_pid = os.getpid()
+    cluster.state.supervisor_start_time = process.process_start_time(os.getpid())
+    cluster.state.detached = console is not None
+    cluster.state.supervisor_log = str(console.log) if console is not None else None
     print(f"kubelab: starting in {_shown(data_dir)} (etcd {etcd_binary})", flush=True)
-    _set_signal_handlers(_raise_interrupted)
+    signals = _Signals()
+    signals.install()
     began = time.monotonic()
     try:
         state = cluster.start()
         save_state(data_dir, state)
         printer.clear()
         _print_ready(cluster, args, time.monotonic() - began)
-        if args.detach:
-            cluster.etcd.detach()
-            return 0
-        return _supervise(cluster)
+        if console is not None:
+            console.detach()
+        return _supervise(cluster, signals)
     except StartupError as e:
         printer.clear()
         _fail(str(e))
@@ -157,18 +200,23 @@ def run(args: argparse.Namespace) -> int:
         _set_signal_handlers(signal.SIG_DFL)
 
 
-def _supervise(cluster: Cluster) -> int:
-    """Foreground: report processes that die; stop all if etcd or the apiserver dies."""
-    while True:
-        time.sleep(0.5)
-        for record, reason in cluster.exited():
-            print(f"kubelab: {reason}", file=sys.stderr, flush=True)
-            print(process.tail(Path(record.log), 10), file=sys.stderr, flush=True)
-            if record.component in CRITICAL:
-                print(f"kubelab: {record.name} is essential: stopping everything", file=sys.stderr)
-                _stop(cluster, Path(cluster.state.data_dir))
-                return 1
-            save_state(cluster.state.data_dir, cluster.state)
+def _supervise(cluster: Cluster, signals: _Signals) -> int:
+    """Restart what exits until a signal says to stop (SIGINT/TERM/HUP) or to leave it to `kubelab down` (USR1)."""
+    signals.raising = False
+    data_dir = Path(cluster.state.data_dir)
+    while signals.received is None:
+        if cluster.supervise_once():
+            _save(data_dir, cluster)
+        time.sleep(TICK)
+    if signals.received == _Signals.RELEASE:
+        cluster.supervisor.close()
+        cluster.state.supervisor_pid = cluster.state.supervisor_start_time = None
+        save_state(data_dir, cluster.state)
+        _say("`kubelab down` stops the cluster: the supervisor exits and restarts nothing more", None)
+        return 0
+    print(f"\nkubelab: {signals.received.name}: stopping ...", flush=True)
+    _stop(cluster, data_dir)
+    return 0
 
 
 def _stop(cluster: Cluster, data_dir: Path) -> None:
@@ -178,6 +226,13 @@ def _stop(cluster: Cluster, data_dir: Path) -> None:
     remove_state(data_dir)
     names = ", ".join(r.name for r in stopped) or "nothing was running"
     print(f"kubelab: stopped {names} in {time.monotonic() - began:.1f}s", flush=True)
+
+
+def _say(line: str, printer: _ProgressPrinter | None) -> None:
+    """A supervisor line (an exit, a restart), time-stamped, on stderr (and so in a detached supervisor's log)."""
+    if printer is not None:
+        printer.clear()
+    print(f"kubelab: {time.strftime('%Y-%m-%dT%H:%M:%S')} {line}", file=sys.stderr, flush=True)
 
 
 def _reusable_etcd_ports(previous: ClusterState | None) -> tuple[int, int] | None:
@@ -192,7 +247,11 @@ def _reusable_etcd_ports(previous: ClusterState | None) -> tuple[int, int] | Non
 
 def _on_progress(progress: Progress, printer: _ProgressPrinter, data_dir: Path, cluster: Cluster) -> None:
     printer.show(progress)
-    save_state(data_dir, cluster.state)  # so `kubelab down` finds even a half-started cluster
+    _save(data_dir, cluster)  # so `kubelab down` finds even a half-started cluster
+
+
+def _save(data_dir: Path, cluster: Cluster) -> None:
+    save_state(data_dir, cluster.state)
 
 
 class _ProgressPrinter:
@@ -237,9 +296,11 @@ def _print_ready(cluster: Cluster, args: argparse.Namespace, seconds: float) -> 
     print(f"  export KUBECONFIG={cluster.state.kubeconfig}")
     print(f"  logs: {data}/logs/   state: {data}/state.json   status: kubelab status --data-dir {data}")
     if args.detach:
-        print(f"Running in the background; stop it with: kubelab down --data-dir {data}")
+        log = _shown(Path(cluster.state.supervisor_log or ""))
+        print(f"Running in the background under supervisor pid {os.getpid()}, which restarts what exits "
+              f"(its log: {log}); stop it with: kubelab down --data-dir {data}")
     else:
-        print("Ctrl-C stops everything.")
+        print("Components that exit are restarted. Ctrl-C stops everything.")
     sys.stdout.flush()
 
 

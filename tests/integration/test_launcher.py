@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -25,6 +26,7 @@ import pytest
 from kubelab import process
 from kubelab.etcd import EtcdServer, find_etcd, free_port
 from kubelab.state import ClusterState, load_state
+from support.launcher import assert_nothing_left, kubelab
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,26 +36,6 @@ def _etcd_or_skip() -> str:
         return find_etcd()
     except FileNotFoundError as e:
         pytest.skip(str(e))
-
-
-def kubelab(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kubelab", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-def assert_nothing_left(state: ClusterState) -> None:
-    for record in state.processes:
-        assert not process.pid_alive(record.pid, record.start_time), f"{record.name} still runs"
-        assert process.group_members(record.pid) == [], f"{record.name}'s process group still has members"
 
 
 class Launcher:
@@ -112,6 +94,19 @@ class Launcher:
             self.proc.stdout.close()
 
 
+@contextmanager
+def foreground_up(data_dir: Path, nodes: int, env: dict[str, str]) -> Iterator[tuple[Launcher, ClusterState]]:
+    """A foreground `kubelab up`, once it is up, with the state it recorded; killed afterwards if still running."""
+    launcher = Launcher(data_dir, free_port(), nodes, env)
+    try:
+        launcher.wait_for("Ctrl-C stops everything")
+        state = load_state(data_dir)
+        assert state is not None
+        yield launcher, state
+    finally:
+        launcher.kill()
+
+
 @pytest.fixture()
 def data_dir(tmp_path: Path) -> Iterator[Path]:
     """A data dir that is always brought down, whatever the test did."""
@@ -141,7 +136,7 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
     status = kubelab("status", "--data-dir", str(data_dir))
     assert status.returncode == 0, status.stdout + status.stderr
     lines = status.stdout.splitlines()
-    assert lines[1].split() == ["COMPONENT", "PID", "PORT", "HEALTH", "UPTIME"]
+    assert lines[1].split() == ["COMPONENT", "PID", "PORT", "HEALTH", "RESTARTS", "UPTIME", "LAST", "EXIT"]
     rows = {line.split()[0]: line.split() for line in lines[2:]}
     assert rows["etcd"][3] == "ok"
     assert rows["apiserver"][2:4] == [str(port), "ok"]
@@ -280,39 +275,57 @@ def test_up_fails_clearly_when_the_apiserver_fails(data_dir: Path, stand_ins: di
 
 def test_foreground_up_stops_everything_on_ctrl_c(data_dir: Path, stand_ins: dict[str, str]) -> None:
     _etcd_or_skip()
-    launcher = Launcher(data_dir, free_port(), 1, stand_ins)
-    try:
-        launcher.wait_for("Ctrl-C stops everything")
-        state = load_state(data_dir)
-        assert state is not None and state.launcher_pid == launcher.proc.pid
+    with foreground_up(data_dir, 1, stand_ins) as (launcher, state):
+        assert state.supervisor_pid == launcher.proc.pid and not state.detached
         launcher.proc.send_signal(signal.SIGINT)
         output = launcher.finish()
         assert launcher.proc.returncode == 0, output
         assert "stopped kubelet-node01, scheduler, controller-manager, apiserver, etcd" in output
         assert_nothing_left(state)
         assert load_state(data_dir) is None
-    finally:
-        launcher.kill()
 
 
-def test_foreground_up_survives_a_client_but_not_the_apiserver(data_dir: Path, stand_ins: dict[str, str]) -> None:
+def test_foreground_up_restarts_whatever_exits_the_apiserver_too(data_dir: Path, stand_ins: dict[str, str]) -> None:
+    """As systemd would: a client and the apiserver killed with SIGKILL are both started again, the launcher says
+    so with the signal and the restart number, and Ctrl-C afterwards still stops everything, the new pids included."""
     _etcd_or_skip()
-    launcher = Launcher(data_dir, free_port(), 0, stand_ins)
-    try:
-        launcher.wait_for("Ctrl-C stops everything")
-        state = load_state(data_dir)
-        assert state is not None
+    with foreground_up(data_dir, 0, stand_ins) as (launcher, state):
         pids = {r.name: r.pid for r in state.processes}
         os.kill(pids["scheduler"], signal.SIGKILL)
-        launcher.wait_for("scheduler", "exited with code -9")
-        assert launcher.proc.poll() is None  # a client dying does not take the cluster down
+        launcher.wait_for("scheduler exited (signal SIGKILL); restarting in 1s (restart 1)")
+        launcher.wait_for("scheduler restarted (pid")
         os.kill(pids["apiserver"], signal.SIGKILL)
+        launcher.wait_for("apiserver exited (signal SIGKILL); restarting in 1s (restart 1)")
+        launcher.wait_for("apiserver is up again")
+        assert launcher.proc.poll() is None
+        restarted = load_state(data_dir)
+        assert restarted is not None
+        records = {r.name: r for r in restarted.processes}
+        for name in ("scheduler", "apiserver"):
+            assert records[name].pid != pids[name] and process.pid_alive(records[name].pid)
+            assert (records[name].restarts, records[name].last_exit_signal) == (1, "SIGKILL")
+        launcher.proc.send_signal(signal.SIGINT)
         output = launcher.finish()
-        assert launcher.proc.returncode == 1, output
-        assert "apiserver is essential: stopping everything" in output
+        assert launcher.proc.returncode == 0, output
+        assert_nothing_left(restarted)
         assert_nothing_left(state)
-    finally:
-        launcher.kill()
+
+
+def test_down_stops_the_foreground_supervisor_first_then_the_components(
+    data_dir: Path, stand_ins: dict[str, str]
+) -> None:
+    _etcd_or_skip()
+    with foreground_up(data_dir, 1, stand_ins) as (launcher, state):
+        down = kubelab("down", "--data-dir", str(data_dir))
+        assert down.returncode == 0, down.stdout + down.stderr
+        stopped = [line.split()[1] for line in down.stdout.splitlines() if line.startswith("  stopped ")]
+        assert stopped == ["supervisor", "kubelet-node01", "scheduler", "controller-manager", "apiserver", "etcd"]
+        output = launcher.finish()
+        assert launcher.proc.returncode == 0, output
+        assert "`kubelab down` stops the cluster: the supervisor exits and restarts nothing more" in output
+        assert "restarting in" not in output  # nothing down stopped was started again
+        assert_nothing_left(state)
+        assert load_state(data_dir) is None
 
 
 def test_up_refuses_a_taken_port(data_dir: Path) -> None:

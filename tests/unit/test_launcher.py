@@ -146,11 +146,14 @@ def _state(tmp_path: Path) -> ClusterState:
         etcd_client_port=2379,
         etcd_peer_port=2380,
         kubeconfig=str(tmp_path / "kubeconfig"),
-        launcher_pid=123,
-        launcher_start_time=456,
+        supervisor_pid=123,
+        supervisor_start_time=456,
+        supervisor_log=str(tmp_path / "logs" / "supervisor.log"),
+        detached=True,
         processes=[
             ProcessRecord("etcd", "etcd", 10, 1000, 1.5, "logs/etcd.log", 2379, "http://127.0.0.1:2379/health"),
-            ProcessRecord("kubelet-node01", "kubelet", 11, None, 2.5, "logs/kubelet-node01.log", 10250),
+            ProcessRecord("kubelet-node01", "kubelet", 11, None, 2.5, "logs/kubelet-node01.log", 10250,
+                          restarts=2, last_exit_signal="SIGKILL", last_exit_at=2.0),
         ],
     )
 
@@ -163,9 +166,18 @@ def test_state_round_trip(tmp_path: Path) -> None:
 
 
 def test_state_ignores_unknown_keys(tmp_path: Path) -> None:
-    text = _state(tmp_path).to_json().replace('"launcher_pid"', '"future_field": 1, "launcher_pid"')
+    text = _state(tmp_path).to_json().replace('"supervisor_pid"', '"future_field": 1, "supervisor_pid"')
     state_path(tmp_path).write_text(text)
     assert load_state(tmp_path) == _state(tmp_path)
+
+
+def test_state_of_a_launcher_before_the_supervisor_is_read(tmp_path: Path) -> None:
+    """A state.json written by the previous launcher (``launcher_pid``): `down` still finds that launcher."""
+    text = _state(tmp_path).to_json().replace('"supervisor_pid"', '"launcher_pid"')
+    text = text.replace('"supervisor_start_time"', '"launcher_start_time"')
+    state_path(tmp_path).write_text(text)
+    loaded = load_state(tmp_path)
+    assert loaded is not None and (loaded.supervisor_pid, loaded.supervisor_start_time) == (123, 456)
 
 
 def test_missing_or_corrupt_state_is_none(tmp_path: Path) -> None:
@@ -287,6 +299,21 @@ def test_stop_group_resumes_a_stopped_process_so_it_handles_sigterm(tmp_path: Pa
     assert process.stop_group(spawned.pid, spawned.start_time, timeout=5)
     assert spawned.exit_code() is not None
     assert "clean shutdown" in log.read_text()  # its SIGTERM handler ran: it was not simply SIGKILLed
+
+
+def test_descendants_finds_children_of_children(tmp_path: Path) -> None:
+    log = tmp_path / "stubborn.log"
+    spawned = process.spawn("stubborn", [sys.executable, "-c", STUBBORN], log)
+    try:
+        _wait_for_line(log, "stubborn and ready")
+        tree = process.descendants(os.getpid())
+        assert tree[spawned.pid] == spawned.start_time
+        below = process.descendants(spawned.pid)
+        assert len(below) == 1 and set(below) < set(tree)  # the grandchild the stubborn process started
+    finally:
+        process.stop_group(spawned.pid, spawned.start_time, timeout=0.5)
+    assert spawned.exit_code() is not None
+    assert spawned.pid not in process.descendants(os.getpid())
 
 
 def test_pid_alive_rejects_a_reused_pid(tmp_path: Path) -> None:

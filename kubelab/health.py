@@ -1,0 +1,77 @@
+"""Health checks of supervised processes: one quick probe of one run, used at start-up and after each restart.
+
+A check answers for the current run of a process (its log, where this run's part of the log begins, how long it
+has run), so the same check tells `kubelab up` when a component is up and tells the supervisor when a restarted
+one is up again. A probe is short (at most ``PROBE_TIMEOUT``): the caller polls.
+
+- ``HttpHealth``: a fixed URL answers 200 (etcd's ``/health``, the apiserver's ``/healthz``).
+- ``PrintedHealth``: a URL the process printed in this run's log answers 200 (the controller-manager, the
+  scheduler and the kubelets print their ``/healthz``; a restarted one may print another port); a process that
+  prints none is up once it has survived ``settle`` seconds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from kubelab import process
+
+__all__ = ["HealthCheck", "HttpHealth", "PrintedHealth", "Probe", "Run"]
+
+PROBE_TIMEOUT = 0.5
+
+
+@dataclass(frozen=True)
+class Run:
+    """What a health check may look at for one run of a process."""
+
+    log: Path
+    log_offset: int  # the log is appended across runs: this run's output starts here
+    seconds: float  # how long it has been running
+
+
+@dataclass(frozen=True)
+class Probe:
+    healthy: bool
+    url: str | None = None  # where the health was (or would be) checked, for `kubelab status`
+
+
+class HealthCheck(Protocol):
+    def probe(self, run: Run) -> Probe:
+        """One quick look: is this run healthy now?"""
+        ...
+
+
+@dataclass(frozen=True)
+class HttpHealth:
+    url: str
+
+    def probe(self, run: Run) -> Probe:
+        return Probe(process.wait_http_ok(self.url, timeout=PROBE_TIMEOUT), self.url)
+
+
+@dataclass(frozen=True)
+class PrintedHealth:
+    pattern: re.Pattern[str]  # the health URL a process prints, e.g. components.HEALTH_URL_IN_LOG
+    settle: float = 1.0
+
+    def probe(self, run: Run) -> Probe:
+        url = printed_url(run.log, run.log_offset, self.pattern)
+        if url is None:
+            return Probe(run.seconds >= self.settle)
+        return Probe(process.wait_http_ok(url, timeout=PROBE_TIMEOUT), url)
+
+
+def printed_url(log: Path, offset: int, pattern: re.Pattern[str]) -> str | None:
+    """The first URL matching ``pattern`` that the process printed since ``offset``, if any."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(offset)
+            text = f.read(1_000_000).decode("utf-8", "replace")
+    except OSError:
+        return None
+    match = pattern.search(text)
+    return match.group(0) if match else None
