@@ -33,6 +33,7 @@ from kubelab.components import (
     is_available,
     kubelet_node_name,
 )
+from kubelab.encryption import ensure_encryption_config
 from kubelab.etcd import EtcdServer
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
@@ -191,6 +192,7 @@ class Cluster:
             "--etcd-servers", self.etcd.url,
             "--port", str(self.port),
             "--bind-address", "127.0.0.1",
+            "--encryption-provider-config", str(ensure_encryption_config(self.data_dir)),
         ]  # fmt: skip
         pending = self._spawn(component, component.name, args, port=self.port)
         pending.record.health_url = f"{self.api_url}{component.health_path}"
