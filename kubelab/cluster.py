@@ -34,7 +34,7 @@ from kubelab.components import (
     kubelet_node_name,
 )
 from kubelab.encryption import ensure_encryption_config
-from kubelab.etcd import EtcdServer
+from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
 from kubelab.state import ClusterState, ProcessRecord
@@ -84,6 +84,7 @@ class Cluster:
         etcd_binary: str | None = None,
         etcd_ports: tuple[int, int] | None = None,
         report: Report = lambda progress: None,
+        etcd_quota_backend_bytes: int = QUOTA_BACKEND_BYTES,
     ) -> None:
         self.data_dir = data_dir.absolute()
         self.port = port
@@ -98,6 +99,7 @@ class Cluster:
             client_port=client_port,
             peer_port=peer_port,
             log_path=self.logs / "etcd.log",
+            quota_backend_bytes=etcd_quota_backend_bytes,
         )
         self.state = ClusterState(
             data_dir=str(self.data_dir),

