@@ -68,7 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--etcd-quota-backend-bytes", type=_count, default=QUOTA_BACKEND_BYTES, metavar="BYTES",
         help="etcd's --quota-backend-bytes: past it etcd raises NOSPACE, refuses writes and the apiserver's "
-             f"/readyz fails until it is compacted, defragmented and disarmed (default {QUOTA_BACKEND_BYTES}, 8 GiB; 0: etcd's own, 2 GiB)",
+             f"/readyz fails until it is compacted, defragmented and disarmed "
+             f"(default {QUOTA_BACKEND_BYTES}, 8 GiB; 0: etcd's own, 2 GiB)",
     )  # fmt: skip
 
 

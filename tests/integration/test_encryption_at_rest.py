@@ -135,8 +135,8 @@ async def test_rotation_by_replacing_every_secret(start: object, own_etcd: EtcdS
     assert (await stored(own_etcd, f"/registry/secrets/{ns}/a")).startswith(b"k8s:enc:aescbc:v1:old:")
 
     # The new key first, the old one still there to read: reads work, writes use the new key.
-    both = encryption_config(tmp_path / "both.yaml",
-                             f'aescbc: {{keys: [{{name: new, secret: "{key(3)}"}}, {{name: old, secret: "{key(2)}"}}]}}')
+    keys = f'{{name: new, secret: "{key(3)}"}}, {{name: old, secret: "{key(2)}"}}'
+    both = encryption_config(tmp_path / "both.yaml", f"aescbc: {{keys: [{keys}]}}")
     api = start(both)  # type: ignore[operator]
     assert password(api, ns, "a") == PASSWORD
     kubectl = Kubectl(kubectl_bin, api.url, tmp_path)

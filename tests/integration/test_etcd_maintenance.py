@@ -61,7 +61,8 @@ def test_compaction_every_interval(etcd_server: EtcdServer, tmp_path: Path) -> N
     current: WatchReader | None = None
     try:
         with httpx.Client(base_url=server.url, timeout=30) as c:
-            ns = c.post("/api/v1/namespaces", json={"metadata": {"generateName": "compact-"}}).json()["metadata"]["name"]
+            created = c.post("/api/v1/namespaces", json={"metadata": {"generateName": "compact-"}})
+            ns = created.json()["metadata"]["name"]
             old = c.post(configmaps(ns), json={"metadata": {"name": "old"}}).json()["metadata"]["resourceVersion"]
             latest = old
             for i in range(5):  # more changes than the watch cache keeps: a watch from `old` must ask etcd
