@@ -51,6 +51,20 @@ class DeleteOptions:
 UpdateFn = Callable[[Object], Object | Awaitable[Object]]
 
 
+class Untransformable(errors.InternalError):
+    """A stored value none of the resource's transformers reads (its encryption key is gone), worded as kube's
+    etcd3 store words it: a LIST names the key, a read of the object itself only the transformer's error."""
+
+    def __init__(self, key: bytes, transform_error: str) -> None:
+        cause = f'unable to transform key "{key.decode(errors="replace")}": {transform_error}'
+        super().__init__(f"Internal error occurred: {cause}", causes=[Cause("", cause)])
+        self.transform_error = transform_error
+
+    def for_object(self) -> errors.InternalError:
+        return errors.InternalError(f"Internal error occurred: {self.transform_error}",
+                                    causes=[Cause("", self.transform_error)])
+
+
 class ResourceStore:
     """All storage operations of one resource, with its strategy applied."""
 
@@ -95,7 +109,7 @@ class ResourceStore:
             try:
                 value, stale = self.transformer.from_storage(value, key)
             except TransformError as err:
-                raise errors.InternalError(f'unable to transform key "{key.decode()}": {err}') from None
+                raise Untransformable(key, str(err)) from None
         obj = orjson.loads(value)
         co = self._cached(self.strategy.from_storage(obj) if self.converts else obj, rv)
         co.stale = stale
@@ -117,13 +131,20 @@ class ResourceStore:
             raise errors.not_found(self.strategy.resource, name, self.strategy.group)
         co = self.cache.get(key)
         if co is None or co.rv != kv.mod_revision:
-            co = self._decode(key, kv.value, kv.mod_revision)
+            co = self._decode_one(kv)
         return co, kv
+
+    def _decode_one(self, kv: KeyValue) -> CachedObject:
+        """Decode one object read on its own (GET, the read of an update or delete)."""
+        try:
+            return self._decode(kv.key, kv.value, kv.mod_revision)
+        except Untransformable as err:
+            raise err.for_object() from None
 
     async def get(self, namespace: str | None, name: str, resource_version: str | None = None) -> CachedObject:
         """GET: consistent from etcd; with ``resourceVersion=0`` (any) from the watch cache."""
         if resource_version is not None and (broken := self.cache.broken.get(self.etcd_key(namespace, name))):
-            raise broken  # cannot be decoded (a key this apiserver lacks)
+            raise broken.for_object() if isinstance(broken, Untransformable) else broken
         if resource_version == "0":
             co = self.cache.get(self.etcd_key(namespace, name))
             if co is None:
@@ -286,7 +307,7 @@ class ResourceStore:
                 if err.current is None:
                     raise errors.not_found(strategy.resource, name, strategy.group) from None
                 kv = err.current
-                co = self._decode(kv.key, kv.value, kv.mod_revision)
+                co = self._decode_one(kv)
                 continue
             return self._written(kv.key, new, rv)
         raise errors.conflict(strategy.resource, name, strategy.group, "too many concurrent updates; try again")
@@ -407,7 +428,7 @@ class ResourceStore:
                 if err.current is None:
                     raise errors.not_found(strategy.resource, name, strategy.group) from None
                 kv = err.current
-                co = self._decode(kv.key, kv.value, kv.mod_revision)
+                co = self._decode_one(kv)
         raise errors.conflict(strategy.resource, name, strategy.group, "too many concurrent updates; try again")
 
     def _mark_deleted(self, obj: Object, options: DeleteOptions) -> Object | None:

@@ -169,14 +169,20 @@ async def test_a_missing_key_fails_those_reads_and_nothing_else(start: object, t
     api = start(encryption_config(tmp_path / "enc.yaml", aescbc("lost", 5)))  # type: ignore[operator]
     ns = create_secret(api, "s")
     api = start(encryption_config(tmp_path / "other.yaml", aescbc("other", 6)))  # type: ignore[operator]
-    expected = (f'unable to transform key "/registry/secrets/{ns}/s": no matching key was found for the provided '
-                f"AES transformer")
+    failing = "no matching key was found for the provided AES transformer"
     with httpx.Client(base_url=api.url, timeout=30) as c:
+        # kube's etcd3 store: a GET answers the transformer's error, a LIST names the key too.
         got = c.get(f"/api/v1/namespaces/{ns}/secrets/s")
         assert got.status_code == 500
-        assert got.json()["reason"] == "InternalError" and got.json()["message"] == expected
+        assert got.json()["reason"] == "InternalError"
+        assert got.json()["message"] == f"Internal error occurred: {failing}"
         listed = c.get(f"/api/v1/namespaces/{ns}/secrets")
-        assert listed.status_code == 500 and listed.json()["message"] == expected
+        assert listed.status_code == 500 and listed.json()["reason"] == "InternalError"
+        assert listed.json()["message"] == \
+            f'Internal error occurred: unable to transform key "/registry/secrets/{ns}/s": {failing}'
+        assert c.get(f"/api/v1/namespaces/{ns}/secrets/s", params={"resourceVersion": "0"}).json()["message"] == \
+            f"Internal error occurred: {failing}"
+        assert c.delete(f"/api/v1/namespaces/{ns}/secrets/s").status_code == 500
         # Everything else is served: other resources, and Secrets this key can read.
         assert c.get(f"/api/v1/namespaces/{ns}").status_code == 200
         assert c.post(f"/api/v1/namespaces/{ns}/configmaps", json={"metadata": {"name": "c"}}).status_code == 201
