@@ -127,6 +127,17 @@ async def test_secrets_are_ciphertext_in_etcd_and_plain_through_the_api(
     assert events and all(base64.b64decode(e["object"]["data"]["password"]).decode() == PASSWORD for e in events)
 
 
+@pytest.mark.parametrize("provider", ["aesgcm", "secretbox"])
+async def test_other_providers_store_their_prefix(provider: str, start: object, own_etcd: EtcdServer,
+                                                 tmp_path: Path) -> None:
+    config = encryption_config(tmp_path / "enc.yaml", f'{provider}: {{keys: [{{name: k9, secret: "{key(9)}"}}]}}')
+    api = start(config)  # type: ignore[operator]
+    ns = create_secret(api, "s")
+    raw = await stored(own_etcd, f"/registry/secrets/{ns}/s")
+    assert raw.startswith(f"k8s:enc:{provider}:v1:k9:".encode()) and b"password" not in raw
+    assert password(api, ns, "s") == PASSWORD
+
+
 async def test_rotation_by_replacing_every_secret(start: object, own_etcd: EtcdServer, tmp_path: Path,
                                                   kubectl_bin: str) -> None:
     api = start(encryption_config(tmp_path / "old.yaml", aescbc("old", 2)))  # type: ignore[operator]
