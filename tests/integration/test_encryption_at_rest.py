@@ -11,7 +11,7 @@ import base64
 import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import aetcd
@@ -22,6 +22,7 @@ from conftest import ApiServer, Kubectl
 from kubelab.etcd import EtcdServer
 
 PASSWORD = "hunter2-correct-horse"
+Start = Callable[[Path | None], ApiServer]  # (re)starts the test's apiserver with an encryption config
 
 
 def key(seed: int) -> str:
@@ -54,8 +55,8 @@ def own_etcd(tmp_path: Path) -> Iterator[EtcdServer]:
 
 
 @pytest.fixture()
-def start(own_etcd: EtcdServer, tmp_path: Path) -> Iterator[object]:
-    """Starts apiservers over the module's etcd with an encryption config; stops them after the test."""
+def start(own_etcd: EtcdServer, tmp_path: Path) -> Iterator[Start]:
+    """Starts apiservers over the test's etcd with an encryption config; stops them after the test."""
     started: list[ApiServer] = []
 
     def run(config: Path | None) -> ApiServer:
@@ -96,8 +97,8 @@ def password(api: ApiServer, ns: str, name: str) -> str:
 
 
 async def test_secrets_are_ciphertext_in_etcd_and_plain_through_the_api(
-        start: object, own_etcd: EtcdServer, tmp_path: Path) -> None:
-    api = start(encryption_config(tmp_path / "enc.yaml", aescbc("key1", 1), "identity: {}"))  # type: ignore[operator]
+        start: Start, own_etcd: EtcdServer, tmp_path: Path) -> None:
+    api = start(encryption_config(tmp_path / "enc.yaml", aescbc("key1", 1), "identity: {}"))
     ns = create_secret(api, "db")
     raw = await stored(own_etcd, f"/registry/secrets/{ns}/db")
     assert raw.startswith(b"k8s:enc:aescbc:v1:key1:")
@@ -115,7 +116,7 @@ async def test_secrets_are_ciphertext_in_etcd_and_plain_through_the_api(
 
     # A restarted apiserver fills its watch cache from etcd and replays a watch from etcd's history: decrypted.
     rv = httpx.get(f"{api.url}/api/v1/namespaces/{ns}/secrets/db").json()["metadata"]["resourceVersion"]
-    api = start(encryption_config(tmp_path / "enc.yaml", aescbc("key1", 1)))  # type: ignore[operator]
+    api = start(encryption_config(tmp_path / "enc.yaml", aescbc("key1", 1)))
     with httpx.Client(base_url=api.url, timeout=30) as c:
         cached = c.get(f"/api/v1/namespaces/{ns}/secrets", params={"resourceVersion": "0"}).json()["items"]
         assert base64.b64decode(cached[0]["data"]["password"]).decode() == PASSWORD
@@ -128,19 +129,19 @@ async def test_secrets_are_ciphertext_in_etcd_and_plain_through_the_api(
 
 
 @pytest.mark.parametrize("provider", ["aesgcm", "secretbox"])
-async def test_other_providers_store_their_prefix(provider: str, start: object, own_etcd: EtcdServer,
+async def test_other_providers_store_their_prefix(provider: str, start: Start, own_etcd: EtcdServer,
                                                  tmp_path: Path) -> None:
     config = encryption_config(tmp_path / "enc.yaml", f'{provider}: {{keys: [{{name: k9, secret: "{key(9)}"}}]}}')
-    api = start(config)  # type: ignore[operator]
+    api = start(config)
     ns = create_secret(api, "s")
     raw = await stored(own_etcd, f"/registry/secrets/{ns}/s")
     assert raw.startswith(f"k8s:enc:{provider}:v1:k9:".encode()) and b"password" not in raw
     assert password(api, ns, "s") == PASSWORD
 
 
-async def test_rotation_by_replacing_every_secret(start: object, own_etcd: EtcdServer, tmp_path: Path,
+async def test_rotation_by_replacing_every_secret(start: Start, own_etcd: EtcdServer, tmp_path: Path,
                                                   kubectl_bin: str) -> None:
-    api = start(encryption_config(tmp_path / "old.yaml", aescbc("old", 2)))  # type: ignore[operator]
+    api = start(encryption_config(tmp_path / "old.yaml", aescbc("old", 2)))
     ns = create_secret(api, "a")
     other = create_secret(api, "b")
     assert (await stored(own_etcd, f"/registry/secrets/{ns}/a")).startswith(b"k8s:enc:aescbc:v1:old:")
@@ -148,7 +149,7 @@ async def test_rotation_by_replacing_every_secret(start: object, own_etcd: EtcdS
     # The new key first, the old one still there to read: reads work, writes use the new key.
     keys = f'{{name: new, secret: "{key(3)}"}}, {{name: old, secret: "{key(2)}"}}'
     both = encryption_config(tmp_path / "both.yaml", f"aescbc: {{keys: [{keys}]}}")
-    api = start(both)  # type: ignore[operator]
+    api = start(both)
     assert password(api, ns, "a") == PASSWORD
     kubectl = Kubectl(kubectl_bin, api.url, tmp_path)
     everything = kubectl("get", "secrets", "-A", "-o", "json").stdout
@@ -158,17 +159,17 @@ async def test_rotation_by_replacing_every_secret(start: object, own_etcd: EtcdS
             b"k8s:enc:aescbc:v1:new:")
 
     # The old key can go now.
-    api = start(encryption_config(tmp_path / "new.yaml", aescbc("new", 3)))  # type: ignore[operator]
+    api = start(encryption_config(tmp_path / "new.yaml", aescbc("new", 3)))
     assert password(api, ns, "a") == PASSWORD and password(api, other, "b") == PASSWORD
     assert len(json.loads(Kubectl(kubectl_bin, api.url, tmp_path)("get", "secrets", "-A", "-o", "json")
                           .stdout)["items"]) >= 2
 
 
-async def test_identity_first_reads_encrypted_data_and_writes_plain(start: object, own_etcd: EtcdServer,
+async def test_identity_first_reads_encrypted_data_and_writes_plain(start: Start, own_etcd: EtcdServer,
                                                                     tmp_path: Path) -> None:
-    api = start(encryption_config(tmp_path / "enc.yaml", aescbc("k", 4)))  # type: ignore[operator]
+    api = start(encryption_config(tmp_path / "enc.yaml", aescbc("k", 4)))
     ns = create_secret(api, "s")
-    api = start(encryption_config(tmp_path / "dec.yaml", "identity: {}", aescbc("k", 4)))  # type: ignore[operator]
+    api = start(encryption_config(tmp_path / "dec.yaml", "identity: {}", aescbc("k", 4)))
     assert password(api, ns, "s") == PASSWORD
     with httpx.Client(base_url=api.url, timeout=30) as c:
         assert c.post(f"/api/v1/namespaces/{ns}/secrets",
@@ -176,10 +177,10 @@ async def test_identity_first_reads_encrypted_data_and_writes_plain(start: objec
     assert base64.b64encode(PASSWORD.encode()) in await stored(own_etcd, f"/registry/secrets/{ns}/new")
 
 
-async def test_a_missing_key_fails_those_reads_and_nothing_else(start: object, tmp_path: Path) -> None:
-    api = start(encryption_config(tmp_path / "enc.yaml", aescbc("lost", 5)))  # type: ignore[operator]
+async def test_a_missing_key_fails_those_reads_and_nothing_else(start: Start, tmp_path: Path) -> None:
+    api = start(encryption_config(tmp_path / "enc.yaml", aescbc("lost", 5)))
     ns = create_secret(api, "s")
-    api = start(encryption_config(tmp_path / "other.yaml", aescbc("other", 6)))  # type: ignore[operator]
+    api = start(encryption_config(tmp_path / "other.yaml", aescbc("other", 6)))
     failing = "no matching key was found for the provided AES transformer"
     with httpx.Client(base_url=api.url, timeout=30) as c:
         # kube's etcd3 store: a GET answers the transformer's error, a LIST names the key too.
