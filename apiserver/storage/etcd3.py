@@ -244,8 +244,9 @@ class EtcdStorage:
         kvs = resp.responses[0].response_range.kvs
         return _kv(kvs[0]) if kvs else None
 
-    async def compact(self, revision: int) -> None:
-        await self._call(self._kv.Compact, rpc.CompactionRequest(revision=revision, physical=True))
+    async def compact(self, revision: int, physical: bool = True) -> None:
+        """Drop history before ``revision``; ``physical`` waits until the backend has freed it too."""
+        await self._call(self._kv.Compact, rpc.CompactionRequest(revision=revision, physical=physical))
 
     async def claim_compaction(self, key: bytes, version: int, revision: int) -> tuple[bool, int, int]:
         """Write ``revision`` to ``key`` if the key's version is still ``version`` (kube's compactor lease):

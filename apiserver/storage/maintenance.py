@@ -59,7 +59,9 @@ class Compactor:
         target, self._revision = self._revision, current
         if not won or target == 0:
             return None
-        await self._storage.compact(target)
+        # Not physical, as kube's: reads at older revisions fail at once, and a large backend freeing its pages
+        # must not outlast the request's timeout.
+        await self._storage.compact(target, physical=False)
         log.info("etcd: compacted rev (%d), endpoints (%s)", target, self._endpoints)
         return target
 
