@@ -84,8 +84,15 @@ def storage_status(err: StorageError) -> errors.StatusError:
 
 
 class SpaceExceededError(errors.StatusError):
+    """A Status with no reason (kube's StatusReasonUnknown, omitted from the JSON)."""
+
     code = 500
     reason = ""
+
+    def to_status(self) -> dict[str, Any]:
+        status = super().to_status()
+        del status["reason"]
+        return status
 
 
 async def defragment_members(config: Config, storage: EtcdStorage) -> None:
