@@ -8,7 +8,10 @@ import sys
 
 import uvicorn
 
+from apimachinery.meta import parse_duration
+
 from .app import Config, create_app
+from .storage.encryptionconfig import EncryptionConfigError
 from .spdy.upgrade import HttpToolsProtocol
 
 
@@ -27,9 +30,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="address:port advertised in /api (default: bind address and port)")
     parser.add_argument("--watch-cache-size", type=int, default=10_000,
                         help="events kept per resource for watch resumption (default: %(default)s)")
+    parser.add_argument("--encryption-provider-config", default=None, metavar="FILE",
+                        help="an apiserver.config.k8s.io/v1 EncryptionConfiguration: how resources (Secrets) are "
+                             "encrypted at rest in etcd (default: stored as they are)")
+    parser.add_argument("--etcd-compaction-interval", type=_duration, default="5m", metavar="DURATION",
+                        help="how often etcd's history is compacted, keeping one interval of it (Go duration; "
+                             "0 disables; default: %(default)s)")
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=1,
                         help="log verbosity: 0 warnings, 1 info, 2+ debug and access log (default: %(default)s)")
     return parser.parse_args(argv)
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -41,9 +57,16 @@ def main(argv: list[str] | None = None) -> None:
         advertise_address=args.advertise_address or f"{args.bind_address}:{args.port}",
         watch_cache_size=args.watch_cache_size,
         port=args.port,
+        encryption_provider_config=args.encryption_provider_config,
+        etcd_compaction_interval=args.etcd_compaction_interval,
     )
+    try:
+        app = create_app(config)
+    except EncryptionConfigError as err:
+        print(f"Error: {err}", file=sys.stderr)
+        sys.exit(1)
     uvicorn.run(
-        create_app(config),
+        app,
         host=args.bind_address,
         port=args.port,
         loop="uvloop",

@@ -9,6 +9,7 @@ serving.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -38,7 +39,8 @@ from .registry.endpoints import endpoints_address, kubernetes_endpoints
 from .registry.endpointslices import endpoint_slice_address, kubernetes_endpoint_slice
 from .registry.masterleases import MasterLeases
 from .registry.services import kubernetes_service
-from .storage.etcd3 import EtcdStorage, StorageError
+from .storage import encryptionconfig, maintenance
+from .storage.etcd3 import EtcdStorage, SpaceExceeded, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,8 @@ class Config:
     advertise_address: str = "127.0.0.1:8080"
     watch_cache_size: int = 10_000
     port: int = 8080  # where it serves: the default/kubernetes Service's targetPort
+    encryption_provider_config: str | None = None  # an EncryptionConfiguration file (encryption at rest)
+    etcd_compaction_interval: float = maintenance.DEFAULT_COMPACTION_INTERVAL  # seconds; 0 disables
 
 
 def advertised_ip(config: Config) -> str:
@@ -71,13 +75,53 @@ def kubernetes_service_objects(config: Config) -> list[BootstrapObject]:
                             points_at=endpoint_slice_address)]
 
 
+def storage_status(err: StorageError) -> errors.StatusError:
+    """The Status a storage failure answers: etcd's "database space exceeded" is passed on as kube-apiserver
+    passes on an error that is not a Status (500, no reason, etcd's message); anything else is 503."""
+    if isinstance(err, SpaceExceeded):
+        return SpaceExceededError(str(err))
+    return errors.ServiceUnavailable(f"etcd is unavailable: {err}", retry_after=1)
+
+
+class SpaceExceededError(errors.StatusError):
+    """A Status with no reason (kube's StatusReasonUnknown, omitted from the JSON)."""
+
+    code = 500
+    reason = ""
+
+    def to_status(self) -> dict[str, Any]:
+        status = super().to_status()
+        del status["reason"]
+        return status
+
+
+async def defragment_members(config: Config, storage: EtcdStorage) -> None:
+    """Defragment fragmented members before serving; each member is asked over a connection of its own."""
+    if len(config.etcd_servers) == 1:
+        await maintenance.defragment_if_fragmented([(config.etcd_servers[0], storage)])
+        return
+    members = [(server, EtcdStorage([server])) for server in config.etcd_servers]
+    try:
+        for _, member in members:
+            await member.connect()
+        await maintenance.defragment_if_fragmented(members)
+    except StorageError as err:
+        log.warning("etcd members not checked for fragmentation: %s", err)
+    finally:
+        for _, member in members:
+            await member.close()
+
+
 def create_app(config: Config) -> WarningMiddleware:
+    """The apiserver's ASGI app; raises ``EncryptionConfigError`` when the encryption configuration is unusable."""
+    encryption = (encryptionconfig.load(config.encryption_provider_config)
+                  if config.encryption_provider_config else None)
     storage = EtcdStorage(config.etcd_servers)
     decoder = Decoder(openapi_documents.swagger()["definitions"])
     bootstrap = [*system_namespaces(), *kubernetes_service_objects(config)]
     leases = MasterLeases(storage, f"{advertised_ip(config)}:{config.port}")
     registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap,
-                        leases=leases)
+                        leases=leases, encryption=encryption)
     handler = RESTHandler(registry)
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
@@ -85,14 +129,23 @@ def create_app(config: Config) -> WarningMiddleware:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await storage.connect()
+        await defragment_members(config, storage)
         await registry.start()
         openapi_documents.preload()
+        compactor: asyncio.Task[None] | None = None
+        if config.etcd_compaction_interval > 0:
+            compactor = asyncio.create_task(
+                maintenance.Compactor(storage, config.etcd_compaction_interval, config.etcd_servers).run(),
+                name="etcd compactor")
         ready["ok"] = True
         log.info("apiserver ready: %d resources cached", len(registry.stores))
         try:
             yield
         finally:
             ready["ok"] = False
+            if compactor is not None:
+                compactor.cancel()
+                await asyncio.gather(compactor, return_exceptions=True)
             await registry.stop()
             await storage.close()
 
@@ -109,16 +162,25 @@ def create_app(config: Config) -> WarningMiddleware:
                                                     f"prevented the request from succeeding"))
 
     # --- health and version ---------------------------------------------------------------------------------
-    async def health(request: Request) -> Response:
+    async def etcd_problem(readiness: bool) -> str | None:
+        """Why the etcd check fails: not started, unreachable, or (for /readyz) an alarm that stops writes."""
         if not ready["ok"]:
-            return PlainTextResponse("[-]etcd failed: not ready\nhealthz check failed", status_code=500)
-        if request.url.path != "/livez":
-            try:
-                await storage.current_revision()
-            except Exception as err:  # etcd unreachable: report, keep serving
-                return PlainTextResponse(f"[-]etcd failed: {err}\nhealthz check failed", status_code=500)
+            return "not ready"
+        try:
+            await storage.current_revision()
+            return await maintenance.alarm_problem(storage) if readiness else None
+        except Exception as err:  # etcd unreachable: report, keep serving
+            return str(err)
+
+    async def health(request: Request) -> Response:
+        """kube-apiserver's /healthz, /livez and /readyz: one line per check, the list whenever one fails."""
+        name = request.url.path.strip("/")
+        problem = None if name == "livez" and ready["ok"] else await etcd_problem(name == "readyz")
+        lines = ["[+]ping ok", "[+]etcd ok" if problem is None else f"[-]etcd failed: {problem}"]
+        if problem is not None:
+            return PlainTextResponse("\n".join(lines) + f"\n{name} check failed\n", status_code=500)
         if "verbose" in request.query_params:
-            return PlainTextResponse("[+]ping ok\n[+]etcd ok\nhealthz check passed\n")
+            return PlainTextResponse("\n".join(lines) + f"\n{name} check passed\n")
         return PlainTextResponse("ok")
 
     for path in ("/healthz", "/livez", "/readyz"):
@@ -219,7 +281,7 @@ class ResourceRouter:
             response = status_response(err)
         except StorageError as err:
             log.warning("storage unavailable serving %s %s: %s", request.method, scope["path"], err)
-            response = status_response(errors.ServiceUnavailable(f"etcd is unavailable: {err}", retry_after=1))
+            response = status_response(storage_status(err))
         except Exception as err:
             log.exception("internal error serving %s %s", request.method, scope["path"])
             response = status_response(errors.InternalError(

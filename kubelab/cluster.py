@@ -39,7 +39,8 @@ from kubelab.components import (
     is_available,
     kubelet_node_name,
 )
-from kubelab.etcd import EtcdServer
+from kubelab.encryption import ensure_encryption_config
+from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
@@ -95,6 +96,7 @@ class Cluster:
         report: Report = lambda progress: None,
         say: Callable[[str], None] = lambda line: None,
         changed: Callable[[], None] = lambda: None,
+        etcd_quota_backend_bytes: int = QUOTA_BACKEND_BYTES,
     ) -> None:
         self.data_dir = data_dir.absolute()
         self.port = port
@@ -110,6 +112,7 @@ class Cluster:
             client_port=client_port,
             peer_port=peer_port,
             log_path=self.logs / "etcd.log",
+            quota_backend_bytes=etcd_quota_backend_bytes,
         )
         self.state = ClusterState(
             data_dir=str(self.data_dir),
@@ -214,6 +217,7 @@ class Cluster:
             "--etcd-servers", self.etcd.url,
             "--port", str(self.port),
             "--bind-address", "127.0.0.1",
+            "--encryption-provider-config", str(ensure_encryption_config(self.data_dir)),
         ]  # fmt: skip
         return self._spawn(component, component.name, args, port=self.port)
 

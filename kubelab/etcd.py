@@ -32,7 +32,7 @@ import httpx
 
 from kubelab.process import tail
 
-__all__ = ["EtcdServer", "find_etcd", "free_port", "supports_flag"]
+__all__ = ["QUOTA_BACKEND_BYTES", "EtcdServer", "find_etcd", "free_port", "supports_flag"]
 
 INSTALL_ADVICE = (
     "etcd was not found. Install one of:\n"
@@ -146,8 +146,10 @@ class EtcdServer:
         client_port: int | None = None,
         peer_port: int | None = None,
         log_path: str | Path | None = None,
+        quota_backend_bytes: int = QUOTA_BACKEND_BYTES,
     ) -> None:
         self.data_dir = Path(data_dir).absolute()
+        self.quota_backend_bytes = quota_backend_bytes  # past it etcd raises NOSPACE and refuses writes
         self.binary = find_etcd(binary)
         self._auto_ports = client_port is None and peer_port is None
         self.client_port = client_port or free_port()
@@ -187,7 +189,7 @@ class EtcdServer:
             "--initial-cluster", f"default={self.peer_url}",
             "--initial-cluster-state", "new",
             "--initial-cluster-token", "kubelab",
-            "--quota-backend-bytes", str(QUOTA_BACKEND_BYTES),
+            "--quota-backend-bytes", str(self.quota_backend_bytes),
             "--heartbeat-interval", "50",  # one member: a short election makes start-up ~0.1s, not 1s
             "--election-timeout", "250",
             "--logger", "zap",

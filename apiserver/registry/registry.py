@@ -12,6 +12,7 @@ from apimachinery import errors
 from apimachinery.errors import Cause
 
 from ..fieldmanager import Schema
+from ..storage.encryptionconfig import EncryptionConfig
 from ..storage.etcd3 import EtcdStorage
 from .decoder import Decoder
 from .masterleases import MasterLeases
@@ -60,7 +61,8 @@ class Registry:
     def __init__(self, strategies: list[Strategy], storage: EtcdStorage, cache_capacity: int = 10_000,
                  decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
                  bootstrap: Sequence[BootstrapObject] | None = None,
-                 bootstrap_interval: float = BOOTSTRAP_INTERVAL, leases: MasterLeases | None = None) -> None:
+                 bootstrap_interval: float = BOOTSTRAP_INTERVAL, leases: MasterLeases | None = None,
+                 encryption: EncryptionConfig | None = None) -> None:
         self.storage = storage
         self.leases = leases  # None: no other apiserver is considered (every check puts this one back)
         self.bootstrap = list(bootstrap) if bootstrap is not None else system_namespaces()  # namespaces first
@@ -71,7 +73,9 @@ class Registry:
         # Every served version of a stored resource has its store (over the same etcd keys); ``stores`` holds the
         # storage version's, the first strategy listed for the resource.
         self.versions: dict[tuple[str, str, str], ResourceStore] = {
-            (s.group, s.version, s.resource): ResourceStore(s, storage, cache_capacity, decoder, on_warning, schema)
+            (s.group, s.version, s.resource): ResourceStore(
+                s, storage, cache_capacity, decoder, on_warning, schema,
+                encryption.transformer_for(s.group, s.resource) if encryption is not None else None)
             for s in strategies if not isinstance(s, VirtualStrategy)
         }
         self.stores: dict[tuple[str, str], ResourceStore] = {}

@@ -29,6 +29,7 @@ from apimachinery.meta import generate_name, new_uid, now_rfc3339
 from ..fieldmanager import FieldManager, Schema, Writer
 from ..storage.cacher import CachedObject, ObjectFilter, WatchCache
 from ..storage.etcd3 import EtcdStorage, KeyExists, KeyValue, RevisionMismatch
+from ..storage.value import Transformer, TransformError
 from .decoder import Decoder
 from .metadata import validate_meta_create, validate_meta_update
 from .strategy import Object, Strategy
@@ -50,13 +51,29 @@ class DeleteOptions:
 UpdateFn = Callable[[Object], Object | Awaitable[Object]]
 
 
+class Untransformable(errors.InternalError):
+    """A stored value none of the resource's transformers reads (its encryption key is gone), worded as kube's
+    etcd3 store words it: a LIST names the key, a read of the object itself only the transformer's error."""
+
+    def __init__(self, key: bytes, transform_error: str) -> None:
+        cause = f'unable to transform key "{key.decode(errors="replace")}": {transform_error}'
+        super().__init__(f"Internal error occurred: {cause}", causes=[Cause("", cause)])
+        self.transform_error = transform_error
+
+    def for_object(self) -> errors.InternalError:
+        return errors.InternalError(f"Internal error occurred: {self.transform_error}",
+                                    causes=[Cause("", self.transform_error)])
+
+
 class ResourceStore:
     """All storage operations of one resource, with its strategy applied."""
 
     def __init__(self, strategy: Strategy, storage: EtcdStorage, cache_capacity: int = 10_000,
                  decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
-                 schema: Schema | None = None) -> None:
+                 schema: Schema | None = None, transformer: Transformer | None = None) -> None:
         self.strategy = strategy
+        # How values are changed on their way to etcd and back (encryption at rest); None: stored as they are.
+        self.transformer = transformer
         self.storage = storage
         self.decoder = decoder
         self.on_warning = on_warning
@@ -87,15 +104,24 @@ class ResourceStore:
                             self.strategy.selectable_fields(obj))
 
     def _decode(self, key: bytes, value: bytes, rv: int) -> CachedObject:
+        stale = False
+        if self.transformer is not None:
+            try:
+                value, stale = self.transformer.from_storage(value, key)
+            except TransformError as err:
+                raise Untransformable(key, str(err)) from None
         obj = orjson.loads(value)
-        return self._cached(self.strategy.from_storage(obj) if self.converts else obj, rv)
+        co = self._cached(self.strategy.from_storage(obj) if self.converts else obj, rv)
+        co.stale = stale
+        return co
 
     def _restamp(self, co: CachedObject, rv: int) -> CachedObject:
         return self._cached(copy.deepcopy(co.obj), rv)
 
-    def _encode_for_storage(self, obj: Object) -> bytes:
+    def _encode_for_storage(self, key: bytes, obj: Object) -> bytes:
         obj["metadata"].pop("resourceVersion", None)
-        return orjson.dumps(self.strategy.to_storage(obj) if self.converts else obj)
+        data = orjson.dumps(self.strategy.to_storage(obj) if self.converts else obj)
+        return data if self.transformer is None else self.transformer.to_storage(data, key)
 
     # --- reads ----------------------------------------------------------------------------------------------
     async def _read(self, namespace: str | None, name: str) -> tuple[CachedObject, KeyValue]:
@@ -105,11 +131,20 @@ class ResourceStore:
             raise errors.not_found(self.strategy.resource, name, self.strategy.group)
         co = self.cache.get(key)
         if co is None or co.rv != kv.mod_revision:
-            co = self._decode(key, kv.value, kv.mod_revision)
+            co = self._decode_one(kv)
         return co, kv
+
+    def _decode_one(self, kv: KeyValue) -> CachedObject:
+        """Decode one object read on its own (GET, the read of an update or delete)."""
+        try:
+            return self._decode(kv.key, kv.value, kv.mod_revision)
+        except Untransformable as err:
+            raise err.for_object() from None
 
     async def get(self, namespace: str | None, name: str, resource_version: str | None = None) -> CachedObject:
         """GET: consistent from etcd; with ``resourceVersion=0`` (any) from the watch cache."""
+        if resource_version is not None and (broken := self.cache.broken.get(self.etcd_key(namespace, name))):
+            raise broken.for_object() if isinstance(broken, Untransformable) else broken
         if resource_version == "0":
             co = self.cache.get(self.etcd_key(namespace, name))
             if co is None:
@@ -211,7 +246,7 @@ class ResourceStore:
             return self._cached(obj, 0)
         key = self.etcd_key(meta.get("namespace"), meta["name"])
         try:
-            rv = await self.storage.create(key, self._encode_for_storage(obj))
+            rv = await self.storage.create(key, self._encode_for_storage(key, obj))
         except KeyExists:
             raise errors.already_exists(self.strategy.resource, meta["name"], self.strategy.group) from None
         return self._written(key, obj, rv)
@@ -257,18 +292,22 @@ class ResourceStore:
             new: Object = await result if isinstance(result, Awaitable) else result  # type: ignore[assignment]
             new = self._prepare_update(new, old, subresource, field_validation, writer)
             if new == old:
-                return co
+                if not co.stale or dry_run:
+                    return co
+                # Unchanged, but stored with an old key or provider: written again, as kube's GuaranteedUpdate
+                # does for a stale value (how `kubectl replace` of every Secret moves them to a new key).
+                new = copy.deepcopy(old)
             if dry_run:
                 return self._cached(new, co.rv)
             if self._finalized(new):
                 return await self._delete_now(namespace, name, new, co.rv)
             try:
-                rv = await self.storage.update(kv.key, self._encode_for_storage(new), co.rv)
+                rv = await self.storage.update(kv.key, self._encode_for_storage(kv.key, new), co.rv)
             except RevisionMismatch as err:
                 if err.current is None:
                     raise errors.not_found(strategy.resource, name, strategy.group) from None
                 kv = err.current
-                co = self._decode(kv.key, kv.value, kv.mod_revision)
+                co = self._decode_one(kv)
                 continue
             return self._written(kv.key, new, rv)
         raise errors.conflict(strategy.resource, name, strategy.group, "too many concurrent updates; try again")
@@ -383,13 +422,13 @@ class ResourceStore:
                     return self._restamp(co, rv), True
                 if new is obj:
                     return co, False
-                rv = await self.storage.update(kv.key, self._encode_for_storage(new), co.rv)
+                rv = await self.storage.update(kv.key, self._encode_for_storage(kv.key, new), co.rv)
                 return self._written(kv.key, new, rv), False
             except RevisionMismatch as err:
                 if err.current is None:
                     raise errors.not_found(strategy.resource, name, strategy.group) from None
                 kv = err.current
-                co = self._decode(kv.key, kv.value, kv.mod_revision)
+                co = self._decode_one(kv)
         raise errors.conflict(strategy.resource, name, strategy.group, "too many concurrent updates; try again")
 
     def _mark_deleted(self, obj: Object, options: DeleteOptions) -> Object | None:

@@ -16,6 +16,9 @@ Guarantees:
   history was compacted meanwhile, the cache relists and emits the difference as events.
 - A watcher that cannot keep up (its buffer fills) is closed, as kube-apiserver closes slow watchers; the client
   re-watches from the last resourceVersion it saw.
+- A value the decoder cannot read (encrypted with a key this apiserver lacks) does not stop the cache: the key is
+  remembered with its error, and a LIST that would include it fails with that error, as kube-apiserver's LIST
+  fails on an object it cannot transform; every other object and resource keeps being served.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class CachedObject:
     rv: int
     labels: Mapping[str, str]
     fields: Mapping[str, str]
+    stale: bool = False  # stored in a form a write would not produce now (an older encryption key): rewrite it
 
 
 @dataclass(slots=True)
@@ -174,6 +178,8 @@ class WatchCache:
         # Objects this apiserver just wrote, by (etcd key, revision): their watch event reuses them instead of
         # decoding and re-encoding the same bytes.
         self._primed: dict[tuple[bytes, int], CachedObject] = {}
+        # Keys whose stored value could not be decoded, with the error a read of them answers.
+        self.broken: dict[bytes, StatusError] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -204,7 +210,13 @@ class WatchCache:
             if not more:
                 break
             start = page[-1].key + b"\0"
-        fresh = {kv.key: self._decode(kv.key, kv.value, kv.mod_revision) for kv in kvs}
+        fresh: dict[bytes, CachedObject] = {}
+        self.broken = {}
+        for kv in kvs:
+            try:
+                fresh[kv.key] = self._decode(kv.key, kv.value, kv.mod_revision)
+            except StatusError as err:
+                self._mark_broken(kv.key, err)
         if emit:
             old = self.store
             for key, co in fresh.items():
@@ -252,6 +264,7 @@ class WatchCache:
         if rv <= self.rv:
             return  # already seen (a re-established watch never repeats an event)
         prev = self.store.get(change.kv.key)
+        self.broken.pop(change.kv.key, None)
         if change.kind == "delete":
             if prev is None:
                 self.rv = rv
@@ -259,12 +272,23 @@ class WatchCache:
             del self.store[change.kv.key]
             event = CacheEvent("DELETED", self._restamp(prev, rv), prev, rv)
         else:
-            co = self._primed.pop((change.kv.key, rv), None) or self._decode(change.kv.key, change.kv.value, rv)
+            try:
+                co = self._primed.pop((change.kv.key, rv), None) or self._decode(change.kv.key, change.kv.value, rv)
+            except StatusError as err:
+                self._mark_broken(change.kv.key, err)
+                if self.store.pop(change.kv.key, None) is not None:
+                    self._sorted = None
+                self.rv = rv
+                return
             self.store[change.kv.key] = co
             event = CacheEvent("MODIFIED" if prev is not None else "ADDED", co, prev, rv)
         self._sorted = None
         self.rv = rv
         self._emit(event)
+
+    def _mark_broken(self, key: bytes, err: StatusError) -> None:
+        log.error("cannot decode %s: %s", key.decode(errors="replace"), err.message)
+        self.broken[key] = err
 
     def _emit(self, event: CacheEvent) -> None:
         if len(self._events) >= self._capacity:
@@ -302,7 +326,7 @@ class WatchCache:
         deadline = loop.time() + timeout
         while True:
             revision, count, latest = await self._storage.prefix_state(self._prefix)
-            if self.rv >= latest and len(self.store) == count:
+            if self.rv >= latest and len(self.store) + len(self.broken) == count:
                 # Nothing in flight up to `revision`: the cache reflects etcd at that revision.
                 self.rv = max(self.rv, revision)
                 return
@@ -329,7 +353,12 @@ class WatchCache:
         return self.store.get(key)
 
     def list(self, filter: ObjectFilter | None = None) -> list[CachedObject]:
-        """Current objects in key order, filtered."""
+        """Current objects in key order, filtered; the error of an undecodable object the list would hold."""
+        if self.broken:
+            within = self._prefix + (f"{filter.namespace}/".encode() if filter and filter.namespace else b"")
+            for key, err in self.broken.items():
+                if key.startswith(within):
+                    raise err
         if self._sorted is None:
             self._sorted = [self.store[k] for k in sorted(self.store)]
             self._sorted_keys = [co.key for co in self._sorted]
@@ -403,6 +432,8 @@ class WatchCache:
                         return
             except Compacted as err:
                 watcher.error = Gone(f"too old resource version: {from_rv} ({err.compact_revision})")
+            except StatusError as err:  # a value that cannot be decoded ends the watch with its error
+                watcher.error = err
             except StorageError as err:
                 log.warning("etcd history watch ended: %s", err)
             finally:

@@ -71,6 +71,27 @@ class Unavailable(StorageError):
     pass
 
 
+class SpaceExceeded(StorageError):
+    """etcd refuses writes: its backend reached ``--quota-backend-bytes`` (the NOSPACE alarm is raised)."""
+
+
+@dataclass(slots=True, frozen=True)
+class MemberStatus:
+    """What etcd's Maintenance.Status says of the member that answered."""
+
+    member_id: int
+    version: str
+    db_size: int  # bytes of the backend file
+    db_size_in_use: int  # bytes of it holding live data (the rest is free pages a defragmentation returns)
+    revision: int
+
+
+@dataclass(slots=True, frozen=True)
+class Alarm:
+    member_id: int
+    name: str  # NOSPACE | CORRUPT
+
+
 def prefix_end(prefix: bytes) -> bytes:
     """The range end that covers every key starting with ``prefix``."""
     end = bytearray(prefix)
@@ -135,6 +156,8 @@ class EtcdStorage:
         except grpc.aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.OUT_OF_RANGE and "compacted" in (err.details() or ""):
                 raise Compacted(0) from err
+            if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "space" in (err.details() or ""):
+                raise SpaceExceeded(err.details() or "etcdserver: mvcc: database space exceeded") from err
             raise Unavailable(f"etcd: {err.code().name}: {err.details()}") from err
 
     # --- reads ----------------------------------------------------------------------------------------------
@@ -221,8 +244,47 @@ class EtcdStorage:
         kvs = resp.responses[0].response_range.kvs
         return _kv(kvs[0]) if kvs else None
 
-    async def compact(self, revision: int) -> None:
-        await self._call(self._kv.Compact, rpc.CompactionRequest(revision=revision, physical=True))
+    async def compact(self, revision: int, physical: bool = True) -> None:
+        """Drop history before ``revision``; ``physical`` waits until the backend has freed it too."""
+        await self._call(self._kv.Compact, rpc.CompactionRequest(revision=revision, physical=physical))
+
+    async def claim_compaction(self, key: bytes, version: int, revision: int) -> tuple[bool, int, int]:
+        """Write ``revision`` to ``key`` if the key's version is still ``version`` (kube's compactor lease):
+        (whether it was written, the key's version now, etcd's revision)."""
+        request = rpc.TxnRequest(
+            compare=[rpc.Compare(key=key, target=rpc.Compare.VERSION, result=rpc.Compare.EQUAL, version=version)],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=str(revision).encode()))],
+            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=key))],
+        )
+        resp = await self._call(self._kv.Txn, request)
+        if resp.succeeded:
+            return True, version + 1, int(resp.header.revision)
+        kvs = resp.responses[0].response_range.kvs
+        return False, int(kvs[0].version) if kvs else 0, int(resp.header.revision)
+
+    # --- maintenance ----------------------------------------------------------------------------------------
+    def _maintenance(self) -> Any:
+        return rpc.MaintenanceStub(self._channel)
+
+    async def status(self) -> MemberStatus:
+        resp = await self._call(self._maintenance().Status, rpc.StatusRequest())
+        return MemberStatus(int(resp.header.member_id), resp.version, int(resp.dbSize), int(resp.dbSizeInUse),
+                            int(resp.header.revision))
+
+    async def defragment(self, timeout: float = 300.0) -> None:
+        """Rewrite the member's backend without its free pages (it blocks that member's writes meanwhile)."""
+        try:
+            await self._maintenance().Defragment(rpc.DefragmentRequest(), timeout=timeout)
+        except grpc.aio.AioRpcError as err:
+            raise Unavailable(f"etcd defragment: {err.code().name}: {err.details()}") from err
+
+    async def alarms(self) -> list[Alarm]:
+        resp = await self._call(self._maintenance().Alarm, rpc.AlarmRequest(action=rpc.AlarmRequest.GET))
+        return [Alarm(int(a.memberID), rpc.AlarmType.Name(a.alarm)) for a in resp.alarms]
+
+    async def disarm(self, alarm: Alarm) -> None:
+        await self._call(self._maintenance().Alarm, rpc.AlarmRequest(
+            action=rpc.AlarmRequest.DEACTIVATE, memberID=alarm.member_id, alarm=rpc.AlarmType.Value(alarm.name)))
 
     # --- watch ----------------------------------------------------------------------------------------------
     def watch(self, prefix: bytes, start_revision: int) -> WatchStream:

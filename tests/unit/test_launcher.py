@@ -246,6 +246,14 @@ def test_etcd_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert "--unsafe-no-fsync" in server.command()
     monkeypatch.setattr(etcd_mod, "supports_flag", lambda b, f: False)  # etcd 3.4 has no such flag
     assert "--unsafe-no-fsync" not in server.command()
+    assert flags["--quota-backend-bytes"] == str(8 * 1024**3)
+    small = etcd_mod.EtcdServer(tmp_path / "data", binary=str(binary), quota_backend_bytes=2 * 1024**2)
+    assert small.command()[small.command().index("--quota-backend-bytes") + 1] == str(2 * 1024**2)
+
+
+def test_up_etcd_quota_flag() -> None:
+    assert cli.parse_args(["up"])[1].etcd_quota_backend_bytes == 8 * 1024**3
+    assert cli.parse_args(["up", "--etcd-quota-backend-bytes", "2147483648"])[1].etcd_quota_backend_bytes == 2 * 1024**3
 
 
 def test_free_ports() -> None:
@@ -384,3 +392,15 @@ def test_python_m_kubelab_runs_the_cli() -> None:
     )
     assert done.returncode == 1
     assert "kubelab is not running" in done.stdout
+
+
+def test_encryption_config_is_written_once_and_loads(tmp_path: Path) -> None:
+    from apiserver.storage import encryptionconfig
+    from kubelab.encryption import ensure_encryption_config
+
+    path = ensure_encryption_config(tmp_path / "data")
+    first = path.read_text()
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert ensure_encryption_config(tmp_path / "data").read_text() == first  # the key outlives restarts
+    assert ensure_encryption_config(tmp_path / "other").read_text() != first  # a fresh key per data dir
+    assert encryptionconfig.load(path).transformer_for("", "secrets") is not None
