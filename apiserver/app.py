@@ -38,7 +38,7 @@ from .registry.endpoints import endpoints_address, kubernetes_endpoints
 from .registry.endpointslices import endpoint_slice_address, kubernetes_endpoint_slice
 from .registry.masterleases import MasterLeases
 from .registry.services import kubernetes_service
-from .storage.etcd3 import EtcdStorage, StorageError
+from .storage.etcd3 import EtcdStorage, EtcdTLS, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class Config:
     etcd_servers: list[str] = field(default_factory=lambda: ["http://127.0.0.1:2379"])
+    etcd_tls: EtcdTLS | None = None  # --etcd-cafile, --etcd-certfile, --etcd-keyfile
     advertise_address: str = "127.0.0.1:8080"
     watch_cache_size: int = 10_000
     port: int = 8080  # where it serves: the default/kubernetes Service's targetPort
@@ -72,7 +73,7 @@ def kubernetes_service_objects(config: Config) -> list[BootstrapObject]:
 
 
 def create_app(config: Config) -> WarningMiddleware:
-    storage = EtcdStorage(config.etcd_servers)
+    storage = EtcdStorage(config.etcd_servers, tls=config.etcd_tls)
     decoder = Decoder(openapi_documents.swagger()["definitions"])
     bootstrap = [*system_namespaces(), *kubernetes_service_objects(config)]
     leases = MasterLeases(storage, f"{advertised_ip(config)}:{config.port}")

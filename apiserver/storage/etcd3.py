@@ -81,8 +81,45 @@ def prefix_end(prefix: bytes) -> bytes:
     return b"\0"
 
 
+def _storage_error(err: grpc.aio.AioRpcError) -> StorageError:
+    if err.code() == grpc.StatusCode.OUT_OF_RANGE and "compacted" in (err.details() or ""):
+        return Compacted(0)
+    return Unavailable(f"etcd: {err.code().name}: {err.details()}")
+
+
 def _kv(pb: Any) -> KeyValue:
     return KeyValue(pb.key, pb.value, pb.mod_revision, pb.create_revision)
+
+
+@dataclass(frozen=True)
+class EtcdTLS:
+    """kube-apiserver's ``--etcd-cafile``, ``--etcd-certfile``, ``--etcd-keyfile`` (PEM paths; None: not given)."""
+
+    cafile: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        def read(path: str | None) -> bytes | None:
+            if path is None:
+                return None
+            with open(path, "rb") as f:
+                return f.read()
+
+        return grpc.ssl_channel_credentials(read(self.cafile), read(self.keyfile), read(self.certfile))
+
+
+def uses_tls(servers: list[str], tls: EtcdTLS | None) -> bool:
+    """https:// URLs (or a CA or client certificate given) mean TLS; mixing http:// and https:// is an error."""
+    schemes = {urlsplit(s).scheme if "://" in s else "http" for s in servers}
+    if len(schemes) > 1:
+        raise ValueError(f"--etcd-servers mixes {' and '.join(sorted(schemes))} URLs: {','.join(servers)}")
+    if "https" in schemes:
+        return True
+    if tls is not None and (tls.cafile or tls.certfile):
+        raise ValueError("--etcd-cafile/--etcd-certfile are given but --etcd-servers has http:// URLs; "
+                         "use https:// URLs for a TLS etcd")
+    return False
 
 
 def grpc_target(servers: list[str]) -> str:
@@ -103,10 +140,21 @@ def grpc_target(servers: list[str]) -> str:
 
 
 class EtcdStorage:
-    """A connection to etcd and the handful of operations the apiserver performs."""
+    """A connection to etcd and the handful of operations the apiserver performs.
 
-    def __init__(self, servers: list[str], timeout: float = 10.0) -> None:
+    Several ``servers`` (the members of one cluster) share one gRPC channel that balances over them
+    (``round_robin``): a member that goes away leaves the balancer, so later calls go to the others. A read that
+    fails with UNAVAILABLE (its member died under it) is sent again, to another member; a write is not (it may
+    have been applied), its error goes to the client as kube-apiserver's does. Watches require a leader
+    (etcd's ``hasleader`` metadata, as kube's etcd3 client sets it): a watch on a member cut off from the
+    majority ends instead of going silent, and the watch cache resumes it from its revision on another member.
+    """
+
+    READ_ATTEMPTS = 3
+
+    def __init__(self, servers: list[str], timeout: float = 10.0, tls: EtcdTLS | None = None) -> None:
         self._target = grpc_target(servers)
+        self._tls = (tls or EtcdTLS()) if uses_tls(servers, tls) else None
         self._timeout = timeout
         self._channel: grpc.aio.Channel | None = None
         self._kv: Any = None
@@ -118,7 +166,12 @@ class EtcdStorage:
                                           ("grpc.keepalive_time_ms", 30_000)]
         if self._target.startswith("ipv4:"):
             options.append(("grpc.lb_policy_name", "round_robin"))
-        self._channel = grpc.aio.insecure_channel(self._target, options=options)
+        if self._tls is not None:
+            # One name for every member (the target lists addresses): the members' certificates name localhost.
+            options.append(("grpc.ssl_target_name_override", "localhost"))
+            self._channel = grpc.aio.secure_channel(self._target, self._tls.credentials(), options=options)
+        else:
+            self._channel = grpc.aio.insecure_channel(self._target, options=options)
         self._kv = rpc.KVStub(self._channel)
         self._watch = rpc.WatchStub(self._channel)
         self._lease = rpc.LeaseStub(self._channel)
@@ -133,17 +186,26 @@ class EtcdStorage:
         try:
             return await method(request, timeout=self._timeout)
         except grpc.aio.AioRpcError as err:
-            if err.code() == grpc.StatusCode.OUT_OF_RANGE and "compacted" in (err.details() or ""):
-                raise Compacted(0) from err
-            raise Unavailable(f"etcd: {err.code().name}: {err.details()}") from err
+            raise _storage_error(err) from err
+
+    async def _read(self, request: Any) -> Any:
+        """A Range, sent again on UNAVAILABLE (reads are safe to repeat; the balancer picks another member)."""
+        for attempt in range(self.READ_ATTEMPTS):
+            try:
+                return await self._kv.Range(request, timeout=self._timeout)
+            except grpc.aio.AioRpcError as err:
+                if err.code() != grpc.StatusCode.UNAVAILABLE or attempt + 1 == self.READ_ATTEMPTS:
+                    raise _storage_error(err) from err
+                await asyncio.sleep(0.1 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     # --- reads ----------------------------------------------------------------------------------------------
     async def current_revision(self) -> int:
-        resp = await self._call(self._kv.Range, rpc.RangeRequest(key=b"\0", count_only=True, limit=1))
+        resp = await self._read(rpc.RangeRequest(key=b"\0", count_only=True, limit=1))
         return int(resp.header.revision)
 
     async def get(self, key: bytes) -> KeyValue | None:
-        resp = await self._call(self._kv.Range, rpc.RangeRequest(key=key))
+        resp = await self._read(rpc.RangeRequest(key=key))
         return _kv(resp.kvs[0]) if resp.kvs else None
 
     async def list(self, prefix: bytes, *, start: bytes | None = None, revision: int = 0,
@@ -151,7 +213,7 @@ class EtcdStorage:
         """Keys under ``prefix`` from ``start`` (inclusive), at ``revision`` (0 = now): (kvs, revision, more)."""
         request = rpc.RangeRequest(key=start or prefix, range_end=prefix_end(prefix), revision=revision,
                                    limit=limit)
-        resp = await self._call(self._kv.Range, request)
+        resp = await self._read(request)
         return [_kv(kv) for kv in resp.kvs], int(resp.header.revision), bool(resp.more)
 
     async def prefix_state(self, prefix: bytes) -> tuple[int, int, int]:
@@ -159,7 +221,7 @@ class EtcdStorage:
         cache to tell whether it has seen every change (see ``WatchCache.wait_fresh``)."""
         request = rpc.RangeRequest(key=prefix, range_end=prefix_end(prefix), limit=1, keys_only=True,
                                    sort_order=rpc.RangeRequest.DESCEND, sort_target=rpc.RangeRequest.MOD)
-        resp = await self._call(self._kv.Range, request)
+        resp = await self._read(request)
         latest = int(resp.kvs[0].mod_revision) if resp.kvs else 0
         return int(resp.header.revision), int(resp.count), latest
 
@@ -254,7 +316,8 @@ class WatchStream:
 
     async def batches(self) -> AsyncIterator[list[WatchChange]]:
         """Yields non-empty lists of changes, in revision order."""
-        self._call = self._stub.Watch(self._request_iter())
+        # hasleader: etcd ends the watch (UNAVAILABLE) when its member has no leader, rather than letting it hang
+        self._call = self._stub.Watch(self._request_iter(), metadata=(("hasleader", "true"),))
         try:
             async for resp in self._call:
                 if resp.compact_revision:

