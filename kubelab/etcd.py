@@ -354,6 +354,17 @@ class EtcdServer:
             self._log.close()
             self._log = None
 
+    def kill(self) -> None:
+        """SIGKILL the member, as a crash would (chaos tests); ``start`` brings it back over the same data."""
+        proc, self._proc = self._proc, None
+        self.detach()
+        if proc is not None:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
     def detach(self) -> None:
         """Leave etcd running when this Python process exits (`kubelab up --detach`)."""
         if self._finalizer is not None:
