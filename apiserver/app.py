@@ -39,6 +39,7 @@ from .registry.endpointslices import endpoint_slice_address, kubernetes_endpoint
 from .registry.masterleases import MasterLeases
 from .registry.services import kubernetes_service
 from .storage.etcd3 import EtcdStorage, EtcdTLS, StorageError
+from .storage.format import NewerStorageFormat, check_storage_format
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,12 @@ def create_app(config: Config) -> WarningMiddleware:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await storage.connect()
+        try:
+            await check_storage_format(storage, config.etcd_servers)
+        except NewerStorageFormat as err:
+            log.error("%s", err)
+            await storage.close()
+            raise SystemExit(1) from None  # the message above says it all: no traceback of the cause
         await registry.start()
         openapi_documents.preload()
         ready["ok"] = True
