@@ -28,8 +28,8 @@ from kubelab.etcd import INSTALL_ADVICE, EtcdServer, etcd_candidates, etcd_versi
 from kubelab.etcdpki import ClientTLS, make_etcd_pki
 from kubelab.net import port_in_use
 
-__all__ = ["EtcdCluster", "EtcdRecord", "IncompatibleEtcd", "MemberSpec", "choose_etcd", "local_cluster",
-           "record_path", "wipe"]
+__all__ = ["EtcdCluster", "EtcdRecord", "IncompatibleEtcd", "MemberSpec", "choose_etcd", "default_specs",
+           "local_cluster", "record_path", "record_run", "wipe"]
 
 RECORD_FILE = "etcd.json"
 
@@ -227,6 +227,11 @@ def _specs(data_dir: Path, size: int, record: EtcdRecord | None) -> list[MemberS
         raise IncompatibleEtcd(
             f"the etcd in {data_dir} has 1 member; it cannot become {size} by restarting "
             f"(use --etcd-members 1, or start afresh: kubelab down --wipe --data-dir {data_dir})")
+    return default_specs(size)
+
+
+def default_specs(size: int) -> list[MemberSpec]:
+    """Members of a new cluster: kubelab's names and dirs, free ports."""
     return [MemberSpec(name, _member_dir(name, size), free_port(), free_port(), free_port())
             for name in member_names(size)]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kubelab.pki import CertificateAuthority, KeyPair
 
-__all__ = ["ClientTLS", "EtcdPKI", "MemberTLS", "make_etcd_pki"]
+__all__ = ["ClientTLS", "EtcdPKI", "MemberTLS", "client_tls", "make_etcd_pki"]
 
 LOOPBACK_SANS = ("localhost", "127.0.0.1", "::1")
 
@@ -78,3 +78,8 @@ def make_etcd_pki(pki_dir: Path, member_names: list[str]) -> EtcdPKI:
     apiserver = ca.issue(pki_dir / "apiserver-etcd-client", "kube-apiserver-etcd-client", client=True)
     healthcheck = ca.issue(etcd_dir / "healthcheck-client", "kube-etcd-healthcheck-client", client=True)
     return EtcdPKI(members, ClientTLS(ca.pair.cert, apiserver), ClientTLS(ca.pair.cert, healthcheck))
+
+
+def client_tls(pki_dir: Path) -> ClientTLS:
+    """kubelab's own client certificate of an existing PKI (``kubelab snapshot``), without making anything."""
+    return ClientTLS(pki_dir / "etcd" / "ca.crt", KeyPair.at(pki_dir / "etcd" / "healthcheck-client"))

@@ -2,7 +2,8 @@
 
 A foreground `up` is asked to stop its own cluster (SIGTERM to the launcher), so it can finish cleanly;
 anything still running afterwards, or started by `up --detach`, is stopped here in reverse order.
-The etcd data stays: the next `up` starts from it (delete the data dir to start afresh).
+The etcd data stays: the next `up` starts from it; ``--wipe`` deletes it (and the record of which etcd ran it),
+so the next `up` starts afresh.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from kubelab import process
 from kubelab.cluster import stop_records
+from kubelab.etcdcluster import wipe
 from kubelab.commands.up import DEFAULT_DATA_DIR
 from kubelab.state import load_state, remove_state, state_path
 
@@ -31,6 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=float, default=10.0,
         help="seconds between SIGTERM and SIGKILL for each tier (default 10)",
     )  # fmt: skip
+    parser.add_argument(
+        "--wipe", action="store_true",
+        help="also delete the etcd data (every object) and <data-dir>/etcd.json: the next `up` starts afresh",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     state = load_state(data_dir)
     if state is None:
         print(f"kubelab: nothing to stop (no {state_path(data_dir)})")
-        return 0
+        return _wipe(data_dir) if args.wipe else 0
     began = time.monotonic()
     if state.launcher_pid and process.pid_alive(state.launcher_pid, state.launcher_start_time):
         print(f"kubelab: asking the foreground `kubelab up` (pid {state.launcher_pid}) to stop ...")
@@ -57,5 +63,14 @@ def run(args: argparse.Namespace) -> int:
         names = ", ".join(f"{r.name} pid {r.pid}" for r in left)
         print(f"kubelab: could not stop {names}", file=sys.stderr)
         return 1
+    if args.wipe:
+        print(f"kubelab: down in {time.monotonic() - began:.1f}s")
+        return _wipe(data_dir)
     print(f"kubelab: down in {time.monotonic() - began:.1f}s (etcd data kept in {data_dir / 'etcd'})")
+    return 0
+
+
+def _wipe(data_dir: Path) -> int:
+    for path in wipe(data_dir):
+        print(f"  deleted {path}")
     return 0
