@@ -253,9 +253,13 @@ def local_cluster(data_dir: Path, size: int = 1, *, binary: str | None = None, t
     log_dir = log_dir or data_dir / "logs"
     pki = make_etcd_pki(data_dir / "pki", [s.name for s in specs]) if tls else None
     initial = ",".join(f"{s.name}={'https' if tls else 'http'}://127.0.0.1:{s.peer_port}" for s in specs)
+    # A single member whose ports nobody knows yet may move to others if it loses a race for them (EtcdServer
+    # retries when it chose them itself); members of a cluster keep theirs.
+    fresh = size == 1 and record is None and not client_ports
     members = [
-        EtcdServer(data_dir / s.data_dir, binary=chosen, client_port=s.client_port, peer_port=s.peer_port,
-                   metrics_port=s.metrics_port, name=s.name, tls=pki.members[s.name] if pki else None,
+        EtcdServer(data_dir / s.data_dir, binary=chosen, client_port=None if fresh else s.client_port,
+                   peer_port=None if fresh else s.peer_port, metrics_port=None if fresh else s.metrics_port,
+                   name=s.name, tls=pki.members[s.name] if pki else None,
                    initial_cluster=initial if size > 1 else None,
                    log_path=log_dir / ("etcd.log" if size == 1 else f"{s.name}.log"))
         for s in specs
