@@ -302,7 +302,9 @@ def stop_records(records: list[ProcessRecord], timeout: float = 10.0) -> list[Pr
     tiers = [
         list(reversed(clients)),
         [r for r in records if r.component == "apiserver"],
-        [r for r in records if r.component == "etcd"],
+        # etcd members one by one: a leader stopped while the others stop too waits out etcd's request timeout
+        # (7 s) trying to hand its leadership to one of them; stopped in turn, each hands it on at once
+        *([r] for r in reversed(records) if r.component == "etcd"),
     ]
     stopped: list[ProcessRecord] = []
     for tier in tiers:

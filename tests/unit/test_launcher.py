@@ -357,3 +357,19 @@ def test_python_m_kubelab_runs_the_cli() -> None:
     )
     assert done.returncode == 1
     assert "kubelab is not running" in done.stdout
+
+
+def test_stop_records_stops_etcd_members_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stopped together, an etcd leader waits out etcd's request timeout handing leadership to a member that is
+    stopping too; in turn, each hands it on at once."""
+    calls: list[list[int]] = []
+
+    def fake_stop_groups(targets: list[tuple[int, int | None]], timeout: float) -> list[int]:
+        calls.append([pid for pid, _ in targets])
+        return [pid for pid, _ in targets]
+
+    monkeypatch.setattr(process, "stop_groups", fake_stop_groups)
+    records = [ProcessRecord(name, component, pid, None, 0.0, "log") for name, component, pid in
+               [("etcd-0", "etcd", 1), ("etcd-1", "etcd", 2), ("etcd-2", "etcd", 3), ("apiserver", "apiserver", 4)]]
+    stop_records(records)
+    assert calls == [[4], [3], [2], [1]]
