@@ -83,7 +83,7 @@ class Cluster:
         etcd_binary: str | None = None,
         etcd_ports: tuple[int, int] | None = None,
         report: Report = lambda progress: None,
-        etcd_members: int = 1,
+        etcd_members: int | None = None,
         etcd_tls: bool = True,
     ) -> None:
         """Raises IncompatibleEtcd (or FileNotFoundError) when no etcd found can run the data dir's etcd."""

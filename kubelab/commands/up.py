@@ -75,8 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "the data dir's etcd: never one older than the etcd that last ran it)",
     )  # fmt: skip
     parser.add_argument(
-        "--etcd-members", type=_members, default=1, metavar="N",
-        help="etcd cluster size, 1 or 3 (default 1); the apiserver gets every member in --etcd-servers",
+        "--etcd-members", type=_members, default=None, metavar="N",
+        help="etcd cluster size, 1 or 3 (default: as many as the data dir's etcd has, else 1); the apiserver gets "
+             "every member in --etcd-servers",
     )  # fmt: skip
     parser.add_argument(
         "--etcd-tls", action=argparse.BooleanOptionalAction, default=True,
