@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -122,19 +123,34 @@ def uses_tls(servers: list[str], tls: EtcdTLS | None) -> bool:
     return False
 
 
-def grpc_target(servers: list[str]) -> str:
-    """A gRPC target for ``--etcd-servers``: several IP endpoints become one round-robin ``ipv4:`` target."""
-    endpoints = []
+def _endpoints(servers: list[str]) -> list[tuple[str, int]]:
+    out = []
     for server in servers:
         parts = urlsplit(server if "://" in server else f"http://{server}")
-        endpoints.append((parts.hostname or "127.0.0.1", parts.port or 2379))
+        out.append((parts.hostname or "127.0.0.1", parts.port or 2379))
+    return out
+
+
+def _ipv4(host: str, port: int) -> str | None:
+    """The host's IPv4 address (a literal, or what the resolver answers first); None if it has none."""
+    try:
+        return str(ipaddress.IPv4Address(host))
+    except ValueError:
+        pass
+    try:
+        return str(socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_STREAM)[0][4][0])
+    except (OSError, IndexError):
+        return None
+
+
+def grpc_target(servers: list[str]) -> str:
+    """A gRPC target for ``--etcd-servers``: several endpoints become one round-robin ``ipv4:`` target (host names
+    resolved once, here); one endpoint stays as given."""
+    endpoints = _endpoints(servers)
     if len(endpoints) > 1:
-        try:
-            for host, _ in endpoints:
-                ipaddress.IPv4Address(host)
-            return "ipv4:" + ",".join(f"{h}:{p}" for h, p in endpoints)
-        except ValueError:
-            pass
+        addresses = [_ipv4(host, port) for host, port in endpoints]
+        if all(addresses):
+            return "ipv4:" + ",".join(f"{a}:{p}" for a, (_, p) in zip(addresses, endpoints, strict=True))
     host, port = endpoints[0]
     return f"{host}:{port}"
 
@@ -154,6 +170,7 @@ class EtcdStorage:
 
     def __init__(self, servers: list[str], timeout: float = 10.0, tls: EtcdTLS | None = None) -> None:
         self._target = grpc_target(servers)
+        self._server_name = _endpoints(servers)[0][0]
         self._tls = (tls or EtcdTLS()) if uses_tls(servers, tls) else None
         self._timeout = timeout
         self._channel: grpc.aio.Channel | None = None
@@ -167,8 +184,8 @@ class EtcdStorage:
         if self._target.startswith("ipv4:"):
             options.append(("grpc.lb_policy_name", "round_robin"))
         if self._tls is not None:
-            # One name for every member (the target lists addresses): the members' certificates name localhost.
-            options.append(("grpc.ssl_target_name_override", "localhost"))
+            if self._target.startswith("ipv4:"):  # addresses: check the members' certificates for the URLs' host
+                options.append(("grpc.ssl_target_name_override", self._server_name))
             self._channel = grpc.aio.secure_channel(self._target, self._tls.credentials(), options=options)
         else:
             self._channel = grpc.aio.insecure_channel(self._target, options=options)

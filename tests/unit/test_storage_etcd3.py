@@ -12,6 +12,7 @@ def test_several_members_are_one_round_robin_target() -> None:
     servers = ["https://127.0.0.1:2379", "https://127.0.0.1:22379", "https://127.0.0.1:32379"]
     assert grpc_target(servers) == "ipv4:127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379"
     assert grpc_target(["https://localhost:2379"]) == "localhost:2379"
+    assert grpc_target(["https://localhost:1", "https://localhost:2"]) == "ipv4:127.0.0.1:1,127.0.0.1:2"
 
 
 def test_https_means_tls_and_schemes_do_not_mix() -> None:
