@@ -68,6 +68,7 @@ class EtcdRecord:
 
     def save(self, data_dir: Path) -> None:
         path = record_path(data_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
         os.replace(tmp, path)
@@ -252,7 +253,14 @@ def local_cluster(data_dir: Path, size: int | None = None, *, binary: str | None
         for spec, port in zip(specs, client_ports, strict=False):
             if not port_in_use(port):
                 spec.client_port = port
-    chosen = choose_etcd(binary, record, has_member_data(data_dir, specs), data_dir)
+    has_data = has_member_data(data_dir, specs)
+    if size > 1 and has_data and record is not None and record.tls != tls:
+        raise IncompatibleEtcd(
+            f"the etcd members in {data_dir} were made {'with' if record.tls else 'without'} TLS and know each "
+            f"other by {'https' if record.tls else 'http'}:// peer URLs: run them "
+            f"{'with --etcd-tls' if record.tls else 'with --no-etcd-tls'}, or start afresh: "
+            f"kubelab down --wipe --data-dir {data_dir}")
+    chosen = choose_etcd(binary, record, has_data, data_dir)
     log_dir = log_dir or data_dir / "logs"
     pki = make_etcd_pki(data_dir / "pki", [s.name for s in specs]) if tls else None
     initial = ",".join(f"{s.name}={'https' if tls else 'http'}://127.0.0.1:{s.peer_port}" for s in specs)

@@ -81,3 +81,13 @@ def test_a_cluster_does_not_change_size_by_restarting(tmp_path: Path) -> None:
     (tmp_path / "data" / "etcd" / "member").mkdir(parents=True)  # one member's data
     with pytest.raises(IncompatibleEtcd, match="has 1 member"):
         local_cluster(tmp_path / "data", 3, binary=binary)
+
+
+def test_members_keep_the_scheme_their_peers_know_them_by(tmp_path: Path) -> None:
+    binary = _fake_etcd(tmp_path / "bin" / "etcd", "3.5.1")
+    data = tmp_path / "data"
+    specs = [MemberSpec(f"etcd-{i}", f"etcd/etcd-{i}", 1, 2, 3) for i in range(3)]
+    EtcdRecord("3.5.1", binary, specs, tls=True).save(data)
+    (data / "etcd" / "etcd-0" / "member").mkdir(parents=True)
+    with pytest.raises(IncompatibleEtcd, match="made with TLS"):
+        local_cluster(data, binary=binary, tls=False)
