@@ -1,4 +1,4 @@
-"""Find and run a real, single-member etcd for `kubelab up` and the test suite.
+"""Find and run a real etcd member for `kubelab up` and the test suite (kubelab/etcdcluster.py puts members together).
 
 Why a module of its own: the launcher and the test fixtures must start etcd the same way (loopback
 only, free ports, its own process group so a Ctrl-C in the terminal or a crashed test run does not

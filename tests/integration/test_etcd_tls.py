@@ -29,9 +29,9 @@ def tls_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdCluster]:
     cluster.stop()
 
 
-def _range(url: str, **kwargs: object) -> httpx.Response:
+def _range(url: str, verify: ssl.SSLContext | bool = True) -> httpx.Response:
     """etcd's v3 JSON gateway: a Range over every key (what reading Secrets straight from etcd would be)."""
-    return httpx.post(f"{url}/v3/kv/range", json={"key": "AA==", "range_end": "AA=="}, timeout=5, **kwargs)  # type: ignore[arg-type]
+    return httpx.post(f"{url}/v3/kv/range", json={"key": "AA==", "range_end": "AA=="}, timeout=5, verify=verify)
 
 
 def test_a_client_without_a_certificate_is_refused(tls_etcd: EtcdCluster) -> None:
