@@ -12,6 +12,7 @@ from apimachinery.meta import parse_duration
 
 from .app import Config, create_app
 from .storage.encryptionconfig import EncryptionConfigError
+from .storage.etcd3 import EtcdTLS, uses_tls
 from .spdy.upgrade import HttpToolsProtocol
 
 
@@ -21,7 +22,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="The kubelab API server: Kubernetes REST, list and watch over a real etcd.",
     )
     parser.add_argument("--etcd-servers", default="http://127.0.0.1:2379",
-                        help="comma-separated etcd client URLs (default: %(default)s)")
+                        help="comma-separated etcd client URLs, http:// or https:// (default: %(default)s)")
+    parser.add_argument("--etcd-cafile", default=None, help="SSL Certificate Authority file used to secure etcd "
+                        "communication")
+    parser.add_argument("--etcd-certfile", default=None, help="SSL certification file used to secure etcd "
+                        "communication")
+    parser.add_argument("--etcd-keyfile", default=None, help="SSL key file used to secure etcd communication")
     parser.add_argument("--port", "--secure-port", dest="port", type=int, default=8080,
                         help="port to serve plain HTTP on (default: %(default)s, kubectl's default server)")
     parser.add_argument("--bind-address", default="127.0.0.1",
@@ -52,8 +58,17 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     level = logging.WARNING if args.verbosity <= 0 else logging.INFO if args.verbosity == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    servers = [s.strip() for s in args.etcd_servers.split(",") if s.strip()]
+    tls = EtcdTLS(args.etcd_cafile, args.etcd_certfile, args.etcd_keyfile)
+    if (tls.certfile is None) != (tls.keyfile is None):
+        sys.exit("kubelab apiserver: --etcd-certfile and --etcd-keyfile go together")
+    try:
+        uses_tls(servers, tls)
+    except ValueError as err:
+        sys.exit(f"kubelab apiserver: {err}")
     config = Config(
-        etcd_servers=[s.strip() for s in args.etcd_servers.split(",") if s.strip()],
+        etcd_servers=servers,
+        etcd_tls=tls,
         advertise_address=args.advertise_address or f"{args.bind_address}:{args.port}",
         watch_cache_size=args.watch_cache_size,
         port=args.port,

@@ -40,7 +40,8 @@ from .registry.endpointslices import endpoint_slice_address, kubernetes_endpoint
 from .registry.masterleases import MasterLeases
 from .registry.services import kubernetes_service
 from .storage import encryptionconfig, maintenance
-from .storage.etcd3 import EtcdStorage, SpaceExceeded, StorageError
+from .storage.etcd3 import EtcdStorage, EtcdTLS, SpaceExceeded, StorageError
+from .storage.format import NewerStorageFormat, check_storage_format
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class Config:
     etcd_servers: list[str] = field(default_factory=lambda: ["http://127.0.0.1:2379"])
+    etcd_tls: EtcdTLS | None = None  # --etcd-cafile, --etcd-certfile, --etcd-keyfile
     advertise_address: str = "127.0.0.1:8080"
     watch_cache_size: int = 10_000
     port: int = 8080  # where it serves: the default/kubernetes Service's targetPort
@@ -100,7 +102,7 @@ async def defragment_members(config: Config, storage: EtcdStorage) -> None:
     if len(config.etcd_servers) == 1:
         await maintenance.defragment_if_fragmented([(config.etcd_servers[0], storage)])
         return
-    members = [(server, EtcdStorage([server])) for server in config.etcd_servers]
+    members = [(server, EtcdStorage([server], tls=config.etcd_tls)) for server in config.etcd_servers]
     try:
         for _, member in members:
             await member.connect()
@@ -116,7 +118,7 @@ def create_app(config: Config) -> WarningMiddleware:
     """The apiserver's ASGI app; raises ``EncryptionConfigError`` when the encryption configuration is unusable."""
     encryption = (encryptionconfig.load(config.encryption_provider_config)
                   if config.encryption_provider_config else None)
-    storage = EtcdStorage(config.etcd_servers)
+    storage = EtcdStorage(config.etcd_servers, tls=config.etcd_tls)
     decoder = Decoder(openapi_documents.swagger()["definitions"])
     bootstrap = [*system_namespaces(), *kubernetes_service_objects(config)]
     leases = MasterLeases(storage, f"{advertised_ip(config)}:{config.port}")
@@ -129,6 +131,12 @@ def create_app(config: Config) -> WarningMiddleware:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await storage.connect()
+        try:
+            await check_storage_format(storage, config.etcd_servers)
+        except NewerStorageFormat as err:
+            log.error("%s", err)
+            await storage.close()
+            raise SystemExit(1) from None  # the message above says it all: no traceback of the cause
         await defragment_members(config, storage)
         await registry.start()
         openapi_documents.preload()

@@ -42,6 +42,7 @@ from kubelab.components import (
 from kubelab.encryption import ensure_encryption_config
 from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
+from kubelab.etcdcluster import local_cluster, record_run
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
 from kubelab.state import ClusterState, ProcessRecord
@@ -97,7 +98,10 @@ class Cluster:
         say: Callable[[str], None] = lambda line: None,
         changed: Callable[[], None] = lambda: None,
         etcd_quota_backend_bytes: int = QUOTA_BACKEND_BYTES,
+        etcd_members: int | None = None,
+        etcd_tls: bool = True,
     ) -> None:
+        """Raises IncompatibleEtcd (or FileNotFoundError) when no etcd found can run the data dir's etcd."""
         self.data_dir = data_dir.absolute()
         self.port = port
         self.nodes = nodes
@@ -105,21 +109,17 @@ class Cluster:
         self.changed = changed  # a record changed outside a report (a restart during start-up): save the state
         self.logs = self.data_dir / "logs"
         self.api_url = f"http://127.0.0.1:{port}"
-        client_port, peer_port = etcd_ports if etcd_ports else (None, None)
-        self.etcd = EtcdServer(
-            self.data_dir / "etcd",
-            binary=etcd_binary,
-            client_port=client_port,
-            peer_port=peer_port,
-            log_path=self.logs / "etcd.log",
-            quota_backend_bytes=etcd_quota_backend_bytes,
-        )
+        self.etcd_tls = etcd_tls
+        self.etcd = local_cluster(self.data_dir, etcd_members, binary=etcd_binary, tls=etcd_tls, log_dir=self.logs,
+                                  client_ports=[etcd_ports[0]] if etcd_ports else None,
+                                  quota_backend_bytes=etcd_quota_backend_bytes)
+        first = self.etcd.members[0]
         self.state = ClusterState(
             data_dir=str(self.data_dir),
             api_url=self.api_url,
-            etcd_url=self.etcd.url,
-            etcd_client_port=self.etcd.client_port,
-            etcd_peer_port=self.etcd.peer_port,
+            etcd_url=self.etcd.servers,
+            etcd_client_port=first.client_port,
+            etcd_peer_port=first.peer_port,
             kubeconfig=str(self.data_dir / "kubeconfig"),
         )
         self.skipped: list[Component] = []  # components whose package has no __main__.py yet
@@ -184,24 +184,28 @@ class Cluster:
             self.etcd.start(timeout=30.0)
         except RuntimeError as e:
             raise StartupError(f"etcd failed to start: {e}") from e
+        record_run(self.data_dir, self.etcd, self.etcd_tls)
         # Ports may have changed if a free port was grabbed by someone else meanwhile.
-        self.state.etcd_url = self.etcd.url
-        self.state.etcd_client_port = self.etcd.client_port
-        self.state.etcd_peer_port = self.etcd.peer_port
-        assert self.etcd.pid is not None
-        record = ProcessRecord(
-            name="etcd",
-            component="etcd",
-            pid=self.etcd.pid,
-            start_time=process.process_start_time(self.etcd.pid),
-            started_at=time.time(),
-            log=str(self.etcd.log_path),
-            port=self.etcd.client_port,
-            health_url=f"{self.etcd.url}/health",
-        )
-        self.state.processes.append(record)
-        self._supervise_etcd(self.etcd, record, HttpHealth(f"{self.etcd.url}/health"))
-        self.report(Progress("etcd", record.pid, self.etcd.url, self.etcd.log_path, time.monotonic() - began))
+        first = self.etcd.members[0]
+        self.state.etcd_url = self.etcd.servers
+        self.state.etcd_client_port = first.client_port
+        self.state.etcd_peer_port = first.peer_port
+        single = len(self.etcd.members) == 1
+        for member in self.etcd:
+            assert member.pid is not None
+            record = ProcessRecord(
+                name="etcd" if single else member.name,
+                component="etcd",
+                pid=member.pid,
+                start_time=process.process_start_time(member.pid),
+                started_at=time.time(),
+                log=str(member.log_path),
+                port=member.client_port,
+                health_url=member.health_url,
+            )
+            self.state.processes.append(record)
+            self._supervise_etcd(member, record, HttpHealth(member.health_url))
+            self.report(Progress(record.name, record.pid, member.url, member.log_path, time.monotonic() - began))
 
     def _supervise_etcd(self, member: EtcdServer, record: ProcessRecord, health: HealthCheck) -> None:
         """From now on an etcd member that ``EtcdServer`` started and awaited is a unit like the others: restarted
@@ -214,7 +218,7 @@ class Cluster:
 
     def _spawn_apiserver(self, component: Component) -> _Pending:
         args = [
-            "--etcd-servers", self.etcd.url,
+            *self.etcd.apiserver_flags(),
             "--port", str(self.port),
             "--bind-address", "127.0.0.1",
             "--encryption-provider-config", str(ensure_encryption_config(self.data_dir)),
@@ -298,7 +302,9 @@ def stop_records(records: list[ProcessRecord], timeout: float = 10.0) -> list[Pr
     tiers = [
         list(reversed(clients)),
         [r for r in records if r.component == "apiserver"],
-        [r for r in records if r.component == "etcd"],
+        # etcd members one by one: a leader stopped while the others stop too waits out etcd's request timeout
+        # (7 s) trying to hand its leadership to one of them; stopped in turn, each hands it on at once
+        *([r] for r in reversed(records) if r.component == "etcd"),
     ]
     stopped: list[ProcessRecord] = []
     for tier in tiers:

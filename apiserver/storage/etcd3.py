@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -102,32 +103,98 @@ def prefix_end(prefix: bytes) -> bytes:
     return b"\0"
 
 
+def _storage_error(err: grpc.aio.AioRpcError) -> StorageError:
+    if err.code() == grpc.StatusCode.OUT_OF_RANGE and "compacted" in (err.details() or ""):
+        return Compacted(0)
+    if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "space" in (err.details() or ""):
+        return SpaceExceeded(err.details() or "etcdserver: mvcc: database space exceeded")
+    return Unavailable(f"etcd: {err.code().name}: {err.details()}")
+
+
 def _kv(pb: Any) -> KeyValue:
     return KeyValue(pb.key, pb.value, pb.mod_revision, pb.create_revision)
 
 
-def grpc_target(servers: list[str]) -> str:
-    """A gRPC target for ``--etcd-servers``: several IP endpoints become one round-robin ``ipv4:`` target."""
-    endpoints = []
+@dataclass(frozen=True)
+class EtcdTLS:
+    """kube-apiserver's ``--etcd-cafile``, ``--etcd-certfile``, ``--etcd-keyfile`` (PEM paths; None: not given)."""
+
+    cafile: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        def read(path: str | None) -> bytes | None:
+            if path is None:
+                return None
+            with open(path, "rb") as f:
+                return f.read()
+
+        return grpc.ssl_channel_credentials(read(self.cafile), read(self.keyfile), read(self.certfile))
+
+
+def uses_tls(servers: list[str], tls: EtcdTLS | None) -> bool:
+    """https:// URLs (or a CA or client certificate given) mean TLS; mixing http:// and https:// is an error."""
+    schemes = {urlsplit(s).scheme if "://" in s else "http" for s in servers}
+    if len(schemes) > 1:
+        raise ValueError(f"--etcd-servers mixes {' and '.join(sorted(schemes))} URLs: {','.join(servers)}")
+    if "https" in schemes:
+        return True
+    if tls is not None and (tls.cafile or tls.certfile):
+        raise ValueError("--etcd-cafile/--etcd-certfile are given but --etcd-servers has http:// URLs; "
+                         "use https:// URLs for a TLS etcd")
+    return False
+
+
+def _endpoints(servers: list[str]) -> list[tuple[str, int]]:
+    out = []
     for server in servers:
         parts = urlsplit(server if "://" in server else f"http://{server}")
-        endpoints.append((parts.hostname or "127.0.0.1", parts.port or 2379))
+        out.append((parts.hostname or "127.0.0.1", parts.port or 2379))
+    return out
+
+
+def _ipv4(host: str, port: int) -> str | None:
+    """The host's IPv4 address (a literal, or what the resolver answers first); None if it has none."""
+    try:
+        return str(ipaddress.IPv4Address(host))
+    except ValueError:
+        pass
+    try:
+        return str(socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_STREAM)[0][4][0])
+    except (OSError, IndexError):
+        return None
+
+
+def grpc_target(servers: list[str]) -> str:
+    """A gRPC target for ``--etcd-servers``: several endpoints become one round-robin ``ipv4:`` target (host names
+    resolved once, here); one endpoint stays as given."""
+    endpoints = _endpoints(servers)
     if len(endpoints) > 1:
-        try:
-            for host, _ in endpoints:
-                ipaddress.IPv4Address(host)
-            return "ipv4:" + ",".join(f"{h}:{p}" for h, p in endpoints)
-        except ValueError:
-            pass
+        addresses = [_ipv4(host, port) for host, port in endpoints]
+        if all(addresses):
+            return "ipv4:" + ",".join(f"{a}:{p}" for a, (_, p) in zip(addresses, endpoints, strict=True))
     host, port = endpoints[0]
     return f"{host}:{port}"
 
 
 class EtcdStorage:
-    """A connection to etcd and the handful of operations the apiserver performs."""
+    """A connection to etcd and the handful of operations the apiserver performs.
 
-    def __init__(self, servers: list[str], timeout: float = 10.0) -> None:
+    Several ``servers`` (the members of one cluster) share one gRPC channel that balances over them
+    (``round_robin``): a member that goes away leaves the balancer, so later calls go to the others. A read that
+    fails with UNAVAILABLE (its member died under it) is sent again, to another member; a write is not (it may
+    have been applied), its error goes to the client as kube-apiserver's does. Watches require a leader
+    (etcd's ``hasleader`` metadata, as kube's etcd3 client sets it): a watch on a member cut off from the
+    majority ends instead of going silent, and the watch cache resumes it from its revision on another member.
+    """
+
+    READ_ATTEMPTS = 3
+
+    def __init__(self, servers: list[str], timeout: float = 10.0, tls: EtcdTLS | None = None) -> None:
         self._target = grpc_target(servers)
+        self._server_name = _endpoints(servers)[0][0]
+        self._tls = (tls or EtcdTLS()) if uses_tls(servers, tls) else None
         self._timeout = timeout
         self._channel: grpc.aio.Channel | None = None
         self._kv: Any = None
@@ -139,7 +206,12 @@ class EtcdStorage:
                                           ("grpc.keepalive_time_ms", 30_000)]
         if self._target.startswith("ipv4:"):
             options.append(("grpc.lb_policy_name", "round_robin"))
-        self._channel = grpc.aio.insecure_channel(self._target, options=options)
+        if self._tls is not None:
+            if self._target.startswith("ipv4:"):  # addresses: check the members' certificates for the URLs' host
+                options.append(("grpc.ssl_target_name_override", self._server_name))
+            self._channel = grpc.aio.secure_channel(self._target, self._tls.credentials(), options=options)
+        else:
+            self._channel = grpc.aio.insecure_channel(self._target, options=options)
         self._kv = rpc.KVStub(self._channel)
         self._watch = rpc.WatchStub(self._channel)
         self._lease = rpc.LeaseStub(self._channel)
@@ -154,19 +226,26 @@ class EtcdStorage:
         try:
             return await method(request, timeout=self._timeout)
         except grpc.aio.AioRpcError as err:
-            if err.code() == grpc.StatusCode.OUT_OF_RANGE and "compacted" in (err.details() or ""):
-                raise Compacted(0) from err
-            if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "space" in (err.details() or ""):
-                raise SpaceExceeded(err.details() or "etcdserver: mvcc: database space exceeded") from err
-            raise Unavailable(f"etcd: {err.code().name}: {err.details()}") from err
+            raise _storage_error(err) from err
+
+    async def _read(self, request: Any) -> Any:
+        """A Range, sent again on UNAVAILABLE (reads are safe to repeat; the balancer picks another member)."""
+        for attempt in range(self.READ_ATTEMPTS):
+            try:
+                return await self._kv.Range(request, timeout=self._timeout)
+            except grpc.aio.AioRpcError as err:
+                if err.code() != grpc.StatusCode.UNAVAILABLE or attempt + 1 == self.READ_ATTEMPTS:
+                    raise _storage_error(err) from err
+                await asyncio.sleep(0.1 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     # --- reads ----------------------------------------------------------------------------------------------
     async def current_revision(self) -> int:
-        resp = await self._call(self._kv.Range, rpc.RangeRequest(key=b"\0", count_only=True, limit=1))
+        resp = await self._read(rpc.RangeRequest(key=b"\0", count_only=True, limit=1))
         return int(resp.header.revision)
 
     async def get(self, key: bytes) -> KeyValue | None:
-        resp = await self._call(self._kv.Range, rpc.RangeRequest(key=key))
+        resp = await self._read(rpc.RangeRequest(key=key))
         return _kv(resp.kvs[0]) if resp.kvs else None
 
     async def list(self, prefix: bytes, *, start: bytes | None = None, revision: int = 0,
@@ -174,7 +253,7 @@ class EtcdStorage:
         """Keys under ``prefix`` from ``start`` (inclusive), at ``revision`` (0 = now): (kvs, revision, more)."""
         request = rpc.RangeRequest(key=start or prefix, range_end=prefix_end(prefix), revision=revision,
                                    limit=limit)
-        resp = await self._call(self._kv.Range, request)
+        resp = await self._read(request)
         return [_kv(kv) for kv in resp.kvs], int(resp.header.revision), bool(resp.more)
 
     async def prefix_state(self, prefix: bytes) -> tuple[int, int, int]:
@@ -182,7 +261,7 @@ class EtcdStorage:
         cache to tell whether it has seen every change (see ``WatchCache.wait_fresh``)."""
         request = rpc.RangeRequest(key=prefix, range_end=prefix_end(prefix), limit=1, keys_only=True,
                                    sort_order=rpc.RangeRequest.DESCEND, sort_target=rpc.RangeRequest.MOD)
-        resp = await self._call(self._kv.Range, request)
+        resp = await self._read(request)
         latest = int(resp.kvs[0].mod_revision) if resp.kvs else 0
         return int(resp.header.revision), int(resp.count), latest
 
@@ -316,7 +395,8 @@ class WatchStream:
 
     async def batches(self) -> AsyncIterator[list[WatchChange]]:
         """Yields non-empty lists of changes, in revision order."""
-        self._call = self._stub.Watch(self._request_iter())
+        # hasleader: etcd ends the watch (UNAVAILABLE) when its member has no leader, rather than letting it hang
+        self._call = self._stub.Watch(self._request_iter(), metadata=(("hasleader", "true"),))
         try:
             async for resp in self._call:
                 if resp.compact_revision:

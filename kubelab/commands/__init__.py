@@ -29,6 +29,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("up", "kubelab.commands.up", "start etcd and the control plane locally"),
     Command("down", "kubelab.commands.down", "stop what `kubelab up --detach` started"),
     Command("status", "kubelab.commands.status", "show the running components and their health"),
+    Command("snapshot", "kubelab.commands.snapshot", "save, restore or inspect an etcd snapshot of the cluster"),
     Command("trace", "kubelab.commands.trace", "show the 13 steps of the creation flow as they happened for a pod"),
     Command("explain", "kubelab.commands.explain", "show why the scheduler placed a pod where it did, or could not"),
     *(Command(c.name, "kubelab.commands.component", f"run {c.summary}", passthrough=True) for c in COMPONENTS.values()),

@@ -3,7 +3,8 @@
 The supervisor goes first (the `up` process, foreground or detached): asked with SIGUSR1, it restarts nothing
 more, writes the state as it is and exits (SIGKILL after ``SUPERVISOR_GRACE`` if it does not). Then the
 components are stopped here in reverse order — clients, apiserver, etcd — so nothing `down` stops is restarted.
-The etcd data stays: the next `up` starts from it (delete the data dir to start afresh).
+The etcd data stays: the next `up` starts from it; ``--wipe`` deletes it (and the record of which etcd ran it),
+so the next `up` starts afresh.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from kubelab import process
 from kubelab.cluster import stop_records
+from kubelab.etcdcluster import wipe
 from kubelab.commands.up import DEFAULT_DATA_DIR
 from kubelab.state import load_state, remove_state, state_path
 
@@ -32,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=float, default=10.0,
         help="seconds between SIGTERM and SIGKILL for each tier (default 10)",
     )  # fmt: skip
+    parser.add_argument(
+        "--wipe", action="store_true",
+        help="also delete the etcd data (every object) and <data-dir>/etcd.json: the next `up` starts afresh",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     state = load_state(data_dir)
     if state is None:
         print(f"kubelab: nothing to stop (no {state_path(data_dir)})")
-        return 0
+        return _wipe(data_dir) if args.wipe else 0
     began = time.monotonic()
     supervisor = state.supervisor_pid, state.supervisor_start_time
     if _stop_supervisor(*supervisor):
@@ -55,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
     if left:
         print(f"kubelab: could not stop {', '.join(f'{name} pid {pid}' for name, pid in left)}", file=sys.stderr)
         return 1
+    if args.wipe:
+        print(f"kubelab: down in {time.monotonic() - began:.1f}s")
+        return _wipe(data_dir)
     print(f"kubelab: down in {time.monotonic() - began:.1f}s (etcd data kept in {data_dir / 'etcd'})")
     return 0
 
@@ -77,3 +86,9 @@ def _stop_supervisor(pid: int | None, start_time: int | None) -> bool:
         while process.pid_alive(pid, start_time) and time.monotonic() < deadline + 5:
             time.sleep(0.05)
     return True
+
+
+def _wipe(data_dir: Path) -> int:
+    for path in wipe(data_dir):
+        print(f"  deleted {path}")
+    return 0

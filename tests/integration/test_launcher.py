@@ -175,8 +175,8 @@ async def _etcd_value(port: int, key: bytes) -> bytes:
 STAND_IN = """
 import argparse, http.server, os, sys, time
 parser = argparse.ArgumentParser()
-for flag in ("--etcd-servers", "--bind-address", "--master", "--node-name", "--root-dir",
-             "--encryption-provider-config"):
+for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--bind-address", "--master",
+             "--node-name", "--root-dir", "--encryption-provider-config"):
     parser.add_argument(flag)
 parser.add_argument("--port", type=int)
 args = parser.parse_args()
@@ -239,8 +239,12 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         log = (data_dir / "logs" / f"{name}.log").read_text()
         return next(line for line in log.splitlines() if line.startswith("ARGS ")).removeprefix("ARGS ")
 
-    assert args_of("apiserver") == f"--etcd-servers {state.etcd_url} --port {port} --bind-address 127.0.0.1 " \
-        f"--encryption-provider-config {data_dir / 'encryption-config.yaml'}"
+    pki = data_dir / "pki"
+    assert state.etcd_url.startswith("https://")  # etcd is secured by default, the apiserver its client
+    assert args_of("apiserver") == (
+        f"--etcd-servers {state.etcd_url} --etcd-cafile {pki}/etcd/ca.crt --etcd-certfile "
+        f"{pki}/apiserver-etcd-client.crt --etcd-keyfile {pki}/apiserver-etcd-client.key --port {port} "
+        f"--bind-address 127.0.0.1 --encryption-provider-config {data_dir / 'encryption-config.yaml'}")
     assert args_of("controller-manager") == f"--master {api}"
     assert args_of("scheduler") == f"--master {api}"
     kubelet_ports = [records["kubelet-node01"].port, records["kubelet-node02"].port]

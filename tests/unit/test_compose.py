@@ -67,7 +67,9 @@ def launcher_argv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[st
         mp.setattr(cluster_mod, "is_available", lambda component: True)
         mp.setattr(Cluster, "_start_etcd", lambda self: None)
         mp.setattr(Cluster, "_start_tier", lambda self, tier: None)
-        Cluster(tmp_path_factory.mktemp("up"), nodes=2, etcd_binary=find_etcd()).start()
+        # compose's etcd serves its own Docker network without TLS (no PKI in the containers yet): compare with
+        # the launcher's plain-HTTP etcd
+        Cluster(tmp_path_factory.mktemp("up"), nodes=2, etcd_binary=find_etcd(), etcd_tls=False).start()
     return spawned
 
 

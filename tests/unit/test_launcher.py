@@ -404,3 +404,19 @@ def test_encryption_config_is_written_once_and_loads(tmp_path: Path) -> None:
     assert ensure_encryption_config(tmp_path / "data").read_text() == first  # the key outlives restarts
     assert ensure_encryption_config(tmp_path / "other").read_text() != first  # a fresh key per data dir
     assert encryptionconfig.load(path).transformer_for("", "secrets") is not None
+
+
+def test_stop_records_stops_etcd_members_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stopped together, an etcd leader waits out etcd's request timeout handing leadership to a member that is
+    stopping too; in turn, each hands it on at once."""
+    calls: list[list[int]] = []
+
+    def fake_stop_groups(targets: list[tuple[int, int | None]], timeout: float) -> list[int]:
+        calls.append([pid for pid, _ in targets])
+        return [pid for pid, _ in targets]
+
+    monkeypatch.setattr(process, "stop_groups", fake_stop_groups)
+    records = [ProcessRecord(name, component, pid, None, 0.0, "log") for name, component, pid in
+               [("etcd-0", "etcd", 1), ("etcd-1", "etcd", 2), ("etcd-2", "etcd", 3), ("apiserver", "apiserver", 4)]]
+    stop_records(records)
+    assert calls == [[4], [3], [2], [1]]
