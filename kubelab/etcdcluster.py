@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from kubelab.etcd import INSTALL_ADVICE, EtcdServer, etcd_candidates, etcd_version, free_port
+from kubelab.etcd import INSTALL_ADVICE, QUOTA_BACKEND_BYTES, EtcdServer, etcd_candidates, etcd_version, free_port
 from kubelab.etcdpki import ClientTLS, make_etcd_pki
 from kubelab.net import port_in_use
 
