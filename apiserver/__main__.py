@@ -9,6 +9,7 @@ import sys
 import uvicorn
 
 from .app import Config, create_app
+from .registry.store import ETCD_MAX_REQUEST_BYTES
 from .spdy.upgrade import HttpToolsProtocol
 
 
@@ -27,6 +28,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="address:port advertised in /api (default: bind address and port)")
     parser.add_argument("--watch-cache-size", type=int, default=10_000,
                         help="events kept per resource for watch resumption (default: %(default)s)")
+    parser.add_argument("--etcd-max-request-bytes", type=int, default=ETCD_MAX_REQUEST_BYTES,
+                        help="etcd's --max-request-bytes: an object whose stored form (with its key) is larger is "
+                             "refused with 413 before it is written (default: %(default)s, etcd's default)")
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=1,
                         help="log verbosity: 0 warnings, 1 info, 2+ debug and access log (default: %(default)s)")
     return parser.parse_args(argv)
@@ -41,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
         advertise_address=args.advertise_address or f"{args.bind_address}:{args.port}",
         watch_cache_size=args.watch_cache_size,
         port=args.port,
+        etcd_max_request_bytes=args.etcd_max_request_bytes,
     )
     uvicorn.run(
         create_app(config),

@@ -38,6 +38,7 @@ from .registry.endpoints import endpoints_address, kubernetes_endpoints
 from .registry.endpointslices import endpoint_slice_address, kubernetes_endpoint_slice
 from .registry.masterleases import MasterLeases
 from .registry.services import kubernetes_service
+from .registry.store import ETCD_MAX_REQUEST_BYTES
 from .storage.etcd3 import EtcdStorage, StorageError
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class Config:
     advertise_address: str = "127.0.0.1:8080"
     watch_cache_size: int = 10_000
     port: int = 8080  # where it serves: the default/kubernetes Service's targetPort
+    etcd_max_request_bytes: int = ETCD_MAX_REQUEST_BYTES  # etcd's --max-request-bytes: larger objects are 413
 
 
 def advertised_ip(config: Config) -> str:
@@ -77,7 +79,7 @@ def create_app(config: Config) -> WarningMiddleware:
     bootstrap = [*system_namespaces(), *kubernetes_service_objects(config)]
     leases = MasterLeases(storage, f"{advertised_ip(config)}:{config.port}")
     registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap,
-                        leases=leases)
+                        leases=leases, max_request_bytes=config.etcd_max_request_bytes)
     handler = RESTHandler(registry)
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}

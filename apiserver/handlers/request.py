@@ -19,6 +19,9 @@ import yaml
 from apimachinery import errors
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a request body
+# Nesting of objects and arrays a body may have. kube's decoders stop at 10000; ours must stop where the rest of
+# the server can still walk and encode the object (orjson encodes at most 254 levels, Python recursion ~1000).
+MAX_DEPTH = 200
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
 JSON = "application/json"
@@ -86,12 +89,74 @@ def decode_body(body: bytes, content_type: str | None, allowed: tuple[str, ...] 
         from apiserver.protobuf import decode as decode_protobuf  # imported on first use: the schema is large
 
         return decode_protobuf(body)
+    if mt == YAML or mt == APPLY_PATCH:
+        return load_yaml(body)
     try:
-        if mt == YAML or mt == APPLY_PATCH:
-            return yaml.safe_load(body)
-        return orjson.loads(body)
-    except (orjson.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as err:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as err:
+        if "depth limit" in str(err) or "recursion limit" in str(err).lower():
+            raise _too_deep("json") from None
         raise errors.BadRequest(f"the body of the request could not be decoded: {_first_line(err)}") from None
+    # Depth can only exceed the limit when there are more brackets than the limit: the walk is rarely needed.
+    if body.count(b"{") + body.count(b"[") > MAX_DEPTH and depth_exceeds(data, MAX_DEPTH):
+        raise _too_deep("json")
+    return data
+
+
+def load_yaml(body: bytes) -> Any:
+    """YAML as kube reads it (sigs.k8s.io/yaml: YAML → JSON → the Go decoder): a number without a fraction is
+    an integer there (``replicas: 2.0`` is 2), one past 64 bits a float; nesting past ``MAX_DEPTH`` is a 400."""
+    try:
+        data = yaml.load(body, Loader=_YAML_LOADER)
+    except RecursionError:
+        raise _too_deep("yaml") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        if "nesting depth" in str(err):
+            raise _too_deep("yaml") from None
+        raise errors.BadRequest(f"the body of the request could not be decoded: {_first_line(err)}") from None
+    if depth_exceeds(data, MAX_DEPTH):
+        raise _too_deep("yaml")
+    return json_numbers(data)
+
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: no Python recursion while parsing
+_INT64 = (-(2**63), 2**64 - 1)
+
+
+def json_numbers(value: Any) -> Any:
+    """Numbers as the JSON round trip leaves them: integral floats in int64 range are ints, ints past uint64
+    floats (what orjson makes of such a JSON literal)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, item in items:
+            if isinstance(item, float) and item.is_integer() and -(2.0**63) <= item < 2.0**63:
+                node[key] = int(item)
+            elif isinstance(item, int) and not isinstance(item, bool) and not _INT64[0] <= item <= _INT64[1]:
+                node[key] = float(item)
+            elif isinstance(item, (dict, list)):
+                stack.append(item)
+    return value
+
+
+def depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether objects and arrays nest deeper than ``limit`` (iteratively: the input may be deep)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def _too_deep(codec: str) -> errors.StatusError:
+    return errors.BadRequest(f"the body of the request could not be decoded: {codec}: exceeded max depth of "
+                             f"{MAX_DEPTH}")
 
 
 def decode_object(body: bytes, content_type: str | None, kind: str, api_version: str) -> dict[str, Any]:
@@ -115,7 +180,7 @@ def decode_object(body: bytes, content_type: str | None, kind: str, api_version:
     return obj
 
 
-def _first_line(err: Exception) -> str:
+def _first_line(err: BaseException) -> str:
     return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 

@@ -40,6 +40,7 @@ from .request import (
     decode_body,
     decode_object,
     int_param,
+    json_numbers,
     media_type,
     negotiate,
 )
@@ -333,6 +334,10 @@ class RESTHandler:
                 f"the body of the request was in an unknown format - accepted media types include: "
                 f"{', '.join((JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH))}")
         patch = decode_body(body, JSON, allowed=(JSON,))
+        if mt != JSON_PATCH:
+            # kube reads merge and strategic patches into float64s and writes the result back as JSON, so a
+            # whole number such as 2.0 arrives as 2; a JSON patch's values keep their literal text.
+            patch = json_numbers(patch)
 
         def apply(old: dict[str, Any]) -> dict[str, Any]:
             current_rv = old["metadata"].get("resourceVersion")

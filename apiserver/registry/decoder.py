@@ -4,8 +4,11 @@ kube-apiserver).
 kube-apiserver decodes a body into Go structs: a value of the wrong JSON type is a 400 ("json: cannot unmarshal
 number into Go struct field PodSpec.spec.containers of type []v1.Container"), unknown fields are dropped — with a
 ``Warning`` header, or a 400 "strict decoding error" when the client asked for ``fieldValidation=Strict`` (kubectl
-does) — and quantities are normalised to their canonical form. The schema is the same ``swagger.json`` the
-OpenAPI endpoints serve, so one description of the types drives both.
+does) — and quantities are normalised to their canonical form. Integer fields are Go ``int32``/``int64`` (the
+schema's ``format``): a value out of that range, or any JSON number with a fraction or an exponent, is the 400
+Go's decoder gives ("cannot unmarshal number 2147483648 into Go struct field ReplicationControllerSpec.spec.replicas
+of type int32"), so what is stored is always an int that fits. The schema is the same ``swagger.json`` the OpenAPI
+endpoints serve, so one description of the types drives both.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ Schema = dict[str, Any]
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
 class Decoder:
@@ -44,7 +48,7 @@ class Decoder:
         _Walk(self.definitions, kind, version, unknown).object(obj, name, "")
         if not unknown or field_validation == "Ignore":
             return []
-        messages = [f'unknown field "{path}"' for path in unknown]
+        messages = [f"unknown field {go_quote(path)}" for path in unknown]
         if field_validation == "Strict":
             raise errors.BadRequest("strict decoding error: " + ", ".join(messages))
         return messages
@@ -57,10 +61,12 @@ class _Walk:
         self.version = version
         self.unknown = unknown
 
-    def fail(self, value: Any, parent: str, path: str, go_type: str) -> errors.BadRequest:
+    def fail(self, value: Any, parent: str, path: str, go_type: str, literal: bool = False) -> errors.BadRequest:
+        """Go's ``UnmarshalTypeError``; a number that does not fit its integer type is named with its value."""
+        what = f"number {go_number(value)}" if literal else go_json_kind(value)
         return errors.BadRequest(
             f'{self.kind} in version "{self.version}" cannot be handled as a {self.kind}: json: cannot unmarshal '
-            f"{go_json_kind(value)} into Go struct field {parent}.{path} of type {go_type}")
+            f"{what} into Go struct field {parent}.{path} of type {go_type}")
 
     def go_type(self, schema: Schema) -> str:
         ref = schema.get("$ref")
@@ -80,7 +86,9 @@ class _Walk:
             return "map[string]" + (self.go_type(inner) if isinstance(inner, dict) else "interface {}")
         if kind == "string" and schema.get("format") == "byte":
             return "[]uint8"
-        return {"integer": "int32", "number": "float64", "boolean": "bool"}.get(kind or "", "string")
+        if kind == "integer":
+            return schema.get("format") or "int64"
+        return {"number": "float64", "boolean": "bool"}.get(kind or "", "string")
 
     def object(self, obj: dict[str, Any], name: str, path: str) -> None:
         schema = self.definitions[name]
@@ -135,10 +143,11 @@ class _Walk:
                                             f"{self.kind}: illegal base64 data at input byte {offset}")
                 return base64.b64encode(base64.b64decode(value)).decode()  # as Go re-encodes the bytes it read
         elif kind == "integer":
-            if isinstance(value, bool) or not isinstance(value, int):
-                if isinstance(value, float) and value.is_integer():
-                    return int(value)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise self.fail(value, parent, path, self.go_type(schema))
+            low, high = INT_RANGES.get(schema.get("format") or "int64", INT_RANGES["int64"])
+            if isinstance(value, float) or not low <= value <= high:
+                raise self.fail(value, parent, path, self.go_type(schema), literal=True)
         elif kind == "number":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise self.fail(value, parent, path, "float64")
@@ -170,6 +179,35 @@ class _Walk:
                 f'{self.kind} in version "{self.version}" cannot be handled as a {self.kind}: quantities must '
                 f"match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'") from None
 
+
+def go_number(value: int | float) -> str:
+    """A JSON number as Go's error quotes its literal (the parsed value: ``1e3`` is quoted as ``1000.0``)."""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def go_quote(text: str) -> str:
+    """Go's ``strconv.Quote``: how kube's strict decoder names a field, so control characters never reach a
+    message (or a ``Warning`` header) raw."""
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif code < 0x10000 and not 0xD800 <= code < 0xE000:
+            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
+        elif code >= 0x10000:
+            out.append(f"\\U{code:08x}")
+        else:
+            out.append("\ufffd")  # a lone surrogate: Go's JSON decoder reads it as the replacement rune
+    out.append('"')
+    return "".join(out)
+
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
 _BASE64_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 _NEWLINES = frozenset(b"\r\n")

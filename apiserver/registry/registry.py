@@ -15,7 +15,7 @@ from ..fieldmanager import Schema
 from ..storage.etcd3 import EtcdStorage
 from .decoder import Decoder
 from .masterleases import MasterLeases
-from .store import ResourceStore
+from .store import ETCD_MAX_REQUEST_BYTES, ResourceStore
 from .strategy import Object, Strategy
 from .virtual import VirtualStore, VirtualStrategy
 
@@ -60,7 +60,8 @@ class Registry:
     def __init__(self, strategies: list[Strategy], storage: EtcdStorage, cache_capacity: int = 10_000,
                  decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
                  bootstrap: Sequence[BootstrapObject] | None = None,
-                 bootstrap_interval: float = BOOTSTRAP_INTERVAL, leases: MasterLeases | None = None) -> None:
+                 bootstrap_interval: float = BOOTSTRAP_INTERVAL, leases: MasterLeases | None = None,
+                 max_request_bytes: int = ETCD_MAX_REQUEST_BYTES) -> None:
         self.storage = storage
         self.leases = leases  # None: no other apiserver is considered (every check puts this one back)
         self.bootstrap = list(bootstrap) if bootstrap is not None else system_namespaces()  # namespaces first
@@ -71,7 +72,8 @@ class Registry:
         # Every served version of a stored resource has its store (over the same etcd keys); ``stores`` holds the
         # storage version's, the first strategy listed for the resource.
         self.versions: dict[tuple[str, str, str], ResourceStore] = {
-            (s.group, s.version, s.resource): ResourceStore(s, storage, cache_capacity, decoder, on_warning, schema)
+            (s.group, s.version, s.resource): ResourceStore(s, storage, cache_capacity, decoder, on_warning, schema,
+                                                         max_request_bytes)
             for s in strategies if not isinstance(s, VirtualStrategy)
         }
         self.stores: dict[tuple[str, str], ResourceStore] = {}

@@ -36,6 +36,8 @@ from .strategy import Object, Strategy
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
 MAX_UPDATE_ATTEMPTS = 64
+ETCD_MAX_REQUEST_BYTES = 3 * 512 * 1024  # etcd's --max-request-bytes default (1.5 MiB)
+ETCD_TXN_OVERHEAD = 256  # a put inside a compare-and-swap transaction: the key twice, revision, framing
 
 
 @dataclass(slots=True)
@@ -55,8 +57,9 @@ class ResourceStore:
 
     def __init__(self, strategy: Strategy, storage: EtcdStorage, cache_capacity: int = 10_000,
                  decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
-                 schema: Schema | None = None) -> None:
+                 schema: Schema | None = None, max_request_bytes: int = ETCD_MAX_REQUEST_BYTES) -> None:
         self.strategy = strategy
+        self.max_request_bytes = max_request_bytes
         self.storage = storage
         self.decoder = decoder
         self.on_warning = on_warning
@@ -93,9 +96,17 @@ class ResourceStore:
     def _restamp(self, co: CachedObject, rv: int) -> CachedObject:
         return self._cached(copy.deepcopy(co.obj), rv)
 
-    def _encode_for_storage(self, obj: Object) -> bytes:
+    def _encode_for_storage(self, obj: Object, key: bytes) -> bytes:
+        """The stored bytes; 413 when etcd would refuse the write as too large (nothing is written)."""
         obj["metadata"].pop("resourceVersion", None)
-        return orjson.dumps(self.strategy.to_storage(obj) if self.converts else obj)
+        data = orjson.dumps(self.strategy.to_storage(obj) if self.converts else obj)
+        size = len(data) + 2 * len(key) + ETCD_TXN_OVERHEAD
+        if size > self.max_request_bytes:
+            raise errors.RequestEntityTooLarge(
+                f"Request entity too large: etcdserver: request is too large: the {self.strategy.kind} would be "
+                f"stored in {len(data)} bytes, over etcd's request limit of {self.max_request_bytes} bytes "
+                f"(--etcd-max-request-bytes)")
+        return data
 
     # --- reads ----------------------------------------------------------------------------------------------
     async def _read(self, namespace: str | None, name: str) -> tuple[CachedObject, KeyValue]:
@@ -211,7 +222,7 @@ class ResourceStore:
             return self._cached(obj, 0)
         key = self.etcd_key(meta.get("namespace"), meta["name"])
         try:
-            rv = await self.storage.create(key, self._encode_for_storage(obj))
+            rv = await self.storage.create(key, self._encode_for_storage(obj, key))
         except KeyExists:
             raise errors.already_exists(self.strategy.resource, meta["name"], self.strategy.group) from None
         return self._written(key, obj, rv)
@@ -263,7 +274,7 @@ class ResourceStore:
             if self._finalized(new):
                 return await self._delete_now(namespace, name, new, co.rv)
             try:
-                rv = await self.storage.update(kv.key, self._encode_for_storage(new), co.rv)
+                rv = await self.storage.update(kv.key, self._encode_for_storage(new, kv.key), co.rv)
             except RevisionMismatch as err:
                 if err.current is None:
                     raise errors.not_found(strategy.resource, name, strategy.group) from None
@@ -383,7 +394,7 @@ class ResourceStore:
                     return self._restamp(co, rv), True
                 if new is obj:
                     return co, False
-                rv = await self.storage.update(kv.key, self._encode_for_storage(new), co.rv)
+                rv = await self.storage.update(kv.key, self._encode_for_storage(new, kv.key), co.rv)
                 return self._written(kv.key, new, rv), False
             except RevisionMismatch as err:
                 if err.current is None:

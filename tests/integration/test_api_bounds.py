@@ -1,0 +1,174 @@
+"""Range- and shape-checked input (issue 21): numbers that do not fit their Go type, bodies too big or too deep
+for the server or for etcd, and responses that always arrive whole — each answered as kube-apiserver answers it,
+nothing written, the server serving on."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from support.builders import make_pod, make_rc
+
+RC_OVERFLOW = ('ReplicationController in version "v1" cannot be handled as a ReplicationController: json: cannot '
+               'unmarshal number 2147483648 into Go struct field ReplicationControllerSpec.spec.replicas of type int32')
+
+
+def rcs(ns: str) -> str:
+    return f"/api/v1/namespaces/{ns}/replicationcontrollers"
+
+
+def deployments(ns: str) -> str:
+    return f"/apis/apps/v1/namespaces/{ns}/deployments"
+
+
+def status_of(resp: httpx.Response, code: int, reason: str) -> str:
+    assert resp.status_code == code, resp.text
+    body = resp.json()
+    assert body["kind"] == "Status" and body["reason"] == reason and body["code"] == code
+    return str(body["message"])
+
+
+def post_raw(client: httpx.Client, path: str, text: str, content_type: str = "application/json",
+             **params: str) -> httpx.Response:
+    return client.post(path, content=text.encode(), headers={"Content-Type": content_type}, params=params)
+
+
+def rc_json(replicas: str) -> str:
+    """An RC body with ``replicas`` spelled exactly as given (JSON number literal)."""
+    body = json.dumps(make_rc("web", 1))
+    return body.replace('"replicas": 1', f'"replicas": {replicas}', 1)
+
+
+def test_rc_replicas_overflow_is_kubes_400(client: httpx.Client, ns: str) -> None:
+    for params in ({"dryRun": "All"}, {}):
+        assert status_of(post_raw(client, rcs(ns), rc_json("2147483648"), **params), 400, "BadRequest") == RC_OVERFLOW
+    message = status_of(post_raw(client, rcs(ns), rc_json("9223372036854775808")), 400, "BadRequest")
+    assert "cannot unmarshal number 9223372036854775808 into Go struct field ReplicationControllerSpec.spec." \
+           "replicas of type int32" in message
+    message = status_of(post_raw(client, rcs(ns), rc_json("-2147483649")), 400, "BadRequest")
+    assert "number -2147483649 into Go struct field" in message
+    assert client.get(rcs(ns)).json()["items"] == []
+
+
+def test_deployment_replicas_two_to_the_forty_is_400(client: httpx.Client, ns: str) -> None:
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+           "spec": {"replicas": 2**40, "selector": {"matchLabels": {"app": "web"}},
+                    "template": {"metadata": {"labels": {"app": "web"}},
+                                 "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    message = status_of(client.post(deployments(ns), json=dep), 400, "BadRequest")
+    assert message == ('Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal number '
+                       '1099511627776 into Go struct field DeploymentSpec.spec.replicas of type int32')
+
+
+def test_fraction_and_exponent_where_an_integer_is_expected(client: httpx.Client, ns: str) -> None:
+    for literal in ("1.5", "2.0", "1e3"):
+        message = status_of(post_raw(client, rcs(ns), rc_json(literal)), 400, "BadRequest")
+        assert "json: cannot unmarshal number " in message
+        assert "into Go struct field ReplicationControllerSpec.spec.replicas of type int32" in message
+    # int64: a pod's terminationGracePeriodSeconds
+    pod = make_pod("p").build()
+    pod["spec"]["terminationGracePeriodSeconds"] = 2**63
+    message = status_of(client.post(f"/api/v1/namespaces/{ns}/pods", json=pod), 400, "BadRequest")
+    assert message.endswith("cannot unmarshal number 9223372036854775808 into Go struct field "
+                            "PodSpec.spec.terminationGracePeriodSeconds of type int64")
+
+
+def test_yaml_whole_numbers_are_integers_and_stored_as_ints(client: httpx.Client, ns: str) -> None:
+    """sigs.k8s.io/yaml turns YAML into JSON first: ``replicas: 2.0`` is 2 (stored as an int), 2.5 is refused."""
+    yaml_rc = ("apiVersion: v1\nkind: ReplicationController\nmetadata: {name: web}\nspec:\n  replicas: {n}\n"
+               "  selector: {app: web}\n  template:\n    metadata: {labels: {app: web}}\n"
+               "    spec: {containers: [{name: c, image: busybox}]}\n")
+    resp = post_raw(client, rcs(ns), yaml_rc.replace("{n}", "2.0"), "application/yaml")
+    assert resp.status_code == 201, resp.text
+    assert resp.content.count(b'"replicas":2,') == 1 and b"2.0" not in resp.content
+    stored = client.get(f"{rcs(ns)}/web")
+    assert stored.json()["spec"]["replicas"] == 2 and b'"replicas":2,' in stored.content
+    resp = post_raw(client, rcs(ns), yaml_rc.replace("{n}", "2147483648").replace("web}", "big}", 1),
+                    "application/yaml")
+    assert status_of(resp, 400, "BadRequest") == RC_OVERFLOW
+
+
+def test_patches_are_range_checked(client: httpx.Client, ns: str) -> None:
+    assert client.post(rcs(ns), json=make_rc("web", 1)).status_code == 201
+    path = f"{rcs(ns)}/web"
+    for content_type in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+        resp = client.patch(path, content=b'{"spec":{"replicas":2147483648}}', headers={"Content-Type": content_type})
+        assert status_of(resp, 400, "BadRequest") == RC_OVERFLOW
+    resp = client.patch(path, content=b'[{"op":"replace","path":"/spec/replicas","value":4294967296}]',
+                        headers={"Content-Type": "application/json-patch+json"})
+    assert "cannot unmarshal number 4294967296 into Go struct field" in status_of(resp, 400, "BadRequest")
+    resp = client.patch(path, content=b'[{"op":"replace","path":"/spec/replicas","value":3.5}]',
+                        headers={"Content-Type": "application/json-patch+json"})
+    assert "cannot unmarshal number 3.5 into Go struct field" in status_of(resp, 400, "BadRequest")
+    resp = client.patch(path, content=b"apiVersion: v1\nkind: ReplicationController\nmetadata: {name: web}\n"
+                        b"spec:\n  replicas: 2147483648\n", params={"fieldManager": "t", "force": "true"},
+                        headers={"Content-Type": "application/apply-patch+yaml"})
+    assert "cannot unmarshal number 2147483648 into Go struct field" in status_of(resp, 400, "BadRequest")
+    # a merge patch's whole number (kube reads it as a float64 and writes it back as 3) is taken
+    resp = client.patch(path, content=b'{"spec":{"replicas":3.0}}',
+                        headers={"Content-Type": "application/merge-patch+json"})
+    assert resp.status_code == 200, resp.text
+    assert b'"replicas":3,' in resp.content
+    assert client.get(path).json()["spec"]["replicas"] == 3
+
+
+def test_unknown_field_with_control_characters_gets_a_whole_response(client: httpx.Client, ns: str) -> None:
+    pod = make_pod("p").build()
+    pod["spec"]["bad\nfield"] = 1
+    pod["metadata"]["bad\x00\x7f\"name"] = 1
+    resp = client.post(f"/api/v1/namespaces/{ns}/pods", json=pod)
+    assert resp.status_code == 201, resp.text
+    assert resp.json()["metadata"]["name"] == "p"
+    warnings = resp.headers.get_list("warning")
+    assert 'unknown field \\"spec.bad\\\\nfield\\"' in " ".join(warnings), warnings
+    assert '299 - "unknown field \\"metadata.bad\\\\x00\\\\x7f\\\\\\"name\\""' in warnings, warnings
+    strict = client.post(f"/api/v1/namespaces/{ns}/pods", json={**pod, "metadata": {"name": "q"}},
+                         params={"fieldValidation": "Strict"})
+    assert status_of(strict, 400, "BadRequest") == 'strict decoding error: unknown field "spec.bad\\nfield"'
+
+
+def test_yaml_nested_ten_thousand_deep_is_400(client: httpx.Client, ns: str) -> None:
+    deep = "metadata: {name: p}\nspec: " + "[" * 10_000 + "]" * 10_000 + "\n"
+    message = status_of(post_raw(client, f"/api/v1/namespaces/{ns}/pods", deep, "application/yaml"), 400,
+                        "BadRequest")
+    assert "exceeded max depth" in message
+    block = "metadata: {name: p}\nspec:\n" + "".join(" " * (i + 1) + "a:\n" for i in range(600))
+    message = status_of(post_raw(client, f"/api/v1/namespaces/{ns}/pods", block, "application/yaml"), 400,
+                        "BadRequest")
+    assert "exceeded max depth" in message
+    deep_json = '{"metadata":{"name":"p"},"spec":' + "[" * 10_000 + "]" * 10_000 + "}"
+    message = status_of(post_raw(client, f"/api/v1/namespaces/{ns}/pods", deep_json), 400, "BadRequest")
+    assert "exceeded max depth" in message
+    assert client.get(f"/api/v1/namespaces/{ns}/pods").json()["items"] == []
+    assert client.get("/healthz").text == "ok"
+
+
+def test_free_form_data_nested_within_the_limit_is_stored(client: httpx.Client, ns: str) -> None:
+    """A ControllerRevision's data is free-form JSON: nesting up to the limit (200) is stored, read back and listed."""
+    data: object = {"leaf": 1}
+    for _ in range(97):  # 196 levels with the object around it
+        data = {"x": [data]}
+    revision = {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": {"name": "r"}, "revision": 1,
+                "data": data}
+    path = f"/apis/apps/v1/namespaces/{ns}/controllerrevisions"
+    assert client.post(path, json=revision).status_code == 201
+    assert client.get(f"{path}/r").json()["data"] == data
+    assert client.patch(f"{path}/r", json={"metadata": {"labels": {"a": "b"}}},
+                        headers={"Content-Type": "application/merge-patch+json"}).status_code == 200
+
+
+def test_body_over_three_mebibytes_is_413(client: httpx.Client, ns: str) -> None:
+    cm = {"metadata": {"name": "big"}, "data": {"a": "x" * (3 * 1024 * 1024)}}
+    message = status_of(client.post(f"/api/v1/namespaces/{ns}/configmaps", json=cm), 413, "RequestEntityTooLarge")
+    assert message == "Request entity too large: limit is 3145728"
+
+
+def test_object_over_etcds_request_limit_is_413_and_not_written(client: httpx.Client, ns: str) -> None:
+    pod = make_pod("many").build()
+    pod["spec"]["containers"] = [{"name": f"c{i}", "image": "busybox"} for i in range(10_000)]
+    resp = client.post(f"/api/v1/namespaces/{ns}/pods", json=pod)
+    message = status_of(resp, 413, "RequestEntityTooLarge")
+    assert "etcdserver: request is too large" in message and "1572864" in message
+    assert client.get(f"/api/v1/namespaces/{ns}/pods").json()["items"] == []
+    assert client.get("/healthz").text == "ok"
