@@ -353,7 +353,27 @@ def _validate_volume_source(volume: Mapping[str, Any], path: str) -> list[Cause]
                       "persistentVolumeClaim": "claimName", "nfs": "server"}.get(source)
     if required_field and not body.get(required_field):
         causes.append(required(f"{path}.{source}.{required_field}"))
+    elif source == "hostPath":
+        causes.extend(_validate_host_path(body, f"{path}.hostPath"))
     return causes
+
+
+HOST_PATH_TYPES = ("", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate",
+                   "Socket")  # sorted, as kube lists them
+
+
+def _validate_host_path(source: Mapping[str, Any], path: str) -> list[Cause]:
+    """``validateHostPathVolumeSource``: no ``..`` element in the path (one error however many), a known type."""
+    causes = _validate_no_backsteps(source["path"], f"{path}.path")
+    kind = source.get("type")
+    if kind is not None and kind not in HOST_PATH_TYPES:
+        causes.append(not_supported(f"{path}.type", kind, HOST_PATH_TYPES))
+    return causes
+
+
+def _validate_no_backsteps(target: str, path: str) -> list[Cause]:
+    """``validatePathNoBacksteps``."""
+    return [invalid(path, target, "must not contain '..'")] if ".." in target.replace("\\", "/").split("/") else []
 
 
 # --- containers -------------------------------------------------------------------------------------------
@@ -615,7 +635,7 @@ def _validate_volume_mounts(mounts: list[Mapping[str, Any]] | None, volumes: set
             causes.append(invalid(f"{item}.mountPath", mount_path, "must be unique"))
         mount_points.add(mount_path)
         for key in ("subPath", "subPathExpr"):
-            causes.extend(_validate_local_descending_path(mount.get(key) or "", f"{path}.{key}"))
+            causes.extend(_validate_local_descending_path(mount.get(key) or "", f"{item}.{key}"))
         if mount.get("subPath") and mount.get("subPathExpr"):
             causes.append(invalid(f"{item}.subPathExpr", mount["subPathExpr"],
                                   "subPathExpr and subPath are mutually exclusive"))
@@ -628,9 +648,7 @@ def _validate_local_descending_path(target: str, path: str) -> list[Cause]:
     causes = []
     if target.startswith("/"):
         causes.append(invalid(path, target, "must be a relative path"))
-    if ".." in target.split("/"):
-        causes.append(invalid(path, target, "must not contain '..'"))
-    return causes
+    return causes + _validate_no_backsteps(target, path)
 
 
 # --- probes and lifecycle hooks ---------------------------------------------------------------------------

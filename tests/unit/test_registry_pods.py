@@ -518,3 +518,32 @@ def test_readiness_gates_cell() -> None:
     pod = with_status({"phase": "Running", "conditions": [{"type": "example.com/lb", "status": "True"}]},
                       readinessGates=[{"conditionType": "example.com/lb"}, {"conditionType": "example.com/dns"}])
     assert pod_row(pod)[-1] == "1/2"
+
+
+# --- host paths and sub paths (validateHostPathVolumeSource, validateLocalDescendingPath) ----------------------
+
+
+@pytest.mark.parametrize("path", ["../../etc", "/var/../etc", "/a/..", ".."])
+def test_host_path_with_a_backstep_is_invalid(path: str) -> None:
+    volumes = [{"name": "h", "hostPath": {"path": path}}]
+    assert invalid_create(volumes=volumes) == [
+        f"spec.volumes[0].hostPath.path: Invalid value: \"{path}\": must not contain '..'"]
+
+
+@pytest.mark.parametrize("path", ["/var/log", "/a..b/c", "/..hidden", "relative/dir"])
+def test_host_path_without_a_backstep_is_valid(path: str) -> None:
+    assert invalid_create(volumes=[{"name": "h", "hostPath": {"path": path, "type": "DirectoryOrCreate"}}]) == []
+
+
+def test_host_path_type_must_be_known() -> None:
+    assert invalid_create(volumes=[{"name": "h", "hostPath": {"path": "/x", "type": "Folder"}}]) == [
+        'spec.volumes[0].hostPath.type: Unsupported value: "Folder": supported values: "", "BlockDevice", '
+        '"CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"']
+
+
+def test_sub_path_errors_name_the_mount() -> None:
+    containers = [{"name": "app", "image": "nginx", "volumeMounts": [
+        {"name": "v", "mountPath": "/a"}, {"name": "v", "mountPath": "/b", "subPath": "/abs/../x"}]}]
+    assert invalid_create(containers=containers, volumes=[{"name": "v", "emptyDir": {}}]) == [
+        'spec.containers[0].volumeMounts[1].subPath: Invalid value: "/abs/../x": must be a relative path',
+        "spec.containers[0].volumeMounts[1].subPath: Invalid value: \"/abs/../x\": must not contain '..'"]
