@@ -219,15 +219,28 @@ def negotiate(accept: str | None) -> Output:
     return Output()
 
 
+INT64_MAX = 2**63 - 1
+
+
+def parse_int64(value: str) -> int:
+    """Go's ``strconv.ParseInt(value, 10, 64)``, its error a 400 as kube's parameter conversion reports it."""
+    digits = value[1:] if value[:1] in ("+", "-") else value
+    if not digits or not digits.isascii() or not digits.isdigit():
+        raise errors.BadRequest(f'strconv.ParseInt: parsing "{value}": invalid syntax')
+    number = int(value)
+    if not -INT64_MAX - 1 <= number <= INT64_MAX:
+        raise errors.BadRequest(f'strconv.ParseInt: parsing "{value}": value out of range')
+    return number
+
+
 def int_param(params: Any, name: str) -> int | None:
+    """An integer query parameter (Go ``*int64``); None when absent or empty."""
     value = params.get(name)
-    if value in (None, ""):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise errors.BadRequest(f'invalid value for query parameter {name}: "{value}" is not an integer') from None
+    return None if value in (None, "") else parse_int64(value)
 
 
 def bool_param(params: Any, name: str) -> bool:
-    return (params.get(name) or "").lower() in ("true", "1")
+    """kube's ``Convert_Slice_string_To_bool``: absent, ``0`` or ``false`` (any case) is false, any other value
+    — even an empty one — true."""
+    value = params.get(name)
+    return value is not None and value != "0" and value.lower() != "false"

@@ -45,6 +45,7 @@ from .request import (
     negotiate,
 )
 from . import apply, subresources
+from .listoptions import list_options
 from .table import include_object, partial_metadata, partial_metadata_list, to_table
 from .watch import serve_watch
 
@@ -189,22 +190,16 @@ class RESTHandler:
           exactly N, from etcd);
         - ``limit``/``continue``: pages from etcd at one revision, so every page comes from the same snapshot
           (410 Expired once etcd has compacted it)."""
+        options = list_options(params)
         labels = parse_selector(params.get("labelSelector") or "")
         fields = parse_field_selector(params.get("fieldSelector") or "")
         filter = filter_for(store.strategy, info.namespace, labels, fields)
-        limit = int_param(params, "limit") or 0
-        if limit < 0:
-            raise errors.BadRequest("limit must be a non-negative integer")
-        token = params.get("continue")
+        limit = max(options.limit, 0)  # kube pages only for a positive limit
+        token = options.continue_token
         rv_param = params.get("resourceVersion")
-        rv_match = params.get("resourceVersionMatch")
-        if rv_match and rv_match not in ("Exact", "NotOlderThan"):
-            raise errors.BadRequest(f'resourceVersionMatch: Unsupported value: "{rv_match}": supported values: '
-                                    f'"Exact", "NotOlderThan"')
-        if rv_match and not rv_param:
-            raise errors.BadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
+        rv_match = options.resource_version_match
         if token:
-            if rv_param:
+            if rv_param and rv_param != "0":
                 raise errors.BadRequest("specifying resource version is not allowed when using continue")
             revision, start = decode_continue(token, store.prefix)
             return await self._page(store, filter, limit, start, revision)

@@ -172,3 +172,77 @@ def test_object_over_etcds_request_limit_is_413_and_not_written(client: httpx.Cl
     assert "etcdserver: request is too large" in message and "1572864" in message
     assert client.get(f"/api/v1/namespaces/{ns}/pods").json()["items"] == []
     assert client.get("/healthz").text == "ok"
+
+
+def pods(ns: str) -> str:
+    return f"/api/v1/namespaces/{ns}/pods"
+
+
+def test_list_parameters_that_do_not_convert_are_400(client: httpx.Client, ns: str) -> None:
+    for params, message in [({"timeoutSeconds": "abc"}, 'strconv.ParseInt: parsing "abc": invalid syntax'),
+                            ({"limit": "1.5"}, 'strconv.ParseInt: parsing "1.5": invalid syntax'),
+                            ({"timeoutSeconds": "9223372036854775808", "watch": "true"},
+                             'strconv.ParseInt: parsing "9223372036854775808": value out of range')]:
+        assert status_of(client.get(pods(ns), params=params), 400, "BadRequest") == message
+
+
+def test_list_option_combinations_are_kubes_422(client: httpx.Client, ns: str) -> None:
+    cases = [
+        ({"resourceVersionMatch": "Exact"}, 'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: '
+         "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"),
+        ({"resourceVersionMatch": "Newest", "resourceVersion": "1"}, 'ListOptions.meta.k8s.io "" is invalid: '
+         'resourceVersionMatch: Unsupported value: "Newest": supported values: "Exact", "NotOlderThan", ""'),
+        ({"resourceVersionMatch": "Exact", "resourceVersion": "0"}, 'ListOptions.meta.k8s.io "" is invalid: '
+         'resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"'),
+        ({"sendInitialEvents": "true"}, 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: '
+         "sendInitialEvents is forbidden for list"),
+        ({"watch": "1", "sendInitialEvents": "true"}, 'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: '
+         "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"),
+        ({"watch": "yes", "resourceVersionMatch": "Exact"}, 'ListOptions.meta.k8s.io "" is invalid: '
+         "[resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
+         'provided, resourceVersionMatch: Unsupported value: "Exact": supported values: "NotOlderThan"]'),
+    ]
+    for params, message in cases:
+        body_message = status_of(client.get(pods(ns), params=params), 422, "Invalid")
+        assert body_message == message, params
+    resp = client.get(pods(ns), params={"resourceVersionMatch": "Exact"})
+    assert resp.json()["details"] == {"group": "meta.k8s.io", "kind": "ListOptions", "causes": [
+        {"reason": "FieldValueForbidden", "field": "resourceVersionMatch",
+         "message": "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"}]}
+    # what kube's conversion takes: watch=false is a list, a negative limit is no limit
+    assert client.get(pods(ns), params={"watch": "false", "limit": "-1"}).json()["kind"] == "PodList"
+
+
+def test_watch_list_without_initial_events_starts_now(client: httpx.Client, ns: str) -> None:
+    assert client.post(pods(ns), json=make_pod("old").build()).status_code == 201
+    params = {"watch": "true", "sendInitialEvents": "false", "resourceVersionMatch": "NotOlderThan",
+              "timeoutSeconds": "1"}
+    with client.stream("GET", pods(ns), params=params) as resp:
+        assert resp.status_code == 200
+        lines = [json.loads(line) for line in resp.iter_lines() if line]
+    assert [e for e in lines if e["type"] != "BOOKMARK"] == []
+
+
+def test_log_options_are_validated_as_kube_does(client: httpx.Client, ns: str) -> None:
+    log = f"{pods(ns)}/nopod/log"
+    cases = [
+        ({"tailLines": "-1"}, 'PodLogOptions "nopod" is invalid: tailLines: Invalid value: -1: must be greater than '
+         "or equal to 0"),
+        ({"sinceSeconds": "-5"}, 'PodLogOptions "nopod" is invalid: sinceSeconds: Invalid value: -5: must be '
+         "greater than 0"),
+        ({"limitBytes": "0"}, 'PodLogOptions "nopod" is invalid: limitBytes: Invalid value: 0: must be greater '
+         "than 0"),
+        ({"tailLines": "-1", "limitBytes": "-1"}, 'PodLogOptions "nopod" is invalid: [tailLines: Invalid value: -1: '
+         "must be greater than or equal to 0, limitBytes: Invalid value: -1: must be greater than 0]"),
+    ]
+    for params, message in cases:
+        assert status_of(client.get(log, params=params), 422, "Invalid") == message
+    both = status_of(client.get(log, params={"sinceSeconds": "5", "sinceTime": "2026-01-01T00:00:00Z"}), 422,
+                     "Invalid")
+    assert "at most one of `sinceTime` or `sinceSeconds` may be specified" in both
+    assert status_of(client.get(log, params={"tailLines": "x"}), 400, "BadRequest") == \
+        'strconv.ParseInt: parsing "x": invalid syntax'
+    assert status_of(client.get(log, params={"sinceTime": "yesterday"}), 400, "BadRequest").startswith(
+        'parsing time "yesterday" as "2006-01-02T15:04:05Z07:00"')
+    # valid options reach the pod lookup
+    assert status_of(client.get(log, params={"tailLines": "0", "follow": "yes", "previous": "0"}), 404, "NotFound")
