@@ -251,6 +251,8 @@ def validate_pod_spec(spec: Mapping[str, Any], path: str, *, is_pod: bool) -> li
     os_name = (spec.get("os") or {}).get("name")
     if spec.get("os") is not None and os_name not in ("linux", "windows"):
         causes.append(not_supported(f"{path}.os.name", os_name or "", ("linux", "windows")))
+    causes.extend(validate_security_context_ids(spec.get("securityContext"), f"{path}.securityContext",
+                                                ("fsGroup", "runAsUser", "runAsGroup")))
     if is_pod:
         for kind in CONTAINER_KINDS:
             for i, container in enumerate(spec.get(kind) or []):
@@ -479,7 +481,23 @@ def _validate_container_common(container: Mapping[str, Any], volumes: set[str], 
     causes.extend(_validate_volume_mounts(container.get("volumeMounts"), volumes, f"{path}.volumeMounts"))
     causes.extend(validate_choice(container.get("imagePullPolicy"), PULL_POLICIES, f"{path}.imagePullPolicy"))
     causes.extend(validate_resource_requirements(container.get("resources"), f"{path}.resources"))
+    causes.extend(validate_security_context_ids(container.get("securityContext"), f"{path}.securityContext",
+                                                ("runAsUser", "runAsGroup")))
     return causes
+
+
+def validate_security_context_ids(context: Mapping[str, Any] | None, path: str,
+                                  keys: tuple[str, ...]) -> list[Cause]:
+    """``IsValidUserID``/``IsValidGroupID`` on a pod's or container's securityContext: ids are 0..2^31-1 (the pod
+    also checks each of ``supplementalGroups``)."""
+    if not context:
+        return []
+    ids = [(f"{path}.{key}", context.get(key)) for key in keys]
+    if "fsGroup" in keys:
+        groups = context.get("supplementalGroups") or []
+        ids += [(f"{path}.supplementalGroups[{i}]", gid) for i, gid in enumerate(groups)]
+    return [invalid(field, value, inclusive_range_error(0, MAX_INT32)) for field, value in ids
+            if value is not None and not 0 <= value <= MAX_INT32]
 
 
 def validate_container_ports(ports: list[Mapping[str, Any]] | None, path: str) -> list[Cause]:

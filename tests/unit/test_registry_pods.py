@@ -547,3 +547,15 @@ def test_sub_path_errors_name_the_mount() -> None:
     assert invalid_create(containers=containers, volumes=[{"name": "v", "emptyDir": {}}]) == [
         'spec.containers[0].volumeMounts[1].subPath: Invalid value: "/abs/../x": must be a relative path',
         "spec.containers[0].volumeMounts[1].subPath: Invalid value: \"/abs/../x\": must not contain '..'"]
+
+
+def test_security_context_ids_must_be_non_negative_int32() -> None:
+    containers = [{"name": "app", "image": "nginx", "securityContext": {"runAsUser": -1, "runAsGroup": 2**31}}]
+    context = {"runAsUser": -2, "runAsGroup": 0, "fsGroup": -3, "supplementalGroups": [1, -4]}
+    assert invalid_create(containers=containers, securityContext=context) == [
+        "spec.containers[0].securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive",
+        "spec.containers[0].securityContext.runAsGroup: Invalid value: 2147483648: must be between 0 and 2147483647, "
+        "inclusive",
+        "spec.securityContext.fsGroup: Invalid value: -3: must be between 0 and 2147483647, inclusive",
+        "spec.securityContext.runAsUser: Invalid value: -2: must be between 0 and 2147483647, inclusive",
+        "spec.securityContext.supplementalGroups[1]: Invalid value: -4: must be between 0 and 2147483647, inclusive"]
