@@ -41,6 +41,11 @@ from apiserver.registry.podscheduling import (
     validate_topology_spread_constraints,
 )
 from apiserver.registry.qos import validate_resource_requirements
+from apiserver.registry.volumefiles import (
+    validate_local_descending_path,
+    validate_no_backsteps,
+    validate_projecting_source,
+)
 
 Object = dict[str, Any]
 
@@ -357,6 +362,7 @@ def _validate_volume_source(volume: Mapping[str, Any], path: str) -> list[Cause]
         causes.append(required(f"{path}.{source}.{required_field}"))
     elif source == "hostPath":
         causes.extend(_validate_host_path(body, f"{path}.hostPath"))
+    causes.extend(validate_projecting_source(source, body, f"{path}.{source}"))
     return causes
 
 
@@ -366,16 +372,11 @@ HOST_PATH_TYPES = ("", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCre
 
 def _validate_host_path(source: Mapping[str, Any], path: str) -> list[Cause]:
     """``validateHostPathVolumeSource``: no ``..`` element in the path (one error however many), a known type."""
-    causes = _validate_no_backsteps(source["path"], f"{path}.path")
+    causes = validate_no_backsteps(source["path"], f"{path}.path")
     kind = source.get("type")
     if kind is not None and kind not in HOST_PATH_TYPES:
         causes.append(not_supported(f"{path}.type", kind, HOST_PATH_TYPES))
     return causes
-
-
-def _validate_no_backsteps(target: str, path: str) -> list[Cause]:
-    """``validatePathNoBacksteps``."""
-    return [invalid(path, target, "must not contain '..'")] if ".." in target.replace("\\", "/").split("/") else []
 
 
 # --- containers -------------------------------------------------------------------------------------------
@@ -653,20 +654,11 @@ def _validate_volume_mounts(mounts: list[Mapping[str, Any]] | None, volumes: set
             causes.append(invalid(f"{item}.mountPath", mount_path, "must be unique"))
         mount_points.add(mount_path)
         for key in ("subPath", "subPathExpr"):
-            causes.extend(_validate_local_descending_path(mount.get(key) or "", f"{item}.{key}"))
+            causes.extend(validate_local_descending_path(mount.get(key) or "", f"{item}.{key}"))
         if mount.get("subPath") and mount.get("subPathExpr"):
             causes.append(invalid(f"{item}.subPathExpr", mount["subPathExpr"],
                                   "subPathExpr and subPath are mutually exclusive"))
     return causes
-
-
-def _validate_local_descending_path(target: str, path: str) -> list[Cause]:
-    if not target:
-        return []
-    causes = []
-    if target.startswith("/"):
-        causes.append(invalid(path, target, "must be a relative path"))
-    return causes + _validate_no_backsteps(target, path)
 
 
 # --- probes and lifecycle hooks ---------------------------------------------------------------------------

@@ -559,3 +559,33 @@ def test_security_context_ids_must_be_non_negative_int32() -> None:
         "spec.securityContext.fsGroup: Invalid value: -3: must be between 0 and 2147483647, inclusive",
         "spec.securityContext.runAsUser: Invalid value: -2: must be between 0 and 2147483647, inclusive",
         "spec.securityContext.supplementalGroups[1]: Invalid value: -4: must be between 0 and 2147483647, inclusive"]
+
+
+def test_projected_file_modes_and_item_paths() -> None:
+    volumes = [
+        {"name": "s", "secret": {"secretName": "s", "defaultMode": -1,
+                                 "items": [{"key": "", "path": "../x", "mode": 0o1000}]}},
+        {"name": "c", "configMap": {"name": "c", "defaultMode": 0o777, "items": [{"key": "k", "path": "a/b"}]}},
+        {"name": "d", "downwardAPI": {"items": [{"path": "/abs", "mode": -2,
+                                                 "fieldRef": {"fieldPath": "metadata.name"}}]}},
+        {"name": "p", "projected": {"defaultMode": 512, "sources": [
+            {"serviceAccountToken": {"path": "t", "expirationSeconds": 60}},
+            {"configMap": {"name": "c", "items": [{"key": "k", "path": "..data"}]}}]}},
+    ]
+    assert invalid_create(volumes=volumes) == [
+        "spec.volumes[0].secret.defaultMode: Invalid value: -1: must be a number between 0 and 0777 (octal), both "
+        "inclusive",
+        "spec.volumes[0].secret.items[0].key: Required value",
+        "spec.volumes[0].secret.items[0].path: Invalid value: \"../x\": must not contain '..'",
+        "spec.volumes[0].secret.items[0].path: Invalid value: \"../x\": must not start with '..'",
+        "spec.volumes[0].secret.items[0].mode: Invalid value: 512: must be a number between 0 and 0777 (octal), both "
+        "inclusive",
+        'spec.volumes[2].downwardAPI.items[0].path: Invalid value: "/abs": must be a relative path',
+        "spec.volumes[2].downwardAPI.items[0].mode: Invalid value: -2: must be a number between 0 and 0777 (octal), "
+        "both inclusive",
+        "spec.volumes[3].projected.defaultMode: Invalid value: 512: must be a number between 0 and 0777 (octal), "
+        "both inclusive",
+        "spec.volumes[3].projected.sources[0].serviceAccountToken.expirationSeconds: Invalid value: 60: may not "
+        "specify a duration less than 10 minutes",
+        "spec.volumes[3].projected.sources[1].configMap.items[0].path: Invalid value: \"..data\": must not start "
+        "with '..'"]
