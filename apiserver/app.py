@@ -25,7 +25,7 @@ from apimachinery import errors
 
 from .authentication import AuthenticationMiddleware
 from .handlers import discovery, openapi, proxy
-from .handlers.request import parse_path
+from .handlers.request import limit_body, parse_path
 from .handlers.rest import RESTHandler, json_response, status_response
 from .handlers.subresources import bind
 from .handlers.warnings import WarningMiddleware, add_warning
@@ -209,6 +209,7 @@ class ResourceRouter:
                      path: str) -> None:
         request = Request(scope, receive)
         try:
+            request = Request(scope, limit_body(scope, receive))
             info = parse_path(group, version, path)
             if group == metrics_api.GROUP:
                 response = await self.metrics.handle(request, info)

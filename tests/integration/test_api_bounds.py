@@ -5,8 +5,11 @@ nothing written, the server serving on."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
+import pytest
 
 from support.builders import make_pod, make_rc
 
@@ -246,3 +249,63 @@ def test_log_options_are_validated_as_kube_does(client: httpx.Client, ns: str) -
         'parsing time "yesterday" as "2006-01-02T15:04:05Z07:00"')
     # valid options reach the pod lookup
     assert status_of(client.get(log, params={"tailLines": "0", "follow": "yes", "previous": "0"}), 404, "NotFound")
+
+
+def test_delete_options_body_is_type_checked(client: httpx.Client, ns: str) -> None:
+    assert client.post(pods(ns), json=make_pod("a").build()).status_code == 201
+    path = f"{pods(ns)}/a"
+    for body, message in [
+        (b'{"gracePeriodSeconds": "abc"}', "json: cannot unmarshal string into Go struct field "
+                                          "DeleteOptions.gracePeriodSeconds of type int64"),
+        (b'{"gracePeriodSeconds": 9223372036854775808}',
+         "json: cannot unmarshal number 9223372036854775808 into Go struct field DeleteOptions.gracePeriodSeconds of "
+         "type int64"),
+        (b'{"preconditions": 5}', "json: cannot unmarshal number into Go struct field DeleteOptions.preconditions "
+                                  "of type v1.Preconditions"),
+    ]:
+        resp = client.request("DELETE", path, content=body, headers={"Content-Type": "application/json"})
+        assert status_of(resp, 400, "BadRequest").endswith(message)
+    assert client.get(path).status_code == 200
+    resp = client.request("DELETE", path, content=b'{"gracePeriodSeconds": 0}',
+                          headers={"Content-Type": "application/json"})
+    assert resp.status_code == 200
+
+
+def test_oversize_body_is_refused_before_it_is_read_whole(client: httpx.Client, ns: str) -> None:
+    """A chunked body (no Content-Length) is cut off once past the limit; a Content-Length over it at once."""
+    def chunks() -> Iterator[bytes]:
+        yield b'{"metadata":{"name":"big"},"data":{"a":"'
+        for _ in range(64):  # 16 MiB
+            yield b"x" * (256 * 1024)
+        yield b'"}}'
+
+    try:
+        resp = client.post(f"/api/v1/namespaces/{ns}/configmaps", content=chunks(),
+                           headers={"Content-Type": "application/json"})
+        assert status_of(resp, 413, "RequestEntityTooLarge") == "Request entity too large: limit is 3145728"
+    except httpx.HTTPError:  # the server may close the connection while the client still sends: also a refusal
+        pass
+    assert client.get(f"/api/v1/namespaces/{ns}/configmaps/big").status_code == 404
+    assert client.get("/healthz").text == "ok"
+
+
+def test_python_client_sees_kubes_answers(api: Any, ns: str) -> None:
+    from kubernetes import client as k8s
+
+    core = k8s.CoreV1Api(api)
+    rc = make_rc("web", 1)
+    rc["spec"]["replicas"] = 2**31
+    with pytest.raises(k8s.ApiException) as caught:
+        core.create_namespaced_replication_controller(ns, rc)
+    assert caught.value.status == 400
+    assert json.loads(caught.value.body)["message"] == RC_OVERFLOW
+    with pytest.raises(k8s.ApiException) as caught:
+        core.read_namespaced_pod_log("nopod", ns, tail_lines=-1)
+    assert caught.value.status == 422
+    assert json.loads(caught.value.body)["message"] == ('PodLogOptions "nopod" is invalid: tailLines: Invalid value: '
+                                                        "-1: must be greater than or equal to 0")
+    with pytest.raises(k8s.ApiException) as caught:
+        core.list_namespaced_pod(ns, resource_version_match="Exact")
+    assert caught.value.status == 422
+    created = core.create_namespaced_replication_controller(ns, make_rc("ok", 2))
+    assert created.spec.replicas == 2
