@@ -158,7 +158,11 @@ def json_numbers(value: Any) -> Any:
             if isinstance(item, float) and item.is_integer() and -(2.0**63) <= item < 2.0**63:
                 node[key] = int(item)
             elif isinstance(item, int) and not isinstance(item, bool) and not _INT64[0] <= item <= _INT64[1]:
-                node[key] = float(item)
+                try:
+                    node[key] = float(item)
+                except OverflowError:  # past float64 too: what Go's JSON encoder says of +Inf
+                    raise errors.BadRequest("the body of the request could not be decoded: error converting YAML "
+                                            "to JSON: json: unsupported value: +Inf") from None
             elif isinstance(item, (dict, list)):
                 stack.append(item)
     return value

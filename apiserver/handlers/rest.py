@@ -8,6 +8,7 @@ object's JSON bytes; lists are spliced from them rather than re-encoded.
 from __future__ import annotations
 
 import base64
+import logging
 from typing import Any
 
 import orjson
@@ -50,6 +51,7 @@ from .table import include_object, partial_metadata, partial_metadata_list, to_t
 from .watch import serve_watch
 
 CONTINUE_VERSION = "meta.k8s.io/v1"
+log = logging.getLogger(__name__)
 
 
 def json_response(body: bytes | Any, status: int = 200) -> Response:
@@ -71,11 +73,18 @@ def success_status(code: int = 200, details: dict[str, Any] | None = None) -> di
 
 
 def render_object(store: ResourceStore, co: CachedObject, output: Output, params: Any, status: int = 200) -> Response:
-    if output.table:
-        return json_response(to_table(store.strategy, [co.obj], include_object(params),
-                                      {"resourceVersion": str(co.rv)}), status)
-    if output.partial_metadata:
-        return json_response(partial_metadata(co.obj), status)
+    """The object as the client asked for it. Writes call this once they are committed, so a Table or metadata
+    view that fails to render falls back to the object itself (logged) instead of turning a success into an
+    error: the answer of a write is never lost."""
+    try:
+        if output.table:
+            return json_response(to_table(store.strategy, [co.obj], include_object(params),
+                                          {"resourceVersion": str(co.rv)}), status)
+        if output.partial_metadata:
+            return json_response(partial_metadata(co.obj), status)
+    except Exception:
+        log.exception("could not render %s %s as asked; answering the object", store.strategy.kind,
+                      co.obj.get("metadata", {}).get("name"))
     return json_response(co.raw, status)
 
 

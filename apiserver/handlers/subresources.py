@@ -163,7 +163,7 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
                                 strategy.resource, strategy.group)(strategy.scale_of(co.obj))
     else:
         raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
-    replicas = _replicas(strategy, scale, info.name)
+    replicas = _replicas(store, scale, info.name)
     precondition = (scale.get("metadata") or {}).get("resourceVersion") if method == "PUT" else None
 
     def apply(obj: dict[str, Any]) -> dict[str, Any]:
@@ -177,7 +177,12 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
     return rest.json_response(strategy.scale_of(copy.deepcopy(co.obj)))
 
 
-def _replicas(strategy: Any, scale: dict[str, Any], name: str) -> int:
+def _replicas(store: ResourceStore, scale: dict[str, Any], name: str) -> int:
+    """The Scale's replicas, once decoded as the typed autoscaling/v1 Scale (wrong types and int32 overflow: 400)
+    and validated (negative: 422)."""
+    strategy: Any = store.strategy
+    if store.decoder is not None:
+        store.decoder.decode(scale, "autoscaling", "v1", "Scale")
     replicas = (scale.get("spec") or {}).get("replicas") or 0
     if not isinstance(replicas, int) or isinstance(replicas, bool):
         raise errors.BadRequest(f'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
@@ -205,7 +210,7 @@ async def _apply_scale(request: Request, info: RequestInfo, store: ResourceStore
     parent: dict[str, Any] = {"apiVersion": strategy.api_version, "kind": strategy.kind,
                               "metadata": {"name": info.name}}
     if "replicas" in (config.get("spec") or {}):
-        parent["spec"] = {"replicas": _replicas(strategy, config, info.name)}
+        parent["spec"] = {"replicas": _replicas(store, config, info.name)}
     force = bool_param(params, "force")
 
     def update(live: dict[str, Any]) -> dict[str, Any]:

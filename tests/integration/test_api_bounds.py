@@ -309,3 +309,19 @@ def test_python_client_sees_kubes_answers(api: Any, ns: str) -> None:
     assert caught.value.status == 422
     created = core.create_namespaced_replication_controller(ns, make_rc("ok", 2))
     assert created.spec.replicas == 2
+
+
+def test_scale_subresource_is_range_checked(client: httpx.Client, ns: str) -> None:
+    assert client.post(rcs(ns), json=make_rc("web", 1)).status_code == 201
+    scale = f"{rcs(ns)}/web/scale"
+    body = client.get(scale).json()
+    for replicas, what in [(2**31, "number 2147483648"), (2.5, "number 2.5"), ("3", "string")]:
+        body["spec"]["replicas"] = replicas
+        message = status_of(client.put(scale, json=body), 400, "BadRequest")
+        assert message == (f'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal {what} into '
+                           "Go struct field ScaleSpec.spec.replicas of type int32")
+    resp = client.patch(scale, content=b'{"spec":{"replicas":4294967296}}',
+                        headers={"Content-Type": "application/merge-patch+json"})
+    assert "cannot unmarshal number 4294967296 into Go struct field ScaleSpec.spec.replicas" in \
+        status_of(resp, 400, "BadRequest")
+    assert client.get(f"{rcs(ns)}/web").json()["spec"]["replicas"] == 1
