@@ -78,6 +78,8 @@ async def bind(request: Request, pods: ResourceStore, namespace: str | None, nam
     from .request import decode_object
 
     binding = decode_object(body, request.headers.get("content-type"), "Binding", "v1")
+    if pods.decoder is not None:  # typed, as every body: wrong types are the decoder's 400
+        pods.decoder.decode(binding, "", "v1", "Binding")
     meta = binding.get("metadata") or {}
     pod_name = name or meta.get("name")
     if not pod_name:
@@ -127,6 +129,8 @@ async def _evict(handler: RESTHandler, request: Request, info: RequestInfo, stor
     body = decode_body(await request.body(), request.headers.get("content-type"))
     if not isinstance(body, dict) or body.get("kind") not in (None, "Eviction"):
         raise errors.BadRequest("the body must be a policy/v1 Eviction")
+    if store.decoder is not None:  # deleteOptions typed: a gracePeriodSeconds of "abc" or 2^63 is a 400
+        store.decoder.decode(body, "policy", "v1", "Eviction")
     assert info.name is not None
     if (body.get("metadata") or {}).get("name") not in (None, info.name):
         raise errors.BadRequest("name in URL does not match name in Eviction object")

@@ -325,3 +325,21 @@ def test_scale_subresource_is_range_checked(client: httpx.Client, ns: str) -> No
     assert "cannot unmarshal number 4294967296 into Go struct field ScaleSpec.spec.replicas" in \
         status_of(resp, 400, "BadRequest")
     assert client.get(f"{rcs(ns)}/web").json()["spec"]["replicas"] == 1
+
+
+def test_eviction_and_binding_bodies_are_typed(client: httpx.Client, ns: str) -> None:
+    assert client.post(pods(ns), json=make_pod("a").build()).status_code == 201
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "a"},
+                "deleteOptions": {"gracePeriodSeconds": 2**63}}
+    message = status_of(client.post(f"{pods(ns)}/a/eviction", json=eviction), 400, "BadRequest")
+    assert message.endswith("json: cannot unmarshal number 9223372036854775808 into Go struct field "
+                            "DeleteOptions.deleteOptions.gracePeriodSeconds of type int64")
+    eviction["deleteOptions"] = {"gracePeriodSeconds": "soon"}
+    assert "cannot unmarshal string into Go struct field" in \
+        status_of(client.post(f"{pods(ns)}/a/eviction", json=eviction), 400, "BadRequest")
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "a"}, "target": {"name": 7}}
+    message = status_of(client.post(f"{pods(ns)}/a/binding", json=binding), 400, "BadRequest")
+    assert message.endswith("json: cannot unmarshal number into Go struct field ObjectReference.target.name of type "
+                            "string")
+    pod = client.get(f"{pods(ns)}/a").json()
+    assert "deletionTimestamp" not in pod["metadata"] and "nodeName" not in pod["spec"]
