@@ -37,7 +37,7 @@ ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
 MAX_UPDATE_ATTEMPTS = 64
 ETCD_MAX_REQUEST_BYTES = 3 * 512 * 1024  # etcd's --max-request-bytes default (1.5 MiB)
-ETCD_TXN_OVERHEAD = 256  # a put inside a compare-and-swap transaction: the key twice, revision, framing
+ETCD_TXN_OVERHEAD = 256  # framing of the compare-and-swap transaction around a put (the key counted apart)
 
 
 @dataclass(slots=True)
@@ -100,7 +100,7 @@ class ResourceStore:
         """The stored bytes; 413 when etcd would refuse the write as too large (nothing is written)."""
         obj["metadata"].pop("resourceVersion", None)
         data = orjson.dumps(self.strategy.to_storage(obj) if self.converts else obj)
-        size = len(data) + 2 * len(key) + ETCD_TXN_OVERHEAD
+        size = len(data) + 3 * len(key) + ETCD_TXN_OVERHEAD  # the txn names the key in compare, put and failure
         if size > self.max_request_bytes:
             raise errors.RequestEntityTooLarge(
                 f"Request entity too large: etcdserver: request is too large: the {self.strategy.kind} would be "
