@@ -116,9 +116,7 @@ class _Walk:
             if name == QUANTITY:
                 return self.quantity(value, parent, path)
             if name == INT_OR_STRING:
-                if isinstance(value, bool) or not isinstance(value, (int, str)):
-                    raise self.fail(value, parent, path, "intstr.IntOrString")
-                return value
+                return self.int_or_string(value, parent, path)
             target = self.definitions.get(name, {})
             if target.get("type") == "string" or target.get("format") == "date-time":
                 if not isinstance(value, str):
@@ -132,9 +130,8 @@ class _Walk:
         kind = schema.get("type")
         if kind == "string":
             if schema.get("format") == "int-or-string":
-                if isinstance(value, bool) or not isinstance(value, (int, str)):
-                    raise self.fail(value, parent, path, "intstr.IntOrString")
-            elif not isinstance(value, str):
+                return self.int_or_string(value, parent, path)
+            if not isinstance(value, str):
                 raise self.fail(value, parent, path, self.go_type(schema))
             elif schema.get("format") == "byte":
                 offset = base64_error_offset(value)
@@ -169,6 +166,18 @@ class _Walk:
                         value[key] = self.value(value[key], inner, parent, path)
         return value
 
+    def int_or_string(self, value: Any, parent: str, path: str) -> Any:
+        """``IntOrString.UnmarshalJSON``: a JSON string is the string, anything else is read into its int32 (so
+        the error names int32, with the field's context, as Go adds it to the inner decoder's error)."""
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(value, parent, path, "int32")
+        low, high = INT_RANGES["int32"]
+        if isinstance(value, float) or not low <= value <= high:
+            raise self.fail(value, parent, path, "int32", literal=True)
+        return value
+
     def quantity(self, value: Any, parent: str, path: str) -> str:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise self.fail(value, parent, path, "resource.Quantity")
@@ -181,7 +190,10 @@ class _Walk:
 
 
 def go_number(value: int | float) -> str:
-    """A JSON number as Go's error quotes its literal (the parsed value: ``1e3`` is quoted as ``1000.0``)."""
+    """A JSON number as Go's error quotes its literal, from the parsed value: ``1e3`` is quoted as ``1000.0``; a
+    whole number past 64 bits (which orjson reads as a float) in digits, as it was most likely written."""
+    if isinstance(value, float) and value.is_integer() and 2.0**63 <= abs(value) < 1e21:
+        return str(int(value))
     return repr(value) if isinstance(value, float) else str(value)
 
 
