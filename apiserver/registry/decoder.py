@@ -19,6 +19,7 @@ from typing import Any
 from apimachinery import errors
 from apimachinery.patch import go_json_kind
 from apimachinery.quantity import parse_quantity
+from apimachinery.validation import go_quote
 
 Schema = dict[str, Any]
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
@@ -196,30 +197,6 @@ def go_number(value: int | float) -> str:
         return str(int(value))
     return repr(value) if isinstance(value, float) else str(value)
 
-
-def go_quote(text: str) -> str:
-    """Go's ``strconv.Quote``: how kube's strict decoder names a field, so control characters never reach a
-    message (or a ``Warning`` header) raw."""
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable() or ch == " ":
-            out.append(ch)
-        elif code < 0x10000 and not 0xD800 <= code < 0xE000:
-            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
-        elif code >= 0x10000:
-            out.append(f"\\U{code:08x}")
-        else:
-            out.append("\ufffd")  # a lone surrogate: Go's JSON decoder reads it as the replacement rune
-    out.append('"')
-    return "".join(out)
-
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
 _BASE64_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 _NEWLINES = frozenset(b"\r\n")

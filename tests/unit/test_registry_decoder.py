@@ -8,7 +8,8 @@ import pytest
 
 from apimachinery import errors
 from apiserver.openapi.documents import swagger
-from apiserver.registry.decoder import Decoder, go_quote
+from apimachinery.validation import go_quote
+from apiserver.registry.decoder import Decoder
 
 DECODER = Decoder(swagger()["definitions"])
 
