@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from apimachinery import errors
-from apiserver.openapi.documents import swagger
 from apimachinery.validation import go_quote
+from apiserver.openapi.documents import swagger
 from apiserver.registry.decoder import Decoder
 
 DECODER = Decoder(swagger()["definitions"])
