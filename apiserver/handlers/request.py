@@ -6,6 +6,10 @@ Path rules follow kube-apiserver's RequestInfoFactory::
     /apis/{group}/{version}[/watch][/namespaces/{ns}]/{resource}[/{name}[/{subresource}]]
 
 ``/api/v1/namespaces/{name}/status`` and ``/finalize`` are subresources of the namespace itself.
+
+Bodies are bounded as kube-apiserver bounds them: 3 MiB (413, refused as it arrives), and a nesting depth
+(``MAX_DEPTH``, 400); YAML is read as sigs.k8s.io/yaml reads it (through JSON, so ``2.0`` is the integer 2). Query
+parameters convert as kube's parameter codec converts them (``int_param``, ``bool_param``).
 """
 
 from __future__ import annotations

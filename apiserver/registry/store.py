@@ -8,6 +8,8 @@ the key's etcd ``mod_revision``. Reads are served by the resource's watch cache 
 - every update is a read-modify-write retried on conflict (``guaranteed_update``), failing with 409 Conflict only
   when the caller pinned a resourceVersion (or uid) that is no longer current;
 - an update that changes nothing is not written (the resourceVersion stays);
+- an object whose stored form etcd would refuse as too large (``--etcd-max-request-bytes``) is a 413 before the
+  write, not an etcd error after it;
 - deletion honours graceful deletion (pods), finalizers and ``propagationPolicy`` (orphan/foreground
   finalizers for the garbage collector).
 """
