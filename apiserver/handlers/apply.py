@@ -58,7 +58,7 @@ async def serve(handler: Any, request: Request, info: RequestInfo, store: Resour
     params = request.query_params
     manager = manager_of(params, request.headers.get("user-agent"), "PatchOptions", apply=True)
     force = bool_param(params, "force")
-    dry_run = dry_run_requested(params)
+    dry_run = dry_run_requested(params, "PatchOptions")
     validation = field_validation_mode(params)
     config = decode_config(await request.body())
     check_name(config, info.name, info.namespace)

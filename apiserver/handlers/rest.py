@@ -19,6 +19,7 @@ from apimachinery import errors
 from apimachinery.fields import parse_field_selector
 from apimachinery.labels import parse_selector
 from apimachinery.patch import jsonpatch, mergepatch, strategic
+from apimachinery.validation import not_supported
 
 from ..authentication import request_user
 from ..fieldmanager import Writer, manager_of
@@ -88,12 +89,14 @@ def render_object(store: ResourceStore, co: CachedObject, output: Output, params
     return json_response(co.raw, status)
 
 
-def dry_run_requested(params: Any) -> bool:
-    values = params.getlist("dryRun") if hasattr(params, "getlist") else [params.get("dryRun")]
-    for value in values:
-        if value and value != "All":
-            raise errors.BadRequest(f'dryRun: Unsupported value: "{value}": supported values: "All"')
-    return any(values)
+def dry_run_requested(params: Any, options_kind: str = "CreateOptions") -> bool:
+    """``?dryRun``: only ``All`` is supported; anything else is 422 ``<options_kind>.meta.k8s.io`` as kube's
+    ``ValidateDryRun`` answers for Create/Update/Patch/DeleteOptions."""
+    values = params.getlist("dryRun") if hasattr(params, "getlist") else \
+        [v for v in [params.get("dryRun")] if v is not None]
+    if any(value != "All" for value in values):
+        raise errors.invalid(options_kind, "", [not_supported("dryRun", values, ("All",))], "meta.k8s.io")
+    return bool(values)
 
 
 # --- continue tokens --------------------------------------------------------------------------------------------
@@ -306,7 +309,7 @@ class RESTHandler:
         # A uid in the body is a precondition (kube-apiserver's defaultUpdatedObjectInfo): 409 if it differs.
         co = await store.guaranteed_update(info.namespace, info.name, lambda _old: obj, subresource=subresource,
                                            precondition_rv=precondition, precondition_uid=meta.get("uid") or None,
-                                           dry_run=dry_run_requested(request.query_params),
+                                           dry_run=dry_run_requested(request.query_params, "UpdateOptions"),
                                            field_validation=field_validation_mode(request.query_params),
                                            writer=writer)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
@@ -323,7 +326,7 @@ class RESTHandler:
         writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), "PatchOptions"),
                         subresource)
         co = await store.guaranteed_update(info.namespace, info.name, apply_patch, subresource=subresource,
-                                           dry_run=dry_run_requested(request.query_params),
+                                           dry_run=dry_run_requested(request.query_params, "PatchOptions"),
                                            field_validation=field_validation_mode(request.query_params),
                                            writer=writer)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
@@ -370,7 +373,7 @@ class RESTHandler:
         options = DeleteOptions(
             grace_period_seconds=int_param(params, "gracePeriodSeconds"),
             propagation_policy=params.get("propagationPolicy") or None,
-            dry_run=dry_run_requested(params),
+            dry_run=dry_run_requested(params, "DeleteOptions"),
         )
         orphan = params.get("orphanDependents")
         body = await request.body()

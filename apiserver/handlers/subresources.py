@@ -177,7 +177,7 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
     options = "UpdateOptions" if method == "PUT" else "PatchOptions"
     writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), options), "scale")
     co = await store.guaranteed_update(info.namespace, info.name, apply, precondition_rv=precondition or None,
-                                       writer=writer)
+                                       dry_run=rest.dry_run_requested(request.query_params, options), writer=writer)
     return rest.json_response(strategy.scale_of(copy.deepcopy(co.obj)))
 
 
@@ -220,5 +220,6 @@ async def _apply_scale(request: Request, info: RequestInfo, store: ResourceStore
     def update(live: dict[str, Any]) -> dict[str, Any]:
         return store.field_manager.apply(live, parent, manager, force, "scale")
 
-    co = await store.guaranteed_update(info.namespace, info.name, update, dry_run=rest.dry_run_requested(params))
+    co = await store.guaranteed_update(info.namespace, info.name, update,
+                                       dry_run=rest.dry_run_requested(params, "PatchOptions"))
     return rest.json_response(strategy.scale_of(copy.deepcopy(co.obj)))

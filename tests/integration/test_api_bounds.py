@@ -367,3 +367,23 @@ def test_etcd_request_limit_is_a_flag(etcd: Any, tmp_path: Any) -> None:
             assert c.delete(f"{path}/bounds-small").status_code == 200
     finally:
         server.stop()
+
+
+def test_dry_run_values_are_validated_per_options_kind(client: httpx.Client, ns: str) -> None:
+    assert client.post(rcs(ns), json=make_rc("web", 1)).status_code == 201
+    cases = [
+        (client.post(rcs(ns), json=make_rc("other", 1), params={"dryRun": "true"}), "CreateOptions", '"true"'),
+        (client.put(f"{rcs(ns)}/web", json=make_rc("web", 2), params={"dryRun": ["All", "x"]}), "UpdateOptions",
+         '"All", "x"'),
+        (client.patch(f"{rcs(ns)}/web", json={}, params={"dryRun": ""},
+                      headers={"Content-Type": "application/merge-patch+json"}), "PatchOptions", '""'),
+        (client.delete(f"{rcs(ns)}/web", params={"dryRun": "yes"}), "DeleteOptions", '"yes"'),
+    ]
+    for resp, kind, values in cases:
+        assert status_of(resp, 422, "Invalid") == (f'{kind}.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
+                                                   f'[]string{{{values}}}: supported values: "All"')
+    scaled = client.put(f"{rcs(ns)}/web/scale", params={"dryRun": "All"},
+                        json={"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"},
+                              "spec": {"replicas": 5}})
+    assert scaled.status_code == 200 and scaled.json()["spec"]["replicas"] == 5
+    assert client.get(f"{rcs(ns)}/web").json()["spec"]["replicas"] == 1
