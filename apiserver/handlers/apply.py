@@ -59,7 +59,7 @@ async def serve(handler: Any, request: Request, info: RequestInfo, store: Resour
     manager = manager_of(params, request.headers.get("user-agent"), "PatchOptions", apply=True)
     force = bool_param(params, "force")
     dry_run = dry_run_requested(params, "PatchOptions")
-    validation = field_validation_mode(params)
+    validation = field_validation_mode(params, "PatchOptions")
     config = decode_config(await request.body())
     check_name(config, info.name, info.namespace)
     precondition = str((config.get("metadata") or {}).get("resourceVersion") or "") or None

@@ -310,7 +310,8 @@ class RESTHandler:
         co = await store.guaranteed_update(info.namespace, info.name, lambda _old: obj, subresource=subresource,
                                            precondition_rv=precondition, precondition_uid=meta.get("uid") or None,
                                            dry_run=dry_run_requested(request.query_params, "UpdateOptions"),
-                                           field_validation=field_validation_mode(request.query_params),
+                                           field_validation=field_validation_mode(request.query_params,
+                                                                                  "UpdateOptions"),
                                            writer=writer)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
@@ -327,7 +328,8 @@ class RESTHandler:
                         subresource)
         co = await store.guaranteed_update(info.namespace, info.name, apply_patch, subresource=subresource,
                                            dry_run=dry_run_requested(request.query_params, "PatchOptions"),
-                                           field_validation=field_validation_mode(request.query_params),
+                                           field_validation=field_validation_mode(request.query_params,
+                                                                                  "PatchOptions"),
                                            writer=writer)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 

@@ -19,7 +19,7 @@ from typing import Any
 from apimachinery import errors
 from apimachinery.patch import go_json_kind
 from apimachinery.quantity import parse_quantity
-from apimachinery.validation import go_quote
+from apimachinery.validation import go_quote, not_supported
 
 Schema = dict[str, Any]
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
@@ -233,9 +233,11 @@ def base64_error_offset(text: str) -> int | None:
             return si if si < len(src) else None
 
 
-def field_validation_mode(params: Any) -> str:
+def field_validation_mode(params: Any, options_kind: str = "CreateOptions") -> str:
+    """``?fieldValidation`` (default Warn); another value is 422 ``<options_kind>.meta.k8s.io`` as kube's
+    ``ValidateFieldValidation`` answers."""
     value = params.get("fieldValidation") or "Warn"
     if value not in FIELD_VALIDATION:
-        raise errors.BadRequest(f'fieldValidation: Unsupported value: "{value}": supported values: "Ignore", '
-                                f'"Strict", "Warn"')
+        supported = ("", *sorted(FIELD_VALIDATION))
+        raise errors.invalid(options_kind, "", [not_supported("fieldValidation", value, supported)], "meta.k8s.io")
     return value

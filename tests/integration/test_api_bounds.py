@@ -387,3 +387,15 @@ def test_dry_run_values_are_validated_per_options_kind(client: httpx.Client, ns:
                               "spec": {"replicas": 5}})
     assert scaled.status_code == 200 and scaled.json()["spec"]["replicas"] == 5
     assert client.get(f"{rcs(ns)}/web").json()["spec"]["replicas"] == 1
+
+
+def test_field_validation_values_are_validated_per_options_kind(client: httpx.Client, ns: str) -> None:
+    assert client.post(rcs(ns), json=make_rc("web", 1)).status_code == 201
+    cases = [(client.post(rcs(ns), json=make_rc("x", 1), params={"fieldValidation": "Loose"}), "CreateOptions"),
+             (client.put(f"{rcs(ns)}/web", json=make_rc("web", 1), params={"fieldValidation": "Loose"}),
+              "UpdateOptions"),
+             (client.patch(f"{rcs(ns)}/web", json={}, params={"fieldValidation": "Loose"},
+                           headers={"Content-Type": "application/merge-patch+json"}), "PatchOptions")]
+    for resp, kind in cases:
+        assert status_of(resp, 422, "Invalid") == (f'{kind}.meta.k8s.io "" is invalid: fieldValidation: Unsupported '
+                                                   'value: "Loose": supported values: "", "Ignore", "Strict", "Warn"')
