@@ -17,7 +17,6 @@ that is already rendered (a Go struct literal, say).
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -36,8 +35,30 @@ class Raw(str):
 
 
 def go_quote(value: str) -> str:
-    """Go's ``%q`` for the strings users type (close enough: JSON escaping without ``\\u`` for printable text)."""
-    return json.dumps(value, ensure_ascii=False)
+    """Go's ``%q`` (``strconv.Quote``): quotes and backslashes escaped, ``\\n``-style escapes for the C controls,
+    ``\\xNN``/``\\uNNNN``/``\\UNNNNNNNN`` for other non-printable runes, printable Unicode as is."""
+    out = ['"']
+    for ch in value:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif 0xD800 <= code < 0xE000:
+            out.append("\ufffd")  # a lone surrogate: Go's JSON decoder reads it as the replacement rune
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
 
 def go_value(value: Any) -> str:

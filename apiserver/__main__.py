@@ -13,6 +13,7 @@ from apimachinery.meta import parse_duration
 from .app import Config, create_app
 from .storage.encryptionconfig import EncryptionConfigError
 from .storage.etcd3 import EtcdTLS, uses_tls
+from .registry.store import ETCD_MAX_REQUEST_BYTES
 from .spdy.upgrade import HttpToolsProtocol
 
 
@@ -42,6 +43,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--etcd-compaction-interval", type=_duration, default="5m", metavar="DURATION",
                         help="how often etcd's history is compacted, keeping one interval of it (Go duration; "
                              "0 disables; default: %(default)s)")
+    parser.add_argument("--etcd-max-request-bytes", type=int, default=ETCD_MAX_REQUEST_BYTES,
+                        help="etcd's --max-request-bytes: an object whose stored form (with its key) is larger is "
+                             "refused with 413 before it is written (default: %(default)s, etcd's default)")
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=1,
                         help="log verbosity: 0 warnings, 1 info, 2+ debug and access log (default: %(default)s)")
     return parser.parse_args(argv)
@@ -74,6 +78,7 @@ def main(argv: list[str] | None = None) -> None:
         port=args.port,
         encryption_provider_config=args.encryption_provider_config,
         etcd_compaction_interval=args.etcd_compaction_interval,
+        etcd_max_request_bytes=args.etcd_max_request_bytes,
     )
     try:
         app = create_app(config)

@@ -26,7 +26,7 @@ from apimachinery import errors
 
 from .authentication import AuthenticationMiddleware
 from .handlers import discovery, openapi, proxy
-from .handlers.request import parse_path
+from .handlers.request import limit_body, parse_path
 from .handlers.rest import RESTHandler, json_response, status_response
 from .handlers.subresources import bind
 from .handlers.warnings import WarningMiddleware, add_warning
@@ -39,6 +39,7 @@ from .registry.endpoints import endpoints_address, kubernetes_endpoints
 from .registry.endpointslices import endpoint_slice_address, kubernetes_endpoint_slice
 from .registry.masterleases import MasterLeases
 from .registry.services import kubernetes_service
+from .registry.store import ETCD_MAX_REQUEST_BYTES
 from .storage import encryptionconfig, maintenance
 from .storage.etcd3 import EtcdStorage, EtcdTLS, SpaceExceeded, StorageError
 from .storage.format import NewerStorageFormat, check_storage_format
@@ -55,6 +56,7 @@ class Config:
     port: int = 8080  # where it serves: the default/kubernetes Service's targetPort
     encryption_provider_config: str | None = None  # an EncryptionConfiguration file (encryption at rest)
     etcd_compaction_interval: float = maintenance.DEFAULT_COMPACTION_INTERVAL  # seconds; 0 disables
+    etcd_max_request_bytes: int = ETCD_MAX_REQUEST_BYTES  # etcd's --max-request-bytes: larger objects are 413
 
 
 def advertised_ip(config: Config) -> str:
@@ -123,7 +125,7 @@ def create_app(config: Config) -> WarningMiddleware:
     bootstrap = [*system_namespaces(), *kubernetes_service_objects(config)]
     leases = MasterLeases(storage, f"{advertised_ip(config)}:{config.port}")
     registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap,
-                        leases=leases, encryption=encryption)
+                        leases=leases, encryption=encryption, max_request_bytes=config.etcd_max_request_bytes)
     handler = RESTHandler(registry)
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
@@ -277,6 +279,7 @@ class ResourceRouter:
                      path: str) -> None:
         request = Request(scope, receive)
         try:
+            request = Request(scope, limit_body(scope, receive))
             info = parse_path(group, version, path)
             if group == metrics_api.GROUP:
                 response = await self.metrics.handle(request, info)

@@ -21,6 +21,9 @@ What the client cannot tell lives in the tables below, one table per fact:
   words as a later release does), keyed ``<definition>.<field>``; taken from the Kubernetes v1.32 OpenAPI as the ``kubernetes-validate`` package ships it
   (``--import-ref-descriptions .../v1.32.0-local/_definitions.json`` rewrites the file);
 * ``PATCH_STRATEGIES``: ``x-kubernetes-patch-strategy`` / ``-merge-key`` (``kubectl apply`` diffs lists with them).
+* integer formats (``int32``/``int64``, which the decoder range-checks as Go does): read from the wire schema
+  ``apiserver/protobuf/proto`` (upstream's ``generated.proto`` types are the Go types), plus ``NEWER_INT_FORMATS``
+  for the fields the client has that the v1.32 schema lacks.
 * ``NEWER_THAN_SERVED``: fields the client has from releases after v1.32 (their types would drag alpha APIs in).
 * ``METRICS_DEFINITIONS``: ``metrics.k8s.io/v1beta1`` (NodeMetrics, PodMetrics), which the client has no models
   for: written out as metrics-server publishes them; their operations reuse the core nodes/pods list and read
@@ -54,6 +57,7 @@ Schema = dict[str, Any]
 OUTPUT = Path(__file__).resolve().parent.parent / "apiserver" / "openapi" / "swagger.json"
 REF_DESCRIPTIONS_FILE = Path(__file__).resolve().parent / "openapi_ref_descriptions.json"
 KUBE_REF_DESCRIPTIONS: dict[str, str] = json.loads(REF_DESCRIPTIONS_FILE.read_text())
+PROTO_DIR = Path(__file__).resolve().parent.parent / "apiserver" / "protobuf" / "proto"
 INFO = {"title": "Kubernetes", "version": "v1.32.0"}
 
 
@@ -259,6 +263,50 @@ LIST_METADATA = ("Standard list metadata. More info: "
 NEWER_THAN_SERVED: frozenset[tuple[str, str]] = frozenset({("V1JobSpec", "scheduling"),
                                                            ("V2HPAScalingRules", "tolerance")})
 
+# Integer fields the client models have that the v1.32 wire schema (apiserver/protobuf/proto) does not: their Go
+# types, (definition name, json field) -> format. Ids and counts of generations are int64, the rest int32.
+NEWER_INT_FORMATS: dict[tuple[str, str], str] = {
+    ("io.k8s.api.apps.v1.DeploymentStatus", "terminatingReplicas"): "int32",
+    ("io.k8s.api.apps.v1.ReplicaSetStatus", "terminatingReplicas"): "int32",
+    ("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerCondition", "observedGeneration"): "int64",
+    ("io.k8s.api.core.v1.ClusterTrustBundleProjection", "user"): "int64",
+    ("io.k8s.api.core.v1.ConfigMapVolumeSource", "defaultUser"): "int64",
+    ("io.k8s.api.core.v1.ContainerRestartRuleOnExitCodes", "values"): "int32",
+    ("io.k8s.api.core.v1.DownwardAPIVolumeFile", "user"): "int64",
+    ("io.k8s.api.core.v1.DownwardAPIVolumeSource", "defaultUser"): "int64",
+    ("io.k8s.api.core.v1.EmptyDirVolumeSource", "mode"): "int32",
+    ("io.k8s.api.core.v1.EvictionResponder", "priority"): "int32",
+    ("io.k8s.api.core.v1.KeyToPath", "user"): "int64",
+    ("io.k8s.api.core.v1.NodeSwapStatus", "capacity"): "int64",
+    ("io.k8s.api.core.v1.PodCertificateProjection", "maxExpirationSeconds"): "int32",
+    ("io.k8s.api.core.v1.PodCertificateProjection", "user"): "int64",
+    ("io.k8s.api.core.v1.PodCondition", "observedGeneration"): "int64",
+    ("io.k8s.api.core.v1.PodStatus", "observedGeneration"): "int64",
+    ("io.k8s.api.core.v1.ProjectedVolumeSource", "defaultUser"): "int64",
+    ("io.k8s.api.core.v1.SecretVolumeSource", "defaultUser"): "int64",
+    ("io.k8s.api.core.v1.ServiceAccountTokenProjection", "user"): "int64",
+}
+
+_PROTO_INT = re.compile(r"\s+(?:optional|repeated)\s+(int32|int64)\s+(\w+)\s*=")
+
+
+def proto_int_formats(directory: Path = PROTO_DIR) -> dict[tuple[str, str], str]:
+    """(definition name, json field) -> ``int32``/``int64`` for every integer field of the wire schema: a
+    ``generated.proto`` message is named as its OpenAPI definition (``k8s.io.api.core.v1`` -> ``io.k8s.api.core.v1``)
+    and its field names are the JSON names."""
+    formats = dict(NEWER_INT_FORMATS)
+    for path in sorted(directory.rglob("*.proto")):
+        package = message = ""
+        for line in path.read_text().splitlines():
+            if m := re.match(r"package ([\w.]+);", line):
+                package = "io.k8s." + m[1].removeprefix("k8s.io.")
+            elif m := re.match(r"message (\w+) \{", line):
+                message = m[1]
+            elif m := _PROTO_INT.match(line):
+                formats[(f"{package}.{message}", m[2])] = m[1]
+    return formats
+
+
 # Go struct tags ``patchStrategy``/``patchMergeKey``: (model, json field) -> (strategy, merge key or "").
 PATCH_STRATEGIES: dict[tuple[str, str], tuple[str, str]] = {
     ("V1Container", "env"): ("merge", "name"),
@@ -354,6 +402,7 @@ class Definitions:
                 for t in served_fields(name).values():
                     stack.extend(r for r in referenced_models(t) if r not in self.package)
         self.reachable = self._closure([m for m, _ in roots])
+        self.int_formats = proto_int_formats()
         names = [self.name(m) for m in self.reachable]
         assert len(set(names)) == len(names), "two models map to one definition name"
 
@@ -389,6 +438,7 @@ class Definitions:
             field = fields[json_name]
             properties[json_name] = self.property(model, json_name, type_string, field.annotation,
                                                   field.description)
+            self.set_int_format(self.name(model), json_name, properties[json_name])
             if field.is_required():
                 required.append(json_name)
         out: Schema = {"description": type_description(cls), "properties": properties, "type": "object"}
@@ -397,6 +447,17 @@ class Definitions:
         if model in self.gvks:
             out["x-kubernetes-group-version-kind"] = [g.to_dict() for g in self.gvks[model]]
         return out
+
+    def set_int_format(self, definition: str, json_name: str, schema: Schema) -> None:
+        """Give an integer field (or an integer list's items) its Go type as kube-apiserver's document does."""
+        scalar = schema.get("items") if schema.get("type") == "array" else schema
+        if not isinstance(scalar, dict) or scalar.get("type") != "integer":
+            return
+        try:
+            scalar["format"] = self.int_formats[(definition, json_name)]
+        except KeyError:
+            raise ValueError(f"{definition}.{json_name}: integer field without a Go type; add it to "
+                             f"NEWER_INT_FORMATS") from None
 
     def property(self, model: str, json_name: str, type_string: str, annotation: Any,
                  description: str | None) -> Schema:

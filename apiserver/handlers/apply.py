@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -21,11 +20,18 @@ from apimachinery import errors
 from ..fieldmanager import manager_of
 from ..registry.decoder import field_validation_mode
 from ..registry.store import ResourceStore
-from .request import APPLY_PATCH, RequestInfo, bool_param, decode_body, negotiate
+from .request import APPLY_PATCH, JSON, RequestInfo, bool_param, decode_body, negotiate
 
 
 def decode_config(body: bytes) -> dict[str, Any]:
-    config = orjson.loads(body) if body.lstrip()[:1] == b"{" else decode_body(body, APPLY_PATCH, (APPLY_PATCH,))
+    """The applied configuration: JSON or YAML, with the size and depth limits of every body."""
+    if body.lstrip()[:1] == b"{":
+        try:
+            config = decode_body(body, JSON, (JSON,))
+        except errors.BadRequest as err:
+            raise errors.BadRequest(f"error decoding YAML: {err.message}") from None
+    else:
+        config = decode_body(body, APPLY_PATCH, (APPLY_PATCH,))
     if not isinstance(config, dict):
         raise errors.BadRequest("error decoding YAML: the applied configuration must be an object")
     return config
@@ -52,12 +58,9 @@ async def serve(handler: Any, request: Request, info: RequestInfo, store: Resour
     params = request.query_params
     manager = manager_of(params, request.headers.get("user-agent"), "PatchOptions", apply=True)
     force = bool_param(params, "force")
-    dry_run = dry_run_requested(params)
-    validation = field_validation_mode(params)
-    try:
-        config = decode_config(await request.body())
-    except orjson.JSONDecodeError as err:
-        raise errors.BadRequest(f"error decoding YAML: {err}") from None
+    dry_run = dry_run_requested(params, "PatchOptions")
+    validation = field_validation_mode(params, "PatchOptions")
+    config = decode_config(await request.body())
     check_name(config, info.name, info.namespace)
     precondition = str((config.get("metadata") or {}).get("resourceVersion") or "") or None
     field_manager = store.field_manager

@@ -39,12 +39,12 @@ from ..registry.registry import Registry
 from ..registry.store import ResourceStore
 from ..spdy import portforward, remotecommand, upgrade
 from ..spdy.session import Session
+from .logoptions import pod_log_options
 
 if TYPE_CHECKING:
     from .request import RequestInfo
     from .rest import RESTHandler
 
-LOG_PARAMS = ("follow", "tailLines", "sinceSeconds", "sinceTime", "timestamps", "previous", "limitBytes")
 STREAMS = ("exec", "attach", "portforward")  # the subresources relayed as streaming sessions
 TUNNEL_PROTOCOL = "SPDY/3.1+" + portforward.PROTOCOL  # client-go's SPDY-over-websocket port-forward
 EXEC_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io",
@@ -117,11 +117,12 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
         raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource "
                                       f"({request.method} {info.subresource}); {info.subresource} needs a "
                                       f"websocket or SPDY/3.1 upgrade")
-    pod = (await store.get(info.namespace, info.name)).obj
     params = request.query_params
+    options = pod_log_options(params, info.name)  # checked before the pod is read, as kube's LogREST does
+    pod = (await store.get(info.namespace, info.name)).obj
     container = _container_name(pod, params.get("container"))
     base = await kubelet_base_url(handler.registry, pod)
-    query = urlencode({k: params[k] for k in LOG_PARAMS if k in params})
+    query = urlencode(options)
     url = f"{base}/containerLogs/{info.namespace}/{info.name}/{container}" + (f"?{query}" if query else "")
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
     try:

@@ -6,6 +6,10 @@ Path rules follow kube-apiserver's RequestInfoFactory::
     /apis/{group}/{version}[/watch][/namespaces/{ns}]/{resource}[/{name}[/{subresource}]]
 
 ``/api/v1/namespaces/{name}/status`` and ``/finalize`` are subresources of the namespace itself.
+
+Bodies are bounded as kube-apiserver bounds them: 3 MiB (413, refused as it arrives), and a nesting depth
+(``MAX_DEPTH``, 400); YAML is read as sigs.k8s.io/yaml reads it (through JSON, so ``2.0`` is the integer 2). Query
+parameters convert as kube's parameter codec converts them (``int_param``, ``bool_param``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ import yaml
 from apimachinery import errors
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a request body
+# Nesting of objects and arrays a body may have. kube's decoders stop at 10000; ours must stop where the rest of
+# the server can still walk and encode the object (orjson encodes at most 254 levels, Python recursion ~1000).
+MAX_DEPTH = 200
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
 JSON = "application/json"
@@ -67,6 +74,30 @@ def parse_path(group: str, version: str, rest: str) -> RequestInfo:
     return info
 
 
+def limit_body(scope: dict[str, Any], receive: Any, limit: int = MAX_BODY_BYTES) -> Any:
+    """An ASGI ``receive`` that refuses a body over ``limit`` bytes with 413 as kube's ``limitedReadBody`` does: at
+    once when Content-Length says so, else as soon as the bytes received pass it — never reading it all first."""
+    for name, value in scope.get("headers") or ():
+        if name == b"content-length" and value.isdigit() and int(value) > limit:
+            raise _too_large(limit)
+    received = 0
+
+    async def limited() -> Any:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise _too_large(limit)
+        return message
+
+    return limited
+
+
+def _too_large(limit: int) -> errors.StatusError:
+    return errors.RequestEntityTooLarge(f"Request entity too large: limit is {limit}")
+
+
 def media_type(content_type: str | None) -> str:
     return (content_type or "").split(";")[0].strip().lower()
 
@@ -74,7 +105,7 @@ def media_type(content_type: str | None) -> str:
 def decode_body(body: bytes, content_type: str | None, allowed: tuple[str, ...] = (JSON, YAML, PROTOBUF)) -> Any:
     """Decode a request body; 415 for an unsupported content type, 400 for a malformed body, 413 if too big."""
     if len(body) > MAX_BODY_BYTES:
-        raise errors.RequestEntityTooLarge("Request entity too large: limit is 3145728")
+        raise _too_large(MAX_BODY_BYTES)
     mt = media_type(content_type) or JSON
     if mt not in allowed:
         raise errors.UnsupportedMediaType(
@@ -86,12 +117,78 @@ def decode_body(body: bytes, content_type: str | None, allowed: tuple[str, ...] 
         from apiserver.protobuf import decode as decode_protobuf  # imported on first use: the schema is large
 
         return decode_protobuf(body)
+    if mt == YAML or mt == APPLY_PATCH:
+        return load_yaml(body)
     try:
-        if mt == YAML or mt == APPLY_PATCH:
-            return yaml.safe_load(body)
-        return orjson.loads(body)
-    except (orjson.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as err:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as err:
+        if "depth limit" in str(err) or "recursion limit" in str(err).lower():
+            raise _too_deep("json") from None
         raise errors.BadRequest(f"the body of the request could not be decoded: {_first_line(err)}") from None
+    # Depth can only exceed the limit when there are more brackets than the limit: the walk is rarely needed.
+    if body.count(b"{") + body.count(b"[") > MAX_DEPTH and depth_exceeds(data, MAX_DEPTH):
+        raise _too_deep("json")
+    return data
+
+
+def load_yaml(body: bytes) -> Any:
+    """YAML as kube reads it (sigs.k8s.io/yaml: YAML → JSON → the Go decoder): a number without a fraction is
+    an integer there (``replicas: 2.0`` is 2), one past 64 bits a float; nesting past ``MAX_DEPTH`` is a 400."""
+    try:
+        data = yaml.load(body, Loader=_YAML_LOADER)
+    except RecursionError:
+        raise _too_deep("yaml") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        if "nesting depth" in str(err):
+            raise _too_deep("yaml") from None
+        raise errors.BadRequest(f"the body of the request could not be decoded: {_first_line(err)}") from None
+    if depth_exceeds(data, MAX_DEPTH):
+        raise _too_deep("yaml")
+    return json_numbers(data)
+
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: no Python recursion while parsing
+_INT64 = (-(2**63), 2**64 - 1)
+
+
+def json_numbers(value: Any) -> Any:
+    """Numbers as the JSON round trip leaves them: integral floats in int64 range are ints, ints past uint64
+    floats (what orjson makes of such a JSON literal)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, item in items:
+            if isinstance(item, float) and item.is_integer() and -(2.0**63) <= item < 2.0**63:
+                node[key] = int(item)
+            elif isinstance(item, int) and not isinstance(item, bool) and not _INT64[0] <= item <= _INT64[1]:
+                try:
+                    node[key] = float(item)
+                except OverflowError:  # past float64 too: what Go's JSON encoder says of +Inf
+                    raise errors.BadRequest("the body of the request could not be decoded: error converting YAML "
+                                            "to JSON: json: unsupported value: +Inf") from None
+            elif isinstance(item, (dict, list)):
+                stack.append(item)
+    return value
+
+
+def depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether objects and arrays nest deeper than ``limit`` (iteratively: the input may be deep)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def _too_deep(codec: str) -> errors.StatusError:
+    return errors.BadRequest(f"the body of the request could not be decoded: {codec}: exceeded max depth of "
+                             f"{MAX_DEPTH}")
 
 
 def decode_object(body: bytes, content_type: str | None, kind: str, api_version: str) -> dict[str, Any]:
@@ -115,7 +212,7 @@ def decode_object(body: bytes, content_type: str | None, kind: str, api_version:
     return obj
 
 
-def _first_line(err: Exception) -> str:
+def _first_line(err: BaseException) -> str:
     return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
@@ -154,15 +251,28 @@ def negotiate(accept: str | None) -> Output:
     return Output()
 
 
+INT64_MAX = 2**63 - 1
+
+
+def parse_int64(value: str) -> int:
+    """Go's ``strconv.ParseInt(value, 10, 64)``, its error a 400 as kube's parameter conversion reports it."""
+    digits = value[1:] if value[:1] in ("+", "-") else value
+    if not digits or not digits.isascii() or not digits.isdigit():
+        raise errors.BadRequest(f'strconv.ParseInt: parsing "{value}": invalid syntax')
+    number = int(value)
+    if not -INT64_MAX - 1 <= number <= INT64_MAX:
+        raise errors.BadRequest(f'strconv.ParseInt: parsing "{value}": value out of range')
+    return number
+
+
 def int_param(params: Any, name: str) -> int | None:
+    """An integer query parameter (Go ``*int64``); None when absent or empty."""
     value = params.get(name)
-    if value in (None, ""):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise errors.BadRequest(f'invalid value for query parameter {name}: "{value}" is not an integer') from None
+    return None if value in (None, "") else parse_int64(value)
 
 
 def bool_param(params: Any, name: str) -> bool:
-    return (params.get(name) or "").lower() in ("true", "1")
+    """kube's ``Convert_Slice_string_To_bool``: absent, ``0`` or ``false`` (any case) is false, any other value
+    — even an empty one — true."""
+    value = params.get(name)
+    return value is not None and value != "0" and value.lower() != "false"

@@ -8,6 +8,7 @@ object's JSON bytes; lists are spliced from them rather than re-encoded.
 from __future__ import annotations
 
 import base64
+import logging
 from typing import Any
 
 import orjson
@@ -18,6 +19,7 @@ from apimachinery import errors
 from apimachinery.fields import parse_field_selector
 from apimachinery.labels import parse_selector
 from apimachinery.patch import jsonpatch, mergepatch, strategic
+from apimachinery.validation import not_supported
 
 from ..authentication import request_user
 from ..fieldmanager import Writer, manager_of
@@ -40,14 +42,17 @@ from .request import (
     decode_body,
     decode_object,
     int_param,
+    json_numbers,
     media_type,
     negotiate,
 )
 from . import apply, subresources
+from .listoptions import list_options
 from .table import include_object, partial_metadata, partial_metadata_list, to_table
 from .watch import serve_watch
 
 CONTINUE_VERSION = "meta.k8s.io/v1"
+log = logging.getLogger(__name__)
 
 
 def json_response(body: bytes | Any, status: int = 200) -> Response:
@@ -69,20 +74,29 @@ def success_status(code: int = 200, details: dict[str, Any] | None = None) -> di
 
 
 def render_object(store: ResourceStore, co: CachedObject, output: Output, params: Any, status: int = 200) -> Response:
-    if output.table:
-        return json_response(to_table(store.strategy, [co.obj], include_object(params),
-                                      {"resourceVersion": str(co.rv)}), status)
-    if output.partial_metadata:
-        return json_response(partial_metadata(co.obj), status)
+    """The object as the client asked for it. Writes call this once they are committed, so a Table or metadata
+    view that fails to render falls back to the object itself (logged) instead of turning a success into an
+    error: the answer of a write is never lost."""
+    try:
+        if output.table:
+            return json_response(to_table(store.strategy, [co.obj], include_object(params),
+                                          {"resourceVersion": str(co.rv)}), status)
+        if output.partial_metadata:
+            return json_response(partial_metadata(co.obj), status)
+    except Exception:
+        log.exception("could not render %s %s as asked; answering the object", store.strategy.kind,
+                      co.obj.get("metadata", {}).get("name"))
     return json_response(co.raw, status)
 
 
-def dry_run_requested(params: Any) -> bool:
-    values = params.getlist("dryRun") if hasattr(params, "getlist") else [params.get("dryRun")]
-    for value in values:
-        if value and value != "All":
-            raise errors.BadRequest(f'dryRun: Unsupported value: "{value}": supported values: "All"')
-    return any(values)
+def dry_run_requested(params: Any, options_kind: str = "CreateOptions") -> bool:
+    """``?dryRun``: only ``All`` is supported; anything else is 422 ``<options_kind>.meta.k8s.io`` as kube's
+    ``ValidateDryRun`` answers for Create/Update/Patch/DeleteOptions."""
+    values = params.getlist("dryRun") if hasattr(params, "getlist") else \
+        [v for v in [params.get("dryRun")] if v is not None]
+    if any(value != "All" for value in values):
+        raise errors.invalid(options_kind, "", [not_supported("dryRun", values, ("All",))], "meta.k8s.io")
+    return bool(values)
 
 
 # --- continue tokens --------------------------------------------------------------------------------------------
@@ -188,22 +202,16 @@ class RESTHandler:
           exactly N, from etcd);
         - ``limit``/``continue``: pages from etcd at one revision, so every page comes from the same snapshot
           (410 Expired once etcd has compacted it)."""
+        options = list_options(params)
         labels = parse_selector(params.get("labelSelector") or "")
         fields = parse_field_selector(params.get("fieldSelector") or "")
         filter = filter_for(store.strategy, info.namespace, labels, fields)
-        limit = int_param(params, "limit") or 0
-        if limit < 0:
-            raise errors.BadRequest("limit must be a non-negative integer")
-        token = params.get("continue")
+        limit = max(options.limit, 0)  # kube pages only for a positive limit
+        token = options.continue_token
         rv_param = params.get("resourceVersion")
-        rv_match = params.get("resourceVersionMatch")
-        if rv_match and rv_match not in ("Exact", "NotOlderThan"):
-            raise errors.BadRequest(f'resourceVersionMatch: Unsupported value: "{rv_match}": supported values: '
-                                    f'"Exact", "NotOlderThan"')
-        if rv_match and not rv_param:
-            raise errors.BadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
+        rv_match = options.resource_version_match
         if token:
-            if rv_param:
+            if rv_param and rv_param != "0":
                 raise errors.BadRequest("specifying resource version is not allowed when using continue")
             revision, start = decode_continue(token, store.prefix)
             return await self._page(store, filter, limit, start, revision)
@@ -301,8 +309,9 @@ class RESTHandler:
         # A uid in the body is a precondition (kube-apiserver's defaultUpdatedObjectInfo): 409 if it differs.
         co = await store.guaranteed_update(info.namespace, info.name, lambda _old: obj, subresource=subresource,
                                            precondition_rv=precondition, precondition_uid=meta.get("uid") or None,
-                                           dry_run=dry_run_requested(request.query_params),
-                                           field_validation=field_validation_mode(request.query_params),
+                                           dry_run=dry_run_requested(request.query_params, "UpdateOptions"),
+                                           field_validation=field_validation_mode(request.query_params,
+                                                                                  "UpdateOptions"),
                                            writer=writer)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
@@ -318,8 +327,9 @@ class RESTHandler:
         writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), "PatchOptions"),
                         subresource)
         co = await store.guaranteed_update(info.namespace, info.name, apply_patch, subresource=subresource,
-                                           dry_run=dry_run_requested(request.query_params),
-                                           field_validation=field_validation_mode(request.query_params),
+                                           dry_run=dry_run_requested(request.query_params, "PatchOptions"),
+                                           field_validation=field_validation_mode(request.query_params,
+                                                                                  "PatchOptions"),
                                            writer=writer)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
@@ -333,6 +343,10 @@ class RESTHandler:
                 f"the body of the request was in an unknown format - accepted media types include: "
                 f"{', '.join((JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH))}")
         patch = decode_body(body, JSON, allowed=(JSON,))
+        if mt != JSON_PATCH:
+            # kube reads merge and strategic patches into float64s and writes the result back as JSON, so a
+            # whole number such as 2.0 arrives as 2; a JSON patch's values keep their literal text.
+            patch = json_numbers(patch)
 
         def apply(old: dict[str, Any]) -> dict[str, Any]:
             current_rv = old["metadata"].get("resourceVersion")
@@ -354,12 +368,14 @@ class RESTHandler:
 
     # --- delete ---------------------------------------------------------------------------------------------
     @staticmethod
-    async def delete_options(request: Request) -> DeleteOptions:
+    async def delete_options(request: Request, store: ResourceStore) -> DeleteOptions:
+        """DeleteOptions from the query and the body; the body is decoded as the typed meta/v1 DeleteOptions, so a
+        value of the wrong type is the decoder's 400 (kube's own decoder answers such a body with a 500)."""
         params = request.query_params
         options = DeleteOptions(
             grace_period_seconds=int_param(params, "gracePeriodSeconds"),
             propagation_policy=params.get("propagationPolicy") or None,
-            dry_run=dry_run_requested(params),
+            dry_run=dry_run_requested(params, "DeleteOptions"),
         )
         orphan = params.get("orphanDependents")
         body = await request.body()
@@ -367,6 +383,8 @@ class RESTHandler:
             data = decode_body(body, request.headers.get("content-type"))
             if not isinstance(data, dict):
                 raise errors.BadRequest("DeleteOptions must be a JSON object")
+            if store.decoder is not None:
+                store.decoder.decode(data, "", "v1", "DeleteOptions")
             if data.get("gracePeriodSeconds") is not None:
                 options.grace_period_seconds = int(data["gracePeriodSeconds"])
             if data.get("propagationPolicy"):
@@ -386,12 +404,12 @@ class RESTHandler:
 
     async def delete(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         assert info.name is not None
-        options = await self.delete_options(request)
+        options = await self.delete_options(request, store)
         co, _removed = await store.delete(info.namespace, info.name, options)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
     async def delete_collection(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
-        options = await self.delete_options(request)
+        options = await self.delete_options(request, store)
         objects, list_meta = await self.list_objects(request.query_params, info, store)
         deleted: list[CachedObject] = []
         for co in objects:

@@ -78,6 +78,8 @@ async def bind(request: Request, pods: ResourceStore, namespace: str | None, nam
     from .request import decode_object
 
     binding = decode_object(body, request.headers.get("content-type"), "Binding", "v1")
+    if pods.decoder is not None:  # typed, as every body: wrong types are the decoder's 400
+        pods.decoder.decode(binding, "", "v1", "Binding")
     meta = binding.get("metadata") or {}
     pod_name = name or meta.get("name")
     if not pod_name:
@@ -127,6 +129,8 @@ async def _evict(handler: RESTHandler, request: Request, info: RequestInfo, stor
     body = decode_body(await request.body(), request.headers.get("content-type"))
     if not isinstance(body, dict) or body.get("kind") not in (None, "Eviction"):
         raise errors.BadRequest("the body must be a policy/v1 Eviction")
+    if store.decoder is not None:  # deleteOptions typed: a gracePeriodSeconds of "abc" or 2^63 is a 400
+        store.decoder.decode(body, "policy", "v1", "Eviction")
     assert info.name is not None
     if (body.get("metadata") or {}).get("name") not in (None, info.name):
         raise errors.BadRequest("name in URL does not match name in Eviction object")
@@ -163,7 +167,7 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
                                 strategy.resource, strategy.group)(strategy.scale_of(co.obj))
     else:
         raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
-    replicas = _replicas(strategy, scale, info.name)
+    replicas = _replicas(store, scale, info.name)
     precondition = (scale.get("metadata") or {}).get("resourceVersion") if method == "PUT" else None
 
     def apply(obj: dict[str, Any]) -> dict[str, Any]:
@@ -173,11 +177,16 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
     options = "UpdateOptions" if method == "PUT" else "PatchOptions"
     writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), options), "scale")
     co = await store.guaranteed_update(info.namespace, info.name, apply, precondition_rv=precondition or None,
-                                       writer=writer)
+                                       dry_run=rest.dry_run_requested(request.query_params, options), writer=writer)
     return rest.json_response(strategy.scale_of(copy.deepcopy(co.obj)))
 
 
-def _replicas(strategy: Any, scale: dict[str, Any], name: str) -> int:
+def _replicas(store: ResourceStore, scale: dict[str, Any], name: str) -> int:
+    """The Scale's replicas, once decoded as the typed autoscaling/v1 Scale (wrong types and int32 overflow: 400)
+    and validated (negative: 422)."""
+    strategy: Any = store.strategy
+    if store.decoder is not None:
+        store.decoder.decode(scale, "autoscaling", "v1", "Scale")
     replicas = (scale.get("spec") or {}).get("replicas") or 0
     if not isinstance(replicas, int) or isinstance(replicas, bool):
         raise errors.BadRequest(f'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
@@ -205,11 +214,12 @@ async def _apply_scale(request: Request, info: RequestInfo, store: ResourceStore
     parent: dict[str, Any] = {"apiVersion": strategy.api_version, "kind": strategy.kind,
                               "metadata": {"name": info.name}}
     if "replicas" in (config.get("spec") or {}):
-        parent["spec"] = {"replicas": _replicas(strategy, config, info.name)}
+        parent["spec"] = {"replicas": _replicas(store, config, info.name)}
     force = bool_param(params, "force")
 
     def update(live: dict[str, Any]) -> dict[str, Any]:
         return store.field_manager.apply(live, parent, manager, force, "scale")
 
-    co = await store.guaranteed_update(info.namespace, info.name, update, dry_run=rest.dry_run_requested(params))
+    co = await store.guaranteed_update(info.namespace, info.name, update,
+                                       dry_run=rest.dry_run_requested(params, "PatchOptions"))
     return rest.json_response(strategy.scale_of(copy.deepcopy(co.obj)))

@@ -1,20 +1,61 @@
-"""``Warning`` response headers (kube-apiserver's ``warning.AddWarning``): any layer may add one per request."""
+"""``Warning`` response headers (kube-apiserver's ``warning.AddWarning``): any layer may add one per request.
+
+Each becomes ``299 - "text"`` as k8s.io/apimachinery's ``NewWarningHeader`` writes it: quotes and backslashes
+escaped, and a text with a control character (or that is not valid UTF-8) is not sent at all — a header value
+may not carry one, and a server that wrote it anyway would lose the whole response. As kube's recorder does, the
+warnings of one response are capped at 4096 runes, past which each is cut to 256. Building the headers never
+fails the response: a warning that cannot be sent is dropped with a log line.
+"""
 
 from __future__ import annotations
 
+import logging
+import unicodedata
 from contextvars import ContextVar
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 _warnings: ContextVar[list[str] | None] = ContextVar("warnings", default=None)
 
 Scope = dict[str, Any]
+TRUNCATE_AT_TOTAL_RUNES = 4 * 1024
+TRUNCATE_ITEM_RUNES = 256
 
 
 def add_warning(message: str) -> None:
     """Attach ``Warning: 299 - "message"`` to the current response (ignored outside a request)."""
     collected = _warnings.get()
-    if collected is not None and message not in collected:
+    if collected is not None and message and message not in collected:
         collected.append(message)
+
+
+def warning_header(text: str) -> bytes | None:
+    """``NewWarningHeader(299, "-", text)``: None when the text cannot be a header (control characters, invalid
+    UTF-8: Go's ``unicode.IsControl`` is the Cc category)."""
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in text):
+        return None
+    quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{quoted}"'.encode()
+
+
+def warning_headers(texts: list[str]) -> list[bytes]:
+    """The headers of one response's warnings, truncated as kube's recorder truncates them."""
+    sendable = [t for t in texts if warning_header(t) is not None]
+    for text in texts:
+        if text not in sendable:
+            log.warning("dropped a Warning header that cannot be sent (control characters): %r", text)
+    if sum(len(t) for t in sendable) > TRUNCATE_AT_TOTAL_RUNES:
+        sendable = [t[:TRUNCATE_ITEM_RUNES] for t in sendable]
+        kept: list[str] = []
+        total = 0
+        for text in sendable:  # the one that crosses the limit is still sent, as kube's recorder does
+            if total >= TRUNCATE_AT_TOTAL_RUNES:
+                break
+            kept.append(text)
+            total += len(text)
+        sendable = kept
+    return [h for h in (warning_header(t) for t in sendable) if h is not None]
 
 
 class WarningMiddleware:
@@ -32,10 +73,12 @@ class WarningMiddleware:
 
         async def send_with_warnings(message: Scope) -> None:
             if message["type"] == "http.response.start" and collected:
-                escaped = [m.replace("\\", "\\\\").replace('"', '\\"') for m in collected]
-                headers = list(message.get("headers", []))
-                headers.extend((b"warning", f'299 - "{m}"'.encode()) for m in escaped)
-                message = {**message, "headers": headers}
+                try:
+                    extra = [(b"warning", h) for h in warning_headers(collected)]
+                except Exception:  # never lose the response over a warning
+                    log.exception("dropped the Warning headers of a response")
+                    extra = []
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
         try:

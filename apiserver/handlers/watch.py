@@ -5,7 +5,7 @@ Start position (``resourceVersion``), as kube-apiserver serves it:
   then changes; ``R``: every change after R (exclusive) — from the cache's ring buffer, or from etcd's history
   when the buffer no longer reaches back; an ERROR event with a 410 Expired Status when etcd has compacted it.
 - ``sendInitialEvents=true`` (watch-list): the state as ADDED, then a BOOKMARK annotated
-  ``k8s.io/initial-events-end``.
+  ``k8s.io/initial-events-end``; ``sendInitialEvents=false`` without a resourceVersion: only the changes from now.
 The stream ends after ``timeoutSeconds`` (default: a random 30–60 minutes, as kube-apiserver's
 ``--min-request-timeout``), or when the client goes away. With ``allowWatchBookmarks`` an idle stream gets a
 BOOKMARK carrying the cache's resourceVersion every ``BOOKMARK_INTERVAL`` seconds. Events that are already queued
@@ -29,7 +29,8 @@ from apimachinery.labels import parse_selector
 
 from ..registry.store import ResourceStore, filter_for
 from ..storage.cacher import CachedObject, CacheWatcher
-from .request import Output, RequestInfo, bool_param, int_param
+from .listoptions import list_options
+from .request import Output, RequestInfo
 from .table import include_object, to_table
 
 BOOKMARK_INTERVAL = 30.0
@@ -55,25 +56,26 @@ async def serve_watch(request: Request, info: RequestInfo, store: ResourceStore,
         selector_text = f"metadata.name={name}" + (f",{selector_text}" if selector_text else "")
     filter = filter_for(strategy, info.namespace, parse_selector(params.get("labelSelector") or ""),
                         parse_field_selector(selector_text))
-    timeout = int_param(params, "timeoutSeconds")
+    options = list_options(params, watch_path=True)
+    timeout = options.timeout_seconds
     if timeout is None or timeout <= 0:
         timeout = int(MIN_REQUEST_TIMEOUT * (1 + random.random()))
-    bookmarks = bool_param(params, "allowWatchBookmarks")
-    send_initial = params.get("sendInitialEvents")
-    rv_param = params.get("resourceVersion") or ""
+    bookmarks = options.allow_watch_bookmarks
+    send_initial = options.send_initial_events
+    rv_param = options.resource_version
     initial_events_end = False
     from_cache = True
 
-    if send_initial == "true":
-        if params.get("resourceVersionMatch") != "NotOlderThan" or not bookmarks:
-            raise errors.Invalid("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan and "
-                                 "allowWatchBookmarks to true")
+    if send_initial:
         if rv_param and rv_param != "0":
             await cache.wait_rv(int(rv_param))
         elif not rv_param:
             await cache.wait_fresh()
         watcher = cache.watch(None, filter)
         initial_events_end = True
+    elif send_initial is False and not rv_param:  # watch-list semantics: from now on, no initial state
+        await cache.wait_fresh()
+        watcher = cache.watch(cache.rv, filter)
     elif not rv_param:
         await cache.wait_fresh()
         watcher = cache.watch(None, filter)

@@ -4,8 +4,11 @@ kube-apiserver).
 kube-apiserver decodes a body into Go structs: a value of the wrong JSON type is a 400 ("json: cannot unmarshal
 number into Go struct field PodSpec.spec.containers of type []v1.Container"), unknown fields are dropped — with a
 ``Warning`` header, or a 400 "strict decoding error" when the client asked for ``fieldValidation=Strict`` (kubectl
-does) — and quantities are normalised to their canonical form. The schema is the same ``swagger.json`` the
-OpenAPI endpoints serve, so one description of the types drives both.
+does) — and quantities are normalised to their canonical form. Integer fields are Go ``int32``/``int64`` (the
+schema's ``format``): a value out of that range, or any JSON number with a fraction or an exponent, is the 400
+Go's decoder gives ("cannot unmarshal number 2147483648 into Go struct field ReplicationControllerSpec.spec.replicas
+of type int32"), so what is stored is always an int that fits. The schema is the same ``swagger.json`` the OpenAPI
+endpoints serve, so one description of the types drives both.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from typing import Any
 from apimachinery import errors
 from apimachinery.patch import go_json_kind
 from apimachinery.quantity import parse_quantity
+from apimachinery.validation import go_quote, not_supported
 
 Schema = dict[str, Any]
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
 class Decoder:
@@ -44,7 +49,7 @@ class Decoder:
         _Walk(self.definitions, kind, version, unknown).object(obj, name, "")
         if not unknown or field_validation == "Ignore":
             return []
-        messages = [f'unknown field "{path}"' for path in unknown]
+        messages = [f"unknown field {go_quote(path)}" for path in unknown]
         if field_validation == "Strict":
             raise errors.BadRequest("strict decoding error: " + ", ".join(messages))
         return messages
@@ -57,10 +62,12 @@ class _Walk:
         self.version = version
         self.unknown = unknown
 
-    def fail(self, value: Any, parent: str, path: str, go_type: str) -> errors.BadRequest:
+    def fail(self, value: Any, parent: str, path: str, go_type: str, literal: bool = False) -> errors.BadRequest:
+        """Go's ``UnmarshalTypeError``; a number that does not fit its integer type is named with its value."""
+        what = f"number {go_number(value)}" if literal else go_json_kind(value)
         return errors.BadRequest(
             f'{self.kind} in version "{self.version}" cannot be handled as a {self.kind}: json: cannot unmarshal '
-            f"{go_json_kind(value)} into Go struct field {parent}.{path} of type {go_type}")
+            f"{what} into Go struct field {parent}.{path} of type {go_type}")
 
     def go_type(self, schema: Schema) -> str:
         ref = schema.get("$ref")
@@ -80,7 +87,9 @@ class _Walk:
             return "map[string]" + (self.go_type(inner) if isinstance(inner, dict) else "interface {}")
         if kind == "string" and schema.get("format") == "byte":
             return "[]uint8"
-        return {"integer": "int32", "number": "float64", "boolean": "bool"}.get(kind or "", "string")
+        if kind == "integer":
+            return schema.get("format") or "int64"
+        return {"number": "float64", "boolean": "bool"}.get(kind or "", "string")
 
     def object(self, obj: dict[str, Any], name: str, path: str) -> None:
         schema = self.definitions[name]
@@ -108,9 +117,7 @@ class _Walk:
             if name == QUANTITY:
                 return self.quantity(value, parent, path)
             if name == INT_OR_STRING:
-                if isinstance(value, bool) or not isinstance(value, (int, str)):
-                    raise self.fail(value, parent, path, "intstr.IntOrString")
-                return value
+                return self.int_or_string(value, parent, path)
             target = self.definitions.get(name, {})
             if target.get("type") == "string" or target.get("format") == "date-time":
                 if not isinstance(value, str):
@@ -124,9 +131,8 @@ class _Walk:
         kind = schema.get("type")
         if kind == "string":
             if schema.get("format") == "int-or-string":
-                if isinstance(value, bool) or not isinstance(value, (int, str)):
-                    raise self.fail(value, parent, path, "intstr.IntOrString")
-            elif not isinstance(value, str):
+                return self.int_or_string(value, parent, path)
+            if not isinstance(value, str):
                 raise self.fail(value, parent, path, self.go_type(schema))
             elif schema.get("format") == "byte":
                 offset = base64_error_offset(value)
@@ -135,10 +141,11 @@ class _Walk:
                                             f"{self.kind}: illegal base64 data at input byte {offset}")
                 return base64.b64encode(base64.b64decode(value)).decode()  # as Go re-encodes the bytes it read
         elif kind == "integer":
-            if isinstance(value, bool) or not isinstance(value, int):
-                if isinstance(value, float) and value.is_integer():
-                    return int(value)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise self.fail(value, parent, path, self.go_type(schema))
+            low, high = INT_RANGES.get(schema.get("format") or "int64", INT_RANGES["int64"])
+            if isinstance(value, float) or not low <= value <= high:
+                raise self.fail(value, parent, path, self.go_type(schema), literal=True)
         elif kind == "number":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise self.fail(value, parent, path, "float64")
@@ -160,6 +167,18 @@ class _Walk:
                         value[key] = self.value(value[key], inner, parent, path)
         return value
 
+    def int_or_string(self, value: Any, parent: str, path: str) -> Any:
+        """``IntOrString.UnmarshalJSON``: a JSON string is the string, anything else is read into its int32 (so
+        the error names int32, with the field's context, as Go adds it to the inner decoder's error)."""
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(value, parent, path, "int32")
+        low, high = INT_RANGES["int32"]
+        if isinstance(value, float) or not low <= value <= high:
+            raise self.fail(value, parent, path, "int32", literal=True)
+        return value
+
     def quantity(self, value: Any, parent: str, path: str) -> str:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise self.fail(value, parent, path, "resource.Quantity")
@@ -169,6 +188,14 @@ class _Walk:
             raise errors.BadRequest(
                 f'{self.kind} in version "{self.version}" cannot be handled as a {self.kind}: quantities must '
                 f"match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'") from None
+
+
+def go_number(value: int | float) -> str:
+    """A JSON number as Go's error quotes its literal, from the parsed value: ``1e3`` is quoted as ``1000.0``; a
+    whole number past 64 bits (which orjson reads as a float) in digits, as it was most likely written."""
+    if isinstance(value, float) and value.is_integer() and 2.0**63 <= abs(value) < 1e21:
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 _BASE64_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
@@ -206,9 +233,11 @@ def base64_error_offset(text: str) -> int | None:
             return si if si < len(src) else None
 
 
-def field_validation_mode(params: Any) -> str:
+def field_validation_mode(params: Any, options_kind: str = "CreateOptions") -> str:
+    """``?fieldValidation`` (default Warn); another value is 422 ``<options_kind>.meta.k8s.io`` as kube's
+    ``ValidateFieldValidation`` answers."""
     value = params.get("fieldValidation") or "Warn"
     if value not in FIELD_VALIDATION:
-        raise errors.BadRequest(f'fieldValidation: Unsupported value: "{value}": supported values: "Ignore", '
-                                f'"Strict", "Warn"')
+        supported = ("", *sorted(FIELD_VALIDATION))
+        raise errors.invalid(options_kind, "", [not_supported("fieldValidation", value, supported)], "meta.k8s.io")
     return value

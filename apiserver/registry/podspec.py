@@ -41,6 +41,11 @@ from apiserver.registry.podscheduling import (
     validate_topology_spread_constraints,
 )
 from apiserver.registry.qos import validate_resource_requirements
+from apiserver.registry.volumefiles import (
+    validate_local_descending_path,
+    validate_no_backsteps,
+    validate_projecting_source,
+)
 
 Object = dict[str, Any]
 
@@ -251,6 +256,8 @@ def validate_pod_spec(spec: Mapping[str, Any], path: str, *, is_pod: bool) -> li
     os_name = (spec.get("os") or {}).get("name")
     if spec.get("os") is not None and os_name not in ("linux", "windows"):
         causes.append(not_supported(f"{path}.os.name", os_name or "", ("linux", "windows")))
+    causes.extend(validate_security_context_ids(spec.get("securityContext"), f"{path}.securityContext",
+                                                ("fsGroup", "runAsUser", "runAsGroup")))
     if is_pod:
         for kind in CONTAINER_KINDS:
             for i, container in enumerate(spec.get(kind) or []):
@@ -353,6 +360,22 @@ def _validate_volume_source(volume: Mapping[str, Any], path: str) -> list[Cause]
                       "persistentVolumeClaim": "claimName", "nfs": "server"}.get(source)
     if required_field and not body.get(required_field):
         causes.append(required(f"{path}.{source}.{required_field}"))
+    elif source == "hostPath":
+        causes.extend(_validate_host_path(body, f"{path}.hostPath"))
+    causes.extend(validate_projecting_source(source, body, f"{path}.{source}"))
+    return causes
+
+
+HOST_PATH_TYPES = ("", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate",
+                   "Socket")  # sorted, as kube lists them
+
+
+def _validate_host_path(source: Mapping[str, Any], path: str) -> list[Cause]:
+    """``validateHostPathVolumeSource``: no ``..`` element in the path (one error however many), a known type."""
+    causes = validate_no_backsteps(source["path"], f"{path}.path")
+    kind = source.get("type")
+    if kind is not None and kind not in HOST_PATH_TYPES:
+        causes.append(not_supported(f"{path}.type", kind, HOST_PATH_TYPES))
     return causes
 
 
@@ -459,7 +482,23 @@ def _validate_container_common(container: Mapping[str, Any], volumes: set[str], 
     causes.extend(_validate_volume_mounts(container.get("volumeMounts"), volumes, f"{path}.volumeMounts"))
     causes.extend(validate_choice(container.get("imagePullPolicy"), PULL_POLICIES, f"{path}.imagePullPolicy"))
     causes.extend(validate_resource_requirements(container.get("resources"), f"{path}.resources"))
+    causes.extend(validate_security_context_ids(container.get("securityContext"), f"{path}.securityContext",
+                                                ("runAsUser", "runAsGroup")))
     return causes
+
+
+def validate_security_context_ids(context: Mapping[str, Any] | None, path: str,
+                                  keys: tuple[str, ...]) -> list[Cause]:
+    """``IsValidUserID``/``IsValidGroupID`` on a pod's or container's securityContext: ids are 0..2^31-1 (the pod
+    also checks each of ``supplementalGroups``)."""
+    if not context:
+        return []
+    ids = [(f"{path}.{key}", context.get(key)) for key in keys]
+    if "fsGroup" in keys:
+        groups = context.get("supplementalGroups") or []
+        ids += [(f"{path}.supplementalGroups[{i}]", gid) for i, gid in enumerate(groups)]
+    return [invalid(field, value, inclusive_range_error(0, MAX_INT32)) for field, value in ids
+            if value is not None and not 0 <= value <= MAX_INT32]
 
 
 def validate_container_ports(ports: list[Mapping[str, Any]] | None, path: str) -> list[Cause]:
@@ -615,21 +654,10 @@ def _validate_volume_mounts(mounts: list[Mapping[str, Any]] | None, volumes: set
             causes.append(invalid(f"{item}.mountPath", mount_path, "must be unique"))
         mount_points.add(mount_path)
         for key in ("subPath", "subPathExpr"):
-            causes.extend(_validate_local_descending_path(mount.get(key) or "", f"{path}.{key}"))
+            causes.extend(validate_local_descending_path(mount.get(key) or "", f"{item}.{key}"))
         if mount.get("subPath") and mount.get("subPathExpr"):
             causes.append(invalid(f"{item}.subPathExpr", mount["subPathExpr"],
                                   "subPathExpr and subPath are mutually exclusive"))
-    return causes
-
-
-def _validate_local_descending_path(target: str, path: str) -> list[Cause]:
-    if not target:
-        return []
-    causes = []
-    if target.startswith("/"):
-        causes.append(invalid(path, target, "must be a relative path"))
-    if ".." in target.split("/"):
-        causes.append(invalid(path, target, "must not contain '..'"))
     return causes
 
 

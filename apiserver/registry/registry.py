@@ -16,7 +16,7 @@ from ..storage.encryptionconfig import EncryptionConfig
 from ..storage.etcd3 import EtcdStorage
 from .decoder import Decoder
 from .masterleases import MasterLeases
-from .store import ResourceStore
+from .store import ETCD_MAX_REQUEST_BYTES, ResourceStore
 from .strategy import Object, Strategy
 from .virtual import VirtualStore, VirtualStrategy
 
@@ -62,7 +62,8 @@ class Registry:
                  decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
                  bootstrap: Sequence[BootstrapObject] | None = None,
                  bootstrap_interval: float = BOOTSTRAP_INTERVAL, leases: MasterLeases | None = None,
-                 encryption: EncryptionConfig | None = None) -> None:
+                 encryption: EncryptionConfig | None = None,
+                 max_request_bytes: int = ETCD_MAX_REQUEST_BYTES) -> None:
         self.storage = storage
         self.leases = leases  # None: no other apiserver is considered (every check puts this one back)
         self.bootstrap = list(bootstrap) if bootstrap is not None else system_namespaces()  # namespaces first
@@ -75,7 +76,8 @@ class Registry:
         self.versions: dict[tuple[str, str, str], ResourceStore] = {
             (s.group, s.version, s.resource): ResourceStore(
                 s, storage, cache_capacity, decoder, on_warning, schema,
-                encryption.transformer_for(s.group, s.resource) if encryption is not None else None)
+                encryption.transformer_for(s.group, s.resource) if encryption is not None else None,
+                max_request_bytes)
             for s in strategies if not isinstance(s, VirtualStrategy)
         }
         self.stores: dict[tuple[str, str], ResourceStore] = {}

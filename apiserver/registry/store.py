@@ -8,6 +8,8 @@ the key's etcd ``mod_revision``. Reads are served by the resource's watch cache 
 - every update is a read-modify-write retried on conflict (``guaranteed_update``), failing with 409 Conflict only
   when the caller pinned a resourceVersion (or uid) that is no longer current;
 - an update that changes nothing is not written (the resourceVersion stays);
+- an object whose stored form etcd would refuse as too large (``--etcd-max-request-bytes``) is a 413 before the
+  write, not an etcd error after it;
 - deletion honours graceful deletion (pods), finalizers and ``propagationPolicy`` (orphan/foreground
   finalizers for the garbage collector).
 """
@@ -37,6 +39,8 @@ from .strategy import Object, Strategy
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
 MAX_UPDATE_ATTEMPTS = 64
+ETCD_MAX_REQUEST_BYTES = 3 * 512 * 1024  # etcd's --max-request-bytes default (1.5 MiB)
+ETCD_TXN_OVERHEAD = 256  # framing of the compare-and-swap transaction around a put (the key counted apart)
 
 
 @dataclass(slots=True)
@@ -70,10 +74,12 @@ class ResourceStore:
 
     def __init__(self, strategy: Strategy, storage: EtcdStorage, cache_capacity: int = 10_000,
                  decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
-                 schema: Schema | None = None, transformer: Transformer | None = None) -> None:
+                 schema: Schema | None = None, transformer: Transformer | None = None,
+                 max_request_bytes: int = ETCD_MAX_REQUEST_BYTES) -> None:
         self.strategy = strategy
         # How values are changed on their way to etcd and back (encryption at rest); None: stored as they are.
         self.transformer = transformer
+        self.max_request_bytes = max_request_bytes
         self.storage = storage
         self.decoder = decoder
         self.on_warning = on_warning
@@ -119,9 +125,19 @@ class ResourceStore:
         return self._cached(copy.deepcopy(co.obj), rv)
 
     def _encode_for_storage(self, key: bytes, obj: Object) -> bytes:
+        """The stored bytes (encrypted where configured); 413 when etcd would refuse the write as too large
+        (nothing is written)."""
         obj["metadata"].pop("resourceVersion", None)
         data = orjson.dumps(self.strategy.to_storage(obj) if self.converts else obj)
-        return data if self.transformer is None else self.transformer.to_storage(data, key)
+        if self.transformer is not None:
+            data = self.transformer.to_storage(data, key)
+        size = len(data) + 3 * len(key) + ETCD_TXN_OVERHEAD  # the txn names the key in compare, put and failure
+        if size > self.max_request_bytes:
+            raise errors.RequestEntityTooLarge(
+                f"Request entity too large: etcdserver: request is too large: the {self.strategy.kind} would be "
+                f"stored in {len(data)} bytes, over etcd's request limit of {self.max_request_bytes} bytes "
+                f"(--etcd-max-request-bytes)")
+        return data
 
     # --- reads ----------------------------------------------------------------------------------------------
     async def _read(self, namespace: str | None, name: str) -> tuple[CachedObject, KeyValue]:

@@ -518,3 +518,74 @@ def test_readiness_gates_cell() -> None:
     pod = with_status({"phase": "Running", "conditions": [{"type": "example.com/lb", "status": "True"}]},
                       readinessGates=[{"conditionType": "example.com/lb"}, {"conditionType": "example.com/dns"}])
     assert pod_row(pod)[-1] == "1/2"
+
+
+# --- host paths and sub paths (validateHostPathVolumeSource, validateLocalDescendingPath) ----------------------
+
+
+@pytest.mark.parametrize("path", ["../../etc", "/var/../etc", "/a/..", ".."])
+def test_host_path_with_a_backstep_is_invalid(path: str) -> None:
+    volumes = [{"name": "h", "hostPath": {"path": path}}]
+    assert invalid_create(volumes=volumes) == [
+        f"spec.volumes[0].hostPath.path: Invalid value: \"{path}\": must not contain '..'"]
+
+
+@pytest.mark.parametrize("path", ["/var/log", "/a..b/c", "/..hidden", "relative/dir"])
+def test_host_path_without_a_backstep_is_valid(path: str) -> None:
+    assert invalid_create(volumes=[{"name": "h", "hostPath": {"path": path, "type": "DirectoryOrCreate"}}]) == []
+
+
+def test_host_path_type_must_be_known() -> None:
+    assert invalid_create(volumes=[{"name": "h", "hostPath": {"path": "/x", "type": "Folder"}}]) == [
+        'spec.volumes[0].hostPath.type: Unsupported value: "Folder": supported values: "", "BlockDevice", '
+        '"CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"']
+
+
+def test_sub_path_errors_name_the_mount() -> None:
+    containers = [{"name": "app", "image": "nginx", "volumeMounts": [
+        {"name": "v", "mountPath": "/a"}, {"name": "v", "mountPath": "/b", "subPath": "/abs/../x"}]}]
+    assert invalid_create(containers=containers, volumes=[{"name": "v", "emptyDir": {}}]) == [
+        'spec.containers[0].volumeMounts[1].subPath: Invalid value: "/abs/../x": must be a relative path',
+        "spec.containers[0].volumeMounts[1].subPath: Invalid value: \"/abs/../x\": must not contain '..'"]
+
+
+def test_security_context_ids_must_be_non_negative_int32() -> None:
+    containers = [{"name": "app", "image": "nginx", "securityContext": {"runAsUser": -1, "runAsGroup": 2**31}}]
+    context = {"runAsUser": -2, "runAsGroup": 0, "fsGroup": -3, "supplementalGroups": [1, -4]}
+    assert invalid_create(containers=containers, securityContext=context) == [
+        "spec.containers[0].securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive",
+        "spec.containers[0].securityContext.runAsGroup: Invalid value: 2147483648: must be between 0 and 2147483647, "
+        "inclusive",
+        "spec.securityContext.fsGroup: Invalid value: -3: must be between 0 and 2147483647, inclusive",
+        "spec.securityContext.runAsUser: Invalid value: -2: must be between 0 and 2147483647, inclusive",
+        "spec.securityContext.supplementalGroups[1]: Invalid value: -4: must be between 0 and 2147483647, inclusive"]
+
+
+def test_projected_file_modes_and_item_paths() -> None:
+    volumes = [
+        {"name": "s", "secret": {"secretName": "s", "defaultMode": -1,
+                                 "items": [{"key": "", "path": "../x", "mode": 0o1000}]}},
+        {"name": "c", "configMap": {"name": "c", "defaultMode": 0o777, "items": [{"key": "k", "path": "a/b"}]}},
+        {"name": "d", "downwardAPI": {"items": [{"path": "/abs", "mode": -2,
+                                                 "fieldRef": {"fieldPath": "metadata.name"}}]}},
+        {"name": "p", "projected": {"defaultMode": 512, "sources": [
+            {"serviceAccountToken": {"path": "t", "expirationSeconds": 60}},
+            {"configMap": {"name": "c", "items": [{"key": "k", "path": "..data"}]}}]}},
+    ]
+    assert invalid_create(volumes=volumes) == [
+        "spec.volumes[0].secret.defaultMode: Invalid value: -1: must be a number between 0 and 0777 (octal), both "
+        "inclusive",
+        "spec.volumes[0].secret.items[0].key: Required value",
+        "spec.volumes[0].secret.items[0].path: Invalid value: \"../x\": must not contain '..'",
+        "spec.volumes[0].secret.items[0].path: Invalid value: \"../x\": must not start with '..'",
+        "spec.volumes[0].secret.items[0].mode: Invalid value: 512: must be a number between 0 and 0777 (octal), both "
+        "inclusive",
+        'spec.volumes[2].downwardAPI.items[0].path: Invalid value: "/abs": must be a relative path',
+        "spec.volumes[2].downwardAPI.items[0].mode: Invalid value: -2: must be a number between 0 and 0777 (octal), "
+        "both inclusive",
+        "spec.volumes[3].projected.defaultMode: Invalid value: 512: must be a number between 0 and 0777 (octal), "
+        "both inclusive",
+        "spec.volumes[3].projected.sources[0].serviceAccountToken.expirationSeconds: Invalid value: 60: may not "
+        "specify a duration less than 10 minutes",
+        "spec.volumes[3].projected.sources[1].configMap.items[0].path: Invalid value: \"..data\": must not start "
+        "with '..'"]
