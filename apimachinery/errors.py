@@ -83,6 +83,8 @@ class StatusError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:  # omitempty: a webhook's refusal may carry none ("Error from server: …")
+            del status["reason"]
         details = self.details()
         if details or self.always_details:
             status["details"] = details or {}

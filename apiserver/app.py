@@ -23,6 +23,10 @@ from starlette.websockets import WebSocket
 
 from apimachinery import errors
 
+from .admission import AdmissionChain
+from .admission.sources import Sources
+from .admission.webhook import MutatingWebhooks, ValidatingWebhooks
+from .admission.webhook.client import WebhookClient
 from .authentication import AuthenticationMiddleware
 from .handlers import discovery, openapi, proxy
 from .handlers.request import parse_path
@@ -78,7 +82,11 @@ def create_app(config: Config) -> WarningMiddleware:
     leases = MasterLeases(storage, f"{advertised_ip(config)}:{config.port}")
     registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap,
                         leases=leases)
-    handler = RESTHandler(registry)
+    sources = Sources(registry)
+    webhook_client = WebhookClient(sources)
+    admission = AdmissionChain([MutatingWebhooks(sources, webhook_client, add_warning)],
+                               [ValidatingWebhooks(sources, webhook_client, add_warning)])
+    handler = RESTHandler(registry, admission=admission)
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
 
@@ -93,6 +101,7 @@ def create_app(config: Config) -> WarningMiddleware:
             yield
         finally:
             ready["ok"] = False
+            await webhook_client.close()
             await registry.stop()
             await storage.close()
 

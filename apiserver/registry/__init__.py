@@ -42,6 +42,10 @@ from apiserver.registry.selfsubjectreviews import SelfSubjectReviewStrategy
 from apiserver.registry.serviceaccounts import ServiceAccountStrategy
 from apiserver.registry.services import ServiceStrategy
 from apiserver.registry.strategy import Strategy
+from apiserver.registry.webhookconfigurations import (
+    MutatingWebhookConfigurationStrategy,
+    ValidatingWebhookConfigurationStrategy,
+)
 
 
 def all_strategies() -> list[Strategy]:
@@ -69,6 +73,8 @@ def all_strategies() -> list[Strategy]:
         LeaseStrategy(),
         EndpointSliceStrategy(),
         PodDisruptionBudgetStrategy(),
+        MutatingWebhookConfigurationStrategy(),
+        ValidatingWebhookConfigurationStrategy(),
         SelfSubjectReviewStrategy(),
         LocalSubjectAccessReviewStrategy(),
         SelfSubjectAccessReviewStrategy(),
