@@ -24,6 +24,8 @@ from starlette.websockets import WebSocket
 from apimachinery import errors
 
 from .admission import AdmissionChain
+from .admission.conditions import WebhookMatchConditions
+from .admission.policy import ValidatingAdmissionPolicies
 from .admission.sources import Sources
 from .admission.webhook import MutatingWebhooks, ValidatingWebhooks
 from .admission.webhook.client import WebhookClient
@@ -84,8 +86,10 @@ def create_app(config: Config) -> WarningMiddleware:
                         leases=leases)
     sources = Sources(registry)
     webhook_client = WebhookClient(sources)
-    admission = AdmissionChain([MutatingWebhooks(sources, webhook_client, add_warning)],
-                               [ValidatingWebhooks(sources, webhook_client, add_warning)])
+    conditions = WebhookMatchConditions()
+    admission = AdmissionChain([MutatingWebhooks(sources, webhook_client, add_warning, conditions)],
+                               [ValidatingAdmissionPolicies(sources, add_warning),
+                                ValidatingWebhooks(sources, webhook_client, add_warning, conditions)])
     handler = RESTHandler(registry, admission=admission)
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}

@@ -23,6 +23,13 @@ from .attributes import Attributes, Object
 from .sources import Sources
 
 
+def convert(obj: Object | None, source: Any, target: Any) -> Object | None:
+    """An object of ``source``'s version in ``target``'s, through the stored version (matchPolicy Equivalent)."""
+    if obj is None or source is None or target is None or source is target:
+        return obj
+    return target.from_storage(source.to_storage(obj))  # type: ignore[no-any-return]
+
+
 def _split_resource(value: str) -> tuple[str, str]:
     res, _, sub = value.partition("/")
     return res, sub
@@ -49,6 +56,12 @@ def rule_matches(rule: Mapping[str, Any], attrs: Attributes, with_operations: bo
     if scope == "Cluster":
         return is_namespace or not attrs.namespace
     return True
+
+
+def named_rule_matches(rule: Mapping[str, Any], attrs: Attributes) -> bool:
+    """A ``NamedRuleWithOperations``: the rule, and the object's name among ``resourceNames`` when any."""
+    names = rule.get("resourceNames") or []
+    return rule_matches(rule, attrs) and (not names or attrs.name in names)
 
 
 def labels_match(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None) -> bool:

@@ -13,6 +13,10 @@ Besides the ``Strategy`` interface, strategies carry:
 
 from __future__ import annotations
 
+from apiserver.registry.admissionpolicies import (
+    ValidatingAdmissionPolicyBindingStrategy,
+    ValidatingAdmissionPolicyStrategy,
+)
 from apiserver.registry.accessreviews import (
     LocalSubjectAccessReviewStrategy,
     SelfSubjectAccessReviewStrategy,
@@ -75,6 +79,8 @@ def all_strategies() -> list[Strategy]:
         PodDisruptionBudgetStrategy(),
         MutatingWebhookConfigurationStrategy(),
         ValidatingWebhookConfigurationStrategy(),
+        ValidatingAdmissionPolicyStrategy(),
+        ValidatingAdmissionPolicyBindingStrategy(),
         SelfSubjectReviewStrategy(),
         LocalSubjectAccessReviewStrategy(),
         SelfSubjectAccessReviewStrategy(),

@@ -24,6 +24,7 @@ from apimachinery.validation import (
     required,
     validate_label_selector,
 )
+from apiserver import cel
 from apiserver.registry.strategy import AGE_COLUMN, NAME_COLUMN, Object, Strategy, TableColumn
 from apiserver.registry.tables import since
 
@@ -36,6 +37,17 @@ REINVOCATION_POLICIES = ("IfNeeded", "Never")
 SCOPES = ("*", "Cluster", "Namespaced")
 REVIEW_VERSIONS = ("v1", "v1beta1")
 URL_FORM = "; desired format: https://host[/path]"
+# The CEL variables of webhook matchConditions (kube's: no params for webhooks).
+MATCH_CONDITION_VARIABLES = ("object", "oldObject", "request", "authorizer")
+
+
+def cel_errors(expression: str, path: str, variables: tuple[str, ...], boolean: bool = True) -> list[Cause]:
+    """An expression that does not compile: kube's ``Invalid value: "<expr>": compilation failed: …``."""
+    try:
+        cel.compile_cached(expression, variables, boolean)
+    except cel.CompileError as err:
+        return [invalid(path, expression, f"compilation failed: {err}")]
+    return []
 
 def is_fully_qualified_name(path: str, name: str) -> list[Cause]:
     """``utilvalidation.IsFullyQualifiedName``: a DNS subdomain with at least three segments."""
@@ -197,7 +209,8 @@ def validate_review_versions(versions: list[str], path: str) -> list[Cause]:
     return causes
 
 
-def validate_match_conditions(conditions: list[dict[str, Any]], path: str) -> list[Cause]:
+def validate_match_conditions(conditions: list[dict[str, Any]], path: str,
+                              variables: tuple[str, ...] = MATCH_CONDITION_VARIABLES) -> list[Cause]:
     """``validateMatchConditions``: at most 64, unique qualified names, expressions that compile to bool."""
     from apimachinery.validation import is_qualified_name, too_many
 
@@ -217,6 +230,8 @@ def validate_match_conditions(conditions: list[dict[str, Any]], path: str) -> li
         expression = condition.get("expression") or ""
         if not expression.strip():
             causes.append(required(f"{path}[{i}].expression"))
+        else:
+            causes.extend(cel_errors(expression.strip(), f"{path}[{i}].expression", variables))
     return causes
 
 

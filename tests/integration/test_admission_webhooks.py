@@ -278,3 +278,25 @@ def test_python_client_and_kubectl_tables(api: Any, ns: str, kubectl: Kubectl, c
     del resources
     names = kubectl("api-resources", "--api-group=admissionregistration.k8s.io", "--no-headers").stdout
     assert "mutatingwebhookconfigurations" in names and "validatingwebhookconfigurations" in names
+
+
+def test_match_conditions_decide_last(client: httpx.Client, ns: str, server: WebhookServer,
+                                      ca: CertificateAuthority, configs: list[tuple[str, str]]) -> None:
+    conditions = [{"name": "not-skipped", "expression": "object.metadata.name != 'skip-me'"},
+                  {"name": "creates", "expression": "request.operation == 'CREATE'"}]
+    register(client, configs, "mutating", [webhook("label.kubelab.io", {"url": server.url("/mutate"),
+                                                                         "caBundle": ca.bundle}, ns,
+                                                   matchConditions=conditions)])
+    until_labelled(client, ns)
+    skipped = create_pod(client, ns, make_pod("skip-me").build())
+    assert skipped.status_code == 201 and "admitted-by" not in (skipped.json()["metadata"].get("labels") or {})
+    assert not [r for r in server.received("/mutate") if r["request"].get("name") == "skip-me"]
+    resp = client.post(f"{ADMISSION}/mutatingwebhookconfigurations", json={
+        "metadata": {"name": f"t-{uuid.uuid4().hex[:6]}"},
+        "webhooks": [webhook("bad.kubelab.io", {"url": server.url("/mutate")}, ns,
+                             matchConditions=[{"name": "typo", "expression": "objekt.metadata.name == 'x'"}])]})
+    assert resp.status_code == 422
+    assert resp.json()["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "webhooks[0].matchConditions[0].expression",
+        "message": "Invalid value: \"objekt.metadata.name == 'x'\": compilation failed: ERROR: <input>:1:1: "
+                   "undeclared reference to 'objekt' (in container '')"}]

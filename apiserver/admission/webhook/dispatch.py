@@ -24,6 +24,7 @@ from apimachinery import errors
 from apimachinery.patch import jsonpatch
 
 from ..attributes import Attributes, Object
+from ..matching import convert
 from ..sources import Sources
 from .client import CallError, WebhookClient
 from .configurations import Configurations, Invocation, Webhook
@@ -63,13 +64,6 @@ def denied(webhook: str, status: Object | None) -> errors.StatusError:
 
 def call_failed(webhook: str, reason: str) -> errors.StatusError:
     return errors.InternalError(f'Internal error occurred: failed calling webhook "{webhook}": {reason}')
-
-
-def convert(obj: Object | None, source: Any, target: Any) -> Object | None:
-    """An object of ``source``'s version in ``target``'s (through the stored version)."""
-    if obj is None or source is None or source is target:
-        return obj
-    return target.from_storage(source.to_storage(obj))
 
 
 class Webhooks:
