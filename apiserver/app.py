@@ -30,6 +30,7 @@ from .admission.sources import Sources
 from .admission.webhook import MutatingWebhooks, ValidatingWebhooks
 from .admission.webhook.client import WebhookClient
 from .authentication import AuthenticationMiddleware
+from .autoregister import AutoRegister, served_group_versions
 from .handlers import discovery, openapi, proxy
 from .handlers.request import parse_path
 from .handlers.rest import RESTHandler, json_response, status_response
@@ -91,6 +92,12 @@ def create_app(config: Config) -> WarningMiddleware:
                                [ValidatingAdmissionPolicies(sources, add_warning),
                                 ValidatingWebhooks(sources, webhook_client, add_warning, conditions)])
     handler = RESTHandler(registry, admission=admission)
+
+    def served_groups() -> dict[str, Any]:
+        """``/apis``: the stored groups, then the ones served without storage (metrics.k8s.io)."""
+        return discovery.api_groups(registry, [metrics_api.api_group()])
+
+    autoregister = AutoRegister(registry, served_groups, served_group_versions(served_groups()))
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
 
@@ -98,6 +105,7 @@ def create_app(config: Config) -> WarningMiddleware:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await storage.connect()
         await registry.start()
+        autoregister.start()
         openapi_documents.preload()
         ready["ok"] = True
         log.info("apiserver ready: %d resources cached", len(registry.stores))
@@ -105,6 +113,7 @@ def create_app(config: Config) -> WarningMiddleware:
             yield
         finally:
             ready["ok"] = False
+            await autoregister.stop()
             await webhook_client.close()
             await registry.stop()
             await storage.close()
@@ -148,7 +157,7 @@ def create_app(config: Config) -> WarningMiddleware:
 
     @app.get("/apis", include_in_schema=False)
     async def apis() -> Response:
-        return json_response(discovery.api_groups(registry, [metrics_api.api_group()]))
+        return json_response(served_groups())
 
     @app.get("/api/v1", include_in_schema=False)
     async def core_v1() -> Response:

@@ -97,7 +97,8 @@ class Subresource:
 
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-GROUP_VERSIONS = (("", "v1"), ("admissionregistration.k8s.io", "v1"), ("apps", "v1"), ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
+GROUP_VERSIONS = (("", "v1"), ("admissionregistration.k8s.io", "v1"), ("apiregistration.k8s.io", "v1"), ("apps", "v1"),
+                  ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
                   ("autoscaling", "v1"), ("autoscaling", "v2"), ("batch", "v1"), ("coordination.k8s.io", "v1"),
                   ("discovery.k8s.io", "v1"), ("policy", "v1"))
 RESOURCES = (
@@ -122,6 +123,7 @@ RESOURCES = (
              "validatingadmissionpolicybindings", False, ALL_VERBS),
     Resource("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
              "validatingwebhookconfigurations", False, ALL_VERBS),
+    Resource("apiregistration.k8s.io", "v1", "APIService", "apiservices", False, ALL_VERBS, ("status",)),
     Resource("apps", "v1", "ControllerRevision", "controllerrevisions", True, ALL_VERBS),
     Resource("apps", "v1", "DaemonSet", "daemonsets", True, ALL_VERBS, ("status",)),
     Resource("apps", "v1", "Deployment", "deployments", True, ALL_VERBS, ("scale", "status")),
@@ -594,7 +596,9 @@ def prefix(group: str, version: str) -> str:
 
 
 def snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    """The Python client's method names: ``listNamespacedPod`` → ``list_namespaced_pod``, ``APIService`` →
+    ``api_service`` (a run of capitals is one word)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 def resource_operations(r: Resource) -> Iterator[Operation]:

@@ -33,6 +33,7 @@ from apiserver.registry.endpointslices import EndpointSliceStrategy
 from apiserver.registry.events import EventStrategy
 from apiserver.registry.jobs import JobStrategy
 from apiserver.registry.horizontalpodautoscalers import HorizontalPodAutoscalerStrategy
+from apiserver.registry.apiservices import APIServiceStrategy
 from apiserver.registry.autoscalingv1 import HorizontalPodAutoscalerV1Strategy
 from apiserver.registry.leases import LeaseStrategy
 from apiserver.registry.namespaces import NamespaceStrategy
@@ -81,6 +82,7 @@ def all_strategies() -> list[Strategy]:
         ValidatingWebhookConfigurationStrategy(),
         ValidatingAdmissionPolicyStrategy(),
         ValidatingAdmissionPolicyBindingStrategy(),
+        APIServiceStrategy(),
         SelfSubjectReviewStrategy(),
         LocalSubjectAccessReviewStrategy(),
         SelfSubjectAccessReviewStrategy(),
