@@ -183,7 +183,7 @@ def create_app(config: Config) -> WarningMiddleware:
     # --- resources ------------------------------------------------------------------------------------------
     def pod_stream(subresource: str) -> Callable[[WebSocket, str, str], Awaitable[None]]:
         async def endpoint(websocket: WebSocket, namespace: str, name: str) -> None:
-            await proxy.serve_stream(websocket, registry, namespace, name, subresource)
+            await proxy.serve_stream(websocket, registry, namespace, name, subresource, admission)
         return endpoint
 
     # exec, attach and portforward are websocket upgrades too (kubectl ≥ 1.30, the Python client).
@@ -234,7 +234,7 @@ class ResourceRouter:
                 response = await self.metrics.handle(request, info)
             elif group == "" and info.resource == "bindings" and info.name is None and request.method == "POST":
                 response = await bind(request, self.registry.get("", "pods"), info.namespace, None,
-                                      await request.body())
+                                      await request.body(), self.handler.admission)
             else:
                 response = await self.handler.handle(request, info)
         except errors.StatusError as err:

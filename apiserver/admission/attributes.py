@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..authentication import UserInfo
@@ -31,8 +31,9 @@ class Attributes:
     options: Object | None = None
     obj: Object | None = None
     old: Object | None = None
-    # Set by plugins for the ones after them: audit-style notes are not kept, warnings go to the response.
-    annotations: dict[str, str] = field(default_factory=dict)
+    # The object's group and version when its kind is not the resource's (Scale: autoscaling/v1).
+    kind_group: str | None = None
+    kind_version: str | None = None
 
     @property
     def group_version(self) -> str:
@@ -42,7 +43,9 @@ class Attributes:
         return {"group": self.group, "version": self.version, "resource": self.resource}
 
     def kind_dict(self) -> dict[str, str]:
-        return {"group": self.group, "version": self.version, "kind": self.kind}
+        group = self.group if self.kind_group is None else self.kind_group
+        version = self.version if self.kind_version is None else self.kind_version
+        return {"group": group, "version": version, "kind": self.kind}
 
 
 def options_for(kind: str, field_manager: str | None = None, dry_run: bool = False) -> Object:

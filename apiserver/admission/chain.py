@@ -22,6 +22,9 @@ EXEMPT_GROUP = "admissionregistration.k8s.io"
 
 
 class MutatingPlugin(Protocol):
+    def configured(self) -> bool:
+        """Whether any configuration exists at all (nothing configured: the plugin never acts)."""
+
     def handles(self, attrs: Attributes) -> bool:
         """Whether ``admit`` has anything to do for this request (no configuration: False)."""
 
@@ -30,6 +33,9 @@ class MutatingPlugin(Protocol):
 
 
 class ValidatingPlugin(Protocol):
+    def configured(self) -> bool:
+        """Whether any configuration exists at all."""
+
     def handles(self, attrs: Attributes) -> bool:
         """Whether ``validate`` has anything to do for this request."""
 
@@ -44,16 +50,24 @@ class AdmissionChain:
         self.mutating = mutating
         self.validating = validating
 
+    def configured(self) -> bool:
+        """Whether any plugin could act: callers skip work done only for admission (reading an old Scale)."""
+        return any(plugin.configured() for plugin in (*self.mutating, *self.validating))
+
     def request(self, *, operation: Operation, strategy: Any, namespace: str | None, name: str,
-                subresource: str = "", dry_run: bool = False, options: Object | None = None) -> RequestAdmission | None:
-        """The admission of one request to ``strategy``'s resource, or None when it is exempt."""
+                subresource: str = "", dry_run: bool = False, options: Object | None = None,
+                kind: tuple[str, str, str] | None = None) -> RequestAdmission | None:
+        """The admission of one request to ``strategy``'s resource, or None when it is exempt. ``kind`` (group,
+        version, kind) is the object's when it is not the resource's (PodExecOptions, Scale, Eviction…)."""
         if strategy.group == EXEMPT_GROUP:
             return None
         if strategy.group == "" and strategy.resource == "namespaces":
             namespace = name
         base = Attributes(operation, strategy.group, strategy.version, strategy.resource, subresource,
-                          strategy.kind, namespace or "", name, strategy.namespaced, request_user(), dry_run,
-                          options)
+                          kind[2] if kind else strategy.kind, namespace or "", name, strategy.namespaced,
+                          request_user(), dry_run, options)
+        if kind is not None:
+            base.kind_group, base.kind_version = kind[0], kind[1]
         return RequestAdmission(self, base)
 
 

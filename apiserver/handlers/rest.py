@@ -133,7 +133,7 @@ class RESTHandler:
                       options_kind: str, dry_run: bool, field_manager: str | None = None,
                       subresource: str = "") -> RequestAdmission | None:
         """The admission chain bound to this request (None without a chain, or for an exempt resource)."""
-        if self.admission is None:
+        if self.admission is None or not self.admission.configured():
             return None
         return self.admission.request(operation=operation, strategy=store.strategy, namespace=info.namespace,
                                       name=name, subresource=subresource, dry_run=dry_run,

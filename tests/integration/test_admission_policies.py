@@ -184,3 +184,26 @@ def test_python_client_and_tables(api: Any, ns: str, made: list[str], kubectl: K
     assert out[1].split()[:3] == [name, "1", "<unset>"]
     out = kubectl("get", "validatingadmissionpolicybindings", name).stdout.splitlines()
     assert out[0].split() == ["NAME", "POLICYNAME", "PARAMREF", "AGE"] and out[1].split()[:3] == [name, name, "<unset>"]
+
+
+def test_policy_on_the_scale_subresource(client: httpx.Client, ns: str, made: list[str], kubectl: Kubectl) -> None:
+    name = f"scale-limit-{uuid.uuid4().hex[:6]}"
+    body = policy(name, ns, [{"expression": "object.spec.replicas <= 5", "message": "at most 5 replicas"}])
+    body["spec"]["matchConstraints"]["resourceRules"][0].update(operations=["UPDATE"],
+                                                                resources=["deployments/scale"])
+    create(client, made, "validatingadmissionpolicies", body)
+    create(client, made, "validatingadmissionpolicybindings", binding(name, name, ["Deny"]))
+    assert create_deployment(client, ns, deployment("web", 10)).status_code == 201  # creates are not scale writes
+    scale = f"/apis/apps/v1/namespaces/{ns}/deployments/web/scale"
+
+    def refused() -> httpx.Response | None:
+        resp = client.patch(scale, json={"spec": {"replicas": 8}},
+                            headers={"Content-Type": "application/merge-patch+json"})
+        return resp if resp.status_code == 422 else None
+
+    resp = wait_for(refused, timeout=10, what="the scale policy to take effect")
+    assert resp.json()["message"].endswith(f"with binding '{name}' denied request: at most 5 replicas")
+    result = kubectl("scale", "deployment", "web", "-n", ns, "--replicas=9", check=False)
+    assert result.returncode == 1 and "denied request: at most 5 replicas" in result.stderr
+    kubectl("scale", "deployment", "web", "-n", ns, "--replicas=4")
+    assert client.get(scale).json()["spec"]["replicas"] == 4

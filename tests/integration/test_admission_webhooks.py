@@ -36,6 +36,8 @@ def answer(path: str, review: dict[str, Any]) -> dict[str, Any]:
         return json_patch(uid, ops, warnings=["labelled by the test webhook"])
     if path == "/validate" and (labels or {}).get("deny") == "yes":
         return deny(uid, "pods labelled deny=yes are not allowed")
+    if path == "/deny-all":
+        return deny(uid, f"no {request['resource']['resource']}/{request.get('subResource', '')} today")
     return allow(uid)
 
 
@@ -300,3 +302,116 @@ def test_match_conditions_decide_last(client: httpx.Client, ns: str, server: Web
         "reason": "FieldValueInvalid", "field": "webhooks[0].matchConditions[0].expression",
         "message": "Invalid value: \"objekt.metadata.name == 'x'\": compilation failed: ERROR: <input>:1:1: "
                    "undeclared reference to 'objekt' (in container '')"}]
+
+
+def reinvoking_answer(path: str, review: dict[str, Any]) -> dict[str, Any]:
+    """/first labels ``first`` with whether it saw /second's label; /second adds ``second=yes``."""
+    request = review["request"]
+    labels = (request["object"].get("metadata") or {}).get("labels") or {}
+    ops: list[dict[str, Any]] = [] if labels else [{"op": "add", "path": "/metadata/labels", "value": {}}]
+    if path == "/first":
+        seen = "saw-second" if "second" in labels else "alone"
+        if labels.get("first") == seen:
+            return allow(request["uid"])
+        ops.append({"op": "add", "path": "/metadata/labels/first", "value": seen})
+    elif "second" not in labels:
+        ops.append({"op": "add", "path": "/metadata/labels/second", "value": "yes"})
+    else:
+        return allow(request["uid"])
+    return json_patch(request["uid"], ops)
+
+
+def test_reinvocation_if_needed(client: httpx.Client, ns: str, ca: CertificateAuthority,
+                                configs: list[tuple[str, str]]) -> None:
+    with WebhookServer(reinvoking_answer, ca, []) as hooks:
+        register(client, configs, "mutating", [
+            webhook("first.kubelab.io", {"url": hooks.url("/first"), "caBundle": ca.bundle}, ns,
+                    reinvocationPolicy="IfNeeded"),
+            webhook("second.kubelab.io", {"url": hooks.url("/second"), "caBundle": ca.bundle}, ns)])
+        labels = wait_for(lambda: (create_pod(client, ns, make_pod("p").build(), dry_run=True).json()["metadata"]
+                                   .get("labels")), timeout=10, what="the webhooks to take effect")
+        # /first ran again after /second changed the pod, and saw its label.
+        assert labels == {"first": "saw-second", "second": "yes"}
+        assert [p for p, _ in hooks.reviews][-3:] == ["/first?timeout=10s", "/second?timeout=10s",
+                                                      "/first?timeout=10s"]
+
+
+def test_equivalent_match_policy_sends_the_matched_version(client: httpx.Client, ns: str, server: WebhookServer,
+                                                           ca: CertificateAuthority,
+                                                           configs: list[tuple[str, str]]) -> None:
+    rules = [{"operations": ["CREATE"], "apiGroups": ["autoscaling"], "apiVersions": ["v1"],
+              "resources": ["horizontalpodautoscalers"]}]
+    register(client, configs, "mutating", [webhook("hpa.kubelab.io", {"url": server.url("/mutate"),
+                                                                       "caBundle": ca.bundle}, ns, rules=rules)])
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "minReplicas": 1, "maxReplicas": 3,
+                    "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                        "type": "Utilization", "averageUtilization": 50}}}]}}
+    url = f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"
+    created = wait_for(lambda: (r := client.post(url, json=hpa, params={"dryRun": "All"}).json())["metadata"]
+                       .get("labels") and r, timeout=10, what="the webhook to take effect")
+    assert created["metadata"]["labels"] == {"admitted-by": "webhook"} and created["apiVersion"] == "autoscaling/v2"
+    request = server.received("/mutate")[-1]["request"]
+    assert request["kind"] == {"group": "autoscaling", "version": "v1", "kind": "HorizontalPodAutoscaler"}
+    assert request["requestKind"] == {"group": "autoscaling", "version": "v2", "kind": "HorizontalPodAutoscaler"}
+    assert request["resource"]["version"] == "v1" and request["requestResource"]["version"] == "v2"
+    assert request["object"]["apiVersion"] == "autoscaling/v1"
+    assert request["object"]["spec"]["targetCPUUtilizationPercentage"] == 50
+
+
+def connect_answer(path: str, review: dict[str, Any]) -> dict[str, Any]:
+    request = review["request"]
+    command = (request.get("object") or {}).get("command") or []
+    if request["operation"] == "CONNECT" and "rm" in command:
+        return deny(request["uid"], "no rm in exec")
+    return allow(request["uid"])
+
+
+def test_exec_is_admitted_as_connect(client: httpx.Client, ns: str, ca: CertificateAuthority,
+                                     configs: list[tuple[str, str]], kubectl: Kubectl) -> None:
+    rules = [{"operations": ["CONNECT"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/exec"]}]
+    with WebhookServer(connect_answer, ca, []) as hooks:
+        register(client, configs, "validating", [webhook("exec.kubelab.io", {"url": hooks.url("/connect"),
+                                                                              "caBundle": ca.bundle}, ns,
+                                                         rules=rules)])
+        assert create_pod(client, ns, make_pod("target").build()).status_code == 201
+
+        def refused() -> str | None:
+            result = kubectl("exec", "target", "-n", ns, "--", "rm", "-rf", "/x", check=False, timeout=30)
+            return result.stderr if "denied the request" in result.stderr else None
+
+        stderr = wait_for(refused, timeout=20, what="the exec webhook to take effect")
+        assert stderr == 'Error from server: admission webhook "exec.kubelab.io" denied the request: no rm in exec\n'
+        request = [r for p, r in hooks.reviews][-1]["request"]
+        assert request["operation"] == "CONNECT" and request["subResource"] == "exec"
+        assert request["kind"] == {"group": "", "version": "v1", "kind": "PodExecOptions"}
+        assert request["resource"] == {"group": "", "version": "v1", "resource": "pods"}
+        assert request["object"]["command"] == ["rm", "-rf", "/x"] and request["object"]["stdout"] is True
+        assert request["oldObject"] is None and request["name"] == "target"
+
+
+def test_binding_and_eviction_are_admitted_with_their_kinds(client: httpx.Client, ns: str, server: WebhookServer,
+                                                            ca: CertificateAuthority,
+                                                            configs: list[tuple[str, str]]) -> None:
+    rules = [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+              "resources": ["pods/binding", "pods/eviction"]}]
+    register(client, configs, "validating", [webhook("sub.kubelab.io", {"url": server.url("/deny-all"),
+                                                                         "caBundle": ca.bundle}, ns, rules=rules)])
+    assert create_pod(client, ns, make_pod("p").build()).status_code == 201
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "node-x"}}
+    resp = wait_for(lambda: (r := client.post(f"/api/v1/namespaces/{ns}/pods/p/binding", json=binding))
+                    .status_code == 403 and r, timeout=10, what="the webhook to take effect")
+    assert resp.json()["message"] == 'admission webhook "sub.kubelab.io" denied the request: no pods/binding today'
+    assert client.get(f"/api/v1/namespaces/{ns}/pods/p").json()["spec"].get("nodeName") is None
+    request = server.received("/deny-all")[-1]["request"]
+    assert request["kind"] == {"group": "", "version": "v1", "kind": "Binding"} and request["name"] == "p"
+    assert request["object"]["target"]["name"] == "node-x"
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p", "namespace": ns}}
+    resp = client.post(f"/api/v1/namespaces/{ns}/pods/p/eviction", json=eviction)
+    assert resp.status_code == 403
+    assert resp.json()["message"] == 'admission webhook "sub.kubelab.io" denied the request: no pods/eviction today'
+    assert server.received("/deny-all")[-1]["request"]["kind"] == {"group": "policy", "version": "v1",
+                                                                   "kind": "Eviction"}
+    assert client.get(f"/api/v1/namespaces/{ns}/pods/p").status_code == 200

@@ -66,8 +66,11 @@ class ValidatingAdmissionPolicies:
         self.sources = sources
         self.on_warning = on_warning
 
-    def handles(self, attrs: Attributes) -> bool:
+    def configured(self) -> bool:
         return bool(self.sources.cached(GROUP, "validatingadmissionpolicybindings"))
+
+    def handles(self, attrs: Attributes) -> bool:
+        return self.configured()
 
     async def validate(self, attrs: Attributes) -> None:
         denied: list[tuple[str, str, Violation]] = []

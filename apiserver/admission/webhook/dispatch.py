@@ -80,8 +80,11 @@ class Webhooks:
         resource = "mutatingwebhookconfigurations" if self.mutating else "validatingwebhookconfigurations"
         self.configurations = Configurations(sources, resource)
 
-    def handles(self, attrs: Attributes) -> bool:
+    def configured(self) -> bool:
         return bool(self.configurations.webhooks())
+
+    def handles(self, attrs: Attributes) -> bool:
+        return self.configured()
 
     def invocations(self, attrs: Attributes) -> list[Invocation]:
         out: list[Invocation] = []
