@@ -3,7 +3,7 @@
 kube-apiserver runs its admission plugins in two phases, mutating first and validating after; kubelab's chain does
 the same with the dynamic plugins kube configures at run time:
 
-    MutatingAdmissionWebhook  →  (defaults + validation again)  →  ValidatingAdmissionPolicy, ValidatingAdmissionWebhook
+    MutatingAdmissionWebhook → (defaults, validation again) → ValidatingAdmissionPolicy → ValidatingAdmissionWebhook
 
 * ``attributes``: what a plugin sees of a request (``admission.Attributes``);
 * ``chain``: the plugins in order, bound to one request; the stores call it (``registry.store.Admission``);

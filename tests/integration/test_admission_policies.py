@@ -79,14 +79,16 @@ def test_policy_refuses_too_many_replicas(client: httpx.Client, ns: str, made: l
                f"object.spec.replicas <= 5")
     assert resp.status_code == 422 and status["reason"] == "Invalid"
     assert status["message"] == f'deployments.apps "web" is forbidden: {message}'
-    assert status["details"] == {"name": "web", "group": "apps", "kind": "deployments", "causes": [{"message": message}]}
+    assert status["details"] == {"name": "web", "group": "apps", "kind": "deployments",
+                                 "causes": [{"message": message}]}
     assert create_deployment(client, ns, deployment("small", 3)).status_code == 201
 
     result = kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(deployment("big", 7)), check=False)
     assert result.returncode == 1
     assert result.stderr.strip() == f'The deployments "big" is invalid: : {message}'
     result = kubectl("create", "deployment", "big", "-n", ns, "--image=busybox", "--replicas=7", check=False)
-    assert result.stderr.strip() == f'error: failed to create deployment: deployments.apps "big" is forbidden: {message}'
+    assert result.stderr.strip() == \
+        f'error: failed to create deployment: deployments.apps "big" is forbidden: {message}'
     # An update past the limit is refused too; scaling within it is not.
     resp = client.patch(f"/apis/apps/v1/namespaces/{ns}/deployments/small", json={"spec": {"replicas": 6}},
                         headers={"Content-Type": "application/merge-patch+json"})
@@ -207,3 +209,22 @@ def test_policy_on_the_scale_subresource(client: httpx.Client, ns: str, made: li
     assert result.returncode == 1 and "denied request: at most 5 replicas" in result.stderr
     kubectl("scale", "deployment", "web", "-n", ns, "--replicas=4")
     assert client.get(scale).json()["spec"]["replicas"] == 4
+
+
+def test_the_documentation_example(client: httpx.Client, ns: str, made: list[str], kubectl: Kubectl) -> None:
+    """kubernetes.io's ValidatingAdmissionPolicy example: the binding selects namespaces (``environment: test``)
+    through matchResources without resource rules, and kubectl apply prints kube's message."""
+    suffix = uuid.uuid4().hex[:6]
+    name, binding_name = f"demo-policy-{suffix}.example.com", f"demo-binding-{suffix}.example.com"
+    body = policy(name, ns, [{"expression": "object.spec.replicas <= 5"}])
+    del body["spec"]["matchConstraints"]["namespaceSelector"]
+    create(client, made, "validatingadmissionpolicies", body)
+    create(client, made, "validatingadmissionpolicybindings", binding(
+        binding_name, name, ["Deny"],
+        matchResources={"namespaceSelector": {"matchLabels": {"environment": f"test-{suffix}"}}}))
+    kubectl("label", "namespace", ns, f"environment=test-{suffix}")
+    until_refused(client, ns, deployment("web", 6))
+    result = kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(deployment("web", 6)), check=False)
+    assert result.stderr.strip() == (f"The deployments \"web\" is invalid: : ValidatingAdmissionPolicy '{name}' with "
+                                     f"binding '{binding_name}' denied request: failed expression: "
+                                     f"object.spec.replicas <= 5")

@@ -17,8 +17,8 @@ from apiserver.authentication import ANONYMOUS
 
 def attrs(resource: str = "pods", subresource: str = "", namespace: str = "ns", group: str = "",
           operation: str = "CREATE", obj: dict[str, Any] | None = None) -> Attributes:
-    return Attributes(operation, group, "v1", resource, subresource, "Pod", namespace, "p", bool(namespace),  # type: ignore[arg-type]
-                      ANONYMOUS, obj=obj)
+    return Attributes(operation, group, "v1", resource, subresource, "Pod",  # type: ignore[arg-type]
+                      namespace, "p", bool(namespace), ANONYMOUS, obj=obj)
 
 
 def rule(resources: list[str], scope: str = "*", operations: tuple[str, ...] = ("*",)) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Does a policy's ``matchConstraints`` (or a binding's ``matchResources``) take this request? (kube's
-``matching.Matcher``): namespace and object selectors, a resource rule (with ``resourceNames``) and no exclude
-rule; with ``matchPolicy: Equivalent`` a rule may match another served version of the resource, and the policy
-then sees the request in that version."""
+``matching.Matcher``): namespace and object selectors, a resource rule (with ``resourceNames``; a binding's
+``matchResources`` without rules takes whatever its policy matches) and no exclude rule; with ``matchPolicy:
+Equivalent`` a rule may match another served version of the resource, and the policy then sees the request in
+that version."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ def matches(match: dict[str, Any] | None, attrs: Attributes, sources: Sources) -
     if any(named_rule_matches(rule, attrs) for rule in match.get("excludeResourceRules") or []):
         return None
     rules = match.get("resourceRules") or []
-    if any(named_rule_matches(rule, attrs) for rule in rules):
-        return attrs
+    if not rules or any(named_rule_matches(rule, attrs) for rule in rules):
+        return attrs  # a binding's matchResources without rules takes whatever its policy matches
     if (match.get("matchPolicy") or "Equivalent") != "Equivalent":
         return None
     versions = sources.equivalents(attrs.group, attrs.resource)
