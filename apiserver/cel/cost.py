@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .syntax import Node, walk
+from .syntax import Node
 
 PER_CALL_LIMIT = 1_000_000  # PerCallLimit: one expression's runtime budget
 RUNTIME_CEL_COST_BUDGET = 10_000_000  # RuntimeCELCostBudget: one binding's (or custom resource's) budget
@@ -104,13 +104,8 @@ def _comprehensions(node: Node, depth: int) -> list[tuple[int, Node]]:
 def exceeds_budget_message(cost: int, limit: int) -> str:
     """The CRD validation text for a rule estimated over budget."""
     factor = cost / limit
-    return (f"estimated rule cost exceeds budget by factor of {_go_float(factor)}x (try simplifying the rule, or "
+    return (f"estimated rule cost exceeds budget by factor of {factor:.6g}x (try simplifying the rule, or "
             f"adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)")
-
-
-def _go_float(value: float) -> str:
-    text = f"{value:.6g}"
-    return text
 
 
 class CostExceeded(Exception):

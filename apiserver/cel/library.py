@@ -24,7 +24,6 @@ the first argument. Misuse raises ``LibraryError`` with cel-go's text.
 from __future__ import annotations
 
 import ipaddress
-import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -371,13 +370,3 @@ def functions() -> dict[str, Callable[..., Value]]:
 def _is_integer(value: Value) -> bool:
     q = _q(value, "isInteger")
     return q.exact == int(q.exact) and -(2 ** 63) <= q.exact < 2 ** 63
-
-
-def to_native(value: Value) -> Value:
-    """A result as the caller wants it: tagged values as their string (``string(quantity)``-like)."""
-    kind = _kind(value)
-    if kind is not None:
-        return value.get("value", kind)
-    if isinstance(value, float) and math.isnan(value):
-        return value
-    return value

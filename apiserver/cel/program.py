@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,5 +173,3 @@ def _may_be_bool(tree: Node) -> bool:
         return tree.name not in ("map", "filter")
     return True
 
-
-Evaluator = Callable[[Mapping[str, Any]], Any]

@@ -233,11 +233,6 @@ def walk(node: Node) -> list[Node]:
     return out
 
 
-def bound_names(node: Node) -> set[str]:
-    """Names comprehensions bind (they are not variables the environment must declare)."""
-    return {n.var for n in walk(node) if n.kind == "comprehension"}
-
-
 def free_identifiers(node: Node) -> list[Node]:
     """Identifiers that are not bound by an enclosing comprehension."""
     out: list[Node] = []

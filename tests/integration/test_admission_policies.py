@@ -120,7 +120,7 @@ def test_policy_with_a_configmap_param(client: httpx.Client, ns: str, made: list
                                       f"with binding '{name}' denied request: replicas 4 is more than 3")
     result = kubectl("create", "deployment", "web", "-n", ns, "--image=busybox", "--replicas=5", check=False)
     assert result.returncode == 1
-    assert f"denied request: replicas 5 is more than 3" in result.stderr
+    assert "denied request: replicas 5 is more than 3" in result.stderr
 
 
 def test_warn_action_only_warns(client: httpx.Client, ns: str, made: list[str], kubectl: Kubectl) -> None:

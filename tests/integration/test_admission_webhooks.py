@@ -415,3 +415,21 @@ def test_binding_and_eviction_are_admitted_with_their_kinds(client: httpx.Client
     assert server.received("/deny-all")[-1]["request"]["kind"] == {"group": "policy", "version": "v1",
                                                                    "kind": "Eviction"}
     assert client.get(f"/api/v1/namespaces/{ns}/pods/p").status_code == 200
+
+
+def test_webhook_by_service_through_endpoint_slices(client: httpx.Client, ns: str, server: WebhookServer,
+                                                    ca: CertificateAuthority,
+                                                    configs: list[tuple[str, str]]) -> None:
+    """A Service with only an EndpointSlice (no Endpoints object) resolves through the slice's ready endpoint."""
+    service = {"metadata": {"name": "hooks"}, "spec": {"ports": [{"name": "https", "port": 8443}]}}
+    assert client.post(f"/api/v1/namespaces/{ns}/services", json=service).status_code == 201
+    endpoint_slice = {"metadata": {"name": "hooks-1", "labels": {"kubernetes.io/service-name": "hooks"}},
+                      "addressType": "IPv4", "ports": [{"name": "https", "port": server.port, "protocol": "TCP"}],
+                      "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}]}
+    resp = client.post(f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices", json=endpoint_slice)
+    assert resp.status_code == 201, resp.text
+    by_service = {"service": {"namespace": ns, "name": "hooks", "path": "/mutate", "port": 8443},
+                  "caBundle": ca.bundle}
+    register(client, configs, "mutating", [webhook("slice.label.kubelab.io", by_service, ns)])
+    until_labelled(client, ns)
+    assert server.received("/mutate")

@@ -1,9 +1,9 @@
 """Calling a webhook over HTTPS, as kube-apiserver's webhook client does.
 
 * ``clientConfig.url``: that URL; ``clientConfig.service``: ``https://<name>.<namespace>.svc:<port><path>``,
-  dialled at an address of the Service's Endpoints (the endpoints resolver: the Service's port with that
-  ``port``, then the Endpoints port of the same name, then one of its ready addresses), while TLS still checks
-  the certificate for ``<name>.<namespace>.svc``;
+  dialled at an address of the Service's Endpoints — or, without them, its EndpointSlices — (the endpoints
+  resolver: the Service's port with that ``port``, then the endpoint port of the same name, then one of its
+  ready addresses), while TLS still checks the certificate for ``<name>.<namespace>.svc``;
 * the server certificate is verified against ``clientConfig.caBundle`` (PEM, base64 in JSON), else the system's
   roots; a ``?timeout=Ns`` query tells the webhook its deadline, ``timeoutSeconds``.
 
@@ -54,16 +54,38 @@ def resolve_service(sources: Sources, namespace: str, name: str, port: int) -> t
     service_port = next((p for p in spec.get("ports") or [] if p.get("port") == port), None)
     if service_port is None:
         raise CallError(f'no service port {port} found for service "{name}"')
+    port_name = service_port.get("name") or ""
+    candidates = _from_endpoints(sources, namespace, name, port_name)
+    if candidates is None:
+        candidates = _from_slices(sources, namespace, name, port_name)
+    if candidates is None:
+        raise CallError(f'endpoints "{name}" not found')
+    if not candidates:
+        raise CallError(f'no endpoints available for service "{name}"')
+    return random.choice(candidates)
+
+
+def _from_endpoints(sources: Sources, namespace: str, name: str, port_name: str) -> list[tuple[str, int]] | None:
+    """Ready addresses of the Service's Endpoints for the named port (None: no Endpoints object)."""
     endpoints = sources.get("", "endpoints", namespace, name)
     if endpoints is None:
-        raise CallError(f'endpoints "{name}" not found')
-    port_name = service_port.get("name") or ""
-    for subset in endpoints.get("subsets") or []:
-        for endpoint_port in subset.get("ports") or []:
-            if (endpoint_port.get("name") or "") == port_name and subset.get("addresses"):
-                address = random.choice(subset["addresses"])
-                return address["ip"], int(endpoint_port["port"])
-    raise CallError(f'no endpoints available for service "{name}"')
+        return None
+    return [(address["ip"], int(port["port"])) for subset in endpoints.get("subsets") or []
+            for port in subset.get("ports") or [] if (port.get("name") or "") == port_name
+            for address in subset.get("addresses") or []]
+
+
+def _from_slices(sources: Sources, namespace: str, name: str, port_name: str) -> list[tuple[str, int]] | None:
+    """Ready endpoints of the Service's EndpointSlices (``kubernetes.io/service-name``) for the named port."""
+    slices = [s for s in sources.list("discovery.k8s.io", "endpointslices", namespace)
+              if (s["metadata"].get("labels") or {}).get("kubernetes.io/service-name") == name]
+    if not slices:
+        return None
+    return [(address, int(port["port"])) for slice_ in slices
+            for port in slice_.get("ports") or [] if (port.get("name") or "") == port_name
+            for endpoint in slice_.get("endpoints") or []
+            if (endpoint.get("conditions") or {}).get("ready") is not False
+            for address in endpoint.get("addresses") or []]
 
 
 def _host_port(ip: str, port: int) -> str:
