@@ -26,6 +26,7 @@ from apimachinery import errors
 from .admission import AdmissionChain
 from .admission.conditions import WebhookMatchConditions
 from .admission.policy import ValidatingAdmissionPolicies
+from .admission.policy.typecheck import PolicyStatus, TypeChecker
 from .admission.sources import Sources
 from .admission.webhook import MutatingWebhooks, ValidatingWebhooks
 from .admission.webhook.client import WebhookClient
@@ -98,6 +99,7 @@ def create_app(config: Config) -> WarningMiddleware:
         return discovery.api_groups(registry, [metrics_api.api_group()])
 
     autoregister = AutoRegister(registry, served_groups, served_group_versions(served_groups()))
+    policy_status = PolicyStatus(registry, TypeChecker(registry, decoder.definitions))
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
 
@@ -106,6 +108,7 @@ def create_app(config: Config) -> WarningMiddleware:
         await storage.connect()
         await registry.start()
         autoregister.start()
+        policy_status.start()
         openapi_documents.preload()
         ready["ok"] = True
         log.info("apiserver ready: %d resources cached", len(registry.stores))
@@ -114,6 +117,7 @@ def create_app(config: Config) -> WarningMiddleware:
         finally:
             ready["ok"] = False
             await autoregister.stop()
+            await policy_status.stop()
             await webhook_client.close()
             await registry.stop()
             await storage.close()

@@ -14,18 +14,16 @@ Every apiserver runs this; creates that lose a race answer AlreadyExists and are
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from apimachinery import errors
 from apimachinery.meta import now_rfc3339
 
+from .periodic import Periodic
 from .registry.registry import Registry
 from .registry.store import DeleteOptions
 
-log = logging.getLogger(__name__)
 GROUP = "apiregistration.k8s.io"
 AUTOMANAGED = "kube-aggregator.kubernetes.io/automanaged"
 INTERVAL = 1.0
@@ -85,32 +83,17 @@ def served_group_versions(groups: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-class AutoRegister:
+class AutoRegister(Periodic):
     """Keeps the APIServices in step with ``served`` (a callable answering the discovery ``APIGroupList``)."""
+
+    name = "apiservice-autoregister"
 
     def __init__(self, registry: Registry, served: Callable[[], dict[str, Any]], builtin: Iterable[tuple[str, str]],
                  interval: float = INTERVAL) -> None:
+        super().__init__(interval)
         self.registry = registry
         self.served = served
         self.builtin = set(builtin)
-        self.interval = interval
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="apiservice-autoregister")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.sync()
-            except Exception as err:  # noqa: BLE001 - etcd away: the next round retries
-                log.warning("apiservices: %s", err)
-            await asyncio.sleep(self.interval)
 
     async def sync(self) -> None:
         """One round: create what is served and missing, delete automanaged ones no longer served, and bring the

@@ -228,3 +228,22 @@ def test_the_documentation_example(client: httpx.Client, ns: str, made: list[str
     assert result.stderr.strip() == (f"The deployments \"web\" is invalid: : ValidatingAdmissionPolicy '{name}' with "
                                      f"binding '{binding_name}' denied request: failed expression: "
                                      f"object.spec.replicas <= 5")
+
+
+def test_policy_status_reports_type_checking(client: httpx.Client, ns: str, made: list[str]) -> None:
+    name = f"typo-{uuid.uuid4().hex[:6]}"
+    create(client, made, "validatingadmissionpolicies",
+           policy(name, ns, [{"expression": "object.spec.replicas <= 5"}, {"expression": "object.spec.replica < 9"}]))
+    path = f"{ADMISSION}/validatingadmissionpolicies/{name}"
+    status = wait_for(lambda: (s := client.get(path).json().get("status") or {}).get("observedGeneration") == 1
+                      and s, timeout=10, what="the policy's status")
+    assert status["typeChecking"] == {"expressionWarnings": [{
+        "fieldRef": "spec.validations[1].expression",
+        "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replica'\n"
+                   " | object.spec.replica < 9\n | ...........^"}]}
+    fixed = client.get(path).json()
+    fixed["spec"]["validations"] = [{"expression": "object.spec.replicas <= 5"}]
+    assert client.put(path, json=fixed).status_code == 200
+    status = wait_for(lambda: (s := client.get(path).json()["status"]).get("observedGeneration") == 2 and s,
+                      timeout=10, what="the policy's status for generation 2")
+    assert status["typeChecking"] == {}

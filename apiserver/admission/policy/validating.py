@@ -14,7 +14,8 @@ the ``variables`` (evaluated in order, each seeing the earlier ones as ``variabl
 '<policy>' with binding '<binding>' denied request: <message>`` with the violation's reason and code (kubectl prints
 ``The deployments "web" is invalid: : ValidatingAdmissionPolicy …``); ``Warn`` adds the Warning header
 ``Validation failed for ValidatingAdmissionPolicy '<policy>' with binding '<binding>': <message>``; ``Audit`` is
-logged (there is no audit log). Type checking against schemas is not done: expressions are ``dyn``.
+logged (there is no audit log). Expressions are ``dyn`` when they run; ``typecheck`` reports misspelt fields in
+the policy's status.
 """
 
 from __future__ import annotations
