@@ -8,7 +8,7 @@ The model is cel-go's in outline: every identifier, field selection, operator an
 (``all``, ``exists``, ``exists_one``, ``map``, ``filter``) costs its range plus, per element, its body. For the
 estimate a list's size comes from ``sizes`` (a CRD's ``maxItems``, say) or, when nothing bounds it, from the
 largest list a request can carry (kube's ``MaxRequestSizeBytes`` over the smallest element). At run time the
-body of every comprehension is wrapped in a counting call (``instrument``), so the count follows the elements
+body of every comprehension is wrapped in a counting call (``render``), so the count follows the elements
 actually visited.
 """
 
@@ -75,30 +75,6 @@ def base_cost(node: Node) -> int:
     own = 0 if node.kind == "literal" else 1
     total = own + (base_cost(node.target) if node.target is not None else 0)
     return total + sum(base_cost(arg) for arg in node.args)
-
-
-def instrument(source: str, tree: Node) -> str:
-    """``source`` with every comprehension body ``B`` rewritten as ``__kubelab_cost(n, B)``: each call adds the
-    body's own cost ``n`` (plus one for the step) to the evaluation's count and returns ``B``'s value."""
-    inserts: list[tuple[int, int, str]] = []  # (offset, order at that offset, text), in source coordinates
-    for depth, node in _comprehensions(tree, 0):
-        body = node.args[0]
-        inserts.append((body.start, -depth, f"{COUNTER}({base_cost(body) + 1}, "))
-        inserts.append((body.end, depth, ")"))
-    out = source
-    for offset, _order, text in sorted(inserts, reverse=True):
-        out = out[:offset] + text + out[offset:]
-    return out
-
-
-def _comprehensions(node: Node, depth: int) -> list[tuple[int, Node]]:
-    out: list[tuple[int, Node]] = []
-    if node.kind == "comprehension":
-        out.append((depth, node))
-        depth += 1
-    for child in ([node.target] if node.target is not None else []) + node.args:
-        out.extend(_comprehensions(child, depth))
-    return out
 
 
 def exceeds_budget_message(cost: int, limit: int) -> str:

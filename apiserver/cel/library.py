@@ -12,6 +12,8 @@ The evaluator brings CEL's standard definitions and the ``strings``/``lists``/``
 * ``ip(s)`` / ``isIP(s)`` / ``ip.isCanonical(s)`` and ``cidr(s)`` / ``isCIDR(s)`` with ``family``,
   ``isUnspecified``, ``isLoopback``, ``isLinkLocalMulticast``, ``isLinkLocalUnicast``, ``isGlobalUnicast``,
   ``containsIP``, ``containsCIDR``, ``prefixLength``, ``masked``, ``ip()``;
+* optional selection and indexing (``a.?b``, ``a[?k]``, rewritten by ``render``); the optional type and its
+  functions (``optional.of``, ``orValue``, ``hasValue``…) are the evaluator's;
 * the ``authorizer`` variable's builder (``group``, ``resource``, ``subresource``, ``namespace``, ``name``,
   ``path``, ``serviceAccount``, ``check``, ``allowed``, ``reason``, ``errored``, ``error``) answered by an
   allow-all authorizer, as this apiserver has (``--authorization-mode=AlwaysAllow``).
@@ -28,6 +30,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
+
+import cel
 
 from apimachinery.quantity import Quantity, parse_quantity
 
@@ -334,6 +338,32 @@ def _decision(field: str) -> Callable[[Value], Value]:
     return call
 
 
+# --- optional values: the evaluator has the type and its methods, not the syntax (``render`` rewrites it) -------
+def _unwrap(value: Value) -> tuple[bool, Value]:
+    """(present, value) of an optional, or of a plain value (present)."""
+    if isinstance(value, cel.OptionalValue):
+        return (True, value.value()) if value.has_value() else (False, None)
+    return True, value
+
+
+def opt_select(target: Value, field: str) -> cel.OptionalValue:
+    """``target.?field``: the field when present, else ``optional.none()``."""
+    present, value = _unwrap(target)
+    if present and isinstance(value, dict) and field in value:
+        return cel.OptionalValue.of(value[field])
+    return cel.OptionalValue.none()
+
+
+def opt_index(target: Value, key: Value) -> cel.OptionalValue:
+    """``target[?key]``: the entry (map key or list index) when present, else ``optional.none()``."""
+    present, value = _unwrap(target)
+    if present and isinstance(value, dict) and key in value:
+        return cel.OptionalValue.of(value[key])
+    if present and isinstance(value, list) and isinstance(key, int) and 0 <= key < len(value):
+        return cel.OptionalValue.of(value[key])
+    return cel.OptionalValue.none()
+
+
 def functions() -> dict[str, Callable[..., Value]]:
     """Every extension function, by the name CEL calls it."""
     return {
@@ -364,6 +394,7 @@ def functions() -> dict[str, Callable[..., Value]]:
         "subresource": _builder("subresource"), "namespace": _builder("namespace"), "name": _builder("name"),
         "serviceAccount": _builder("serviceAccount"), "check": check, "allowed": _decision("allowed"),
         "reason": _decision("reason"), "errored": _decision("errored"), "error": _decision("error"),
+        "__kubelab_opt_select": opt_select, "__kubelab_opt_index": opt_index,
     }
 
 

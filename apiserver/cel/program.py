@@ -21,11 +21,12 @@ import cel
 from cel import stdlib
 
 from . import cost, library
+from .render import render
 from .syntax import Node, SyntaxProblem, free_identifiers, parse
 
 logging.getLogger("cel").setLevel(logging.CRITICAL)  # it logs every failed call; callers report them instead
 _counter: contextvars.ContextVar[cost.Counter | None] = contextvars.ContextVar("cel_cost_counter", default=None)
-_NAMESPACES = frozenset({"math", "sets", "strings", "base64", "lists", "ip"})
+_NAMESPACES = frozenset({"math", "sets", "strings", "base64", "lists", "ip", "optional"})
 _NOT_BOOL_LITERALS = ("string", "int", "uint", "double", "bytes", "null")
 _FUNCTION_ERROR = re.compile(r"Function '([^']*)' error: (?:Python function call failed: )?(?:\w+: )?(.*?)"
                              r"(?:\. Check function arguments and their types\.)?$", re.DOTALL)
@@ -129,10 +130,11 @@ def compile(expression: str, variables: Iterable[str], *, boolean: bool = False,
     """Compile ``expression`` over the declared ``variables``: syntax, undeclared references and (with
     ``boolean``) a result that cannot be a bool are ``CompileError``s; the estimated cost uses ``sizes``."""
     declared = frozenset(variables)
-    try:
-        cel.compile(expression)
-    except ValueError as err:
-        raise CompileError(_syntax_message(str(err))) from None
+    if ".?" not in expression and "[?" not in expression:  # the evaluator's own syntax errors read best
+        try:
+            cel.compile(expression)
+        except ValueError as err:
+            raise CompileError(_syntax_message(str(err))) from None
     try:
         tree = parse(expression)
     except SyntaxProblem as err:
@@ -144,8 +146,10 @@ def compile(expression: str, variables: Iterable[str], *, boolean: bool = False,
                                f"'')")
     if boolean and not _may_be_bool(tree):
         raise CompileError("cel expression must evaluate to a bool")
-    instrumented = cost.instrument(expression, tree)
-    program = cel.compile(instrumented)
+    try:
+        program = cel.compile(render(tree))
+    except ValueError as err:
+        raise CompileError(_syntax_message(str(err))) from None
     return Program(expression, tree, declared, cost.estimate(tree, sizes), program)
 
 

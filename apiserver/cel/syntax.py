@@ -33,7 +33,7 @@ class Node:
     """``kind``: literal, ident, select, call, index, list, map, ternary, binary, unary, comprehension.
     ``name``: the identifier, field, function or operator; ``target``: a member call's or select's receiver;
     ``var``: a comprehension's bound variable; ``value``: a literal's kind (string, int, uint, double, bool,
-    null, bytes)."""
+    null, bytes), or ``?`` for an optional selection (``a.?b``) or index (``a[?k]``)."""
 
     kind: str
     start: int
@@ -155,10 +155,10 @@ class _Parser:
                 else:
                     node = Node("select", node.start, name.end, name.text, [], node, value="?" if optional else "")
             elif self.peek("[") or self.peek("[?"):
-                self.next()
+                optional = self.next().text == "[?"
                 index = self.expression()
                 end = self.expect("]").end
-                node = Node("index", node.start, end, "[]", [node, index])
+                node = Node("index", node.start, end, "[]", [node, index], value="?" if optional else "")
             else:
                 return node
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from apiserver import cel
-from apiserver.cel.cost import instrument
+from apiserver.cel.render import render
 from apiserver.cel.syntax import parse
 
 OBJ = {"metadata": {"name": "web", "labels": {"app": "web"}},
@@ -68,10 +68,25 @@ def test_runtime_cost_limit() -> None:
         program.evaluate({"object": {"items": list(range(2000))}})
 
 
-def test_instrumentation_wraps_every_comprehension_body() -> None:
-    source = "a.all(x, b.exists(y, y == x))"
-    assert instrument(source, parse(source)) == \
-        "a.all(x, __kubelab_cost(3, b.exists(y, __kubelab_cost(4, y == x))))"
+def test_rendering_counts_comprehension_bodies_and_rewrites_optionals() -> None:
+    assert render(parse("a.all(x, b.exists(y, y == x))")) == \
+        "a.all(x, __kubelab_cost(3, b.exists(y, __kubelab_cost(4, (y) == (x)))))"
+    assert render(parse("object.?spec.replicas.orValue(1) + -x[0]")) == \
+        "(__kubelab_opt_select(__kubelab_opt_select(object, 'spec'), 'replicas').orValue(1)) + (-(x[0]))"
+
+
+@pytest.mark.parametrize(("expression", "expected"), [
+    ("object.?spec.?replicas.orValue(1)", 3),
+    ("object.?spec.?paused.orValue(false)", False),
+    ("object.?spec.paused.hasValue()", False),
+    ("object.metadata.labels[?'app'].value()", "web"),
+    ("object.metadata.labels[?'tier'].orValue('none')", "none"),
+    ("optional.of(1).or(optional.of(2)).value()", 1),
+    ("optional.none().or(optional.ofNonZeroValue(0)).hasValue()", False),
+    ("(1 + 2) * 3 == 9 && !(true ? false : true) && -(1) < 0", True),
+])
+def test_optional_values(expression: str, expected: object) -> None:
+    assert run(expression, object=OBJ) == expected
 
 
 def test_crd_rules_with_self_and_old_self() -> None:
