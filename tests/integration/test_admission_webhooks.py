@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from kubernetes import client as k8s
 
-from conftest import Kubectl
+from conftest import ApiServer, Kubectl
+from kubelab.etcd import EtcdServer
 from support.builders import make_pod
 from support.wait import wait_for
 from support.webhook import CertificateAuthority, WebhookServer, allow, deny, json_patch
@@ -433,3 +435,20 @@ def test_webhook_by_service_through_endpoint_slices(client: httpx.Client, ns: st
     register(client, configs, "mutating", [webhook("slice.label.kubelab.io", by_service, ns)])
     until_labelled(client, ns)
     assert server.received("/mutate")
+
+
+def test_every_apiserver_calls_the_webhooks(client: httpx.Client, ns: str, server: WebhookServer,
+                                            ca: CertificateAuthority, configs: list[tuple[str, str]], etcd: EtcdServer,
+                                            tmp_path: Path) -> None:
+    """A configuration written through one apiserver reaches the others through their own etcd watches."""
+    register(client, configs, "mutating", [webhook("label.kubelab.io", {"url": server.url("/mutate"),
+                                                                         "caBundle": ca.bundle}, ns)])
+    other = ApiServer(etcd.url, tmp_path)
+    other.start()
+    try:
+        with httpx.Client(base_url=other.url, timeout=30) as second:
+            until_labelled(second, ns)
+            resp = create_pod(second, ns, make_pod("via-second").build())
+            assert resp.status_code == 201 and resp.json()["metadata"]["labels"] == {"admitted-by": "webhook"}
+    finally:
+        other.stop()
