@@ -21,6 +21,7 @@ from apimachinery.validation import (
     invalid,
     is_dns1035_label,
     is_dns1123_subdomain,
+    is_qualified_name,
     not_supported,
     required,
     validate_label_selector,
@@ -37,6 +38,8 @@ from apiserver.registry.webhookconfigurations import (
 )
 
 REASONS = ("Forbidden", "Invalid", "RequestEntityTooLarge")
+MAX_AUDIT_ANNOTATIONS = 20
+MAX_AUDIT_VALUE_EXPRESSION = 5 * 1024
 ACTIONS = ("Audit", "Deny", "Warn")
 NOT_FOUND_ACTIONS = ("Deny", "Allow")
 BASE_VARIABLES = ("object", "oldObject", "request", "namespaceObject", "authorizer", "variables")
@@ -143,6 +146,35 @@ def validate_validation(validation: Object, path: str, variables: tuple[str, ...
     return causes
 
 
+def validate_audit_annotations(annotations: list[Object], policy: str, variables: tuple[str, ...]) -> list[Cause]:
+    """``validateAuditAnnotation``: at most 20, unique keys that make a qualified name with the policy's, value
+    expressions of at most 5 KiB that compile."""
+    causes: list[Cause] = []
+    if len(annotations) > MAX_AUDIT_ANNOTATIONS:
+        causes.append(invalid("spec.auditAnnotations", annotations,
+                              f"must not have more than {MAX_AUDIT_ANNOTATIONS} auditAnnotations"))
+    keys: set[str] = set()
+    for i, annotation in enumerate(annotations):
+        path = f"spec.auditAnnotations[{i}]"
+        key = annotation.get("key") or ""
+        if policy:
+            causes.extend(invalid(f"{path}.key", key, msg) for msg in is_qualified_name(f"{policy}/{key}"))
+        else:
+            causes.append(invalid(f"{path}.key", key, "requires metadata.name be non-empty"))
+        if key in keys:
+            causes.append(duplicate(f"{path}.key", key))
+        keys.add(key)
+        value = (annotation.get("valueExpression") or "").strip()
+        if not value:
+            causes.append(required(f"{path}.valueExpression", "valueExpression is not specified"))
+        elif len(value) > MAX_AUDIT_VALUE_EXPRESSION:
+            causes.append(required(f"{path}.valueExpression",
+                                   f"must not exceed {MAX_AUDIT_VALUE_EXPRESSION} bytes in length"))
+        else:
+            causes.extend(cel_errors(value, f"{path}.valueExpression", variables, boolean=False))
+    return causes
+
+
 class ValidatingAdmissionPolicyStrategy(Strategy):
     group = GROUP
     kind = "ValidatingAdmissionPolicy"
@@ -204,6 +236,8 @@ class ValidatingAdmissionPolicyStrategy(Strategy):
             causes += [required("spec.validations", detail), required("spec.auditAnnotations", detail)]
         for i, validation in enumerate(validations):
             causes.extend(validate_validation(validation, f"spec.validations[{i}]", variables))
+        causes.extend(validate_audit_annotations(spec.get("auditAnnotations") or [],
+                                                 (obj.get("metadata") or {}).get("name") or "", variables))
         return causes
 
     def columns(self) -> list[TableColumn]:

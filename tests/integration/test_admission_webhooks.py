@@ -5,7 +5,6 @@ limited to the test's namespace by a namespaceSelector, so tests sharing the api
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -277,9 +276,6 @@ def test_python_client_and_kubectl_tables(api: Any, ns: str, kubectl: Kubectl, c
     assert name in [c.metadata.name for c in v1.list_validating_webhook_configuration().items]
     out = kubectl("get", "validatingwebhookconfigurations", name).stdout.split("\n")
     assert out[0].split() == ["NAME", "WEBHOOKS", "AGE"] and out[1].split()[:2] == [name, "1"]
-    resources = json.loads(kubectl("api-resources", "--api-group=admissionregistration.k8s.io", "-o", "json",
-                                   check=False).stdout or "{}")
-    del resources
     names = kubectl("api-resources", "--api-group=admissionregistration.k8s.io", "--no-headers").stdout
     assert "mutatingwebhookconfigurations" in names and "validatingwebhookconfigurations" in names
 
