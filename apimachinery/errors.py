@@ -99,6 +99,8 @@ class StatusError(Exception):
             "message": self.message,
             "reason": self.reason,
         }
+        if not self.reason:  # omitempty: a webhook's refusal may carry none ("Error from server: …")
+            del status["reason"]
         details = self.details()
         if details or self.always_details:
             status["details"] = details or {}

@@ -24,7 +24,15 @@ from starlette.websockets import WebSocket
 
 from apimachinery import errors
 
+from .admission import AdmissionChain
+from .admission.conditions import WebhookMatchConditions
+from .admission.policy import ValidatingAdmissionPolicies
+from .admission.policy.typecheck import PolicyStatus, TypeChecker
+from .admission.sources import Sources
+from .admission.webhook import MutatingWebhooks, ValidatingWebhooks
+from .admission.webhook.client import WebhookClient
 from .authentication import AuthenticationMiddleware
+from .autoregister import AutoRegister, served_group_versions
 from .handlers import discovery, openapi, proxy
 from .handlers.request import limit_body, parse_path
 from .handlers.rest import RESTHandler, json_response, status_response
@@ -126,7 +134,20 @@ def create_app(config: Config) -> WarningMiddleware:
     leases = MasterLeases(storage, f"{advertised_ip(config)}:{config.port}")
     registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap,
                         leases=leases, encryption=encryption, max_request_bytes=config.etcd_max_request_bytes)
-    handler = RESTHandler(registry)
+    sources = Sources(registry)
+    webhook_client = WebhookClient(sources)
+    conditions = WebhookMatchConditions()
+    admission = AdmissionChain([MutatingWebhooks(sources, webhook_client, add_warning, conditions)],
+                               [ValidatingAdmissionPolicies(sources, add_warning),
+                                ValidatingWebhooks(sources, webhook_client, add_warning, conditions)])
+    handler = RESTHandler(registry, admission=admission)
+
+    def served_groups() -> dict[str, Any]:
+        """``/apis``: the stored groups, then the ones served without storage (metrics.k8s.io)."""
+        return discovery.api_groups(registry, [metrics_api.api_group()])
+
+    autoregister = AutoRegister(registry, served_groups, served_group_versions(served_groups()))
+    policy_status = PolicyStatus(registry, TypeChecker(registry, decoder.definitions))
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
 
@@ -141,6 +162,8 @@ def create_app(config: Config) -> WarningMiddleware:
             raise SystemExit(1) from None  # the message above says it all: no traceback of the cause
         await defragment_members(config, storage)
         await registry.start()
+        autoregister.start()
+        policy_status.start()
         openapi_documents.preload()
         compactor: asyncio.Task[None] | None = None
         if config.etcd_compaction_interval > 0:
@@ -156,6 +179,9 @@ def create_app(config: Config) -> WarningMiddleware:
             if compactor is not None:
                 compactor.cancel()
                 await asyncio.gather(compactor, return_exceptions=True)
+            await autoregister.stop()
+            await policy_status.stop()
+            await webhook_client.close()
             await registry.stop()
             await storage.close()
 
@@ -207,7 +233,7 @@ def create_app(config: Config) -> WarningMiddleware:
 
     @app.get("/apis", include_in_schema=False)
     async def apis() -> Response:
-        return json_response(discovery.api_groups(registry, [metrics_api.api_group()]))
+        return json_response(served_groups())
 
     @app.get("/api/v1", include_in_schema=False)
     async def core_v1() -> Response:
@@ -233,7 +259,7 @@ def create_app(config: Config) -> WarningMiddleware:
     # --- resources ------------------------------------------------------------------------------------------
     def pod_stream(subresource: str) -> Callable[[WebSocket, str, str], Awaitable[None]]:
         async def endpoint(websocket: WebSocket, namespace: str, name: str) -> None:
-            await proxy.serve_stream(websocket, registry, namespace, name, subresource)
+            await proxy.serve_stream(websocket, registry, namespace, name, subresource, admission)
         return endpoint
 
     # exec, attach and portforward are websocket upgrades too (kubectl ≥ 1.30, the Python client).
@@ -285,7 +311,7 @@ class ResourceRouter:
                 response = await self.metrics.handle(request, info)
             elif group == "" and info.resource == "bindings" and info.name is None and request.method == "POST":
                 response = await bind(request, self.registry.get("", "pods"), info.namespace, None,
-                                      await request.body())
+                                      await request.body(), self.handler.admission)
             else:
                 response = await self.handler.handle(request, info)
         except errors.StatusError as err:

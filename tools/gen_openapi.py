@@ -19,7 +19,9 @@ What the client cannot tell lives in the tables below, one table per fact:
 * ``KUBE_REF_DESCRIPTIONS`` (``tools/openapi_ref_descriptions.json``): kube-apiserver v1.32's descriptions of every
   field whose type is another object (``$ref``, lists and maps of them), which the client's generator drops (or
   words as a later release does), keyed ``<definition>.<field>``; taken from the Kubernetes v1.32 OpenAPI as the ``kubernetes-validate`` package ships it
-  (``--import-ref-descriptions .../v1.32.0-local/_definitions.json`` rewrites the file);
+  (``--import-kube-definitions .../v1.32.0-local/_definitions.json`` rewrites the file);
+* ``KUBE_INT_FORMATS`` (``tools/openapi_int_formats.json``, from the same document): each integer field's Go type
+  (``int32``/``int64``) for the groups with no ``generated.proto`` under ``apiserver/protobuf/proto``;
 * ``PATCH_STRATEGIES``: ``x-kubernetes-patch-strategy`` / ``-merge-key`` (``kubectl apply`` diffs lists with them).
 * integer formats (``int32``/``int64``, which the decoder range-checks as Go does): read from the wire schema
   ``apiserver/protobuf/proto`` (upstream's ``generated.proto`` types are the Go types), plus ``NEWER_INT_FORMATS``
@@ -57,6 +59,8 @@ Schema = dict[str, Any]
 OUTPUT = Path(__file__).resolve().parent.parent / "apiserver" / "openapi" / "swagger.json"
 REF_DESCRIPTIONS_FILE = Path(__file__).resolve().parent / "openapi_ref_descriptions.json"
 KUBE_REF_DESCRIPTIONS: dict[str, str] = json.loads(REF_DESCRIPTIONS_FILE.read_text())
+INT_FORMATS_FILE = Path(__file__).resolve().parent / "openapi_int_formats.json"
+KUBE_INT_FORMATS: dict[str, str] = json.loads(INT_FORMATS_FILE.read_text())
 PROTO_DIR = Path(__file__).resolve().parent.parent / "apiserver" / "protobuf" / "proto"
 INFO = {"title": "Kubernetes", "version": "v1.32.0"}
 
@@ -106,7 +110,8 @@ class Subresource:
 
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-GROUP_VERSIONS = (("", "v1"), ("apps", "v1"), ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
+GROUP_VERSIONS = (("", "v1"), ("admissionregistration.k8s.io", "v1"), ("apiregistration.k8s.io", "v1"), ("apps", "v1"),
+                  ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
                   ("autoscaling", "v1"), ("autoscaling", "v2"), ("batch", "v1"), ("coordination.k8s.io", "v1"),
                   ("discovery.k8s.io", "v1"), ("policy", "v1"))
 RESOURCES = (
@@ -123,6 +128,15 @@ RESOURCES = (
     Resource("", "v1", "Secret", "secrets", True, ALL_VERBS),
     Resource("", "v1", "Service", "services", True, ALL_VERBS, ("status",)),
     Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ALL_VERBS),
+    Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
+             False, ALL_VERBS),
+    Resource("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False,
+             ALL_VERBS, ("status",)),
+    Resource("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding",
+             "validatingadmissionpolicybindings", False, ALL_VERBS),
+    Resource("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
+             "validatingwebhookconfigurations", False, ALL_VERBS),
+    Resource("apiregistration.k8s.io", "v1", "APIService", "apiservices", False, ALL_VERBS, ("status",)),
     Resource("apps", "v1", "ControllerRevision", "controllerrevisions", True, ALL_VERBS),
     Resource("apps", "v1", "DaemonSet", "daemonsets", True, ALL_VERBS, ("status",)),
     Resource("apps", "v1", "Deployment", "deployments", True, ALL_VERBS, ("scale", "status")),
@@ -295,6 +309,9 @@ def proto_int_formats(directory: Path = PROTO_DIR) -> dict[tuple[str, str], str]
     ``generated.proto`` message is named as its OpenAPI definition (``k8s.io.api.core.v1`` -> ``io.k8s.api.core.v1``)
     and its field names are the JSON names."""
     formats = dict(NEWER_INT_FORMATS)
+    for key, go_type in KUBE_INT_FORMATS.items():
+        definition, _, field = key.rpartition(".")
+        formats[(definition, field)] = go_type
     for path in sorted(directory.rglob("*.proto")):
         package = message = ""
         for line in path.read_text().splitlines():
@@ -347,8 +364,15 @@ PATCH_STRATEGIES: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 
+# Groups whose Go types live outside k8s.io/api, named by their own Go package as kube-apiserver names them.
+GROUP_PACKAGES = {"apiregistration.k8s.io": "io.k8s.kube-aggregator.pkg.apis.apiregistration",
+                  "apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions"}
+
+
 def group_package(group: str, version: str) -> str:
-    """``io.k8s.api.<first label of the group>.<version>``; the core group is ``core``."""
+    """``io.k8s.api.<first label of the group>.<version>``; the core group is ``core``; ``GROUP_PACKAGES``."""
+    if group in GROUP_PACKAGES:
+        return f"{GROUP_PACKAGES[group]}.{version}"
     return f"io.k8s.api.{group.split('.')[0] if group else 'core'}.{version}"
 
 
@@ -570,7 +594,9 @@ def prefix(group: str, version: str) -> str:
 
 
 def snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    """The Python client's method names: ``listNamespacedPod`` → ``list_namespaced_pod``, ``APIService`` →
+    ``api_service`` (a run of capitals is one word)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 def resource_operations(r: Resource) -> Iterator[Operation]:
@@ -964,16 +990,27 @@ def render(document: Schema) -> str:
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def import_ref_descriptions(definitions_file: Path) -> None:
-    """Rewrite ``KUBE_REF_DESCRIPTIONS``' file from a Kubernetes OpenAPI/JSON-schema definitions document."""
+def import_kube_definitions(definitions_file: Path) -> None:
+    """Rewrite ``KUBE_REF_DESCRIPTIONS``' and ``KUBE_INT_FORMATS``' files from a Kubernetes OpenAPI/JSON-schema
+    definitions document."""
     document = json.loads(definitions_file.read_text())
     definitions = document.get("definitions") or document.get("$defs") or {}
-    out = {f"{name}.{field}": prop["description"]
-           for name, definition in definitions.items()
-           for field, prop in (definition.get("properties") or {}).items()
-           if prop.get("description") and _references_a_type(prop)}
-    REF_DESCRIPTIONS_FILE.write_text(json.dumps(out, indent=0, sort_keys=True, ensure_ascii=False) + "\n")
-    print(f"wrote {REF_DESCRIPTIONS_FILE} ({len(out)} fields)")
+    fields = [(f"{name}.{field}", prop) for name, definition in definitions.items()
+              for field, prop in (definition.get("properties") or {}).items()]
+    descriptions = {key: prop["description"] for key, prop in fields
+                    if prop.get("description") and _references_a_type(prop)}
+    formats = {key: scalar["format"] for key, prop in fields
+               if (scalar := prop.get("items") if _is(prop, "array") else prop)
+               and _is(scalar, "integer") and scalar.get("format") in ("int32", "int64")}
+    for path, table in ((REF_DESCRIPTIONS_FILE, descriptions), (INT_FORMATS_FILE, formats)):
+        path.write_text(json.dumps(table, indent=0, sort_keys=True, ensure_ascii=False) + "\n")
+        print(f"wrote {path} ({len(table)} fields)")
+
+
+def _is(prop: Schema, json_type: str) -> bool:
+    """JSON schema's ``type`` is a name or, for a nullable field, a list of names."""
+    kind = prop.get("type")
+    return kind == json_type or (isinstance(kind, list) and json_type in kind)
 
 
 def _references_a_type(prop: Schema) -> bool:
@@ -985,11 +1022,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if the committed swagger.json is stale")
     parser.add_argument("--output", type=Path, default=OUTPUT)
-    parser.add_argument("--import-ref-descriptions", type=Path, metavar="DEFINITIONS_JSON",
-                        help="rewrite tools/openapi_ref_descriptions.json from kube's definitions, then exit")
+    parser.add_argument("--import-kube-definitions", type=Path, metavar="DEFINITIONS_JSON",
+                        help="rewrite tools/openapi_ref_descriptions.json and openapi_int_formats.json from kube's "
+                             "definitions, then exit")
     args = parser.parse_args(argv)
-    if args.import_ref_descriptions:
-        import_ref_descriptions(args.import_ref_descriptions)
+    if args.import_kube_definitions:
+        import_kube_definitions(args.import_kube_definitions)
         return 0
     text = render(build())
     if args.check:

@@ -69,11 +69,14 @@ async def serve(handler: Any, request: Request, info: RequestInfo, store: Resour
         return field_manager.apply(live, config, manager, force, subresource)
 
     output = negotiate(request.headers.get("accept"))
+    requested_manager = params.get("fieldManager")
     for _ in range(2):
         try:
+            admission = handler.admission_for("UPDATE", store, info, info.name, "PatchOptions", dry_run,
+                                              requested_manager, subresource)
             co = await store.guaranteed_update(info.namespace, info.name, apply, subresource=subresource,
                                                precondition_rv=precondition, dry_run=dry_run,
-                                               field_validation=validation)
+                                               field_validation=validation, admission=admission)
             return render_object(store, co, output, params)
         except errors.NotFound:
             if subresource or precondition:
@@ -82,7 +85,10 @@ async def serve(handler: Any, request: Request, info: RequestInfo, store: Resour
             assert info.namespace is not None
             await handler.registry.check_namespace(info.namespace, store.strategy.resource, info.name)
         try:
-            co = await store.create(apply({}), info.namespace, dry_run=dry_run, field_validation=validation)
+            admission = handler.admission_for("CREATE", store, info, info.name, "PatchOptions", dry_run,
+                                              requested_manager)
+            co = await store.create(apply({}), info.namespace, dry_run=dry_run, field_validation=validation,
+                                    admission=admission)
             return render_object(store, co, output, params, status=201)
         except errors.AlreadyExists:
             continue  # created meanwhile: apply to it

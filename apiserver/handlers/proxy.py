@@ -35,11 +35,13 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from apimachinery import errors
 
+from ..admission import AdmissionChain
 from ..registry.registry import Registry
 from ..registry.store import ResourceStore
 from ..spdy import portforward, remotecommand, upgrade
 from ..spdy.session import Session
 from .logoptions import pod_log_options
+from .admit import admit_connect
 
 if TYPE_CHECKING:
     from .request import RequestInfo
@@ -112,7 +114,8 @@ async def kubelet_stream_url(registry: Registry, pod: dict[str, Any], subresourc
 async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
     assert info.name is not None
     if info.subresource in STREAMS and request.method in ("GET", "POST") and _wants_spdy(request):
-        return await _spdy_stream(handler.registry, request, info.namespace, info.name, info.subresource)
+        return await _spdy_stream(handler.registry, request, info.namespace, info.name, info.subresource,
+                                  handler.admission)
     if info.subresource != "log" or request.method != "GET":
         raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource "
                                       f"({request.method} {info.subresource}); {info.subresource} needs a "
@@ -152,13 +155,15 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
     return StreamingResponse(relay(), media_type="text/plain")
 
 
-async def serve_stream(websocket: WebSocket, registry: Registry, namespace: str, name: str, subresource: str) -> None:
+async def serve_stream(websocket: WebSocket, registry: Registry, namespace: str, name: str, subresource: str,
+                       admission: AdmissionChain | None = None) -> None:
     """The exec/attach/portforward websocket: accept the client's channel protocol, dial the kubelet with it, relay
     frames (or, for port-forward's SPDY tunnel, end SPDY here)."""
     pods = registry.get("", "pods")
     offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
     try:
         pod = (await pods.get(namespace, name)).obj
+        await admit_connect(admission, pods, namespace, name, subresource, websocket.query_params)
         if subresource == "portforward" and TUNNEL_PROTOCOL in offered:
             base = (await kubelet_base_url(registry, pod)).replace("http://", "ws://")
             await _spdy_tunnel(websocket, f"{base}/portForward/{namespace}/{name}")
@@ -227,7 +232,7 @@ def _wants_spdy(request: Request) -> bool:
 
 
 async def _spdy_stream(registry: Registry, request: Request, namespace: str | None, name: str,
-                       subresource: str) -> Response:
+                       subresource: str, admission: AdmissionChain | None = None) -> Response:
     """Check the request, negotiate the channel protocol, dial the kubelet — all before answering 101, so every
     failure is still an ordinary Status response, which client-go's SPDY round tripper decodes and reports."""
     if upgrade.EXTENSION not in request.scope.get("extensions", {}):
@@ -241,8 +246,10 @@ async def _spdy_stream(registry: Registry, request: Request, namespace: str | No
     if protocol is None:
         raise errors.Forbidden(f"unable to upgrade: unable to negotiate protocol: client supports {offered}, "
                                f"server accepts {list(accepted)}")
-    pod = (await registry.get("", "pods").get(namespace, name)).obj
+    pods = registry.get("", "pods")
+    pod = (await pods.get(namespace, name)).obj
     params = request.query_params
+    await admit_connect(admission, pods, namespace, name, subresource, params)
     if subresource == "portforward":
         base = (await kubelet_base_url(registry, pod)).replace("http://", "ws://")
         return SpdyResponse(protocol, PortForwarder(f"{base}/portForward/{namespace}/{name}"))

@@ -21,6 +21,8 @@ from apimachinery.labels import parse_selector
 from apimachinery.patch import jsonpatch, mergepatch, strategic
 from apimachinery.validation import not_supported
 
+from ..admission import AdmissionChain, RequestAdmission
+from ..admission.attributes import Operation, options_for
 from ..authentication import request_user
 from ..fieldmanager import Writer, manager_of
 from ..registry.decoder import field_validation_mode
@@ -136,9 +138,20 @@ def check_verb(verbs: tuple[str, ...], method: str, named: bool, watch: bool) ->
 class RESTHandler:
     """Dispatches a parsed request to the verb that serves it."""
 
-    def __init__(self, registry: Registry, kubelet_client: Any = None) -> None:
+    def __init__(self, registry: Registry, kubelet_client: Any = None, admission: AdmissionChain | None = None) -> None:
         self.registry = registry
         self.kubelet_client = kubelet_client
+        self.admission = admission
+
+    def admission_for(self, operation: Operation, store: ResourceStore, info: RequestInfo, name: str,
+                      options_kind: str, dry_run: bool, field_manager: str | None = None,
+                      subresource: str = "") -> RequestAdmission | None:
+        """The admission chain bound to this request (None without a chain, or for an exempt resource)."""
+        if self.admission is None or not self.admission.configured():
+            return None
+        return self.admission.request(operation=operation, strategy=store.strategy, namespace=info.namespace,
+                                      name=name, subresource=subresource, dry_run=dry_run,
+                                      options=options_for(options_kind, field_manager, dry_run))
 
     async def handle(self, request: Request, info: RequestInfo) -> Response:
         store = self.registry.lookup(info.group, info.version, info.resource)
@@ -279,8 +292,10 @@ class RESTHandler:
             name = (obj.get("metadata") or {}).get("name") or (obj.get("metadata") or {}).get("generateName", "")
             await self.registry.check_namespace(namespace, strategy.resource, name)
         writer = Writer(manager_of(params, request.headers.get("user-agent"), "CreateOptions"))
-        co = await store.create(obj, namespace, dry_run=dry_run_requested(params),
-                                field_validation=field_validation_mode(params), writer=writer)
+        dry_run = dry_run_requested(params)
+        admission = self.admission_for("CREATE", store, info, "", "CreateOptions", dry_run, params.get("fieldManager"))
+        co = await store.create(obj, namespace, dry_run=dry_run, field_validation=field_validation_mode(params),
+                                writer=writer, admission=admission)
         return render_object(store, co, negotiate(request.headers.get("accept")), params, status=201)
 
     async def create_virtual(self, request: Request, info: RequestInfo, store: VirtualStore) -> Response:
@@ -306,13 +321,16 @@ class RESTHandler:
         precondition = str(meta.get("resourceVersion") or "") or None
         writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), "UpdateOptions"),
                         subresource)
+        dry_run = dry_run_requested(request.query_params, "UpdateOptions")
+        admission = self.admission_for("UPDATE", store, info, info.name, "UpdateOptions", dry_run,
+                                       request.query_params.get("fieldManager"), subresource)
         # A uid in the body is a precondition (kube-apiserver's defaultUpdatedObjectInfo): 409 if it differs.
         co = await store.guaranteed_update(info.namespace, info.name, lambda _old: obj, subresource=subresource,
                                            precondition_rv=precondition, precondition_uid=meta.get("uid") or None,
-                                           dry_run=dry_run_requested(request.query_params, "UpdateOptions"),
+                                           dry_run=dry_run,
                                            field_validation=field_validation_mode(request.query_params,
                                                                                   "UpdateOptions"),
-                                           writer=writer)
+                                           writer=writer, admission=admission)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
     # --- patch ----------------------------------------------------------------------------------------------
@@ -326,11 +344,14 @@ class RESTHandler:
                                    strategy.resource, strategy.group)
         writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), "PatchOptions"),
                         subresource)
+        dry_run = dry_run_requested(request.query_params, "PatchOptions")
+        admission = self.admission_for("UPDATE", store, info, info.name, "PatchOptions", dry_run,
+                                       request.query_params.get("fieldManager"), subresource)
         co = await store.guaranteed_update(info.namespace, info.name, apply_patch, subresource=subresource,
-                                           dry_run=dry_run_requested(request.query_params, "PatchOptions"),
+                                           dry_run=dry_run,
                                            field_validation=field_validation_mode(request.query_params,
                                                                                   "PatchOptions"),
-                                           writer=writer)
+                                           writer=writer, admission=admission)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
     @staticmethod
@@ -405,7 +426,8 @@ class RESTHandler:
     async def delete(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         assert info.name is not None
         options = await self.delete_options(request, store)
-        co, _removed = await store.delete(info.namespace, info.name, options)
+        admission = self.admission_for("DELETE", store, info, info.name, "DeleteOptions", options.dry_run)
+        co, _removed = await store.delete(info.namespace, info.name, options, admission)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
     async def delete_collection(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
@@ -415,7 +437,8 @@ class RESTHandler:
         for co in objects:
             meta = co.obj["metadata"]
             try:
-                result, _ = await store.delete(meta.get("namespace"), meta["name"], options)
+                admission = self.admission_for("DELETE", store, info, meta["name"], "DeleteOptions", options.dry_run)
+                result, _ = await store.delete(meta.get("namespace"), meta["name"], options, admission)
                 deleted.append(result)
             except errors.NotFound:
                 continue

@@ -11,6 +11,8 @@ proxies ``log``/``exec``, served by ``handlers.proxy``).
   ``spec.nodeName`` and the ``PodScheduled`` condition in one write, as kube-apiserver's BindingREST does.
 - ``eviction``: POST a ``policy/v1`` (or ``v1beta1``) Eviction: the pod is deleted with the eviction's
   DeleteOptions when its PodDisruptionBudget allows (``registry.eviction``).
+
+Scale, Binding and Eviction writes go through admission with their own kinds (``handlers.admit``).
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from apimachinery import errors
 from apimachinery.errors import Cause
 from apimachinery.meta import now_rfc3339
 
+from ..admission import AdmissionChain
 from ..fieldmanager import Writer, manager_of
 from ..registry.eviction import Evictor
 from ..registry.store import DeleteOptions, ResourceStore
+from .admit import admit_object
 from .request import APPLY_PATCH, bool_param, media_type
 
 if TYPE_CHECKING:
@@ -56,7 +60,7 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
         return await _scale(handler, request, info, store)
     elif sub == "binding" and method == "POST":
         body = await request.body()
-        return await bind(request, store, info.namespace, info.name, body)
+        return await bind(request, store, info.namespace, info.name, body, handler.admission)
     elif sub == "eviction" and method == "POST":
         return await _evict(handler, request, info, store)
     elif sub in ("log", "exec", "attach", "portforward"):
@@ -72,8 +76,9 @@ def pod_scheduled_condition() -> dict[str, Any]:
 
 
 async def bind(request: Request, pods: ResourceStore, namespace: str | None, name: str | None,
-               body: bytes) -> Response:
-    """Assign a pod to a node; also serves ``POST /api/v1/namespaces/{ns}/bindings``."""
+               body: bytes, admission: AdmissionChain | None = None) -> Response:
+    """Assign a pod to a node; also serves ``POST /api/v1/namespaces/{ns}/bindings``. Admission sees a CREATE of
+    ``pods/binding`` with the Binding."""
     from . import rest
     from .request import decode_object
 
@@ -87,6 +92,9 @@ async def bind(request: Request, pods: ResourceStore, namespace: str | None, nam
     if name and meta.get("name") and meta["name"] != name:
         raise errors.BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL "
                                 f"({name})")
+    binding = await admit_object(admission, pods, "CREATE", namespace, pod_name, "binding", ("", "v1", "Binding"),
+                                 binding, options_kind="CreateOptions")
+    meta = binding.get("metadata") or {}
     target = binding.get("target") or {}
     node = target.get("name")
     if not node:
@@ -141,6 +149,10 @@ async def _evict(handler: RESTHandler, request: Request, info: RequestInfo, stor
                             precondition_uid=pre.get("uid"), precondition_rv=pre.get("resourceVersion"),
                             dry_run=bool(opts.get("dryRun")) or rest.dry_run_requested(request.query_params))
     assert info.namespace is not None
+    body.setdefault("apiVersion", "policy/v1")
+    body.setdefault("kind", "Eviction")
+    await admit_object(handler.admission, store, "CREATE", info.namespace, info.name, "eviction",
+                       ("policy", "v1", "Eviction"), body, dry_run=options.dry_run, options_kind="CreateOptions")
     pdbs = handler.registry.stores.get(("policy", "poddisruptionbudgets"))
     await Evictor(store, pdbs).evict(info.namespace, info.name, options)
     return rest.json_response(rest.success_status(201), 201)
@@ -167,6 +179,12 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
                                 strategy.resource, strategy.group)(strategy.scale_of(co.obj))
     else:
         raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
+    options = "UpdateOptions" if method == "PUT" else "PatchOptions"
+    if handler.admission is not None and handler.admission.configured():
+        old_scale = strategy.scale_of((await store.get(info.namespace, info.name)).obj)
+        scale = {**scale, "apiVersion": "autoscaling/v1", "kind": "Scale"}
+        scale = await admit_object(handler.admission, store, "UPDATE", info.namespace, info.name, "scale",
+                                   ("autoscaling", "v1", "Scale"), scale, old_scale, options_kind=options)
     replicas = _replicas(store, scale, info.name)
     precondition = (scale.get("metadata") or {}).get("resourceVersion") if method == "PUT" else None
 
@@ -174,7 +192,6 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
         strategy.apply_scale(obj, replicas)
         return obj
 
-    options = "UpdateOptions" if method == "PUT" else "PatchOptions"
     writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), options), "scale")
     co = await store.guaranteed_update(info.namespace, info.name, apply, precondition_rv=precondition or None,
                                        dry_run=rest.dry_run_requested(request.query_params, options), writer=writer)

@@ -13,6 +13,10 @@ Besides the ``Strategy`` interface, strategies carry:
 
 from __future__ import annotations
 
+from apiserver.registry.admissionpolicies import (
+    ValidatingAdmissionPolicyBindingStrategy,
+    ValidatingAdmissionPolicyStrategy,
+)
 from apiserver.registry.accessreviews import (
     LocalSubjectAccessReviewStrategy,
     SelfSubjectAccessReviewStrategy,
@@ -29,6 +33,7 @@ from apiserver.registry.endpointslices import EndpointSliceStrategy
 from apiserver.registry.events import EventStrategy
 from apiserver.registry.jobs import JobStrategy
 from apiserver.registry.horizontalpodautoscalers import HorizontalPodAutoscalerStrategy
+from apiserver.registry.apiservices import APIServiceStrategy
 from apiserver.registry.autoscalingv1 import HorizontalPodAutoscalerV1Strategy
 from apiserver.registry.leases import LeaseStrategy
 from apiserver.registry.namespaces import NamespaceStrategy
@@ -42,6 +47,10 @@ from apiserver.registry.selfsubjectreviews import SelfSubjectReviewStrategy
 from apiserver.registry.serviceaccounts import ServiceAccountStrategy
 from apiserver.registry.services import ServiceStrategy
 from apiserver.registry.strategy import Strategy
+from apiserver.registry.webhookconfigurations import (
+    MutatingWebhookConfigurationStrategy,
+    ValidatingWebhookConfigurationStrategy,
+)
 
 
 def all_strategies() -> list[Strategy]:
@@ -69,6 +78,11 @@ def all_strategies() -> list[Strategy]:
         LeaseStrategy(),
         EndpointSliceStrategy(),
         PodDisruptionBudgetStrategy(),
+        MutatingWebhookConfigurationStrategy(),
+        ValidatingWebhookConfigurationStrategy(),
+        ValidatingAdmissionPolicyStrategy(),
+        ValidatingAdmissionPolicyBindingStrategy(),
+        APIServiceStrategy(),
         SelfSubjectReviewStrategy(),
         LocalSubjectAccessReviewStrategy(),
         SelfSubjectAccessReviewStrategy(),

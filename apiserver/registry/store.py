@@ -20,7 +20,7 @@ import copy
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -67,6 +67,15 @@ class Untransformable(errors.InternalError):
     def for_object(self) -> errors.InternalError:
         return errors.InternalError(f"Internal error occurred: {self.transform_error}",
                                     causes=[Cause("", self.transform_error)])
+
+
+class Admission(Protocol):
+    """The admission one write goes through (``apiserver.admission``'s chain bound to the request): ``mutate``
+    may return a changed object, ``validate`` only accepts; both refuse by raising a StatusError."""
+
+    async def mutate(self, obj: Object | None, old: Object | None) -> Object | None: ...
+
+    async def validate(self, obj: Object | None, old: Object | None) -> None: ...
 
 
 class ResourceStore:
@@ -254,9 +263,13 @@ class ResourceStore:
         return obj
 
     async def create(self, obj: Object, namespace: str | None, dry_run: bool = False,
-                     field_validation: str = "Ignore", writer: Writer | None = None) -> CachedObject:
-        """Create ``obj``; ``writer`` (the request's field manager) records its fields in managedFields."""
+                     field_validation: str = "Ignore", writer: Writer | None = None,
+                     admission: Admission | None = None) -> CachedObject:
+        """Create ``obj``; ``writer`` (the request's field manager) records its fields in managedFields;
+        ``admission`` mutates the defaulted, valid object and validates the result before it is written."""
         obj = self._prepare_create(obj, namespace, field_validation, writer)
+        if admission is not None:
+            obj = await self._admit_create(obj, admission)
         meta = obj["metadata"]
         if dry_run:
             return self._cached(obj, 0)
@@ -266,6 +279,31 @@ class ResourceStore:
         except KeyExists:
             raise errors.already_exists(self.strategy.resource, meta["name"], self.strategy.group) from None
         return self._written(key, obj, rv)
+
+    async def _admit_create(self, obj: Object, admission: Admission) -> Object:
+        """Mutating admission, then (if it changed anything) defaults and validation again, as kube-apiserver
+        defaults a webhook's patched object and validates it in ``BeforeCreate``; then validating admission."""
+        mutated = await admission.mutate(obj, None)
+        if mutated is not obj and mutated != obj:
+            obj = self._revalidate_create(mutated, obj)
+        await admission.validate(obj, None)
+        return obj
+
+    def _revalidate_create(self, new: Object, prepared: Object) -> Object:
+        strategy = self.strategy
+        if not isinstance(new.get("metadata"), dict):
+            raise errors.BadRequest("metadata must be an object")
+        meta, old_meta = new["metadata"], prepared["metadata"]
+        for field in ("name", "namespace", "uid", "creationTimestamp", "generation", "managedFields"):
+            if field in old_meta:
+                meta[field] = old_meta[field]
+        new["apiVersion"], new["kind"] = strategy.api_version, strategy.kind
+        new = kubernetes_order(new)
+        strategy.prepare_for_create(new)
+        causes = validate_meta_create(meta, strategy) + strategy.validate(new)
+        if causes:
+            raise errors.invalid(strategy.kind, meta.get("name") or "", causes, strategy.group)
+        return new
 
     def _written(self, key: bytes, obj: Object, rv: int) -> CachedObject:
         """The response object of a write, also handed to the watch cache for its event."""
@@ -288,6 +326,7 @@ class ResourceStore:
         dry_run: bool = False,
         field_validation: str = "Ignore",
         writer: Writer | None = None,
+        admission: Admission | None = None,
     ) -> CachedObject:
         """Read, apply ``update`` to a copy, validate with the strategy, write on the read revision; retry.
 
@@ -307,6 +346,12 @@ class ResourceStore:
             result = update(copy.deepcopy(old))
             new: Object = await result if isinstance(result, Awaitable) else result  # type: ignore[assignment]
             new = self._prepare_update(new, old, subresource, field_validation, writer)
+            if admission is not None:
+                # Inside the retry loop, as kube-apiserver's admission runs inside GuaranteedUpdate.
+                mutated = await admission.mutate(new, old)  # plugins replace, never change, the object
+                if mutated is not None and mutated != new:
+                    new = self._prepare_update(mutated, old, subresource, field_validation, None)
+                await admission.validate(new, old)
             if new == old:
                 if not co.stale or dry_run:
                     return co
@@ -412,12 +457,17 @@ class ResourceStore:
         return self._cached(obj, deleted_rv)
 
     # --- delete ---------------------------------------------------------------------------------------------
-    async def delete(self, namespace: str | None, name: str, options: DeleteOptions) -> tuple[CachedObject, bool]:
-        """DELETE: returns (object, removed). ``removed`` False means it is now terminating (grace/finalizers)."""
+    async def delete(self, namespace: str | None, name: str, options: DeleteOptions,
+                     admission: Admission | None = None) -> tuple[CachedObject, bool]:
+        """DELETE: returns (object, removed). ``removed`` False means it is now terminating (grace/finalizers).
+        ``admission`` sees the stored object as ``oldObject`` (mutating webhooks cannot change a deletion)."""
         strategy = self.strategy
         if (reason := strategy.forbid_delete(name)) is not None:
             raise errors.forbidden(strategy.resource, name, reason, strategy.group)
         co, kv = await self._read(namespace, name)
+        if admission is not None:
+            await admission.mutate(None, co.obj)
+            await admission.validate(None, co.obj)
         for _ in range(MAX_UPDATE_ATTEMPTS):
             obj = co.obj
             meta = obj["metadata"]
