@@ -23,6 +23,9 @@ from starlette.websockets import WebSocket
 
 from apimachinery import errors
 
+from .apiextensions.controller import CRDController
+from .apiextensions.openapi import custom_openapi
+from .apiextensions.strategy import CustomResourceStrategy
 from .authentication import AuthenticationMiddleware
 from .handlers import discovery, openapi, proxy
 from .handlers.request import parse_path
@@ -79,6 +82,11 @@ def create_app(config: Config) -> WarningMiddleware:
     registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap,
                         leases=leases)
     handler = RESTHandler(registry)
+
+    def publish_openapi(strategies: list[CustomResourceStrategy]) -> None:
+        openapi_documents.set_custom(*custom_openapi(openapi_documents.swagger(), strategies))
+
+    crd_controller = CRDController(registry, decoder.definitions, publish_openapi)
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
 
@@ -86,6 +94,7 @@ def create_app(config: Config) -> WarningMiddleware:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await storage.connect()
         await registry.start()
+        await crd_controller.start()
         openapi_documents.preload()
         ready["ok"] = True
         log.info("apiserver ready: %d resources cached", len(registry.stores))
@@ -93,6 +102,7 @@ def create_app(config: Config) -> WarningMiddleware:
             yield
         finally:
             ready["ok"] = False
+            await crd_controller.stop()
             await registry.stop()
             await storage.close()
 

@@ -97,7 +97,7 @@ class Subresource:
 
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-GROUP_VERSIONS = (("", "v1"), ("apps", "v1"), ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
+GROUP_VERSIONS = (("", "v1"), ("apiextensions.k8s.io", "v1"), ("apps", "v1"), ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
                   ("autoscaling", "v1"), ("autoscaling", "v2"), ("batch", "v1"), ("coordination.k8s.io", "v1"),
                   ("discovery.k8s.io", "v1"), ("policy", "v1"))
 RESOURCES = (
@@ -114,6 +114,8 @@ RESOURCES = (
     Resource("", "v1", "Secret", "secrets", True, ALL_VERBS),
     Resource("", "v1", "Service", "services", True, ALL_VERBS, ("status",)),
     Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ALL_VERBS),
+    Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False, ALL_VERBS,
+             ("status",)),
     Resource("apps", "v1", "ControllerRevision", "controllerrevisions", True, ALL_VERBS),
     Resource("apps", "v1", "DaemonSet", "daemonsets", True, ALL_VERBS, ("status",)),
     Resource("apps", "v1", "Deployment", "deployments", True, ALL_VERBS, ("scale", "status")),
@@ -172,9 +174,33 @@ PATCH = f"{META}.Patch"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"
+APIEXTENSIONS = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"
+# apiextensions' hand-marshalled types: any JSON value, a schema or a bool/array, an empty marker struct.
+CRD_JSON = f"{APIEXTENSIONS}.JSON"
+CRD_PROPS_OR_ARRAY = f"{APIEXTENSIONS}.JSONSchemaPropsOrArray"
+CRD_PROPS_OR_BOOL = f"{APIEXTENSIONS}.JSONSchemaPropsOrBool"
+CRD_PROPS_OR_STRINGS = f"{APIEXTENSIONS}.JSONSchemaPropsOrStringArray"
+CRD_STATUS_SUBRESOURCE = f"{APIEXTENSIONS}.CustomResourceSubresourceStatus"
 
 # Go types without a Python model, spelled as kube-apiserver spells them (v2: one type + format).
 SCALAR_DEFINITIONS: dict[str, Schema] = {
+    CRD_JSON: {"description": "JSON represents any valid JSON value. These types are supported: bool, int64, "
+                              "float64, string, []interface{}, map[string]interface{} and nil."},
+    CRD_PROPS_OR_ARRAY: {"description": "JSONSchemaPropsOrArray represents a value that can either be a "
+                                        "JSONSchemaProps or an array of JSONSchemaProps. Mainly here for "
+                                        "serialization purposes."},
+    CRD_PROPS_OR_BOOL: {"description": "JSONSchemaPropsOrBool represents JSONSchemaProps or a boolean value. "
+                                       "Defaults to true for the boolean property."},
+    CRD_PROPS_OR_STRINGS: {"description": "JSONSchemaPropsOrStringArray represents a JSONSchemaProps or a string "
+                                          "array."},
+    CRD_STATUS_SUBRESOURCE: {
+        "description": "CustomResourceSubresourceStatus defines how to serve the status subresource for "
+                       "CustomResources. Status is represented by the `.status` JSON path inside of a "
+                       "CustomResource. When set, * exposes a /status subresource for the custom resource * PUT "
+                       "requests to the /status subresource take a custom resource object, and ignore changes to "
+                       "anything except the status stanza * PUT/POST/PATCH requests to the custom resource ignore "
+                       "changes to the status stanza",
+        "type": "object"},
     TIME: {
         "description": "Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON.  "
                        "Wrappers are provided for many of the factory methods that the time package offers.",
@@ -243,6 +269,14 @@ LEAF_TYPES: dict[tuple[str, str], str] = {
     ("V1ManagedFieldsEntry", "fieldsV1"): FIELDS_V1,
     ("V1WatchEvent", "object"): RAW_EXTENSION,
     ("V1ControllerRevision", "data"): RAW_EXTENSION,
+    ("V1CustomResourceSubresources", "status"): CRD_STATUS_SUBRESOURCE,
+    ("V1JSONSchemaProps", "additionalItems"): CRD_PROPS_OR_BOOL,
+    ("V1JSONSchemaProps", "additionalProperties"): CRD_PROPS_OR_BOOL,
+    ("V1JSONSchemaProps", "default"): CRD_JSON,
+    ("V1JSONSchemaProps", "dependencies"): CRD_PROPS_OR_STRINGS,
+    ("V1JSONSchemaProps", "enum"): CRD_JSON,
+    ("V1JSONSchemaProps", "example"): CRD_JSON,
+    ("V1JSONSchemaProps", "items"): CRD_PROPS_OR_ARRAY,
 }
 
 _SPEC_AND_STATUS = "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"
@@ -377,7 +411,10 @@ PATCH_STRATEGIES: dict[tuple[str, str], tuple[str, str]] = {
 
 
 def group_package(group: str, version: str) -> str:
-    """``io.k8s.api.<first label of the group>.<version>``; the core group is ``core``."""
+    """``io.k8s.api.<first label of the group>.<version>``; the core group is ``core``; apiextensions' types live
+    in their own module."""
+    if group == "apiextensions.k8s.io":
+        return f"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{version}"
     return f"io.k8s.api.{group.split('.')[0] if group else 'core'}.{version}"
 
 

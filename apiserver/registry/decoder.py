@@ -42,12 +42,18 @@ class Decoder:
             return []
         unknown: list[str] = []
         _Walk(self.definitions, kind, version, unknown).object(obj, name, "")
-        if not unknown or field_validation == "Ignore":
-            return []
-        messages = [f'unknown field "{path}"' for path in unknown]
-        if field_validation == "Strict":
-            raise errors.BadRequest("strict decoding error: " + ", ".join(messages))
-        return messages
+        return unknown_fields(unknown, field_validation)
+
+
+def unknown_fields(unknown: list[str], field_validation: str) -> list[str]:
+    """What dropping the ``unknown`` fields means for the request: warnings (Warn), nothing (Ignore), or a 400
+    "strict decoding error" (Strict)."""
+    if not unknown or field_validation == "Ignore":
+        return []
+    messages = [f'unknown field "{path}"' for path in unknown]
+    if field_validation == "Strict":
+        raise errors.BadRequest("strict decoding error: " + ", ".join(messages))
+    return messages
 
 
 class _Walk:

@@ -60,14 +60,23 @@ class ResourceStore:
         self.storage = storage
         self.decoder = decoder
         self.on_warning = on_warning
-        self.prefix = f"/registry/{strategy.resource}/".encode()
+        self.prefix = strategy.etcd_prefix().encode()
         self.qualified = f"{strategy.resource}.{strategy.group}" if strategy.group else strategy.resource
         # Whether this store serves a version other than the stored one (objects are converted both ways).
-        self.converts = type(strategy).to_storage is not Strategy.to_storage
+        self.converts = strategy.converts
         self.field_manager = FieldManager(schema or Schema(None), strategy.group, strategy.version, strategy.kind,
                                           "status" in strategy.subresources, strategy.status_resets)
         self.cache = WatchCache(storage, self.prefix, self._decode, self._restamp, capacity=cache_capacity,
                                 indexed_fields=("spec.nodeName",) if strategy.resource == "pods" else ())
+
+    def reconfigure(self, strategy: Strategy, decoder: Any, schema: Schema) -> None:
+        """Serve the same objects (same keys, same watch cache) with new rules: a CRD's schema, columns or
+        subresources changed."""
+        self.strategy = strategy
+        self.decoder = decoder
+        self.converts = strategy.converts
+        self.field_manager = FieldManager(schema, strategy.group, strategy.version, strategy.kind,
+                                          "status" in strategy.subresources, strategy.status_resets)
 
     # --- keys and encoding ----------------------------------------------------------------------------------
     def etcd_key(self, namespace: str | None, name: str) -> bytes:
@@ -418,8 +427,8 @@ class ResourceStore:
         strategy.prepare_for_delete(new)
         new_meta = new["metadata"]
         new_meta.pop("resourceVersion", None)
-        if finalizers:
-            new_meta["finalizers"] = finalizers
+        if finalizers:  # with those the strategy's prepare_for_delete added
+            new_meta["finalizers"] = finalizers + [f for f in new_meta.get("finalizers") or [] if f not in finalizers]
         current_grace = new_meta.get("deletionGracePeriodSeconds")
         if meta.get("deletionTimestamp") and current_grace is not None and grace >= current_grace:
             return obj  # already terminating with a shorter (or equal) grace period: nothing to write
