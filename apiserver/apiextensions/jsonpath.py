@@ -11,7 +11,11 @@ import re
 from functools import lru_cache
 from typing import Any
 
-_STEP = re.compile(r"""\.(?P<name>[A-Za-z0-9_\-/]+)|\[(?P<index>-?\d+|\*)\]|\[\?\(@\.(?P<field>[A-Za-z0-9_.\-]+)\s*(?P<op>==|!=)\s*(?P<value>"[^"]*"|'[^']*'|[-0-9.]+)\)\]|\[['"](?P<key>[^'"]+)['"]\]""")
+_STEP = re.compile(
+    r"""\.(?P<name>[A-Za-z0-9_\-/]+)"""
+    r"""|\[(?P<index>-?\d+|\*)\]"""
+    r"""|\[\?\(@\.(?P<field>[A-Za-z0-9_.\-]+)\s*(?P<op>==|!=)\s*(?P<value>"[^"]*"|'[^']*'|[-0-9.]+)\)\]"""
+    r"""|\[['"](?P<key>[^'"]+)['"]\]""")
 Step = tuple[str, Any]
 
 
