@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -139,13 +140,30 @@ def create_app(config: Config) -> WarningMiddleware:
         return json_response(discovery.version_info())
 
     # --- discovery ------------------------------------------------------------------------------------------
+    def listing(group: str, version: str) -> dict[str, Any] | None:
+        if group == metrics_api.GROUP:
+            return metrics_api.resource_list(version)
+        return discovery.resource_list(registry, group, version)
+
+    def aggregated(request: Request, groups: list[dict[str, Any]]) -> Response | None:
+        """The aggregated form of the groups (kubectl 1.27+ asks for it first), or None for the legacy one."""
+        version = discovery.aggregated_version(request.headers.get("accept"))
+        if version is None:
+            return None
+        entries = [(g["name"], [(v["version"], doc) for v in g["versions"]
+                                if (doc := listing(g["name"], v["version"])) is not None]) for g in groups]
+        body = orjson.dumps(discovery.aggregated(version, entries))
+        return Response(body, media_type=discovery.aggregated_content_type(version))
+
     @app.get("/api", include_in_schema=False)
-    async def core_api() -> Response:
-        return json_response(discovery.core_versions(config.advertise_address))
+    async def core_api(request: Request) -> Response:
+        return aggregated(request, [{"name": "", "versions": [{"version": "v1"}]}]) or \
+            json_response(discovery.core_versions(config.advertise_address))
 
     @app.get("/apis", include_in_schema=False)
-    async def apis() -> Response:
-        return json_response(discovery.api_groups(registry, [metrics_api.api_group()]))
+    async def apis(request: Request) -> Response:
+        groups = discovery.api_groups(registry, [metrics_api.api_group()])
+        return aggregated(request, groups["groups"]) or json_response(groups)
 
     @app.get("/api/v1", include_in_schema=False)
     async def core_v1() -> Response:
@@ -160,10 +178,7 @@ def create_app(config: Config) -> WarningMiddleware:
 
     @app.get("/apis/{group}/{version}", include_in_schema=False)
     async def group_version(group: str, version: str) -> Response:
-        if group == metrics_api.GROUP:
-            doc = metrics_api.resource_list(version)
-        else:
-            doc = discovery.resource_list(registry, group, version)
+        doc = listing(group, version)
         if doc is None:
             raise errors.NotFound("the server could not find the requested resource")
         return json_response(doc)

@@ -57,28 +57,65 @@ def _prune_value(value: Any, schema: Schema, path: str, unknown: list[str]) -> N
 def default(obj: Any, schema: Schema) -> None:
     """Fill absent properties from their ``default`` (and nulls of non-nullable fields that have one); drop
     nulls of non-nullable fields that have none."""
-    if isinstance(obj, dict):
-        properties = schema.get("properties") or {}
-        for key, sub in properties.items():
-            if not isinstance(sub, dict):
-                continue
-            if key in obj and obj[key] is None and not sub.get("nullable"):
-                if "default" in sub:
-                    obj[key] = copy.deepcopy(sub["default"])
-                else:
-                    del obj[key]
-            elif key not in obj and "default" in sub:
-                obj[key] = copy.deepcopy(sub["default"])
-        additional = schema.get("additionalProperties")
-        for key in list(obj):
-            sub = properties.get(key) or (additional if isinstance(additional, dict) else None)
-            if sub is not None and obj[key] is not None:
-                default(obj[key], sub)
-    elif isinstance(obj, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
-            for i, item in enumerate(obj):
-                if item is None and not items.get("nullable") and "default" in items:
-                    obj[i] = copy.deepcopy(items["default"])
-                elif item is not None:
-                    default(item, items)
+    Defaulter(schema).apply(obj)
+
+
+class Defaulter:
+    """Defaulting for one schema, walking only the subtrees that have a default or a non-nullable field to
+    clean (found once, when built: most of a custom resource has neither, and every write and read defaults)."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self._needed: dict[int, bool] = {}
+        self._scan(schema)
+
+    def _scan(self, schema: Any) -> bool:
+        if not isinstance(schema, dict):
+            return False
+        needed = False
+        for sub in (schema.get("properties") or {}).values():
+            if isinstance(sub, dict):
+                needed = self._scan(sub) or "default" in sub or not sub.get("nullable") or needed
+        for key in ("items", "additionalProperties"):
+            if isinstance(schema.get(key), dict):
+                needed = self._scan(schema[key]) or needed
+        self._needed[id(schema)] = needed
+        return needed
+
+    def apply(self, obj: Any) -> None:
+        self._apply(obj, self.schema)
+
+    def _apply(self, obj: Any, schema: Schema) -> None:
+        if not self._needed.get(id(schema), True):
+            return
+        if isinstance(obj, dict):
+            properties = schema.get("properties") or {}
+            for key, sub in properties.items():
+                if not isinstance(sub, dict):
+                    continue
+                if key in obj:
+                    value = obj[key]
+                    if value is None and not sub.get("nullable"):
+                        if "default" in sub:
+                            obj[key] = copy.deepcopy(sub["default"])
+                        else:
+                            del obj[key]
+                        continue
+                    if value is not None:
+                        self._apply(value, sub)
+                elif "default" in sub:
+                    obj[key] = value = copy.deepcopy(sub["default"])
+                    self._apply(value, sub)
+            additional = schema.get("additionalProperties")
+            if isinstance(additional, dict) and self._needed.get(id(additional), True):
+                for key in list(obj):
+                    if key not in properties and obj[key] is not None:
+                        self._apply(obj[key], additional)
+        elif isinstance(obj, list):
+            items = schema.get("items")
+            if isinstance(items, dict):
+                for i, item in enumerate(obj):
+                    if item is None and not items.get("nullable") and "default" in items:
+                        obj[i] = copy.deepcopy(items["default"])
+                    elif item is not None:
+                        self._apply(item, items)

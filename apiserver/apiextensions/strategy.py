@@ -35,11 +35,12 @@ class CustomResourceDecoder:
 
     def __init__(self, schema: Object) -> None:
         self.schema = schema
+        self.defaulter = pruning.Defaulter(schema)
 
     def decode(self, obj: dict[str, Any], group: str, version: str, kind: str,
                field_validation: str = "Ignore") -> list[str]:
         unknown = pruning.prune(obj, self.schema)
-        pruning.default(obj, self.schema)
+        self.defaulter.apply(obj)
         return unknown_fields(unknown, field_validation)
 
 
@@ -100,7 +101,7 @@ class CustomResourceStrategy(Strategy):
 
     def from_storage(self, obj: Object) -> Object:
         obj["apiVersion"] = self.api_version
-        pruning.default(obj, self.schema)
+        self.decoder.defaulter.apply(obj)
         return obj
 
     # --- create and update ----------------------------------------------------------------------------------

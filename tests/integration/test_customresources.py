@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from conftest import ApiServer, Kubectl, kubectl_release
-from support.crds import create_crd, crontab_crd, established, new_group
+from support.crds import CRDS, create_crd, crontab_crd, established, new_group
 from support.wait import wait_for
 
 
@@ -292,3 +292,32 @@ def test_every_apiserver_on_the_etcd_serves_new_crds(etcd: Any, tmp_session: Pat
             assert f"apis/{group}/v1" not in second.get("/openapi/v3").json()["paths"]
     finally:
         other.stop()
+
+
+@pytest.mark.parametrize("version", ["v2", "v2beta1"])
+def test_aggregated_discovery_lists_custom_resources_while_served(client: httpx.Client, version: str) -> None:
+    group = new_group()
+    create_crd(client, crontab_crd(group, extra_version=True))
+    accept = f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList,application/json"
+
+    def entry() -> dict[str, Any] | None:
+        resp = client.get("/apis", headers={"accept": accept})
+        assert resp.headers["content-type"] == \
+            f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+        return next((i for i in resp.json()["items"] if i["metadata"]["name"] == group), None)
+
+    found = entry()
+    assert found is not None
+    assert [v["version"] for v in found["versions"]] == ["v1", "v1beta1"]
+    crontabs = found["versions"][0]["resources"][0]
+    assert crontabs["resource"] == "crontabs" and crontabs["scope"] == "Namespaced"
+    assert crontabs["responseKind"] == {"group": group, "version": "v1", "kind": "CronTab"}
+    assert (crontabs["singularResource"], crontabs["shortNames"], crontabs["categories"]) == ("crontab", ["ct"],
+                                                                                               ["all"])
+    assert {s["subresource"]: s["responseKind"]["kind"] for s in crontabs["subresources"]} == \
+        {"scale": "Scale", "status": "CronTab"}
+    core = client.get("/api", headers={"accept": accept}).json()["items"]
+    assert [i["metadata"]["name"] for i in core] == [""] and \
+        "pods" in [r["resource"] for r in core[0]["versions"][0]["resources"]]
+    client.delete(f"{CRDS}/crontabs.{group}")
+    wait_for(lambda: entry() is None, 20, "the group gone from aggregated discovery")
