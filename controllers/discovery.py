@@ -7,6 +7,7 @@ both ask discovery (``/api/v1``, ``/apis``, each group's preferred version) rath
 
 from __future__ import annotations
 
+from apimachinery.errors import NotFound
 from kubeclient import Clientset, Resource
 
 
@@ -31,3 +32,19 @@ async def discover(clientset: Clientset, verbs: frozenset[str]) -> list[Resource
             found.append(Resource(group, version, r["name"], r.get("kind", ""), bool(r.get("namespaced")),
                                   frozenset({"deletecollection"} & served)))
     return found
+
+
+async def scalable_resource(clientset: Clientset, api_version: str, kind: str) -> Resource | None:
+    """The resource of ``kind`` in ``api_version`` when it serves ``/scale`` (what the RESTMapper and the scale
+    client resolve for an HPA's scaleTargetRef, custom resources included), else None."""
+    group, _, version = api_version.rpartition("/")
+    path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    try:
+        listing = await clientset.rest.request("GET", path)
+    except NotFound:
+        return None
+    names = {r["name"] for r in listing.get("resources") or []}
+    for r in listing.get("resources") or []:
+        if r.get("kind") == kind and "/" not in r["name"] and f"{r['name']}/scale" in names:
+            return Resource(group, version, r["name"], kind, bool(r.get("namespaced")), frozenset({"scale"}))
+    return None

@@ -218,7 +218,8 @@ class CRDController:
     # --- serving --------------------------------------------------------------------------------------------
     async def _serve(self, crd: Object) -> None:
         name = crd["metadata"]["name"]
-        signature = (crd["metadata"].get("uid"), crd["spec"], (crd.get("status") or {}).get("acceptedNames"))
+        signature = (crd["metadata"].get("uid"), crd["spec"], (crd.get("status") or {}).get("acceptedNames"),
+                     bool(crd["metadata"].get("deletionTimestamp")))
         if name in self.served and self.served[name][0] == signature:
             return
         served = crds.served_versions(crd)

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from apimachinery import errors
 from apimachinery.errors import Cause
 from apimachinery.validation import IS_NEGATIVE_ERROR_MSG, invalid
 from apiserver.registry.decoder import unknown_fields
@@ -80,7 +81,7 @@ class CustomResourceStrategy(Strategy):
             f"{self.group}/{version} {self.kind} is deprecated" if self.deprecated else None)
         self.rules = rules or schemavalidation.NoRules()
         self.decoder = CustomResourceDecoder(self.schema)
-        self.multi_version = len(crds.versions(crd)) > 1
+        self.terminating = bool(crd["metadata"].get("deletionTimestamp"))
 
     @property
     def list_kind(self) -> str:
@@ -106,6 +107,8 @@ class CustomResourceStrategy(Strategy):
 
     # --- create and update ----------------------------------------------------------------------------------
     def prepare_for_create(self, obj: Object) -> None:
+        if self.terminating:  # kube's crdHandler: the CRD's resources are being deleted
+            raise errors.MethodNotAllowed("create not allowed while custom resource definition is terminating")
         if "status" in self.subresources:
             obj.pop("status", None)
 

@@ -77,6 +77,8 @@ class ResourceStore:
         self.converts = strategy.converts
         self.field_manager = FieldManager(schema, strategy.group, strategy.version, strategy.kind,
                                           "status" in strategy.subresources, strategy.status_resets)
+        if self.converts:
+            self.cache.rewrite(lambda co: self._cached(strategy.from_storage(copy.deepcopy(co.obj)), co.rv))
 
     # --- keys and encoding ----------------------------------------------------------------------------------
     def etcd_key(self, namespace: str | None, name: str) -> bytes:

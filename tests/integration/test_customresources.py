@@ -321,3 +321,54 @@ def test_aggregated_discovery_lists_custom_resources_while_served(client: httpx.
         "pods" in [r["resource"] for r in core[0]["versions"][0]["resources"]]
     client.delete(f"{CRDS}/crontabs.{group}")
     wait_for(lambda: entry() is None, 20, "the group gone from aggregated discovery")
+
+
+def test_a_terminating_crd_waits_for_its_resources_and_refuses_new_ones(client: httpx.Client, ns: str) -> None:
+    group = new_group()
+    create_crd(client, crontab_crd(group))
+    base = f"/apis/{group}/v1/namespaces/{ns}/crontabs"
+    held = {"apiVersion": f"{group}/v1", "kind": "CronTab",
+            "metadata": {"name": "held", "finalizers": ["example.com/hold"]}, "spec": {"cronSpec": "* * * * *"}}
+    assert client.post(base, json=held).status_code == 201
+    assert client.delete(f"{CRDS}/crontabs.{group}").status_code == 200
+
+    def terminating() -> dict[str, Any] | None:
+        crd = client.get(f"{CRDS}/crontabs.{group}").json()
+        cond = next((c for c in crd["status"]["conditions"] if c["type"] == "Terminating"), None)
+        return cond if cond is not None and cond["reason"] == "InstanceDeletionCheck" else None
+
+    cond = wait_for(terminating, 20, "the CRD waiting for its resources")
+    assert cond["message"] == "could not confirm zero CustomResources remaining: 1 left"
+    assert client.get(f"{CRDS}/crontabs.{group}").json()["metadata"]["finalizers"] == \
+        ["customresourcecleanup.apiextensions.k8s.io"]
+    refused = client.post(base, json={"apiVersion": f"{group}/v1", "kind": "CronTab", "metadata": {"name": "new"},
+                                      "spec": {"cronSpec": "* * * * *"}})
+    assert refused.status_code == 405
+    assert refused.json()["message"] == "create not allowed while custom resource definition is terminating"
+    client.patch(f"{base}/held", json={"metadata": {"finalizers": None}},
+                 headers={"content-type": "application/merge-patch+json"})
+    wait_for(lambda: client.get(f"{CRDS}/crontabs.{group}").status_code == 404, 20, "the CRD gone")
+
+
+def test_a_changed_schema_is_served_at_once(client: httpx.Client, ns: str, api_url: str) -> None:
+    group = new_group()
+    created = create_crd(client, crontab_crd(group))
+    base = f"/apis/{group}/v1/namespaces/{ns}/crontabs"
+    assert client.post(base, json={"apiVersion": f"{group}/v1", "kind": "CronTab", "metadata": {"name": "a"},
+                                   "spec": {"cronSpec": "* * * * *"}}).status_code == 201
+    with httpx.stream("GET", f"{api_url}{base}", params={"watch": "1", "timeoutSeconds": "5"}, timeout=15) as watch:
+        lines = watch.iter_lines()
+        assert json.loads(next(lines))["type"] == "ADDED"
+        crd = client.get(f"{CRDS}/crontabs.{group}").json()
+        spec_props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        spec_props["image"]["default"] = "busybox"
+        spec_props["suspend"] = {"type": "boolean"}
+        assert client.put(f"{CRDS}/crontabs.{group}", json=crd).status_code == 200
+        wait_for(lambda: client.get(f"{base}/a").json()["spec"].get("image") == "busybox", 10,
+                 "the new default on reads")
+        patched = client.patch(f"{base}/a", json={"spec": {"suspend": True}},
+                               headers={"content-type": "application/merge-patch+json"})
+        assert patched.status_code == 200 and patched.json()["spec"]["suspend"] is True
+        assert json.loads(next(lines))["type"] == "MODIFIED"  # the watch stayed open across the change
+    assert created["metadata"]["generation"] == 1
+    assert client.get(f"{CRDS}/crontabs.{group}").json()["metadata"]["generation"] == 2

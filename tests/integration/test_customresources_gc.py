@@ -1,5 +1,6 @@
 """Custom resources and the controller-manager: the garbage collector follows ownerReferences to and from
-custom resources (its monitors come from discovery), and a deleted namespace is emptied of them."""
+custom resources (its monitors come from discovery), a deleted namespace is emptied of them, and a
+HorizontalPodAutoscaler scales one through its ``/scale`` subresource."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def manager(group: str, api_url: str, tmp_path_factory: pytest.TempPathFactory) 
     """Started once the CRD is served, so the collector's first discovery finds it."""
     logs: Path = tmp_path_factory.mktemp("cm-customresources")
     cm = ControllerManager(api_url, logs / "controller-manager.log", "--leader-elect=false",
-                           "--controllers=garbagecollector,namespace")
+                           "--controllers=garbagecollector,namespace,horizontalpodautoscaling",
+                           "--horizontal-pod-autoscaler-sync-period=1s")
     yield cm
     cm.stop()
 
@@ -75,3 +77,20 @@ def test_a_deleted_namespace_is_emptied_of_custom_resources(client: httpx.Client
     assert client.delete(f"/api/v1/namespaces/{ns}").status_code == 200
     wait_for(lambda: client.get(f"/api/v1/namespaces/{ns}").status_code == 404, 30, "the namespace gone")
     assert client.get(f"/apis/{group}/v1/namespaces/{ns}/crontabs").json()["items"] == []
+
+
+def test_a_horizontal_pod_autoscaler_scales_a_custom_resource(client: httpx.Client, ns: str, group: str,
+                                                              manager: ControllerManager) -> None:
+    base = f"/apis/{group}/v1/namespaces/{ns}/crontabs"
+    assert client.post(base, json=crontab(group, "scaled")).status_code == 201
+    client.patch(f"{base}/scaled/status", json={"status": {"replicas": 1, "selector": "app=scaled"}},
+                 headers={"content-type": "application/merge-patch+json"})
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "scaled"},
+           "spec": {"scaleTargetRef": {"apiVersion": f"{group}/v1", "kind": "CronTab", "name": "scaled"},
+                    "minReplicas": 3, "maxReplicas": 5}}
+    assert client.post(f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers", json=hpa).status_code == 201
+    wait_for(lambda: client.get(f"{base}/scaled").json()["spec"]["replicas"] == 3, 30,
+             "the HPA to raise the custom resource to minReplicas")
+    status = client.get(f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/scaled").json()["status"]
+    able = next(c for c in status["conditions"] if c["type"] == "AbleToScale")
+    assert able["reason"] in ("SucceededGetScale", "SucceededRescale", "ReadyForNewScale")
