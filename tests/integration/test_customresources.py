@@ -372,3 +372,38 @@ def test_a_changed_schema_is_served_at_once(client: httpx.Client, ns: str, api_u
         assert json.loads(next(lines))["type"] == "MODIFIED"  # the watch stayed open across the change
     assert created["metadata"]["generation"] == 1
     assert client.get(f"{CRDS}/crontabs.{group}").json()["metadata"]["generation"] == 2
+
+
+def test_lists_page_and_select_and_dry_run_writes_nothing(client: httpx.Client, ns: str,
+                                                          kubectl: Kubectl) -> None:
+    group = new_group()
+    create_crd(client, crontab_crd(group))
+    base = f"/apis/{group}/v1/namespaces/{ns}/crontabs"
+    for i in range(5):
+        body = {"apiVersion": f"{group}/v1", "kind": "CronTab",
+                "metadata": {"name": f"c{i}", "labels": {"parity": "even" if i % 2 == 0 else "odd"}},
+                "spec": {"cronSpec": "* * * * *"}}
+        assert client.post(base, json=body).status_code == 201
+    first = client.get(base, params={"limit": 2}).json()
+    assert first["kind"] == "CronTabList" and [o["metadata"]["name"] for o in first["items"]] == ["c0", "c1"]
+    rest = client.get(base, params={"limit": 10, "continue": first["metadata"]["continue"]}).json()
+    assert [o["metadata"]["name"] for o in rest["items"]] == ["c2", "c3", "c4"]
+    odd = client.get(base, params={"labelSelector": "parity=odd"}).json()["items"]
+    assert [o["metadata"]["name"] for o in odd] == ["c1", "c3"]
+    named = client.get(f"/apis/{group}/v1/crontabs", params={"fieldSelector": f"metadata.namespace={ns},"
+                                                                               "metadata.name=c4"}).json()
+    assert [o["metadata"]["name"] for o in named["items"]] == ["c4"]
+    bad = client.get(base, params={"fieldSelector": "spec.image=x"})
+    assert bad.status_code == 400 and bad.json()["message"] == "field label not supported: spec.image"
+    dry = client.post(base, params={"dryRun": "All"}, json={"apiVersion": f"{group}/v1", "kind": "CronTab",
+                                                            "metadata": {"name": "dry"},
+                                                            "spec": {"cronSpec": "* * * * *"}})
+    assert dry.status_code == 201 and dry.json()["spec"]["replicas"] == 1
+    assert client.get(f"{base}/dry").status_code == 404
+    assert client.delete(f"{base}/c0", params={"dryRun": "All"}).status_code == 200
+    assert client.get(f"{base}/c0").status_code == 200
+    assert [o["metadata"]["name"] for o in client.delete(base, params={"labelSelector": "parity=even"})
+            .json()["items"]] == ["c0", "c2", "c4"]
+    assert [o["metadata"]["name"] for o in client.get(base).json()["items"]] == ["c1", "c3"]
+    everything = kubectl("get", "all", "-n", ns, "-o", "name").stdout.split()
+    assert f"crontab.{group}/c1" in everything  # the CRD puts them in category "all"
