@@ -87,7 +87,7 @@ def create_app(config: Config) -> WarningMiddleware:
     def publish_openapi(strategies: list[CustomResourceStrategy]) -> None:
         openapi_documents.set_custom(*custom_openapi(openapi_documents.swagger(), strategies))
 
-    crd_controller = CRDController(registry, decoder.definitions, publish_openapi)
+    crd_controller = CRDController(registry, decoder, publish_openapi)
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
 

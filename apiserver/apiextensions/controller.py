@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apimachinery import errors
+from apiserver.registry.decoder import Decoder
 from apiserver.registry.registry import Registry
 from apiserver.registry.store import DeleteOptions, ResourceStore
 from apiserver.storage.cacher import ObjectFilter
@@ -45,11 +46,11 @@ CRDS = (crds.GROUP, "customresourcedefinitions")
 class CRDController:
     """Keeps this apiserver serving what the stored CRDs define, and their status current."""
 
-    def __init__(self, registry: Registry, base_definitions: dict[str, Object],
+    def __init__(self, registry: Registry, decoder: Decoder,
                  on_served: Callable[[list[CustomResourceStrategy]], None] = lambda _: None,
                  rules: RuleValidator | None = None) -> None:
         self.registry = registry
-        self.base_definitions = base_definitions
+        self.decoder = decoder
         self.on_served = on_served
         self.rules = rules
         self.served: dict[str, tuple[Any, list[CustomResourceStrategy]]] = {}  # CRD name → (signature, strategies)
@@ -226,8 +227,8 @@ class CRDController:
         if not served:
             await self._unserve(name)
             return
-        strategies = [CustomResourceStrategy(crd, v["name"], self.rules) for v in served]
-        schemas = [field_schema(self.base_definitions, s.group, s.version, s.kind, s.schema) for s in strategies]
+        strategies = [CustomResourceStrategy(crd, v["name"], self.rules, self.decoder) for v in served]
+        schemas = [field_schema(self.decoder.definitions, s.group, s.version, s.kind, s.schema) for s in strategies]
         previous = self.served.get(name)
         if previous is not None and (previous[1][0].group, previous[1][0].resource) != \
                 (strategies[0].group, strategies[0].resource):

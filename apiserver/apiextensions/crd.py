@@ -13,6 +13,7 @@ from apimachinery.meta import now_rfc3339
 Object = dict[str, Any]
 GROUP = "apiextensions.k8s.io"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"  # every custom resource's metadata
 
 
 class Condition(TypedDict, total=False):

@@ -12,8 +12,9 @@ from typing import Any
 
 from apiserver.fieldmanager import Schema as FieldSchema
 
+from .crd import OBJECT_META
+
 Schema = dict[str, Any]
-OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
 def field_schema(base: dict[str, Schema], group: str, version: str, kind: str, schema: Schema) -> FieldSchema:

@@ -21,7 +21,7 @@ import orjson
 from apimachinery import errors
 from apimachinery.errors import Cause
 from apimachinery.validation import IS_NEGATIVE_ERROR_MSG, invalid
-from apiserver.registry.decoder import unknown_fields
+from apiserver.registry.decoder import Decoder, unknown_fields
 from apiserver.registry.strategy import NAME_COLUMN, Object, Strategy, TableColumn, human_duration, translate_age
 
 from . import crd as crds
@@ -32,15 +32,20 @@ SCALE_API_VERSION = "autoscaling/v1"
 
 
 class CustomResourceDecoder:
-    """Pruning and defaulting of request bodies (the ``Decoder`` interface the store calls)."""
+    """Pruning and defaulting of request bodies (the ``Decoder`` interface the store calls); ``metadata`` is
+    decoded as the ObjectMeta it is (by the built-in ``meta`` decoder, when given)."""
 
-    def __init__(self, schema: Object) -> None:
+    def __init__(self, schema: Object, meta: Decoder | None = None) -> None:
         self.schema = schema
+        self.meta = meta
         self.defaulter = pruning.Defaulter(schema)
 
     def decode(self, obj: dict[str, Any], group: str, version: str, kind: str,
                field_validation: str = "Ignore") -> list[str]:
-        unknown = pruning.prune(obj, self.schema)
+        unknown: list[str] = []
+        if self.meta is not None and isinstance(obj.get("metadata"), dict):
+            unknown = self.meta.unknown_in(obj["metadata"], crds.OBJECT_META, kind, version, "metadata")
+        unknown += pruning.prune(obj, self.schema)
         self.defaulter.apply(obj)
         return unknown_fields(unknown, field_validation)
 
@@ -52,7 +57,8 @@ class CustomResourceStrategy(Strategy):
     strategic_merge = False
     core_finalizer_names = False
 
-    def __init__(self, crd: Object, version: str, rules: RuleValidator | None = None) -> None:
+    def __init__(self, crd: Object, version: str, rules: RuleValidator | None = None,
+                 meta: Decoder | None = None) -> None:
         spec = crd["spec"]
         names = {**(spec.get("names") or {}), **{k: v for k, v in
                                                  ((crd.get("status") or {}).get("acceptedNames") or {}).items() if v}}
@@ -80,7 +86,7 @@ class CustomResourceStrategy(Strategy):
         self.deprecation_warning: str | None = served.get("deprecationWarning") or (
             f"{self.group}/{version} {self.kind} is deprecated" if self.deprecated else None)
         self.rules = rules or schemavalidation.NoRules()
-        self.decoder = CustomResourceDecoder(self.schema)
+        self.decoder = CustomResourceDecoder(self.schema, meta)
         self.terminating = bool(crd["metadata"].get("deletionTimestamp"))
 
     @property

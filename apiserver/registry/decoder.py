@@ -44,6 +44,13 @@ class Decoder:
         _Walk(self.definitions, kind, version, unknown).object(obj, name, "")
         return unknown_fields(unknown, field_validation)
 
+    def unknown_in(self, obj: dict[str, Any], definition: str, kind: str, version: str, path: str) -> list[str]:
+        """Check and prune ``obj`` as the named definition at ``path`` (a custom resource's ObjectMeta); returns
+        the unknown fields' paths. Wrong types are a 400, as for built-in kinds."""
+        unknown: list[str] = []
+        _Walk(self.definitions, kind, version, unknown).object(obj, definition, path)
+        return unknown
+
 
 def unknown_fields(unknown: list[str], field_validation: str) -> list[str]:
     """What dropping the ``unknown`` fields means for the request: warnings (Warn), nothing (Ignore), or a 400

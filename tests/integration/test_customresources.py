@@ -407,3 +407,21 @@ def test_lists_page_and_select_and_dry_run_writes_nothing(client: httpx.Client, 
     assert [o["metadata"]["name"] for o in client.get(base).json()["items"]] == ["c1", "c3"]
     everything = kubectl("get", "all", "-n", ns, "-o", "name").stdout.split()
     assert f"crontab.{group}/c1" in everything  # the CRD puts them in category "all"
+
+
+def test_metadata_is_decoded_as_object_meta(client: httpx.Client, ns: str) -> None:
+    group = new_group()
+    create_crd(client, crontab_crd(group))
+    base = f"/apis/{group}/v1/namespaces/{ns}/crontabs"
+    resp = client.post(base, json={"apiVersion": f"{group}/v1", "kind": "CronTab",
+                                   "metadata": {"name": "m", "bogus": 1}, "spec": {"cronSpec": "* * * * *",
+                                                                                  "extra": True}})
+    assert resp.status_code == 201
+    assert resp.headers["warning"] == ('299 - "unknown field \\"metadata.bogus\\"", '
+                                       '299 - "unknown field \\"spec.extra\\""')
+    assert "bogus" not in resp.json()["metadata"]
+    wrong = client.post(base, json={"apiVersion": f"{group}/v1", "kind": "CronTab",
+                                    "metadata": {"name": "w", "labels": ["a"]}, "spec": {"cronSpec": "* * * * *"}})
+    assert wrong.status_code == 400
+    assert wrong.json()["message"].startswith('CronTab in version "v1" cannot be handled as a CronTab: json: cannot '
+                                              "unmarshal array into Go struct field ObjectMeta.metadata.labels")
