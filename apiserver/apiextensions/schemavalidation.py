@@ -53,6 +53,13 @@ def validate(obj: dict[str, Any], schema: Schema, rules: RuleValidator | None = 
     return causes
 
 
+def validate_value(value: Any, schema: Schema, path: str) -> list[Cause]:
+    """Violations of ``schema`` by one value at ``path`` (a CRD's ``default``, checked when the CRD is written)."""
+    causes: list[Cause] = []
+    _Walk(causes).value(value, schema, path)
+    return causes
+
+
 def json_type(value: Any) -> str:
     if value is None:
         return "null"

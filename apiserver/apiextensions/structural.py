@@ -15,6 +15,8 @@ from typing import Any
 from apimachinery.errors import Cause
 from apimachinery.validation import forbidden, invalid, not_supported, required
 
+from .schemavalidation import validate_value
+
 Schema = dict[str, Any]
 TYPES = ("array", "boolean", "integer", "number", "object", "string")
 LIST_TYPES = ("atomic", "set", "map")
@@ -37,6 +39,9 @@ def validate_schema(schema: Any, path: str, status_enabled: bool = False) -> lis
             causes.append(invalid(f"{path}.type", schema.get("type"), "must be object at the root"))
     causes.extend(_node(schema, path, root=True))
     causes.extend(_metadata(schema.get("properties", {}).get("metadata"), f"{path}.properties[metadata]"))
+    if not causes:  # defaults must be valid values of their own schema (kube's "default" validation)
+        for at, node in walk_defaults(schema, path):
+            causes.extend(validate_value(node["default"], node, f"{at}.default"))
     return causes
 
 

@@ -51,6 +51,8 @@ def test_non_structural_schemas_are_refused_with_kubes_messages() -> None:
     assert (f"{path}.properties[keyed].x-kubernetes-list-map-keys",
             "Required value: must not be empty if x-kubernetes-list-type is map") in found
     assert validate_schema(SCHEMA, path) == []
+    bad_default = {"type": "object", "properties": {"n": {"type": "integer", "maximum": 3, "default": 4}}}
+    assert [c.field for c in validate_schema(bad_default, path)] == [f"{path}.properties[n].default"]
 
 
 def test_values_breaking_the_schema_get_kubes_causes() -> None:
