@@ -27,7 +27,7 @@ UNSUPPORTED = {"id": "id is not supported", "additionalItems": "additionalItems 
                "$ref": "$ref is not supported"}
 
 
-def validate_schema(schema: Any, path: str, status_enabled: bool = False) -> list[Cause]:
+def validate_schema(schema: Any, path: str) -> list[Cause]:
     """Every structural-schema violation of ``schema`` (a version's ``openAPIV3Schema``) at ``path``."""
     if not isinstance(schema, dict):
         return [required(path, "schemas are required")]

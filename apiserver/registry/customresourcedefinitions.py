@@ -195,8 +195,7 @@ def _versions_causes(spec: Object) -> list[Cause]:
             storage += 1
         if errs := is_dns1035_label(vname):
             causes.append(invalid(f"{path}.name", vname, ",".join(errs)))
-        has_status = isinstance((version.get("subresources") or {}).get("status"), dict)
-        causes += validate_schema(crds.schema_of(version) or None, f"{path}.schema.openAPIV3Schema", has_status)
+        causes += validate_schema(crds.schema_of(version) or None, f"{path}.schema.openAPIV3Schema")
         causes += _subresources_causes(version.get("subresources"), f"{path}.subresources")
         causes += _columns_causes(version.get("additionalPrinterColumns") or [], f"{path}.additionalPrinterColumns")
         causes += _selectable_causes(version.get("selectableFields") or [], f"{path}.selectableFields")
