@@ -21,6 +21,7 @@ Schema = dict[str, Any]
 TYPES = ("array", "boolean", "integer", "number", "object", "string")
 LIST_TYPES = ("atomic", "set", "map")
 MAP_TYPES = ("granular", "atomic")
+RULE_REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
 UNSUPPORTED = {"id": "id is not supported", "additionalItems": "additionalItems is not supported",
                "patternProperties": "patternProperties is not supported",
                "definitions": "definitions is not supported", "dependencies": "dependencies is not supported",
@@ -132,8 +133,15 @@ def _extensions(schema: Schema, path: str) -> list[Cause]:
         causes.append(invalid(f"{path}.type", schema.get("type"),
                               "must be object if x-kubernetes-embedded-resource is true"))
     for i, rule in enumerate(schema.get("x-kubernetes-validations") or []):
+        at = f"{path}.x-kubernetes-validations[{i}]"
         if not isinstance(rule, dict) or not isinstance(rule.get("rule"), str) or not rule["rule"].strip():
-            causes.append(required(f"{path}.x-kubernetes-validations[{i}].rule", ""))
+            causes.append(required(f"{at}.rule", ""))
+            continue
+        if rule.get("reason") is not None and rule["reason"] not in RULE_REASONS:
+            causes.append(not_supported(f"{at}.reason", rule["reason"], RULE_REASONS))
+        message = rule.get("message")
+        if isinstance(message, str) and message and not message.strip():
+            causes.append(invalid(f"{at}.message", message, "message must be non-empty if specified"))
     return causes
 
 

@@ -5,6 +5,7 @@ CRDs."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -425,3 +426,39 @@ def test_metadata_is_decoded_as_object_meta(client: httpx.Client, ns: str) -> No
     assert wrong.status_code == 400
     assert wrong.json()["message"].startswith('CronTab in version "v1" cannot be handled as a CronTab: json: cannot '
                                               "unmarshal array into Go struct field ObjectMeta.metadata.labels")
+
+
+def test_a_new_storage_version_and_the_stored_versions_migration(client: httpx.Client, ns: str) -> None:
+    group = new_group()
+    create_crd(client, crontab_crd(group))
+    old = client.post(f"/apis/{group}/v1/namespaces/{ns}/crontabs",
+                      json={"apiVersion": f"{group}/v1", "kind": "CronTab", "metadata": {"name": "old"},
+                            "spec": {"cronSpec": "* * * * *"}})
+    assert old.status_code == 201
+    crd = client.get(f"{CRDS}/crontabs.{group}").json()
+    v2 = copy.deepcopy(crd["spec"]["versions"][0])
+    v2["name"] = "v2"
+    crd["spec"]["versions"][0]["storage"] = False
+    crd["spec"]["versions"].append(v2)
+    updated = client.put(f"{CRDS}/crontabs.{group}", json=crd)
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["status"]["storedVersions"] == ["v1", "v2"]
+    wait_for(lambda: client.get(f"/apis/{group}/v2/namespaces/{ns}/crontabs/old").status_code == 200, 10, "v2")
+    assert client.get(f"/apis/{group}/v2/namespaces/{ns}/crontabs/old").json()["apiVersion"] == f"{group}/v2"
+    groups = {g["name"]: g for g in client.get("/apis").json()["groups"]}
+    assert groups[group]["preferredVersion"]["version"] == "v2"
+
+    crd = updated.json()
+    crd["spec"]["versions"] = [v for v in crd["spec"]["versions"] if v["name"] == "v2"]
+    refused = client.put(f"{CRDS}/crontabs.{group}", json=crd)
+    assert refused.status_code == 422
+    assert refused.json()["details"]["causes"] == [{"reason": "FieldValueInvalid", "field": "status.storedVersions[0]",
+                                                    "message": 'Invalid value: "v1": must appear in spec.versions'}]
+    # what a storage version migration ends with: the old version dropped from storedVersions, then from spec
+    status = client.get(f"{CRDS}/crontabs.{group}").json()
+    status["status"]["storedVersions"] = ["v2"]
+    assert client.put(f"{CRDS}/crontabs.{group}/status", json=status).status_code == 200
+    crd["metadata"].pop("resourceVersion")
+    assert client.put(f"{CRDS}/crontabs.{group}", json=crd).status_code == 200
+    wait_for(lambda: client.get(f"/apis/{group}/v1/namespaces/{ns}/crontabs").status_code == 404, 10, "v1 gone")
+    assert client.get(f"/apis/{group}/v2/namespaces/{ns}/crontabs/old").json()["spec"]["cronSpec"] == "* * * * *"
