@@ -229,6 +229,10 @@ class CRDController:
             return
         strategies = [CustomResourceStrategy(crd, v["name"], self.rules, self.decoder) for v in served]
         schemas = [field_schema(self.decoder.definitions, s.group, s.version, s.kind, s.schema) for s in strategies]
+        if (strategies[0].group, strategies[0].resource) in self.registry.builtin:
+            log.warning("not serving %s: the apiserver serves %s.%s itself", name, strategies[0].resource,
+                        strategies[0].group)
+            return
         previous = self.served.get(name)
         if previous is not None and (previous[1][0].group, previous[1][0].resource) != \
                 (strategies[0].group, strategies[0].resource):

@@ -36,6 +36,12 @@ COLUMN_TYPES = ("boolean", "date", "integer", "number", "string")
 COLUMN_FORMATS = ("byte", "date", "date-time", "double", "float", "int32", "int64", "password")
 CONVERSION_STRATEGIES = ("None", "Webhook")
 MAX_SELECTABLE_FIELDS = 8
+APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
+
+
+def _protected(group: str) -> bool:
+    """Groups of the Kubernetes project (``*.k8s.io``, ``*.kubernetes.io``) need an approved API review."""
+    return group in ("k8s.io", "kubernetes.io") or group.endswith((".k8s.io", ".kubernetes.io"))
 
 
 class CustomResourceDefinitionStrategy(Strategy):
@@ -153,6 +159,10 @@ def validate_crd(obj: Object) -> list[Cause]:
         causes.append(invalid("spec.group", group, ",".join(errs)))
     elif len(group.split(".")) < 2:
         causes.append(invalid("spec.group", group, "should be a domain with at least one dot"))
+    if _protected(group) and not (obj["metadata"].get("annotations") or {}).get(APPROVAL_ANNOTATION):
+        causes.append(required(f"metadata.annotations[{APPROVAL_ANNOTATION}]",
+                               f'protected groups must have approval annotation "{APPROVAL_ANNOTATION}", see '
+                               f"https://github.com/kubernetes/enhancements/pull/1111"))
     scope = spec.get("scope") or ""
     if not scope:
         causes.append(required("spec.scope"))

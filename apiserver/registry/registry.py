@@ -80,6 +80,8 @@ class Registry:
         self.stores: dict[tuple[str, str], ResourceStore] = {}
         for (group, _, resource), store in self.versions.items():
             self.stores.setdefault((group, resource), store)
+        # What is served from start-up on: never replaced by a resource installed later (a CRD of the same name).
+        self.builtin = {(s.group, s.resource) for s in strategies}
         self.virtual: dict[tuple[str, str], VirtualStore] = {
             (s.group, s.resource): VirtualStore(s, decoder, on_warning)
             for s in strategies if isinstance(s, VirtualStrategy)
@@ -97,6 +99,8 @@ class Registry:
         serve them with new rules. A version already served keeps its store and watch cache (its watchers stay
         connected) unless the resource moved (scope or plural); versions no longer listed stop being served."""
         group, resource = strategies[0].group, strategies[0].resource
+        if (group, resource) in self.builtin:
+            raise ValueError(f"{resource}.{group} is a built-in resource")
         wanted = {s.version for s in strategies}
         for (g, v, r), store in list(self.versions.items()):
             if (g, r) == (group, resource) and (v not in wanted or store.prefix != strategies[0].etcd_prefix().encode()

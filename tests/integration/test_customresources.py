@@ -462,3 +462,21 @@ def test_a_new_storage_version_and_the_stored_versions_migration(client: httpx.C
     assert client.put(f"{CRDS}/crontabs.{group}", json=crd).status_code == 200
     wait_for(lambda: client.get(f"/apis/{group}/v1/namespaces/{ns}/crontabs").status_code == 404, 10, "v1 gone")
     assert client.get(f"/apis/{group}/v2/namespaces/{ns}/crontabs/old").json()["spec"]["cronSpec"] == "* * * * *"
+
+
+def test_a_crd_never_replaces_a_built_in_resource(client: httpx.Client, ns: str) -> None:
+    crd = crontab_crd("coordination.k8s.io")
+    crd["metadata"]["name"] = "leases.coordination.k8s.io"
+    crd["spec"]["names"] = {"plural": "leases", "singular": "lease", "kind": "Lease"}
+    refused = client.post(CRDS, json=crd)
+    assert refused.status_code == 422 and "protected groups must have approval annotation" in refused.text
+    crd["metadata"]["annotations"] = {"api-approved.kubernetes.io": "unapproved, testing only"}
+    assert client.post(CRDS, json=crd).status_code == 201
+    try:
+        wait_for(lambda: established(client, "leases.coordination.k8s.io"), 10, "Established")
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+                 "spec": {"holderIdentity": "me"}}
+        created = client.post(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", json=lease)
+        assert created.status_code == 201 and created.json()["spec"]["holderIdentity"] == "me"
+    finally:
+        client.delete(f"{CRDS}/leases.coordination.k8s.io")

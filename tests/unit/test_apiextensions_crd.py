@@ -58,6 +58,12 @@ def test_validation_messages() -> None:
     assert ("metadata.name", 'Invalid value: "wrong": must be spec.names.plural+"."+spec.group') in causes
     assert ("spec.group", 'Invalid value: "nodot": should be a domain with at least one dot') in causes
     assert ("spec.scope", 'Unsupported value: "Everywhere": supported values: "Cluster", "Namespaced"') in causes
+    protected = created()
+    protected["spec"]["group"] = "widgets.k8s.io"
+    protected["metadata"]["name"] = "widgets.widgets.k8s.io"
+    assert [(c.field, c.message) for c in CustomResourceDefinitionStrategy().validate(protected)] == [
+        ("metadata.annotations[api-approved.kubernetes.io]", 'Required value: protected groups must have approval '
+         'annotation "api-approved.kubernetes.io", see https://github.com/kubernetes/enhancements/pull/1111')]
     assert any(f == "spec.names.kind" and m.startswith('Invalid value: "Bad_Kind": may have mixed case, but should '
                                                        "otherwise match: ") for f, m in causes)
 
