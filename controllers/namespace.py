@@ -77,7 +77,10 @@ class NamespaceController(Controller):
         finalizers: Counter[str] = Counter()
         for resource in await discover_namespaced(self.clientset):
             client = self.clientset.resource(resource)
-            items = (await client.list(namespace)).get("items") or []
+            try:
+                items = (await client.list(namespace)).get("items") or []
+            except NotFound:  # no longer served since discovery (its CRD just went): nothing of it remains
+                continue
             if not items:
                 continue
             if any(not meta(i).get("deletionTimestamp") for i in items):
