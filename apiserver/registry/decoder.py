@@ -11,7 +11,7 @@ OpenAPI endpoints serve, so one description of the types drives both.
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Any, Protocol
 
 from apimachinery import errors
 from apimachinery.patch import go_json_kind
@@ -21,6 +21,15 @@ Schema = dict[str, Any]
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+
+
+class BodyDecoder(Protocol):
+    """What a store asks of a request body's decoder: check ``obj`` in place (prune, canonicalise, default) and
+    return the warnings; a wrong body raises a StatusError. ``Decoder`` for built-in kinds, the custom resource
+    decoder (``apiextensions.strategy``) for custom resources."""
+
+    def decode(self, obj: dict[str, Any], group: str, version: str, kind: str,
+               field_validation: str = "Ignore") -> list[str]: ...
 
 
 class Decoder:

@@ -14,7 +14,7 @@ from apimachinery.errors import Cause
 
 from ..fieldmanager import Schema
 from ..storage.etcd3 import EtcdStorage
-from .decoder import Decoder
+from .decoder import BodyDecoder, Decoder
 from .masterleases import MasterLeases
 from .store import ResourceStore
 from .strategy import Object, Strategy
@@ -93,7 +93,7 @@ class Registry:
                 versions.append(s.version)
 
     # --- resources served while running (custom resources) ---------------------------------------------------
-    async def install(self, strategies: Sequence[Strategy], decoders: Sequence[Any], schemas: Sequence[Schema],
+    async def install(self, strategies: Sequence[Strategy], decoders: Sequence[BodyDecoder], schemas: Sequence[Schema],
                       storage_version: str, version_order: Callable[[str], Any]) -> None:
         """Serve one resource's versions (one strategy per served version, all over the same etcd keys), or
         serve them with new rules. A version already served keeps its store and watch cache (its watchers stay

@@ -29,7 +29,7 @@ from apimachinery.meta import generate_name, new_uid, now_rfc3339
 from ..fieldmanager import FieldManager, Schema, Writer
 from ..storage.cacher import CachedObject, ObjectFilter, WatchCache
 from ..storage.etcd3 import EtcdStorage, KeyExists, KeyValue, RevisionMismatch
-from .decoder import Decoder
+from .decoder import BodyDecoder
 from .metadata import validate_meta_create, validate_meta_update
 from .strategy import Object, Strategy
 
@@ -54,7 +54,7 @@ class ResourceStore:
     """All storage operations of one resource, with its strategy applied."""
 
     def __init__(self, strategy: Strategy, storage: EtcdStorage, cache_capacity: int = 10_000,
-                 decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
+                 decoder: BodyDecoder | None = None, on_warning: Callable[[str], None] | None = None,
                  schema: Schema | None = None) -> None:
         self.strategy = strategy
         self.storage = storage
@@ -69,7 +69,7 @@ class ResourceStore:
         self.cache = WatchCache(storage, self.prefix, self._decode, self._restamp, capacity=cache_capacity,
                                 indexed_fields=("spec.nodeName",) if strategy.resource == "pods" else ())
 
-    def reconfigure(self, strategy: Strategy, decoder: Any, schema: Schema) -> None:
+    def reconfigure(self, strategy: Strategy, decoder: BodyDecoder, schema: Schema) -> None:
         """Serve the same objects (same keys, same watch cache) with new rules: a CRD's schema, columns or
         subresources changed."""
         self.strategy = strategy
