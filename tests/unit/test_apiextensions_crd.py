@@ -125,3 +125,21 @@ def test_jsonpath_subset() -> None:
     target: dict[str, Any] = {}
     jsonpath.set_path(target, ".spec.replicas", 2)
     assert target == {"spec": {"replicas": 2}}
+
+
+def test_the_rule_validator_plugs_into_every_served_version() -> None:
+    from apimachinery.errors import Cause
+
+    class ReplicasRule:
+        """What a CEL validator answers for ``self.size <= 5`` (x-kubernetes-validations on spec)."""
+
+        def validate(self, schema: dict[str, Any], obj: Any, old: Any) -> list[Cause]:
+            size = (obj.get("spec") or {}).get("size", 0)
+            return [Cause("FieldValueInvalid", f"Invalid value: {size}: too big", "spec")] if size > 5 else []
+
+    strategy = CustomResourceStrategy(created(), "v1", ReplicasRule())
+    ok = {"metadata": {"name": "w"}, "spec": {"size": 3}}
+    assert strategy.validate(ok) == []
+    big = {"metadata": {"name": "w"}, "spec": {"size": 9}}
+    assert [c.message for c in strategy.validate_update(big, ok)] == ["Invalid value: 9: too big"]
+    assert [c.message for c in strategy.validate_status_update(big, ok)] == ["Invalid value: 9: too big"]
