@@ -26,6 +26,7 @@ from apimachinery import errors
 
 from .apiextensions.controller import CRDController
 from .apiextensions.openapi import custom_openapi
+from .apiextensions.schemavalidation import RuleValidator
 from .apiextensions.strategy import CustomResourceStrategy
 from .authentication import AuthenticationMiddleware
 from .handlers import discovery, openapi, proxy
@@ -75,7 +76,9 @@ def kubernetes_service_objects(config: Config) -> list[BootstrapObject]:
                             points_at=endpoint_slice_address)]
 
 
-def create_app(config: Config) -> WarningMiddleware:
+def create_app(config: Config, rule_validator: RuleValidator | None = None) -> WarningMiddleware:
+    """The apiserver; ``rule_validator`` evaluates CRDs' ``x-kubernetes-validations`` (CEL) rules — none are
+    evaluated without one."""
     storage = EtcdStorage(config.etcd_servers)
     decoder = Decoder(openapi_documents.swagger()["definitions"])
     bootstrap = [*system_namespaces(), *kubernetes_service_objects(config)]
@@ -87,7 +90,7 @@ def create_app(config: Config) -> WarningMiddleware:
     def publish_openapi(strategies: list[CustomResourceStrategy]) -> None:
         openapi_documents.set_custom(*custom_openapi(openapi_documents.swagger(), strategies))
 
-    crd_controller = CRDController(registry, decoder, publish_openapi)
+    crd_controller = CRDController(registry, decoder, publish_openapi, rule_validator)
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
 
