@@ -118,7 +118,7 @@ class CRDController:
         crd = co.obj
         if not crd["metadata"].get("deletionTimestamp"):
             crd = await self._update_names(crd)
-        if crds.is_true(crd, "Established") or crd["metadata"].get("deletionTimestamp"):
+        if crds.is_true(crd, "Established"):  # it stays so while terminating: served (refusing creates) until gone
             await self._serve(crd)
         else:
             await self._unserve(name)
