@@ -4,8 +4,8 @@
 Order, as kube-apiextensions-apiserver decodes a custom resource: unknown fields are dropped (and reported, so the
 request can warn or, with ``fieldValidation=Strict``, refuse), nulls of non-nullable fields without a default are
 dropped, then every absent property with a ``default`` is filled in, top-down (a defaulted object is defaulted
-inside too). Both also run on objects read back from etcd, so a default added to the CRD later shows on reads.
-``apiVersion``, ``kind`` and ``metadata`` at the root and in ``x-kubernetes-embedded-resource`` objects are kept.
+inside too). Defaulting also runs on objects read back from etcd, so a default added to the CRD later shows on
+reads. ``apiVersion``, ``kind`` and ``metadata`` at the root and in ``x-kubernetes-embedded-resource`` objects are kept.
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ def _prune_object(obj: dict[str, Any], schema: Schema, path: str, unknown: list[
                 unknown.append(child)
                 del obj[key]
             continue
+        if obj[key] is None and not sub.get("nullable") and "default" not in sub:
+            del obj[key]  # a null where null is no value: as if absent (one with a default gets the default)
+            continue
         _prune_value(obj[key], sub, child, unknown)
 
 
@@ -55,14 +58,14 @@ def _prune_value(value: Any, schema: Schema, path: str, unknown: list[str]) -> N
 
 
 def default(obj: Any, schema: Schema) -> None:
-    """Fill absent properties from their ``default`` (and nulls of non-nullable fields that have one); drop
-    nulls of non-nullable fields that have none."""
+    """Fill absent properties (and nulls of non-nullable fields) from their ``default``."""
     Defaulter(schema).apply(obj)
 
 
 class Defaulter:
-    """Defaulting for one schema, walking only the subtrees that have a default or a non-nullable field to
-    clean (found once, when built: most of a custom resource has neither, and every write and read defaults)."""
+    """Defaulting for one schema, walking only the subtrees that hold a default (found once, when built: most of
+    a custom resource has none, and every write and every read defaults). Nulls of non-nullable fields without a
+    default were dropped by ``prune`` on the way in."""
 
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
@@ -75,7 +78,7 @@ class Defaulter:
         needed = False
         for sub in (schema.get("properties") or {}).values():
             if isinstance(sub, dict):
-                needed = self._scan(sub) or "default" in sub or not sub.get("nullable") or needed
+                needed = self._scan(sub) or "default" in sub or needed
         for key in ("items", "additionalProperties"):
             if isinstance(schema.get(key), dict):
                 needed = self._scan(schema[key]) or needed
@@ -101,7 +104,7 @@ class Defaulter:
                         else:
                             del obj[key]
                         continue
-                    if value is not None:
+                    if value is not None and self._needed.get(id(sub), True):
                         self._apply(value, sub)
                 elif "default" in sub:
                     obj[key] = value = copy.deepcopy(sub["default"])

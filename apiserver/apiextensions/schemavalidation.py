@@ -45,18 +45,50 @@ class NoRules:
 def validate(obj: dict[str, Any], schema: Schema, rules: RuleValidator | None = None,
              old: dict[str, Any] | None = None) -> list[Cause]:
     """Every violation of ``schema`` by ``obj`` (apiVersion, kind and metadata are not the schema's business)."""
-    causes: list[Cause] = []
-    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-    _Walk(causes).object(body, schema, "", root=True)
-    if not causes and rules is not None:
-        causes.extend(rules.validate(schema, obj, old))
-    return causes
+    return SchemaValidator(schema).validate(obj, rules, old)
+
+
+# Keywords that leave a scalar unconstrained beyond its type: such values need only a type check.
+_PLAIN_KEYS = frozenset({"type", "description", "title", "default", "example", "externalDocs",
+                         "x-kubernetes-preserve-unknown-fields"})
+_PLAIN_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "boolean": (bool,), "integer": (int,),
+                                             "number": (int, float)}
+
+
+class SchemaValidator:
+    """Validation against one schema, built once per served version: the scalar nodes that only constrain
+    their type are found up front, so the common value costs one type check."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema  # kept: the node ids below stay valid while it lives
+        self.plain: dict[int, tuple[type, ...]] = {}
+        self._scan(schema)
+
+    def _scan(self, node: Any) -> None:
+        if not isinstance(node, dict):
+            return
+        kind = node.get("type")
+        if kind in _PLAIN_TYPES and set(node) <= _PLAIN_KEYS:
+            self.plain[id(node)] = _PLAIN_TYPES[kind]
+        for sub in (node.get("properties") or {}).values():
+            self._scan(sub)
+        for key in ("items", "additionalProperties"):
+            self._scan(node.get(key))
+
+    def validate(self, obj: dict[str, Any], rules: RuleValidator | None = None,
+                 old: dict[str, Any] | None = None) -> list[Cause]:
+        causes: list[Cause] = []
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        _Walk(causes, self.plain).object(body, self.schema, "", root=True)
+        if not causes and rules is not None:
+            causes.extend(rules.validate(self.schema, obj, old))
+        return causes
 
 
 def validate_value(value: Any, schema: Schema, path: str) -> list[Cause]:
     """Violations of ``schema`` by one value at ``path`` (a CRD's ``default``, checked when the CRD is written)."""
     causes: list[Cause] = []
-    _Walk(causes).value(value, schema, path)
+    _Walk(causes, {}).value(value, schema, path)
     return causes
 
 
@@ -89,13 +121,17 @@ def _pattern(expr: str) -> re.Pattern[str]:
 
 
 class _Walk:
-    def __init__(self, causes: list[Cause]) -> None:
+    def __init__(self, causes: list[Cause], plain: dict[int, tuple[type, ...]]) -> None:
         self.causes = causes
+        self.plain = plain
 
     def fail(self, path: str, value: Any, message: str) -> None:
         self.causes.append(invalid(path, value, f"{path} in body {message}"))
 
     def value(self, value: Any, schema: Schema, path: str) -> None:
+        plain = self.plain.get(id(schema))
+        if plain is not None and isinstance(value, plain) and (bool in plain or not isinstance(value, bool)):
+            return
         if value is None:
             if not schema.get("nullable") and (schema.get("type") or schema.get("x-kubernetes-int-or-string")):
                 kind = schema.get("type") or "integer"

@@ -87,6 +87,7 @@ class CustomResourceStrategy(Strategy):
             f"{self.group}/{version} {self.kind} is deprecated" if self.deprecated else None)
         self.rules = rules or schemavalidation.NoRules()
         self.decoder = CustomResourceDecoder(self.schema, meta)
+        self.validator = schemavalidation.SchemaValidator(self.schema)
         self.terminating = bool(crd["metadata"].get("deletionTimestamp"))
 
     @property
@@ -119,10 +120,10 @@ class CustomResourceStrategy(Strategy):
             obj.pop("status", None)
 
     def validate(self, obj: Object) -> list[Cause]:
-        return schemavalidation.validate(obj, self.schema, self.rules)
+        return self.validator.validate(obj, self.rules)
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
-        return schemavalidation.validate(new, self.schema, self.rules, old)
+        return self.validator.validate(new, self.rules, old)
 
     def spec_changed(self, new: Object, old: Object) -> bool:
         """Every change but metadata's (and status', when it is a subresource) is a new generation."""
@@ -131,7 +132,7 @@ class CustomResourceStrategy(Strategy):
         return {k: v for k, v in new.items() if k not in skip} != {k: v for k, v in old.items() if k not in skip}
 
     def validate_status_update(self, new: Object, old: Object) -> list[Cause]:
-        return schemavalidation.validate(new, self.schema, self.rules, old)
+        return self.validator.validate(new, self.rules, old)
 
     def prepare_for_update(self, new: Object, old: Object) -> None:
         if "status" in self.subresources:

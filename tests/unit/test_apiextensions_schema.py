@@ -104,7 +104,8 @@ def test_pruning_reports_unknown_fields_and_keeps_what_the_schema_preserves() ->
 
 
 def test_defaulting_fills_absent_fields_top_down_and_drops_nulls() -> None:
-    obj: dict[str, Any] = {"spec": {"image": "ab", "color": None}}
+    obj: dict[str, Any] = {"spec": {"image": "ab", "color": None, "replicas": None}}
+    assert pruning.prune(obj, SCHEMA) == []  # a null is no value: dropped, unless a default takes its place
     pruning.default(obj, SCHEMA)
     assert obj["spec"] == {"image": "ab", "replicas": 1, "nested": {"depth": 3}}
     kept = {"spec": {"replicas": 4, "nested": {"depth": 0}}}
