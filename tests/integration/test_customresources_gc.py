@@ -91,6 +91,12 @@ def test_a_horizontal_pod_autoscaler_scales_a_custom_resource(client: httpx.Clie
     assert client.post(f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers", json=hpa).status_code == 201
     wait_for(lambda: client.get(f"{base}/scaled").json()["spec"]["replicas"] == 3, 30,
              "the HPA to raise the custom resource to minReplicas")
-    status = client.get(f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/scaled").json()["status"]
-    able = next(c for c in status["conditions"] if c["type"] == "AbleToScale")
-    assert able["reason"] in ("SucceededGetScale", "SucceededRescale", "ReadyForNewScale")
+
+    def able_to_scale() -> dict[str, Any] | None:  # the status is written after the scale
+        hpa = client.get(f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/scaled").json()
+        return next((c for c in (hpa.get("status") or {}).get("conditions") or [] if c["type"] == "AbleToScale"),
+                    None)
+
+    able = wait_for(able_to_scale, 30, "the HPA's AbleToScale condition")
+    assert able["status"] == "True" and able["reason"] in ("SucceededGetScale", "SucceededRescale",
+                                                           "ReadyForNewScale")
