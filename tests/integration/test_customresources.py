@@ -357,7 +357,7 @@ def test_a_changed_schema_is_served_at_once(client: httpx.Client, ns: str, api_u
     base = f"/apis/{group}/v1/namespaces/{ns}/crontabs"
     assert client.post(base, json={"apiVersion": f"{group}/v1", "kind": "CronTab", "metadata": {"name": "a"},
                                    "spec": {"cronSpec": "* * * * *"}}).status_code == 201
-    with httpx.stream("GET", f"{api_url}{base}", params={"watch": "1", "timeoutSeconds": "5"}, timeout=15) as watch:
+    with httpx.stream("GET", f"{api_url}{base}", params={"watch": "1", "timeoutSeconds": "60"}, timeout=60) as watch:
         lines = watch.iter_lines()
         assert json.loads(next(lines))["type"] == "ADDED"
         crd = client.get(f"{CRDS}/crontabs.{group}").json()
