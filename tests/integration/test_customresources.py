@@ -357,6 +357,7 @@ def test_a_changed_schema_is_served_at_once(client: httpx.Client, ns: str, api_u
     base = f"/apis/{group}/v1/namespaces/{ns}/crontabs"
     assert client.post(base, json={"apiVersion": f"{group}/v1", "kind": "CronTab", "metadata": {"name": "a"},
                                    "spec": {"cronSpec": "* * * * *"}}).status_code == 201
+    before_url = client.get("/openapi/v3").json()["paths"][f"apis/{group}/v1"]["serverRelativeURL"]
     with httpx.stream("GET", f"{api_url}{base}", params={"watch": "1", "timeoutSeconds": "60"}, timeout=60) as watch:
         lines = watch.iter_lines()
         assert json.loads(next(lines))["type"] == "ADDED"
@@ -373,6 +374,12 @@ def test_a_changed_schema_is_served_at_once(client: httpx.Client, ns: str, api_u
         assert json.loads(next(lines))["type"] == "MODIFIED"  # the watch stayed open across the change
     assert created["metadata"]["generation"] == 1
     assert client.get(f"{CRDS}/crontabs.{group}").json()["metadata"]["generation"] == 2
+    # kubectl caches /openapi/v3 group-version documents by their hash: the new schema has a new one
+    url = client.get("/openapi/v3").json()["paths"][f"apis/{group}/v1"]["serverRelativeURL"]
+    assert url != before_url
+    schema = client.get(url).json()["components"]["schemas"][f"{'.'.join(reversed(group.split('.')))}.v1.CronTab"]
+    assert schema["properties"]["spec"]["properties"]["suspend"] == {"type": "boolean"}
+    assert client.get(before_url, follow_redirects=False).status_code == 301
 
 
 def test_lists_page_and_select_and_dry_run_writes_nothing(client: httpx.Client, ns: str,
