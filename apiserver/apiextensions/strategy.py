@@ -63,8 +63,6 @@ class CustomResourceStrategy(Strategy):
         names = {**(spec.get("names") or {}), **{k: v for k, v in
                                                  ((crd.get("status") or {}).get("acceptedNames") or {}).items() if v}}
         served = crds.version_of(crd, version) or {}
-        self.crd_name = crd["metadata"]["name"]
-        self.crd_uid = crd["metadata"].get("uid", "")
         self.group = spec["group"]
         self.version = version
         self.storage_version = crds.storage_version(crd)
@@ -82,9 +80,9 @@ class CustomResourceStrategy(Strategy):
         self.printer_columns: list[Object] = list(served.get("additionalPrinterColumns") or [])
         self.selectable: tuple[str, ...] = tuple(str(f.get("jsonPath", "")) for f in served.get("selectableFields")
                                                  or [] if isinstance(f, dict) and f.get("jsonPath"))
-        self.deprecated = bool(served.get("deprecated"))
-        self.deprecation_warning: str | None = served.get("deprecationWarning") or (
-            f"{self.group}/{version} {self.kind} is deprecated" if self.deprecated else None)
+        self.deprecation_warning: str | None = (served.get("deprecationWarning") or
+                                                default_deprecation_warning(crd, version, self.kind)
+                                                if served.get("deprecated") else None)
         self.rules = rules or schemavalidation.NoRules()
         self.decoder = CustomResourceDecoder(self.schema, meta)
         self.validator = schemavalidation.SchemaValidator(self.schema)
@@ -189,6 +187,17 @@ class CustomResourceStrategy(Strategy):
         if not self.printer_columns:
             return [obj["metadata"]["name"], translate_age(obj)]
         return [obj["metadata"]["name"], *(_cell(obj, c) for c in self.printer_columns)]
+
+
+def default_deprecation_warning(crd: Object, version: str, kind: str) -> str:
+    """kube's ``defaultDeprecationWarning``: the newest served, non-deprecated version newer than this one is
+    named as the one to use."""
+    group = crd["spec"]["group"]
+    message = f"{group}/{version} {kind} is deprecated"
+    newer = sorted((v.get("name", "") for v in crds.versions(crd) if v.get("served") and not v.get("deprecated")
+                    and crds.version_priority(v.get("name", "")) < crds.version_priority(version)),
+                   key=crds.version_priority)
+    return f"{message}; use {group}/{newer[0]} {kind}" if newer else message
 
 
 def _cell(obj: Object, column: Object) -> Any:

@@ -195,7 +195,7 @@ def test_versions_convert_and_warn_when_deprecated(client: httpx.Client, ns: str
                        json={"apiVersion": f"{group}/v1beta1", "kind": "CronTab", "metadata": {"name": "old"},
                              "spec": {"cronSpec": "* * * * *"}})
     assert resp.status_code == 201, resp.text
-    assert resp.headers["warning"] == f'299 - "{group}/v1beta1 CronTab is deprecated"'
+    assert resp.headers["warning"] == f'299 - "{group}/v1beta1 CronTab is deprecated; use {group}/v1 CronTab"'
     assert resp.json()["apiVersion"] == f"{group}/v1beta1"
     read = client.get(f"/apis/{group}/v1/namespaces/{ns}/crontabs/old")
     assert read.json()["apiVersion"] == f"{group}/v1" and "warning" not in read.headers

@@ -111,7 +111,7 @@ def test_custom_resource_strategy_columns_scale_fields_and_versions() -> None:
     assert strategy.selectable_fields(obj) == {"metadata.name": "w", "metadata.namespace": "n", "spec.mode": "fast"}
     assert strategy.spec_changed({**obj, "status": {}}, obj) is False
     beta = CustomResourceStrategy(created(), "v1beta1")
-    assert beta.deprecation_warning == "example.com/v1beta1 Widget is deprecated"
+    assert beta.deprecation_warning == "example.com/v1beta1 Widget is deprecated; use example.com/v1 Widget"
     assert beta.to_storage(obj)["apiVersion"] == "example.com/v1"
     assert beta.from_storage(copy.deepcopy(obj))["apiVersion"] == "example.com/v1beta1"
     assert [c.name for c in beta.columns()] == ["Name", "Age"]
