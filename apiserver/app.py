@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -31,6 +32,10 @@ from .admission.policy.typecheck import PolicyStatus, TypeChecker
 from .admission.sources import Sources
 from .admission.webhook import MutatingWebhooks, ValidatingWebhooks
 from .admission.webhook.client import WebhookClient
+from .apiextensions.controller import CRDController
+from .apiextensions.openapi import custom_openapi
+from .apiextensions.schemavalidation import RuleValidator
+from .apiextensions.strategy import CustomResourceStrategy
 from .authentication import AuthenticationMiddleware
 from .autoregister import AutoRegister, served_group_versions
 from .handlers import discovery, openapi, proxy
@@ -124,8 +129,9 @@ async def defragment_members(config: Config, storage: EtcdStorage) -> None:
             await member.close()
 
 
-def create_app(config: Config) -> WarningMiddleware:
-    """The apiserver's ASGI app; raises ``EncryptionConfigError`` when the encryption configuration is unusable."""
+def create_app(config: Config, rule_validator: RuleValidator | None = None) -> WarningMiddleware:
+    """The apiserver's ASGI app; raises ``EncryptionConfigError`` when the encryption configuration is unusable.
+    ``rule_validator`` evaluates CRDs' ``x-kubernetes-validations`` (CEL) rules."""
     encryption = (encryptionconfig.load(config.encryption_provider_config)
                   if config.encryption_provider_config else None)
     storage = EtcdStorage(config.etcd_servers, tls=config.etcd_tls)
@@ -148,6 +154,11 @@ def create_app(config: Config) -> WarningMiddleware:
 
     autoregister = AutoRegister(registry, served_groups, served_group_versions(served_groups()))
     policy_status = PolicyStatus(registry, TypeChecker(registry, decoder.definitions))
+
+    def publish_openapi(strategies: list[CustomResourceStrategy]) -> None:
+        openapi_documents.set_custom(*custom_openapi(openapi_documents.swagger(), strategies))
+
+    crd_controller = CRDController(registry, decoder, publish_openapi, rule_validator)
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
 
@@ -162,6 +173,7 @@ def create_app(config: Config) -> WarningMiddleware:
             raise SystemExit(1) from None  # the message above says it all: no traceback of the cause
         await defragment_members(config, storage)
         await registry.start()
+        await crd_controller.start()
         autoregister.start()
         policy_status.start()
         openapi_documents.preload()
@@ -176,6 +188,7 @@ def create_app(config: Config) -> WarningMiddleware:
             yield
         finally:
             ready["ok"] = False
+            await crd_controller.stop()
             if compactor is not None:
                 compactor.cancel()
                 await asyncio.gather(compactor, return_exceptions=True)
@@ -227,13 +240,30 @@ def create_app(config: Config) -> WarningMiddleware:
         return json_response(discovery.version_info())
 
     # --- discovery ------------------------------------------------------------------------------------------
+    def listing(group: str, version: str) -> dict[str, Any] | None:
+        if group == metrics_api.GROUP:
+            return metrics_api.resource_list(version)
+        return discovery.resource_list(registry, group, version)
+
+    def aggregated(request: Request, groups: list[dict[str, Any]]) -> Response | None:
+        """The aggregated form of the groups (kubectl 1.27+ asks for it first), or None for the legacy one."""
+        version = discovery.aggregated_version(request.headers.get("accept"))
+        if version is None:
+            return None
+        entries = [(g["name"], [(v["version"], doc) for v in g["versions"]
+                                if (doc := listing(g["name"], v["version"])) is not None]) for g in groups]
+        body = orjson.dumps(discovery.aggregated(version, entries))
+        return Response(body, media_type=discovery.aggregated_content_type(version))
+
     @app.get("/api", include_in_schema=False)
-    async def core_api() -> Response:
-        return json_response(discovery.core_versions(config.advertise_address))
+    async def core_api(request: Request) -> Response:
+        return aggregated(request, [{"name": "", "versions": [{"version": "v1"}]}]) or \
+            json_response(discovery.core_versions(config.advertise_address))
 
     @app.get("/apis", include_in_schema=False)
-    async def apis() -> Response:
-        return json_response(served_groups())
+    async def apis(request: Request) -> Response:
+        groups = served_groups()
+        return aggregated(request, groups["groups"]) or json_response(groups)
 
     @app.get("/api/v1", include_in_schema=False)
     async def core_v1() -> Response:
@@ -248,10 +278,7 @@ def create_app(config: Config) -> WarningMiddleware:
 
     @app.get("/apis/{group}/{version}", include_in_schema=False)
     async def group_version(group: str, version: str) -> Response:
-        if group == metrics_api.GROUP:
-            doc = metrics_api.resource_list(version)
-        else:
-            doc = discovery.resource_list(registry, group, version)
+        doc = listing(group, version)
         if doc is None:
             raise errors.NotFound("the server could not find the requested resource")
         return json_response(doc)

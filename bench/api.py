@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -92,16 +94,23 @@ async def raw_etcd_txn(etcd_url: str, count: int, concurrency: int) -> float:
 
 
 async def through_apiserver(master: str, count: int, concurrency: int) -> float:
+    return await creates(master, "/api/v1/namespaces/{ns}/pods", pod, count, concurrency)
+
+
+async def creates(master: str, path: str, make: Callable[[str], dict], count: int, concurrency: int) -> float:
+    """``count`` POSTs of ``make(name)`` to ``path`` (``{ns}``: a fresh namespace) with ``concurrency`` in flight;
+    returns creates/second."""
     ns = f"bench-{uuid.uuid4().hex[:8]}"
     connector = aiohttp.TCPConnector(limit=concurrency + 5)
     async with aiohttp.ClientSession(master, connector=connector) as session:
         async with session.post("/api/v1/namespaces", json={"metadata": {"name": ns}}) as resp:
             assert resp.status == 201, await resp.text()
-        bodies = [orjson.dumps(pod(f"p{i}")) for i in range(count)]
+        bodies = [orjson.dumps(make(f"p{i}")) for i in range(count)]
         headers = {"Content-Type": "application/json"}
+        url = path.format(ns=ns)
 
         async def create(i: int) -> None:
-            async with session.post(f"/api/v1/namespaces/{ns}/pods", data=bodies[i], headers=headers) as resp:
+            async with session.post(url, data=bodies[i], headers=headers) as resp:
                 if resp.status != 201:
                     raise RuntimeError(f"create failed: {resp.status} {await resp.text()}")
                 await resp.read()
@@ -127,6 +136,22 @@ def start_cluster(tmp: Path) -> tuple[EtcdServer, subprocess.Popen[bytes], str]:
     raise RuntimeError("apiserver did not become healthy")
 
 
+@contextmanager
+def cluster(master: str | None, etcd_url: str | None = None) -> Iterator[tuple[str, str | None]]:
+    """``master`` (and its etcd) when given, else an etcd and an apiserver of the benchmark's own, stopped after."""
+    if master:
+        yield master, etcd_url
+        return
+    with tempfile.TemporaryDirectory(prefix="kubelab-bench-") as tmp:
+        etcd, proc, url = start_cluster(Path(tmp))
+        try:
+            yield url, etcd.url
+        finally:
+            proc.terminate()
+            proc.wait(10)
+            etcd.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=2000, help="creates per run at concurrency 50")
@@ -135,33 +160,20 @@ def main() -> None:
     parser.add_argument("--etcd", help="the etcd that apiserver uses")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="kubelab-bench-") as tmp:
-        etcd = proc = None
-        if args.master:
-            master, etcd_url = args.master, args.etcd
-            assert etcd_url, "--master needs --etcd"
-        else:
-            etcd, proc, master = start_cluster(Path(tmp))
-            etcd_url = etcd.url
-        try:
-            print(f"{'concurrency':>11} {'etcd puts/s':>12} {'etcd txn/s':>11} {'apiserver creates/s':>20} "
-                  f"{'vs put':>7} {'vs txn':>7}")
-            for concurrency, count in ((1, max(args.count // 4, 100)), (50, args.count)):
-                put = statistics.median(asyncio.run(raw_etcd(etcd_url, count, concurrency))
-                                        for _ in range(args.repeat))
-                txn = statistics.median(asyncio.run(raw_etcd_txn(etcd_url, count, concurrency))
-                                        for _ in range(args.repeat))
-                api = statistics.median(asyncio.run(through_apiserver(master, count, concurrency))
-                                        for _ in range(args.repeat))
-                print(f"{concurrency:>11} {put:>12.0f} {txn:>11.0f} {api:>20.0f} {api / put:>7.2f} {api / txn:>7.2f}")
-            print(f"(median of {args.repeat} runs; {args.count} creates per run at concurrency 50)")
-        finally:
-            if proc is not None:
-                proc.terminate()
-                proc.wait(10)
-            if etcd is not None:
-                etcd.stop()
-
+    assert args.etcd or not args.master, "--master needs --etcd"
+    with cluster(args.master, args.etcd) as (master, etcd_url):
+        assert etcd_url is not None
+        print(f"{'concurrency':>11} {'etcd puts/s':>12} {'etcd txn/s':>11} {'apiserver creates/s':>20} "
+              f"{'vs put':>7} {'vs txn':>7}")
+        for concurrency, count in ((1, max(args.count // 4, 100)), (50, args.count)):
+            put = statistics.median(asyncio.run(raw_etcd(etcd_url, count, concurrency))
+                                    for _ in range(args.repeat))
+            txn = statistics.median(asyncio.run(raw_etcd_txn(etcd_url, count, concurrency))
+                                    for _ in range(args.repeat))
+            api = statistics.median(asyncio.run(through_apiserver(master, count, concurrency))
+                                    for _ in range(args.repeat))
+            print(f"{concurrency:>11} {put:>12.0f} {txn:>11.0f} {api:>20.0f} {api / put:>7.2f} {api / txn:>7.2f}")
+        print(f"(median of {args.repeat} runs; {args.count} creates per run at concurrency 50)")
 
 if __name__ == "__main__":
     main()

@@ -15,12 +15,18 @@ The graph is not kept as a separate structure: every monitored resource's inform
 uids they name as owners, so "the dependents of X" is an index lookup and "is X's owner alive" a cache lookup,
 confirmed with a GET before anything is deleted (a cache can lag behind a just-created owner).
 
-Queue keys are ``<verb>|<resource>|<namespace/name>`` with verb ``delete`` (``attemptToDelete``: decide about an
+Monitors: the built-in resources at start, then every resource discovery lists with list, watch and delete,
+looked up again every ``discovery_interval`` (kube's GC resyncs its monitors from discovery every 30 s), so
+ownerReferences to and from custom resources work; a resource no longer served loses its monitor.
+
+Queue keys are ``<verb>|<resource>|<namespace/name>`` (resource: ``plural`` or ``plural.group``) with verb
+``delete`` (``attemptToDelete``: decide about an
 object with owners, or an owner deleting its dependents) or ``orphan``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from typing import Any
@@ -50,6 +56,7 @@ from kubeclient import (
 from kubeclient.informer import SharedInformer
 
 from controllers.base import Controller, ensure_indexer, key_of, unwrap
+from controllers.discovery import discover
 from controllers.podutil import meta
 
 log = logging.getLogger(__name__)
@@ -60,6 +67,12 @@ OWNER_UID_INDEX = "ownerUID"
 MONITORED: tuple[Resource, ...] = (PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, DEPLOYMENTS, JOBS, CRON_JOBS,
                                    SERVICES, CONFIG_MAPS, LEASES, NODES, ENDPOINTS, ENDPOINT_SLICES, DAEMON_SETS,
                                    CONTROLLER_REVISIONS)
+DISCOVERY_INTERVAL = 30.0
+MONITOR_VERBS = frozenset({"list", "watch", "delete"})
+
+
+def monitor_key(resource: Resource) -> str:
+    return f"{resource.plural}.{resource.group}" if resource.group else resource.plural
 
 
 def owner_uid_index(obj: Object) -> list[str]:
@@ -78,18 +91,78 @@ class GarbageCollector(Controller):
     name = "garbage-collector-controller"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 20,
-                 resources: tuple[Resource, ...] = MONITORED) -> None:
+                 resources: tuple[Resource, ...] = MONITORED,
+                 discovery_interval: float | None = DISCOVERY_INTERVAL) -> None:
         super().__init__(workers=workers)
         self.clientset = clientset
+        self.discovery_interval = discovery_interval
         self.monitors: dict[str, SharedInformer] = {}
         self._by_kind: dict[tuple[str, str], Resource] = {}
+        # Monitors added from discovery, each with its own stop event (they go when their resource goes).
+        self._discovered: dict[str, tuple[asyncio.Event, asyncio.Task[None]]] = {}
         for resource in resources:
-            informer = factory.informer(resource)
-            ensure_indexer(informer, OWNER_UID_INDEX, owner_uid_index)
-            self.monitors[resource.plural] = informer
-            self._by_kind[(resource.api_version, resource.kind)] = resource
-            self._watch(informer, resource)
+            self._monitor(factory.informer(resource), resource)
         self.informers = list(self.monitors.values())
+
+    def _monitor(self, informer: SharedInformer, resource: Resource) -> None:
+        ensure_indexer(informer, OWNER_UID_INDEX, owner_uid_index)
+        self.monitors[monitor_key(resource)] = informer
+        self._by_kind[(resource.api_version, resource.kind)] = resource
+        self._watch(informer, resource)
+
+    # --- monitors from discovery ---------------------------------------------------------------------------
+    def background(self) -> list[asyncio.Task[None]]:
+        if self.discovery_interval is None:
+            return []
+        return [asyncio.create_task(self._resync_monitors(), name=f"{self.name} discovery")]
+
+    async def _resync_monitors(self) -> None:
+        assert self.discovery_interval is not None
+        while True:
+            try:
+                await self.sync_monitors()
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # noqa: BLE001 - the apiserver away: the next round tries again
+                log.warning("garbage collector discovery: %s", err)
+            await asyncio.sleep(self.discovery_interval)
+
+    async def sync_monitors(self) -> None:
+        """Monitor every deletable resource discovery lists; stop monitoring the ones no longer served."""
+        served = {monitor_key(r): r for r in await discover(self.clientset, MONITOR_VERBS)}
+        added: set[tuple[str, str]] = set()
+        for key, resource in served.items():
+            if key in self.monitors:
+                continue
+            informer = SharedInformer(self.clientset.resource(resource))
+            self._monitor(informer, resource)
+            stop = asyncio.Event()
+            self._discovered[key] = (stop, asyncio.create_task(informer.run(stop), name=f"gc monitor {key}"))
+            added.add((resource.api_version, resource.kind))
+            log.info("garbage collector monitors %s", key)
+        if added:  # objects whose owners were of a kind unknown until now: decide about them again
+            for informer in list(self.monitors.values()):
+                for obj in informer.indexer.list():
+                    refs = meta(obj).get("ownerReferences") or []
+                    if any((r.get("apiVersion"), r.get("kind")) in added for r in refs):
+                        self._add("delete", informer.resource, obj)
+        for key in [k for k in self._discovered if k not in served]:
+            stop, task = self._discovered.pop(key)
+            stop.set()
+            self.monitors.pop(key)
+            self._by_kind = {k: r for k, r in self._by_kind.items() if monitor_key(r) != key}
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            log.info("garbage collector no longer monitors %s", key)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        try:
+            await super().run(stop)
+        finally:
+            for event, task in self._discovered.values():
+                event.set()
+                task.cancel()
+            await asyncio.gather(*(t for _, t in self._discovered.values()), return_exceptions=True)
 
     # --- handlers ------------------------------------------------------------------------------------------
     def _watch(self, informer: SharedInformer, resource: Resource) -> None:
@@ -105,7 +178,7 @@ class GarbageCollector(Controller):
         informer.add_event_handler(on_add, on_update, on_delete)
 
     def _add(self, verb: str, resource: Resource, obj: Object) -> None:
-        self.queue.add(f"{verb}|{resource.plural}|{key_of(obj)}")
+        self.queue.add(f"{verb}|{monitor_key(resource)}|{key_of(obj)}")
 
     def _changed(self, resource: Resource, old: Object | None, new: Object) -> None:
         m = meta(new)
@@ -148,7 +221,10 @@ class GarbageCollector(Controller):
         if resource is None:
             return None, None
         key = f"{namespace}/{ref.get('name')}" if resource.namespaced else ref.get("name", "")
-        owner = self.monitors[resource.plural].indexer.get_by_key(key)
+        monitor = self.monitors.get(monitor_key(resource))
+        if monitor is None:
+            return None, None
+        owner = monitor.indexer.get_by_key(key)
         return resource, (owner if owner is not None and meta(owner).get("uid") == ref.get("uid") else None)
 
     async def _owner(self, ref: dict[str, Any], namespace: str | None) -> tuple[str, Object | None]:
@@ -178,26 +254,29 @@ class GarbageCollector(Controller):
             await self._orphan_dependents(informer.resource, obj)
         elif deleting_dependents(obj):
             await self._process_deleting_dependents(informer.resource, obj)
-        else:
-            await self._attempt_to_delete(informer.resource, obj)
+        elif await self._attempt_to_delete(informer.resource, obj) and self.discovery_interval is not None:
+            # an owner of a kind discovery has not shown yet (a CRD just created): look again after the next one
+            self.queue.add_after(key, self.discovery_interval)
 
-    async def _attempt_to_delete(self, resource: Resource, obj: Object) -> None:
+    async def _attempt_to_delete(self, resource: Resource, obj: Object) -> bool:
+        """Decide about an object with owners; True when an owner's kind is unknown (to be decided later)."""
         m = meta(obj)
         refs = m.get("ownerReferences") or []
         if not refs or m.get("deletionTimestamp"):
-            return
+            return False
         states = [(ref, *(await self._owner(ref, m.get("namespace")))) for ref in refs]
+        unknown = any(state == "unknown" for _, state, _ in states)
         if all(state in ("solid", "unknown") for _, state, _ in states):
-            return
+            return unknown
         # About to act: decide on the object as stored now, not as cached (an orphaning may just have
         # removed the reference we are looking at).
         try:
             fresh = await self.clientset.resource(resource).get(m["name"], m.get("namespace"))
         except NotFound:
-            return
+            return False
         m = meta(fresh)
         if m.get("uid") != meta(obj).get("uid") or m.get("deletionTimestamp") or not m.get("ownerReferences"):
-            return
+            return False
         obj = fresh
         states = [(ref, *(await self._owner(ref, m.get("namespace")))) for ref in m["ownerReferences"]]
         solid = [ref for ref, state, _ in states if state in ("solid", "unknown")]
@@ -206,16 +285,17 @@ class GarbageCollector(Controller):
         if solid:
             if dangling or waiting:  # keep the live owners, drop the others
                 await self._remove_owner_refs(resource, obj, {r["uid"] for r in dangling + waiting})
-            return
+            return unknown
         if waiting and self._dependents(m["uid"]):
             log.info("deleting %s %s in the foreground (its owner waits for its dependents)", resource.kind,
                      key_of(obj))
             await self._delete(resource, obj, "Foreground")
-            return
+            return False
         policy = "Orphan" if ORPHAN in _finalizers(obj) else "Foreground" if FOREGROUND in _finalizers(obj) \
             else "Background"
         log.info("deleting %s %s: no live owner", resource.kind, key_of(obj))
         await self._delete(resource, obj, policy)
+        return False
 
     async def _process_deleting_dependents(self, resource: Resource, owner: Object) -> None:
         """Foreground: once no blocking dependent is left, drop the finalizer (the apiserver then deletes)."""

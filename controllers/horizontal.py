@@ -4,7 +4,8 @@ Every ``--horizontal-pod-autoscaler-sync-period`` (15 s) each HorizontalPodAutos
 every enqueue waits one period (a new HPA is first looked at a period after it appears) and a key already
 waiting is not queued twice. ``sync(key)`` is one ``reconcileAutoscaler``:
 
-1. read the target's ``/scale`` (kind → resource: Deployment, ReplicaSet, ReplicationController); failing that,
+1. read the target's ``/scale`` (kind → resource: Deployment, ReplicaSet, ReplicationController, else any kind
+   discovery lists with a ``/scale`` subresource, custom resources included); failing that,
    AbleToScale False ``FailedGetScale`` and a FailedGetScale event;
 2. a target at 0 replicas is left alone (ScalingActive False ``ScalingDisabled``); one outside min/max is
    brought inside; otherwise each metric proposes a count — Resource and ContainerResource metrics from
@@ -49,6 +50,7 @@ from kubeclient import (
 )
 
 from controllers.base import Controller, key_of, unwrap
+from controllers.discovery import scalable_resource
 from controllers.hpanormalize import Condition, Recommendations, normalize, normalize_with_behavior
 from controllers.podutil import fmt_time, now_utc
 from controllers.replicacalculator import (
@@ -112,6 +114,17 @@ def scale_target(ref: dict[str, Any]) -> Resource:
 class HorizontalController(Controller):
     name = "horizontal-pod-autoscaler"
 
+    async def _scale_target(self, ref: dict[str, Any]) -> Resource:
+        """The built-in targets from the table, any other kind (a custom resource with ``/scale``) from
+        discovery."""
+        try:
+            return scale_target(ref)
+        except LookupError:
+            found = await scalable_resource(self.clientset, ref.get("apiVersion") or "", ref.get("kind") or "")
+            if found is None:
+                raise
+            return found
+
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 5,
                  sync_period: float = DEFAULT_SYNC_PERIOD,
                  downscale_stabilization: timedelta = DEFAULT_DOWNSCALE_STABILIZATION,
@@ -164,7 +177,7 @@ class HorizontalController(Controller):
         reference = f"{ref.get('kind', '')}/{namespace}/{ref.get('name', '')}"
         now = self.clock()
         try:
-            target = scale_target(ref)
+            target = await self._scale_target(ref)
             scale_path = target.path(namespace, ref.get("name") or "", "scale")
             scale = await self.clientset.rest.request("GET", scale_path)
         except (StatusError, LookupError) as err:

@@ -24,6 +24,7 @@ from apimachinery.meta import Object
 from kubeclient import NAMESPACES, Clientset, InformerFactory, Resource
 
 from controllers.base import Controller
+from controllers.discovery import discover
 from controllers.podutil import fmt_time, get_condition, meta, now_utc
 
 log = logging.getLogger(__name__)
@@ -34,24 +35,7 @@ RECHECK_SECONDS = 2.0
 
 async def discover_namespaced(clientset: Clientset) -> list[Resource]:
     """Every namespaced resource the apiserver can list and delete (no subresources)."""
-    rest = clientset.rest
-    group_versions = [("", "v1")]
-    groups = await rest.request("GET", "/apis")
-    for group in groups.get("groups") or []:
-        preferred = group.get("preferredVersion") or (group.get("versions") or [{}])[0]
-        if preferred.get("version"):
-            group_versions.append((group["name"], preferred["version"]))
-    found = []
-    for group, version in group_versions:
-        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-        listing = await rest.request("GET", path)
-        for r in listing.get("resources") or []:
-            verbs = set(r.get("verbs") or [])
-            if "/" in r["name"] or not r.get("namespaced") or not {"list", "delete"} <= verbs:
-                continue
-            found.append(Resource(group, version, r["name"], r.get("kind", ""), True,
-                                  frozenset({"deletecollection"} & verbs)))
-    return found
+    return [r for r in await discover(clientset, frozenset({"list", "delete"})) if r.namespaced]
 
 
 class NamespaceController(Controller):
@@ -93,7 +77,10 @@ class NamespaceController(Controller):
         finalizers: Counter[str] = Counter()
         for resource in await discover_namespaced(self.clientset):
             client = self.clientset.resource(resource)
-            items = (await client.list(namespace)).get("items") or []
+            try:
+                items = (await client.list(namespace)).get("items") or []
+            except NotFound:  # no longer served since discovery (its CRD just went): nothing of it remains
+                continue
             if not items:
                 continue
             if any(not meta(i).get("deletionTimestamp") for i in items):

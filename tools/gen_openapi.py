@@ -110,7 +110,8 @@ class Subresource:
 
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-GROUP_VERSIONS = (("", "v1"), ("admissionregistration.k8s.io", "v1"), ("apiregistration.k8s.io", "v1"), ("apps", "v1"),
+GROUP_VERSIONS = (("", "v1"), ("admissionregistration.k8s.io", "v1"), ("apiextensions.k8s.io", "v1"),
+                  ("apiregistration.k8s.io", "v1"), ("apps", "v1"),
                   ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
                   ("autoscaling", "v1"), ("autoscaling", "v2"), ("batch", "v1"), ("coordination.k8s.io", "v1"),
                   ("discovery.k8s.io", "v1"), ("policy", "v1"))
@@ -137,6 +138,8 @@ RESOURCES = (
     Resource("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
              "validatingwebhookconfigurations", False, ALL_VERBS),
     Resource("apiregistration.k8s.io", "v1", "APIService", "apiservices", False, ALL_VERBS, ("status",)),
+    Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False, ALL_VERBS,
+             ("status",)),
     Resource("apps", "v1", "ControllerRevision", "controllerrevisions", True, ALL_VERBS),
     Resource("apps", "v1", "DaemonSet", "daemonsets", True, ALL_VERBS, ("status",)),
     Resource("apps", "v1", "Deployment", "deployments", True, ALL_VERBS, ("scale", "status")),
@@ -195,9 +198,33 @@ PATCH = f"{META}.Patch"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"
+APIEXTENSIONS = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"
+# apiextensions' hand-marshalled types: any JSON value, a schema or a bool/array, an empty marker struct.
+CRD_JSON = f"{APIEXTENSIONS}.JSON"
+CRD_PROPS_OR_ARRAY = f"{APIEXTENSIONS}.JSONSchemaPropsOrArray"
+CRD_PROPS_OR_BOOL = f"{APIEXTENSIONS}.JSONSchemaPropsOrBool"
+CRD_PROPS_OR_STRINGS = f"{APIEXTENSIONS}.JSONSchemaPropsOrStringArray"
+CRD_STATUS_SUBRESOURCE = f"{APIEXTENSIONS}.CustomResourceSubresourceStatus"
 
 # Go types without a Python model, spelled as kube-apiserver spells them (v2: one type + format).
 SCALAR_DEFINITIONS: dict[str, Schema] = {
+    CRD_JSON: {"description": "JSON represents any valid JSON value. These types are supported: bool, int64, "
+                              "float64, string, []interface{}, map[string]interface{} and nil."},
+    CRD_PROPS_OR_ARRAY: {"description": "JSONSchemaPropsOrArray represents a value that can either be a "
+                                        "JSONSchemaProps or an array of JSONSchemaProps. Mainly here for "
+                                        "serialization purposes."},
+    CRD_PROPS_OR_BOOL: {"description": "JSONSchemaPropsOrBool represents JSONSchemaProps or a boolean value. "
+                                       "Defaults to true for the boolean property."},
+    CRD_PROPS_OR_STRINGS: {"description": "JSONSchemaPropsOrStringArray represents a JSONSchemaProps or a string "
+                                          "array."},
+    CRD_STATUS_SUBRESOURCE: {
+        "description": "CustomResourceSubresourceStatus defines how to serve the status subresource for "
+                       "CustomResources. Status is represented by the `.status` JSON path inside of a "
+                       "CustomResource. When set, * exposes a /status subresource for the custom resource * PUT "
+                       "requests to the /status subresource take a custom resource object, and ignore changes to "
+                       "anything except the status stanza * PUT/POST/PATCH requests to the custom resource ignore "
+                       "changes to the status stanza",
+        "type": "object"},
     TIME: {
         "description": "Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON.  "
                        "Wrappers are provided for many of the factory methods that the time package offers.",
@@ -266,6 +293,14 @@ LEAF_TYPES: dict[tuple[str, str], str] = {
     ("V1ManagedFieldsEntry", "fieldsV1"): FIELDS_V1,
     ("V1WatchEvent", "object"): RAW_EXTENSION,
     ("V1ControllerRevision", "data"): RAW_EXTENSION,
+    ("V1CustomResourceSubresources", "status"): CRD_STATUS_SUBRESOURCE,
+    ("V1JSONSchemaProps", "additionalItems"): CRD_PROPS_OR_BOOL,
+    ("V1JSONSchemaProps", "additionalProperties"): CRD_PROPS_OR_BOOL,
+    ("V1JSONSchemaProps", "default"): CRD_JSON,
+    ("V1JSONSchemaProps", "dependencies"): CRD_PROPS_OR_STRINGS,
+    ("V1JSONSchemaProps", "enum"): CRD_JSON,
+    ("V1JSONSchemaProps", "example"): CRD_JSON,
+    ("V1JSONSchemaProps", "items"): CRD_PROPS_OR_ARRAY,
 }
 
 OBJECT_METADATA = ("Standard object's metadata. More info: "
@@ -274,8 +309,11 @@ LIST_METADATA = ("Standard list metadata. More info: "
                  "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds")
 
 # Fields the Python client has from Kubernetes releases after v1.32, left out of the v1.32 document.
-NEWER_THAN_SERVED: frozenset[tuple[str, str]] = frozenset({("V1JobSpec", "scheduling"),
-                                                           ("V2HPAScalingRules", "tolerance")})
+NEWER_THAN_SERVED: frozenset[tuple[str, str]] = frozenset({
+    ("V1JobSpec", "scheduling"), ("V2HPAScalingRules", "tolerance"),
+    ("V1CustomResourceDefinitionStatus", "observedGeneration"),
+    ("V1CustomResourceDefinitionCondition", "observedGeneration"),
+})
 
 # Integer fields the client models have that the v1.32 wire schema (apiserver/protobuf/proto) does not: their Go
 # types, (definition name, json field) -> format. Ids and counts of generations are int64, the rest int32.

@@ -130,7 +130,8 @@ class Schema:
             return TypeNode("map", atomic=True)
         if "properties" in definition:
             short = name.rsplit(".", 1)[-1]
-            return TypeNode("struct", atomic=short in ATOMIC_STRUCTS, definition=name, schema=self)
+            atomic = short in ATOMIC_STRUCTS or definition.get("x-kubernetes-map-type") == "atomic"
+            return TypeNode("struct", atomic=atomic, definition=name, schema=self)
         return self._schema_type(definition, "", "")
 
     def field_type(self, definition: str, name: str) -> TypeNode:

@@ -1,7 +1,9 @@
 """Discovery: /version, /api, /apis and the APIResourceLists, all built from the registered strategies.
 
-kubectl 1.30+ first asks for aggregated discovery (``as=APIGroupDiscoveryList``); answering with plain JSON
-makes it fall back to these legacy documents, which is what kube-apiserver did before 1.26.
+kubectl 1.27+ first asks for aggregated discovery (``as=APIGroupDiscoveryList``, apidiscovery.k8s.io v2 from 1.30,
+v2beta1 before): ``/api`` and ``/apis`` answer it with every group-version's resources in one document, built
+from the same APIResourceLists as the legacy documents (``aggregated``), so custom resources appear in both as
+soon as they are served. Without that Accept they answer the legacy APIVersions / APIGroupList.
 """
 
 from __future__ import annotations
@@ -99,3 +101,54 @@ def api_groups(registry: Registry, served: Sequence[dict[str, Any]] = ()) -> dic
     the built-in groups in kube-apiserver's list)."""
     groups = [api_group(registry, g) for g in sorted(registry.group_versions) if g]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [g for g in groups if g] + list(served)}
+
+
+# --- aggregated discovery (apidiscovery.k8s.io) ------------------------------------------------------------------
+AGGREGATED_VERSIONS = ("v2", "v2beta1")  # kubectl 1.30+ asks v2 first, 1.27–1.29 only v2beta1
+
+
+def aggregated_version(accept: str | None) -> str | None:
+    """The apidiscovery version the ``Accept`` header asks for first (``as=APIGroupDiscoveryList``), or None
+    when the client wants the legacy documents."""
+    for clause in (accept or "").split(","):
+        params = dict(p.strip().split("=", 1) for p in clause.split(";")[1:] if "=" in p)
+        if params.get("as") == "APIGroupDiscoveryList" and params.get("g") == "apidiscovery.k8s.io" and \
+                params.get("v") in AGGREGATED_VERSIONS:
+            return params["v"]
+    return None
+
+
+def aggregated_content_type(version: str) -> str:
+    return f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+
+
+def aggregated(version: str, groups: Sequence[tuple[str, list[tuple[str, dict[str, Any]]]]]) -> dict[str, Any]:
+    """An ``APIGroupDiscoveryList`` from the legacy documents: ``groups`` is [(group, [(version, its
+    APIResourceList)])], preferred version first — so both forms always list the same resources."""
+    items = [{"metadata": {"name": group, "creationTimestamp": None},
+              "versions": [{"version": v, "resources": _aggregated_resources(group, v, listing),
+                            "freshness": "Current"} for v, listing in versions]}
+             for group, versions in groups]
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}", "metadata": {},
+            "items": items}
+
+
+def _aggregated_resources(group: str, version: str, listing: dict[str, Any]) -> list[dict[str, Any]]:
+    resources: dict[str, dict[str, Any]] = {}
+    for r in listing.get("resources") or []:
+        name, _, sub = r["name"].partition("/")
+        kind = {"group": r.get("group", group), "version": r.get("version", version), "kind": r.get("kind", "")}
+        if not sub:
+            entry: dict[str, Any] = {"resource": name, "responseKind": kind,
+                                     "scope": "Namespaced" if r.get("namespaced") else "Cluster",
+                                     "singularResource": r.get("singularName") or "", "verbs": r.get("verbs") or []}
+            for key in ("shortNames", "categories"):
+                if r.get(key):
+                    entry[key] = r[key]
+            resources[name] = {**entry, **({"subresources": resources[name]["subresources"]}
+                                           if name in resources and "subresources" in resources[name] else {})}
+        else:
+            parent = resources.setdefault(name, {"resource": name})
+            parent.setdefault("subresources", []).append({"subresource": sub, "responseKind": kind,
+                                                          "verbs": r.get("verbs") or []})
+    return [r for r in resources.values() if "verbs" in r]

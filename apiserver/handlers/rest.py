@@ -37,7 +37,9 @@ from .request import (
     JSON_PATCH,
     MERGE_PATCH,
     PATCH_TYPES,
+    PROTOBUF,
     STRATEGIC_PATCH,
+    YAML,
     Output,
     RequestInfo,
     bool_param,
@@ -50,6 +52,7 @@ from .request import (
 )
 from . import apply, subresources
 from .listoptions import list_options
+from .warnings import add_warning
 from .table import include_object, partial_metadata, partial_metadata_list, to_table
 from .watch import serve_watch
 
@@ -160,6 +163,12 @@ class RESTHandler:
             raise errors.NotFound("the server could not find the requested resource")
         method = request.method
         params = request.query_params
+        if strategy.deprecation_warning:
+            add_warning(strategy.deprecation_warning)
+        if not strategy.protobuf and method in ("POST", "PUT") and \
+                media_type(request.headers.get("content-type")) == PROTOBUF:
+            raise errors.UnsupportedMediaType(f"the body of the request was in an unknown format - accepted media "
+                                              f"types include: {JSON}, {YAML}")
         if info.subresource:
             if info.subresource not in strategy.subresources or info.name is None:
                 raise errors.NotFound("the server could not find the requested resource")
@@ -272,7 +281,7 @@ class RESTHandler:
             return json_response(to_table(strategy, [co.obj for co in objects], include_object(params), list_meta))
         if output.partial_metadata:
             return json_response(partial_metadata_list([co.obj for co in objects], list_meta))
-        head = orjson.dumps({"kind": f"{strategy.kind}List", "apiVersion": strategy.api_version,
+        head = orjson.dumps({"kind": strategy.list_kind, "apiVersion": strategy.api_version,
                              "metadata": list_meta})
         body = head[:-1] + b',"items":[' + b",".join(co.raw for co in objects) + b"]}"
         return json_response(body)
@@ -341,7 +350,7 @@ class RESTHandler:
         if media_type(request.headers.get("content-type")) == APPLY_PATCH:
             return await apply.serve(self, request, info, store, subresource)
         apply_patch = self.patcher(request.headers.get("content-type"), await request.body(), strategy.kind,
-                                   strategy.resource, strategy.group)
+                                   strategy.resource, strategy.group, strategy.strategic_merge)
         writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), "PatchOptions"),
                         subresource)
         dry_run = dry_run_requested(request.query_params, "PatchOptions")
@@ -355,14 +364,17 @@ class RESTHandler:
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
     @staticmethod
-    def patcher(content_type: str | None, body: bytes, kind: str, resource: str, group: str) -> Any:
-        """The update function for a PATCH body of a ``kind`` object (strategic merge needs the kind); a
-        resourceVersion inside the patch is a precondition."""
+    def patcher(content_type: str | None, body: bytes, kind: str, resource: str, group: str,
+                strategic_merge: bool = True) -> Any:
+        """The update function for a PATCH body of a ``kind`` object (strategic merge needs the kind, and custom
+        resources have none); a resourceVersion inside the patch is a precondition."""
         mt = media_type(content_type)
-        if mt not in PATCH_TYPES:
+        if mt not in PATCH_TYPES or (mt == STRATEGIC_PATCH and not strategic_merge):
+            accepted = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH) if strategic_merge else \
+                (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
             raise errors.UnsupportedMediaType(
                 f"the body of the request was in an unknown format - accepted media types include: "
-                f"{', '.join((JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH))}")
+                f"{', '.join(accepted)}")
         patch = decode_body(body, JSON, allowed=(JSON,))
         if mt != JSON_PATCH:
             # kube reads merge and strategic patches into float64s and writes the result back as JSON, so a

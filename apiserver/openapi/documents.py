@@ -22,6 +22,8 @@ from apiserver.openapi.v2proto import document_to_proto
 
 SWAGGER_FILE = Path(__file__).with_name("swagger.json")
 V3_PREFIX = "/openapi/v3/"
+# Definitions and paths of what is served besides the built-in API (custom resources), set while running.
+_custom: dict[str, dict[str, Any]] = {"definitions": {}, "paths": {}}
 
 
 class Encoded:
@@ -44,14 +46,34 @@ def swagger() -> dict[str, Any]:
     return document
 
 
+def set_custom(definitions: dict[str, Any], paths: dict[str, Any]) -> None:
+    """Publish the custom resources' definitions and paths: the documents (and their ETags, hence kubectl's
+    caches) change with them."""
+    if _custom == {"definitions": definitions, "paths": paths}:
+        return
+    _custom.update(definitions=definitions, paths=paths)
+    for cached in (served, v2_json, v2_protobuf, v3_documents, v3_discovery):
+        cached.cache_clear()
+
+
+@functools.cache
+def served() -> dict[str, Any]:
+    """The document as served: the built-in API plus the custom resources (callers must not mutate it)."""
+    base = swagger()
+    if not _custom["paths"]:
+        return base
+    return {**base, "definitions": {**base["definitions"], **_custom["definitions"]},
+            "paths": {**base["paths"], **_custom["paths"]}}
+
+
 @functools.cache
 def v2_json() -> Encoded:
-    return Encoded(orjson.dumps(swagger(), option=orjson.OPT_SORT_KEYS), "application/json")
+    return Encoded(orjson.dumps(served(), option=orjson.OPT_SORT_KEYS), "application/json")
 
 
 @functools.cache
 def v2_protobuf() -> Encoded:
-    body = document_to_proto(swagger()).SerializeToString(deterministic=True)
+    body = document_to_proto(served()).SerializeToString(deterministic=True)
     return Encoded(body, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
 
 
@@ -59,7 +81,7 @@ def v2_protobuf() -> Encoded:
 def v3_documents() -> dict[str, Encoded]:
     """``api/v1`` → its OpenAPI 3.0 document, for every group-version (and group, ``api``, ``apis``, ``version``)."""
     return {gv: Encoded(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS), "application/json")
-            for gv, doc in v3.split_by_group_version(swagger()).items()}
+            for gv, doc in v3.split_by_group_version(served()).items()}
 
 
 def v3_url(group_version: str) -> str:

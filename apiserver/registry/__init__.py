@@ -25,6 +25,7 @@ from apiserver.registry.accessreviews import (
 )
 from apiserver.registry.configmaps import ConfigMapStrategy
 from apiserver.registry.controllerrevisions import ControllerRevisionStrategy
+from apiserver.registry.customresourcedefinitions import CustomResourceDefinitionStrategy
 from apiserver.registry.daemonsets import DaemonSetStrategy
 from apiserver.registry.cronjobs import CronJobStrategy
 from apiserver.registry.deployments import DeploymentStrategy
@@ -88,4 +89,5 @@ def all_strategies() -> list[Strategy]:
         SelfSubjectAccessReviewStrategy(),
         SelfSubjectRulesReviewStrategy(),
         SubjectAccessReviewStrategy(),
+        CustomResourceDefinitionStrategy(),
     ]

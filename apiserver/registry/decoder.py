@@ -14,7 +14,7 @@ endpoints serve, so one description of the types drives both.
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Any, Protocol
 
 from apimachinery import errors
 from apimachinery.patch import go_json_kind
@@ -26,6 +26,15 @@ QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+class BodyDecoder(Protocol):
+    """What a store asks of a request body's decoder: check ``obj`` in place (prune, canonicalise, default) and
+    return the warnings; a wrong body raises a StatusError. ``Decoder`` for built-in kinds, the custom resource
+    decoder (``apiextensions.strategy``) for custom resources."""
+
+    def decode(self, obj: dict[str, Any], group: str, version: str, kind: str,
+               field_validation: str = "Ignore") -> list[str]: ...
 
 
 class Decoder:
@@ -47,12 +56,25 @@ class Decoder:
             return []
         unknown: list[str] = []
         _Walk(self.definitions, kind, version, unknown).object(obj, name, "")
-        if not unknown or field_validation == "Ignore":
-            return []
-        messages = [f"unknown field {go_quote(path)}" for path in unknown]
-        if field_validation == "Strict":
-            raise errors.BadRequest("strict decoding error: " + ", ".join(messages))
-        return messages
+        return unknown_fields(unknown, field_validation)
+
+    def unknown_in(self, obj: dict[str, Any], definition: str, kind: str, version: str, path: str) -> list[str]:
+        """Check and prune ``obj`` as the named definition at ``path`` (a custom resource's ObjectMeta); returns
+        the unknown fields' paths. Wrong types are a 400, as for built-in kinds."""
+        unknown: list[str] = []
+        _Walk(self.definitions, kind, version, unknown).object(obj, definition, path)
+        return unknown
+
+
+def unknown_fields(unknown: list[str], field_validation: str) -> list[str]:
+    """What dropping the ``unknown`` fields means for the request: warnings (Warn), nothing (Ignore), or a 400
+    "strict decoding error" (Strict)."""
+    if not unknown or field_validation == "Ignore":
+        return []
+    messages = [f"unknown field {go_quote(path)}" for path in unknown]
+    if field_validation == "Strict":
+        raise errors.BadRequest("strict decoding error: " + ", ".join(messages))
+    return messages
 
 
 class _Walk:

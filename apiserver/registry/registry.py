@@ -7,6 +7,7 @@ import copy
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from apimachinery import errors
 from apimachinery.errors import Cause
@@ -14,7 +15,7 @@ from apimachinery.errors import Cause
 from ..fieldmanager import Schema
 from ..storage.encryptionconfig import EncryptionConfig
 from ..storage.etcd3 import EtcdStorage
-from .decoder import Decoder
+from .decoder import BodyDecoder, Decoder
 from .masterleases import MasterLeases
 from .store import ETCD_MAX_REQUEST_BYTES, ResourceStore
 from .strategy import Object, Strategy
@@ -65,6 +66,8 @@ class Registry:
                  encryption: EncryptionConfig | None = None,
                  max_request_bytes: int = ETCD_MAX_REQUEST_BYTES) -> None:
         self.storage = storage
+        self.cache_capacity = cache_capacity
+        self.on_warning = on_warning
         self.leases = leases  # None: no other apiserver is considered (every check puts this one back)
         self.bootstrap = list(bootstrap) if bootstrap is not None else system_namespaces()  # namespaces first
         self.bootstrap_interval = bootstrap_interval
@@ -83,6 +86,8 @@ class Registry:
         self.stores: dict[tuple[str, str], ResourceStore] = {}
         for (group, _, resource), store in self.versions.items():
             self.stores.setdefault((group, resource), store)
+        # What is served from start-up on: never replaced by a resource installed later (a CRD of the same name).
+        self.builtin = {(s.group, s.resource) for s in strategies}
         self.virtual: dict[tuple[str, str], VirtualStore] = {
             (s.group, s.resource): VirtualStore(s, decoder, on_warning)
             for s in strategies if isinstance(s, VirtualStrategy)
@@ -92,6 +97,58 @@ class Registry:
             versions = self.group_versions.setdefault(s.group, [])
             if s.version not in versions:
                 versions.append(s.version)
+
+    # --- resources served while running (custom resources) ---------------------------------------------------
+    async def install(self, strategies: Sequence[Strategy], decoders: Sequence[BodyDecoder], schemas: Sequence[Schema],
+                      storage_version: str, version_order: Callable[[str], Any]) -> None:
+        """Serve one resource's versions (one strategy per served version, all over the same etcd keys), or
+        serve them with new rules. A version already served keeps its store and watch cache (its watchers stay
+        connected) unless the resource moved (scope or plural); versions no longer listed stop being served."""
+        group, resource = strategies[0].group, strategies[0].resource
+        if (group, resource) in self.builtin:
+            raise ValueError(f"{resource}.{group} is a built-in resource")
+        wanted = {s.version for s in strategies}
+        for (g, v, r), store in list(self.versions.items()):
+            if (g, r) == (group, resource) and (v not in wanted or store.prefix != strategies[0].etcd_prefix().encode()
+                                                or store.strategy.namespaced != strategies[0].namespaced):
+                await self._drop(g, v, r)
+        for strategy, decoder, schema in zip(strategies, decoders, schemas):
+            key = (group, strategy.version, resource)
+            store = self.versions.get(key)
+            if store is not None:
+                store.reconfigure(strategy, decoder, schema)
+            else:
+                store = ResourceStore(strategy, self.storage, self.cache_capacity, decoder, self.on_warning, schema)
+                await store.cache.start()
+                self.versions[key] = store
+            if strategy.version == storage_version:
+                self.stores[(group, resource)] = store
+        if (group, resource) not in self.stores:
+            self.stores[(group, resource)] = self.versions[(group, strategies[0].version, resource)]
+        self._regroup(group, version_order)
+
+    async def uninstall(self, group: str, resource: str, version_order: Callable[[str], Any]) -> None:
+        for g, v, r in [k for k in self.versions if (k[0], k[2]) == (group, resource)]:
+            await self._drop(g, v, r)
+        self._regroup(group, version_order)
+
+    async def _drop(self, group: str, version: str, resource: str) -> None:
+        store = self.versions.pop((group, version, resource))
+        if self.stores.get((group, resource)) is store:
+            del self.stores[(group, resource)]
+        self.strategies = [s for s in self.strategies if (s.group, s.version, s.resource) != (group, version, resource)]
+        await store.cache.stop()
+
+    def _regroup(self, group: str, version_order: Callable[[str], Any]) -> None:
+        """The group's strategies and versions as discovery lists them (preferred version first)."""
+        served = [store.strategy for (g, _, _), store in self.versions.items() if g == group]
+        self.strategies = [s for s in self.strategies if s.group != group] + \
+            sorted(served, key=lambda s: (version_order(s.version), s.resource))
+        versions = sorted({s.version for s in served}, key=version_order)
+        if versions:
+            self.group_versions[group] = versions
+        else:
+            self.group_versions.pop(group, None)
 
     def lookup(self, group: str, version: str, resource: str) -> ResourceStore | VirtualStore:
         store: ResourceStore | VirtualStore | None = self.versions.get((group, version, resource)) or \

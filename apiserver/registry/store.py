@@ -32,7 +32,7 @@ from ..fieldmanager import FieldManager, Schema, Writer
 from ..storage.cacher import CachedObject, ObjectFilter, WatchCache
 from ..storage.etcd3 import EtcdStorage, KeyExists, KeyValue, RevisionMismatch
 from ..storage.value import Transformer, TransformError
-from .decoder import Decoder
+from .decoder import BodyDecoder
 from .metadata import validate_meta_create, validate_meta_update
 from .strategy import Object, Strategy
 
@@ -82,7 +82,7 @@ class ResourceStore:
     """All storage operations of one resource, with its strategy applied."""
 
     def __init__(self, strategy: Strategy, storage: EtcdStorage, cache_capacity: int = 10_000,
-                 decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
+                 decoder: BodyDecoder | None = None, on_warning: Callable[[str], None] | None = None,
                  schema: Schema | None = None, transformer: Transformer | None = None,
                  max_request_bytes: int = ETCD_MAX_REQUEST_BYTES) -> None:
         self.strategy = strategy
@@ -92,14 +92,25 @@ class ResourceStore:
         self.storage = storage
         self.decoder = decoder
         self.on_warning = on_warning
-        self.prefix = f"/registry/{strategy.resource}/".encode()
+        self.prefix = strategy.etcd_prefix().encode()
         self.qualified = f"{strategy.resource}.{strategy.group}" if strategy.group else strategy.resource
         # Whether this store serves a version other than the stored one (objects are converted both ways).
-        self.converts = type(strategy).to_storage is not Strategy.to_storage
+        self.converts = strategy.converts
         self.field_manager = FieldManager(schema or Schema(None), strategy.group, strategy.version, strategy.kind,
                                           "status" in strategy.subresources, strategy.status_resets)
         self.cache = WatchCache(storage, self.prefix, self._decode, self._restamp, capacity=cache_capacity,
                                 indexed_fields=("spec.nodeName",) if strategy.resource == "pods" else ())
+
+    def reconfigure(self, strategy: Strategy, decoder: BodyDecoder, schema: Schema) -> None:
+        """Serve the same objects (same keys, same watch cache) with new rules: a CRD's schema, columns or
+        subresources changed."""
+        self.strategy = strategy
+        self.decoder = decoder
+        self.converts = strategy.converts
+        self.field_manager = FieldManager(schema, strategy.group, strategy.version, strategy.kind,
+                                          "status" in strategy.subresources, strategy.status_resets)
+        if self.converts:
+            self.cache.rewrite(lambda co: self._cached(strategy.from_storage(copy.deepcopy(co.obj)), co.rv))
 
     # --- keys and encoding ----------------------------------------------------------------------------------
     def etcd_key(self, namespace: str | None, name: str) -> bytes:
@@ -523,8 +534,8 @@ class ResourceStore:
         strategy.prepare_for_delete(new)
         new_meta = new["metadata"]
         new_meta.pop("resourceVersion", None)
-        if finalizers:
-            new_meta["finalizers"] = finalizers
+        if finalizers:  # with those the strategy's prepare_for_delete added
+            new_meta["finalizers"] = finalizers + [f for f in new_meta.get("finalizers") or [] if f not in finalizers]
         current_grace = new_meta.get("deletionGracePeriodSeconds")
         if meta.get("deletionTimestamp") and current_grace is not None and grace >= current_grace:
             return obj  # already terminating with a shorter (or equal) grace period: nothing to write

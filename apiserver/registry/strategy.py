@@ -112,6 +112,13 @@ class Strategy:
     bumps_generation: ClassVar[bool] = True
     # Pods: DELETE marks the object (deletionTimestamp) and the kubelet confirms; see graceful_delete_seconds.
     graceful_deletion: ClassVar[bool] = False
+    # Whether bodies may be protobuf and patches strategic merge (custom resources: JSON only, as in kube).
+    protobuf: ClassVar[bool] = True
+    # Whether finalizer names follow core's rule (unqualified: Kubernetes' own only) or apiextensions' generic one.
+    core_finalizer_names: ClassVar[bool] = True
+    strategic_merge: ClassVar[bool] = True
+    # A ``Warning`` sent with every request to this version (deprecated custom resource versions).
+    deprecation_warning: str | None = None
 
     def name_validator(self, name: str) -> list[str]:
         """Problems with ``metadata.name`` (default: a DNS-1123 subdomain, as most resources require)."""
@@ -122,6 +129,14 @@ class Strategy:
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    def etcd_prefix(self) -> str:
+        """Where the objects live in etcd (custom resources: under their group, as in kube)."""
+        return f"/registry/{self.resource}/"
 
     # --- create ---------------------------------------------------------------------------------------------
     def prepare_for_create(self, obj: Object) -> None:
@@ -185,6 +200,11 @@ class Strategy:
         """Called when a DELETE marks the object (sets deletionTimestamp) instead of removing it."""
 
     # --- versions -------------------------------------------------------------------------------------------
+    @property
+    def converts(self) -> bool:
+        """Whether objects pass through ``to_storage``/``from_storage`` (only strategies that override them)."""
+        return type(self).to_storage is not Strategy.to_storage
+
     def to_storage(self, obj: Object) -> Object:
         """``obj`` in the version stored in etcd: a strategy serving another version of a resource converts
         (autoscaling/v1 HorizontalPodAutoscalers are stored as v2); the others store what they serve."""

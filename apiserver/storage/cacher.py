@@ -319,6 +319,12 @@ class WatchCache:
             self._primed.clear()  # events that never came (a relist): drop them all
         self._primed[(key, co.rv)] = co
 
+    def rewrite(self, fn: Callable[[CachedObject], CachedObject]) -> None:
+        """Replace every cached object by ``fn(object)`` (same key and revision, no event): the resource is now
+        read with other rules (a custom resource's schema changed), as a fresh relist would decode it."""
+        self.store = {key: fn(co) for key, co in self.store.items()}
+        self._sorted = None
+
     # --- reads ----------------------------------------------------------------------------------------------
     async def wait_fresh(self, timeout: float = 10.0) -> None:
         """Wait until the cache has seen everything etcd had committed when this was called (504 past timeout)."""

@@ -70,13 +70,16 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, (), ()),
         ("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False, (), ()),
         ("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", False, (), ()),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", False, ("crd", "crds"),
+         ("api-extensions",)),
     }
     generations = {s.resource for s in all_strategies() if s.bumps_generation}
     assert generations == {"replicationcontrollers", "replicasets", "deployments", "daemonsets", "jobs", "cronjobs",
-                           "endpointslices", "poddisruptionbudgets", "horizontalpodautoscalers"}
+                           "endpointslices", "poddisruptionbudgets", "horizontalpodautoscalers",
+                           "customresourcedefinitions"}
     assert {s.resource for s in all_strategies() if "scale" in s.subresources} == \
         generations - {"daemonsets", "endpointslices", "jobs", "cronjobs", "poddisruptionbudgets",
-                       "horizontalpodautoscalers"}
+                       "horizontalpodautoscalers", "customresourcedefinitions"}
 
 
 def test_metadata_names_follow_each_resources_rule() -> None:
