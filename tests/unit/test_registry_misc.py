@@ -76,10 +76,12 @@ def test_all_strategies_cover_the_served_resources() -> None:
     generations = {s.resource for s in all_strategies() if s.bumps_generation}
     assert generations == {"replicationcontrollers", "replicasets", "deployments", "daemonsets", "jobs", "cronjobs",
                            "endpointslices", "poddisruptionbudgets", "horizontalpodautoscalers",
-                           "customresourcedefinitions"}
+                           "customresourcedefinitions", "validatingadmissionpolicies",
+                           "validatingadmissionpolicybindings"}
     assert {s.resource for s in all_strategies() if "scale" in s.subresources} == \
         generations - {"daemonsets", "endpointslices", "jobs", "cronjobs", "poddisruptionbudgets",
-                       "horizontalpodautoscalers", "customresourcedefinitions"}
+                       "horizontalpodautoscalers", "customresourcedefinitions", "validatingadmissionpolicies",
+                       "validatingadmissionpolicybindings"}
 
 
 def test_metadata_names_follow_each_resources_rule() -> None:
