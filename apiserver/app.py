@@ -32,6 +32,7 @@ from .admission.policy.typecheck import PolicyStatus, TypeChecker
 from .admission.sources import Sources
 from .admission.webhook import MutatingWebhooks, ValidatingWebhooks
 from .admission.webhook.client import WebhookClient
+from .apiextensions.celrules import CELRules
 from .apiextensions.controller import CRDController
 from .apiextensions.openapi import custom_openapi
 from .apiextensions.schemavalidation import RuleValidator
@@ -131,7 +132,7 @@ async def defragment_members(config: Config, storage: EtcdStorage) -> None:
 
 def create_app(config: Config, rule_validator: RuleValidator | None = None) -> WarningMiddleware:
     """The apiserver's ASGI app; raises ``EncryptionConfigError`` when the encryption configuration is unusable.
-    ``rule_validator`` evaluates CRDs' ``x-kubernetes-validations`` (CEL) rules."""
+    ``rule_validator`` evaluates CRDs' ``x-kubernetes-validations`` (default: CEL, ``apiextensions.celrules``)."""
     encryption = (encryptionconfig.load(config.encryption_provider_config)
                   if config.encryption_provider_config else None)
     storage = EtcdStorage(config.etcd_servers, tls=config.etcd_tls)
@@ -158,7 +159,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     def publish_openapi(strategies: list[CustomResourceStrategy]) -> None:
         openapi_documents.set_custom(*custom_openapi(openapi_documents.swagger(), strategies))
 
-    crd_controller = CRDController(registry, decoder, publish_openapi, rule_validator)
+    crd_controller = CRDController(registry, decoder, publish_openapi, rule_validator or CELRules())
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
 

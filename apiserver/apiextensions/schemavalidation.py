@@ -5,8 +5,8 @@ kube-apiextensions-apiserver runs it), with kube's field paths and messages::
     spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"
     spec.color: Unsupported value: "pink": supported values: "red", "blue"
 
-``x-kubernetes-validations`` (CEL) rules are not evaluated here: a ``RuleValidator`` is asked after the schema
-checks pass (the default one has no opinion), so a CEL module plugs in without this walk knowing about it.
+``x-kubernetes-validations`` (CEL) rules are not evaluated here: a ``RuleValidator`` (``celrules.CELRules`` in
+the apiserver) is asked after the schema checks pass, so this walk knows nothing of CEL.
 """
 
 from __future__ import annotations

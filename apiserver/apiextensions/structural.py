@@ -15,6 +15,7 @@ from typing import Any
 from apimachinery.errors import Cause
 from apimachinery.validation import forbidden, invalid, not_supported, required
 
+from .celrules import compile_error
 from .schemavalidation import validate_value
 
 Schema = dict[str, Any]
@@ -137,6 +138,8 @@ def _extensions(schema: Schema, path: str) -> list[Cause]:
         if not isinstance(rule, dict) or not isinstance(rule.get("rule"), str) or not rule["rule"].strip():
             causes.append(required(f"{at}.rule", ""))
             continue
+        if (why := compile_error(rule["rule"])) is not None:
+            causes.append(invalid(f"{at}.rule", rule["rule"], why))
         if rule.get("reason") is not None and rule["reason"] not in RULE_REASONS:
             causes.append(not_supported(f"{at}.reason", rule["reason"], RULE_REASONS))
         message = rule.get("message")

@@ -487,3 +487,48 @@ def test_a_crd_never_replaces_a_built_in_resource(client: httpx.Client, ns: str)
         assert created.status_code == 201 and created.json()["spec"]["holderIdentity"] == "me"
     finally:
         client.delete(f"{CRDS}/leases.coordination.k8s.io")
+
+
+def test_cel_validation_rules(client: httpx.Client, kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    """x-kubernetes-validations: CEL rules with message, messageExpression, reason, fieldPath and a transition rule,
+    kube's 422 texts through kubectl; a rule that does not compile refuses the CRD."""
+    group = new_group()
+    crd = crontab_crd(group)
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["maxReplicas"] = {"type": "integer"}
+    spec["x-kubernetes-validations"] = [
+        {"rule": "!has(self.maxReplicas) || self.replicas <= self.maxReplicas",
+         "messageExpression": "'replicas ' + string(self.replicas) + ' is over ' + string(self.maxReplicas)"},
+        {"rule": "self.image == oldSelf.image", "message": "image is immutable", "reason": "FieldValueForbidden",
+         "fieldPath": ".image"},
+    ]
+    spec["properties"]["cronSpec"]["x-kubernetes-validations"] = [{"rule": "self.startsWith('*')"}]
+    create_crd(client, crd)
+    tab = {"apiVersion": f"{group}/v1", "kind": "CronTab", "metadata": {"name": "tab", "namespace": ns},
+           "spec": {"cronSpec": "* * * * 5", "image": "one", "replicas": 3, "maxReplicas": 2}}
+    result = kubectl("apply", "-f", write(tmp_path, "tab.yaml", tab), check=False)
+    assert result.returncode != 0
+    assert 'The CronTab "tab" is invalid: spec: Invalid value: "object": replicas 3 is over 2' in result.stderr
+
+    tab["spec"].update(maxReplicas=5, cronSpec="1 * * * 5")
+    result = kubectl("apply", "-f", write(tmp_path, "tab.yaml", tab), check=False)
+    assert 'spec.cronSpec: Invalid value: "string": failed rule: self.startsWith(\'*\')' in result.stderr
+
+    tab["spec"]["cronSpec"] = "* * * * 5"
+    assert kubectl("apply", "-f", write(tmp_path, "tab.yaml", tab)).returncode == 0  # transition rules skip creates
+    tab["spec"]["image"] = "two"
+    result = kubectl("apply", "-f", write(tmp_path, "tab.yaml", tab), check=False)
+    assert result.returncode != 0
+    assert 'The CronTab "tab" is invalid: spec.image: Forbidden: image is immutable' in result.stderr
+    tab["spec"].update(image="one", replicas=4)
+    assert kubectl("apply", "-f", write(tmp_path, "tab.yaml", tab)).returncode == 0
+
+    broken = crontab_crd(new_group())
+    broken["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = [
+        {"rule": "self.replicas >"}]
+    resp = client.post(CRDS, json=broken)
+    assert resp.status_code == 422
+    cause = resp.json()["details"]["causes"][0]
+    assert cause["field"] == \
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    assert "compilation failed: ERROR: <input>:1:" in cause["message"]
