@@ -20,6 +20,7 @@ from apimachinery import errors
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a request body
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -159,9 +160,12 @@ def int_param(params: Any, name: str) -> int | None:
     if value in (None, ""):
         return None
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise errors.BadRequest(f'invalid value for query parameter {name}: "{value}" is not an integer') from None
+    if not INT64_MIN <= number <= INT64_MAX:  # kube's query parameters are int64 (strconv.ParseInt's range)
+        raise errors.BadRequest(f'invalid value for query parameter {name}: "{value}" is out of range')
+    return number
 
 
 def bool_param(params: Any, name: str) -> bool:

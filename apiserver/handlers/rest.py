@@ -354,7 +354,7 @@ class RESTHandler:
 
     # --- delete ---------------------------------------------------------------------------------------------
     @staticmethod
-    async def delete_options(request: Request) -> DeleteOptions:
+    async def delete_options(request: Request, store: ResourceStore) -> DeleteOptions:
         params = request.query_params
         options = DeleteOptions(
             grace_period_seconds=int_param(params, "gracePeriodSeconds"),
@@ -367,6 +367,8 @@ class RESTHandler:
             data = decode_body(body, request.headers.get("content-type"))
             if not isinstance(data, dict):
                 raise errors.BadRequest("DeleteOptions must be a JSON object")
+            if store.decoder is not None:  # wrong JSON types are 400, as Go's decoder answers them
+                store.decoder.decode(data, "", "v1", "DeleteOptions")
             if data.get("gracePeriodSeconds") is not None:
                 options.grace_period_seconds = int(data["gracePeriodSeconds"])
             if data.get("propagationPolicy"):
@@ -386,12 +388,12 @@ class RESTHandler:
 
     async def delete(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         assert info.name is not None
-        options = await self.delete_options(request)
+        options = await self.delete_options(request, store)
         co, _removed = await store.delete(info.namespace, info.name, options)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
     async def delete_collection(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
-        options = await self.delete_options(request)
+        options = await self.delete_options(request, store)
         objects, list_meta = await self.list_objects(request.query_params, info, store)
         deleted: list[CachedObject] = []
         for co in objects:

@@ -78,6 +78,8 @@ async def bind(request: Request, pods: ResourceStore, namespace: str | None, nam
     from .request import decode_object
 
     binding = decode_object(body, request.headers.get("content-type"), "Binding", "v1")
+    if pods.decoder is not None:  # wrong JSON types are 400, as Go's decoder answers them
+        pods.decoder.decode(binding, "", "v1", "Binding")
     meta = binding.get("metadata") or {}
     pod_name = name or meta.get("name")
     if not pod_name:
@@ -163,6 +165,8 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
                                 strategy.resource, strategy.group)(strategy.scale_of(co.obj))
     else:
         raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
+    if store.decoder is not None:  # wrong JSON types are 400, as Go's decoder answers them
+        store.decoder.decode(scale, "autoscaling", "v1", "Scale")
     replicas = _replicas(strategy, scale, info.name)
     precondition = (scale.get("metadata") or {}).get("resourceVersion") if method == "PUT" else None
 

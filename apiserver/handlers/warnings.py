@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from contextvars import ContextVar
 from typing import Any
 
@@ -11,10 +12,22 @@ Scope = dict[str, Any]
 
 
 def add_warning(message: str) -> None:
-    """Attach ``Warning: 299 - "message"`` to the current response (ignored outside a request)."""
+    """Attach ``Warning: 299 - "message"`` to the current response (ignored outside a request). A message no
+    header can carry — control characters, or not valid UTF-8 (a lone surrogate from a ``\\ud800`` escape) — is
+    dropped, as kube-apiserver's recorder drops a warning ``NewWarningHeader`` refuses."""
     collected = _warnings.get()
-    if collected is not None and message not in collected:
+    if collected is not None and message not in collected and _header_safe(message):
         collected.append(message)
+
+
+def _header_safe(text: str) -> bool:
+    if any(unicodedata.category(ch) == "Cc" for ch in text):
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class WarningMiddleware:
