@@ -37,7 +37,7 @@ import pytest
 
 from conftest import ApiServer
 from kubelab.etcd import EtcdServer, free_port
-from support.chaos import ConfigMapWriter, ReplicaScaler, Watcher, processes_in, processes_with
+from support.chaos import ConfigMapWriter, ReplicaScaler, Watcher, container_pids, processes_in, processes_with
 from support.process import ComponentProcess
 from support.wait import wait_for
 
@@ -88,6 +88,7 @@ class Cluster:
     namespace: str
     marker: str
     tmp: Path
+    kubelet_ports: dict[str, int]
 
     @property
     def url(self) -> str:
@@ -137,8 +138,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         lambda: ComponentProcess("scheduler", url, tmp / "scheduler.log", "--leader-elect=false",
                                  "--healthz-port", str(sched_port)),
         lambda: _healthy(f"http://127.0.0.1:{sched_port}/healthz"))
+    kubelet_ports: dict[str, int] = {}
     for i in range(NODES):
         name, port, root = f"chaos-node{i}", free_port(), tmp / f"node{i}"
+        kubelet_ports[name] = port
         root.mkdir()
         add(name,
             lambda name=name, port=port, root=root: ComponentProcess(
@@ -146,7 +149,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 "--root-dir", str(root), "--node-lease-renew-interval", "1", cwd=root),
             lambda name=name, port=port: _healthy(f"http://127.0.0.1:{port}/healthz") and _node_ready(url, name))
     namespace = "chaos"
-    cluster = Cluster(etcd, apiserver, components, namespace, marker, tmp)
+    cluster = Cluster(etcd, apiserver, components, namespace, marker, tmp, kubelet_ports)
     try:
         for component in components.values():
             component.start()
@@ -174,7 +177,8 @@ def _kill(pid: int) -> None:
 def rc(name: str, marker: str) -> dict[str, Any]:
     labels = {"app": name}
     container = {"name": "main", "image": "busybox", "command": ["sleep", "3600"],
-                 "env": [{"name": "CHAOS_CONTAINER", "value": marker}]}
+                 "env": [{"name": "CHAOS_CONTAINER", "value": marker},
+                         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}
     return {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": name},
             "spec": {"replicas": 2, "selector": labels,
                      "template": {"metadata": {"labels": labels},
@@ -195,6 +199,15 @@ def converged(client: httpx.Client, namespace: str) -> dict[str, list[dict[str, 
         if len(pods) != want or any(p.get("status", {}).get("phase") != "Running" for p in pods):
             return None
         out[name] = pods
+    return out
+
+
+def running_by_node(client: httpx.Client, namespace: str) -> dict[str, list[dict[str, Any]]]:
+    """The RCs' Running pods by node."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for pod in (p for name in RCS for p in live_pods(client, namespace, name)):
+        if pod.get("status", {}).get("phase") == "Running":
+            out.setdefault(pod["spec"]["nodeName"], []).append(pod)
     return out
 
 
@@ -222,15 +235,15 @@ def run_under_chaos(cluster: Cluster, client: httpx.Client) -> None:
     writer.start()
     scaler.start()
 
-    victim_node = "chaos-node0"
     adopted: dict[str, tuple[str, int]] = {}
-    for name in ["controller-manager", "scheduler", victim_node, "apiserver", "etcd"]:
+    for name in ["controller-manager", "scheduler", "kubelet", "apiserver", "etcd"]:
         time.sleep(PAUSE)
-        if name == victim_node:  # what the kubelet runs when it dies: it must adopt these, not restart them
-            pods = [p for rc_name in RCS for p in live_pods(client, ns, rc_name)]
-            adopted = container_ids([p for p in pods if p["spec"].get("nodeName") == victim_node
-                                     and p.get("status", {}).get("phase") == "Running"])
-        kill_and_restart(cluster, name)
+        if name == "kubelet":
+            scaler.paused.set()  # no pod of the node may go while its kubelet is away
+            adopted = kill_and_restart_kubelet(cluster, client)
+            scaler.paused.clear()
+        else:
+            kill_and_restart(cluster, name)
 
     time.sleep(PAUSE)
     scaler.stop()
@@ -258,10 +271,8 @@ def run_under_chaos(cluster: Cluster, client: httpx.Client) -> None:
     pods_by_rc = wait_for(lambda: converged(client, ns), WAIT, "each RC's pods to run")
     pods = [p for group in pods_by_rc.values() for p in group]
     now = container_ids(pods)
-    assert adopted, "the killed kubelet ran no pod"
-    for pod, (container_id, _restarts) in adopted.items():
-        if pod in now:
-            assert now[pod] == (container_id, 0), pod
+    assert {pod: now[pod] for pod in adopted if pod in now} == {pod: (cid, 0) for pod, (cid, _) in adopted.items()
+                                                                 if pod in now}
     wait_for(lambda: len(processes_with(f"CHAOS_CONTAINER={cluster.marker}")) == len(pods), WAIT,
              f"one container process per pod ({len(pods)})")
 
@@ -273,6 +284,25 @@ def run_under_chaos(cluster: Cluster, client: httpx.Client) -> None:
         component.stop()
     wait_for(lambda: not processes_with(f"CHAOS_CONTAINER={cluster.marker}"), WAIT, "no container process left")
     wait_for(lambda: not processes_in(cluster.tmp), WAIT, "no kubelet, shim or container left")
+
+
+def kill_and_restart_kubelet(cluster: Cluster, client: httpx.Client) -> dict[str, tuple[str, int]]:
+    """``kill -9`` the kubelet of the node that runs the most pods and start it again: it adopts its containers —
+    the same processes keep running, and each pod keeps its container ID with no restart."""
+    ns, marker = cluster.namespace, f"CHAOS_CONTAINER={cluster.marker}"
+    running = wait_for(lambda: running_by_node(client, ns), WAIT, "a running pod")
+    node = max(running, key=lambda name: len(running[name]))
+    before = container_ids(running[node])
+    pids = {pod: container_pids(marker).get(pod) for pod in before}
+    kill_and_restart(cluster, node)
+    port = cluster.kubelet_ports[node]
+    for pod in before:  # the restarted kubelet knows the pod's container again
+        wait_for(lambda pod=pod: _healthy(f"http://127.0.0.1:{port}/containerLogs/{ns}/{pod}/main"), WAIT,
+                 f"{node} to serve {pod}'s log")
+    assert {pod: container_pids(marker).get(pod) for pod in before} == pids
+    now = container_ids(running_by_node(client, ns)[node])  # (the RC may have placed a new pod there meanwhile)
+    assert {pod: now.get(pod) for pod in before} == before
+    return before
 
 
 def kill_and_restart(cluster: Cluster, name: str) -> None:

@@ -46,10 +46,12 @@ class Looper(threading.Thread):
         self.client = httpx.Client(base_url=api_url, timeout=5)
         self.period = period
         self.stopping = threading.Event()
+        self.paused = threading.Event()  # set: skip steps until cleared
 
     def run(self) -> None:
         while not self.stopping.is_set():
-            self.step()
+            if not self.paused.is_set():
+                self.step()
             self.stopping.wait(self.period)
 
     def step(self) -> None:
@@ -257,6 +259,20 @@ def processes_with(marker: str) -> list[int]:
         if needle in environ:
             found.append(pid)
     return found
+
+
+def container_pids(marker: str) -> dict[str, list[int]]:
+    """Pod name (the container's ``POD_NAME``) → pids of the container processes whose environment holds
+    ``marker``."""
+    out: dict[str, list[int]] = {}
+    for pid in processes_with(marker):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+        except OSError:
+            continue
+        out.setdefault(environ.get(b"POD_NAME", b"").decode(), []).append(pid)
+    return out
 
 
 def processes_in(directory: Path) -> list[int]:
