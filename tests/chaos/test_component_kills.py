@@ -38,7 +38,9 @@ import pytest
 from conftest import ApiServer
 from kubelab.etcd import EtcdServer, free_port
 from support.chaos import ConfigMapWriter, ReplicaScaler, Watcher, container_pids, processes_in, processes_with
+from support.controllers import ControllerManager
 from support.process import ComponentProcess
+from support.scheduler import SchedulerProcess
 from support.wait import wait_for
 
 pytestmark = pytest.mark.chaos
@@ -57,8 +59,8 @@ LABELS = {"chaos": "writer"}
 
 @dataclass
 class Restartable:
-    """A component that ``launch`` starts; ``kill`` is ``kill -9`` of its process group's leader, ``start`` starts
-    it again with the same flags, and ``ready`` says when it serves again."""
+    """A component that ``launch`` starts; ``kill`` is ``kill -9`` of its process, ``start`` starts it again with
+    the same flags, and ``ready`` says when it serves again."""
 
     name: str
     launch: Callable[[], ComponentProcess]
@@ -80,7 +82,7 @@ class Restartable:
 @dataclass
 class Cluster:
     """This module's control plane and nodes; ``marker`` is in every container's environment, ``tmp`` holds every
-    file of the run (and is the working directory of every kubelet, shim and container)."""
+    file of the run (every kubelet, shim and container works below it)."""
 
     etcd: EtcdServer
     apiserver: ApiServer
@@ -130,13 +132,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
     cm_port, sched_port = free_port(), free_port()
     add("controller-manager",
-        lambda: ComponentProcess("controllers", url, tmp / "controller-manager.log", "--leader-elect=false",
-                                 "--controllers=replicationcontroller,nodeipam,garbagecollector",
-                                 "--healthz-port", str(cm_port)),
+        lambda: ControllerManager(url, tmp / "controller-manager.log", "--leader-elect=false",
+                                  "--controllers=replicationcontroller,nodeipam,garbagecollector",
+                                  "--healthz-port", str(cm_port)),
         lambda: _healthy(f"http://127.0.0.1:{cm_port}/healthz"))
     add("scheduler",
-        lambda: ComponentProcess("scheduler", url, tmp / "scheduler.log", "--leader-elect=false",
-                                 "--healthz-port", str(sched_port)),
+        lambda: SchedulerProcess(url, tmp / "scheduler.log", "--leader-elect=false", "--healthz-port", str(sched_port)),
         lambda: _healthy(f"http://127.0.0.1:{sched_port}/healthz"))
     kubelet_ports: dict[str, int] = {}
     for i in range(NODES):
