@@ -24,7 +24,9 @@ TRUNCATE_ITEM_RUNES = 256
 
 
 def add_warning(message: str) -> None:
-    """Attach ``Warning: 299 - "message"`` to the current response (ignored outside a request)."""
+    """Attach ``Warning: 299 - "message"`` to the current response (ignored outside a request). A message no
+    header can carry — control characters, or not valid UTF-8 (a lone surrogate from a ``\\ud800`` escape) — is
+    dropped, as kube-apiserver's recorder drops a warning ``NewWarningHeader`` refuses."""
     collected = _warnings.get()
     if collected is not None and message and message not in collected:
         collected.append(message)

@@ -178,15 +178,15 @@ class _Walk:
             if not isinstance(value, list):
                 raise self.fail(value, parent, path, self.go_type(schema))
             items = schema.get("items") or {}
-            return [self.value(v, items, parent, path) if v is not None else v for v in value]
+            return [self.value(v, items, parent, path) if v is not None else self.zero(items) for v in value]
         elif kind == "object":
             if not isinstance(value, dict):
                 raise self.fail(value, parent, path, self.go_type(schema))
             inner = schema.get("additionalProperties")
             if isinstance(inner, dict):
                 for key in list(value):
-                    if value[key] is not None:
-                        value[key] = self.value(value[key], inner, parent, path)
+                    item = value[key]
+                    value[key] = self.value(item, inner, parent, path) if item is not None else self.zero(inner)
         return value
 
     def int_or_string(self, value: Any, parent: str, path: str) -> Any:
@@ -200,6 +200,23 @@ class _Walk:
         if isinstance(value, float) or not low <= value <= high:
             raise self.fail(value, parent, path, "int32", literal=True)
         return value
+
+    def zero(self, schema: Schema) -> Any:
+        """What Go's decoder leaves for a ``null`` list item or map value: the type's zero value (``{}`` for a
+        struct, so a ``[null]`` of objects is validated as ``[{}]``; ``""`` for a string); nil (``None``) for
+        slices, maps, pointers and times. A nil ``[]byte`` (a Secret's or ConfigMap's ``{"key": null}``) becomes
+        empty bytes, ``""``, which Go would write back as ``null``: every reader of those maps expects strings."""
+        ref = schema.get("$ref")
+        if ref:
+            name = ref.rsplit("/", 1)[-1]
+            if name == QUANTITY:
+                return "0"
+            if name == INT_OR_STRING:
+                return 0
+            return {} if self.definitions.get(name, {}).get("properties") else None
+        if schema.get("format") == "int-or-string":
+            return 0
+        return {"string": "", "integer": 0, "number": 0, "boolean": False}.get(schema.get("type") or "")
 
     def quantity(self, value: Any, parent: str, path: str) -> str:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):

@@ -20,12 +20,14 @@ STOP_TIMEOUT = 15.0
 
 class ComponentProcess:
     """One component process with its output in ``log_path``; ``stop`` sends SIGTERM (or ``sig``), kills it if it
-    has not exited after ``STOP_TIMEOUT`` seconds, and returns its exit status."""
+    has not exited after ``STOP_TIMEOUT`` seconds, and returns its exit status. ``cwd`` is its working directory
+    (which a test can look for in /proc to find what it started)."""
 
-    def __init__(self, module: str, api_url: str, log_path: Path, *flags: str) -> None:
+    def __init__(self, module: str, api_url: str, log_path: Path, *flags: str,
+                 cwd: Path = ROOT) -> None:
         self.log_path = log_path
         with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", module, "--master", api_url, *flags], cwd=ROOT,
+            self.proc = subprocess.Popen([sys.executable, "-m", module, "--master", api_url, *flags], cwd=cwd,
                                          stdout=log, stderr=subprocess.STDOUT)
 
     def log(self) -> str:
