@@ -37,7 +37,7 @@ def test_delete_options_of_the_wrong_shape_are_400(client: httpx.Client, ns: str
 
 def test_a_limit_beyond_int64_is_400(client: httpx.Client, ns: str) -> None:
     resp = client.get(f"/apis/apps/v1/namespaces/{ns}/deployments", params={"limit": str(2**80)})
-    status(resp, 400, "BadRequest", "limit")
+    status(resp, 400, "BadRequest", f'strconv.ParseInt: parsing "{2**80}": value out of range')  # kube's text
     assert client.get(f"/apis/apps/v1/namespaces/{ns}/deployments", params={"limit": str(2**63 - 1)}
                       ).status_code == 200
 
