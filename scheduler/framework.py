@@ -322,6 +322,19 @@ class PostFilterPlugin(Protocol):
                     ) -> PostFilterResult: ...
 
 
+_IMPLEMENTS: dict[tuple[type, type], bool] = {}
+
+
+def implements(plugin: Any, protocol: type) -> bool:
+    """``isinstance(plugin, protocol)`` for a runtime-checkable extension point, remembered per plugin class (the
+    check walks the protocol's members, too slow to repeat for every plugin of every attempt)."""
+    key = (type(plugin), protocol)
+    found = _IMPLEMENTS.get(key)
+    if found is None:
+        found = _IMPLEMENTS[key] = isinstance(plugin, protocol)
+    return found
+
+
 @dataclass
 class BatchVerdicts:
     """A Filter's verdicts for every row of the node table: ``passed`` per row, the rejected rows' Status in

@@ -29,7 +29,7 @@ from .config import Profile
 from .diagnosis import Attempt, ScoreColumn
 from .framework import (SUCCESS, BatchFilterPlugin, BatchScorePlugin, BatchVerdicts, CycleState, Handle,
                         NamespaceAware, NodeInfo, NormalizeScorePlugin, Pod, PostFilterResult, PreFilterPlugin,
-                        PreScorePlugin, Status, pod_priority)
+                        PreScorePlugin, Status, implements, pod_priority)
 from .nodetable import NodeTable
 from .nominator import nominated_node_name
 from .plugins import REGISTRY
@@ -66,14 +66,14 @@ class Runner:
     # --- batch forms ----------------------------------------------------------------------------------------------
     def _filter_form(self, plugin: Any, pod: Pod, table: NodeTable, state: CycleState) -> BatchVerdicts | None:
         """The plugin's verdicts over all rows, or None: every row goes through its per-node ``filter``."""
-        if isinstance(plugin, BatchFilterPlugin):
+        if implements(plugin, BatchFilterPlugin):
             return plugin.batch_filter(state, pod, table)
         return None
 
     def _score_form(self, plugin: Any, pod: Pod, table: NodeTable, state: CycleState, rows: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray] | None:
         """(raw, normalized) for the feasible ``rows``, or None: the per-node ``score`` and ``normalize``."""
-        if isinstance(plugin, BatchScorePlugin):
+        if implements(plugin, BatchScorePlugin):
             return plugin.batch_score(state, pod, table, rows)
         return None
 
@@ -128,7 +128,7 @@ class Runner:
             return None
         state = CycleState(table.infos)
         for plugin in self.filters:
-            if isinstance(plugin, PreFilterPlugin) and not plugin.pre_filter(state, pod, table.infos).ok:
+            if implements(plugin, PreFilterPlugin) and not plugin.pre_filter(state, pod, table.infos).ok:
                 return None
         if self.filter_with_nominated_pods(state, pod, table.infos[row], table.infos) is not None:
             return None
@@ -169,7 +169,7 @@ class Runner:
                 failed = ~passed
             fail_at[failed & clean] = k
             undecided.append(unknown)
-            if unknown is not None and unknown.any() and isinstance(plugin, PreFilterPlugin):
+            if unknown is not None and unknown.any() and implements(plugin, PreFilterPlugin):
                 status = plugin.pre_filter(state, pod, table.infos)
                 if not status.ok:
                     attempt.pre_filter = (plugin.name, status)
@@ -264,7 +264,7 @@ class Runner:
         if per_node:
             infos = [table.infos[r] for r in rows.tolist()]
             for _, plugin, _ in per_node:
-                if isinstance(plugin, PreScorePlugin):
+                if implements(plugin, PreScorePlugin):
                     plugin.pre_score(state, pod, infos)
             for i, plugin, weight in per_node:
                 columns[i] = _score_per_node(plugin, weight, state, pod, infos)
@@ -323,7 +323,7 @@ class Runner:
             return preferred
         state = CycleState(table.infos)
         for plugin in self.filters:
-            if isinstance(plugin, PreFilterPlugin):
+            if implements(plugin, PreFilterPlugin):
                 status = plugin.pre_filter(state, pod, table.infos)
                 if not status.ok:
                     attempt.pre_filter = (plugin.name, status)
@@ -350,7 +350,7 @@ class Runner:
         state = CycleState(table.infos)
         infos = [table.infos[r] for r in rows.tolist()]
         for plugin, _ in self.scores:
-            if isinstance(plugin, PreScorePlugin):
+            if implements(plugin, PreScorePlugin):
                 plugin.pre_score(state, pod, infos)
         attempt.scores = [_score_per_node(plugin, weight, state, pod, infos) for plugin, weight in self.scores]
         return self._pick(attempt, table)
@@ -359,6 +359,6 @@ class Runner:
 def _score_per_node(plugin: Any, weight: int, state: CycleState, pod: Pod, infos: list[NodeInfo]) -> ScoreColumn:
     """A score plugin's column from ``score`` per node and its ``normalize`` (after its PreScore ran)."""
     raw = {info.name: plugin.score(state, pod, info) for info in infos}
-    normalized = plugin.normalize(state, pod, raw) if isinstance(plugin, NormalizeScorePlugin) else raw
+    normalized = plugin.normalize(state, pod, raw) if implements(plugin, NormalizeScorePlugin) else raw
     return ScoreColumn(plugin.name, weight, np.array([raw[x.name] for x in infos], np.int64),
                        np.array([normalized[x.name] for x in infos], np.int64))
