@@ -322,6 +322,15 @@ class PostFilterPlugin(Protocol):
                     ) -> PostFilterResult: ...
 
 
+@runtime_checkable
+class AssignedPodAddHint(Protocol):
+    """Optional (kube-scheduler's QueueingHintFn for the AssignedPodAdd event): could ``added``, just bound to a
+    node, make ``pending`` schedulable? A parked pod is retried on a pod add only if a plugin of its profile says
+    it could."""
+
+    def assigned_pod_add_may_help(self, pending: Pod, added: Pod) -> bool: ...
+
+
 _IMPLEMENTS: dict[tuple[type, type], bool] = {}
 
 

@@ -27,9 +27,9 @@ from apimachinery.meta import now_rfc3339
 from .cache import Cache
 from .config import Profile
 from .diagnosis import Attempt, ScoreColumn
-from .framework import (SUCCESS, BatchFilterPlugin, BatchScorePlugin, BatchVerdicts, CycleState, Handle,
-                        NamespaceAware, NodeInfo, NormalizeScorePlugin, Pod, PostFilterResult, PreFilterPlugin,
-                        PreScorePlugin, Status, implements, pod_priority)
+from .framework import (SUCCESS, AssignedPodAddHint, BatchFilterPlugin, BatchScorePlugin, BatchVerdicts, CycleState,
+                        Handle, NamespaceAware, NodeInfo, NormalizeScorePlugin, Pod, PostFilterResult,
+                        PreFilterPlugin, PreScorePlugin, Status, implements, pod_priority)
 from .nodetable import NodeTable
 from .nominator import nominated_node_name
 from .plugins import REGISTRY
@@ -62,6 +62,19 @@ class Runner:
             if isinstance(plugin, NamespaceAware):
                 plugin.namespace_labels = self.handle.namespace_labels
         self.next_start = 0
+
+    # --- queueing hints -------------------------------------------------------------------------------------------
+    def _plugins(self) -> list[Any]:
+        return [*self.filters, *(p for p, _ in self.scores)]
+
+    def assigned_pod_add_may_help(self, pending: Pod, added: Pod) -> bool:
+        """Could a pod just bound make ``pending`` fit? Asked of the profile's plugins that give a hint."""
+        return any(p.assigned_pod_add_may_help(pending, added) for p in self._plugins()
+                   if implements(p, AssignedPodAddHint))
+
+    def namespace_aware(self) -> set[str]:
+        """The plugins whose verdicts depend on namespace labels."""
+        return {p.name for p in self._plugins() if implements(p, NamespaceAware)}
 
     # --- batch forms ----------------------------------------------------------------------------------------------
     def _filter_form(self, plugin: Any, pod: Pod, table: NodeTable, state: CycleState) -> BatchVerdicts | None:

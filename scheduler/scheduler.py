@@ -30,8 +30,7 @@ from kubeclient.informer import SharedInformer, wait_for_cache_sync
 from .cache import Cache, is_terminated
 from .config import Profile
 from .diagnosis import Attempt, DiagnosisStore, failure_message
-from .framework import Candidate, Handle, NamespaceLabels, Pod, PostFilterResult, pod_priority
-from .plugins import interpodaffinity, podtopologyspread
+from .framework import Candidate, Handle, Pod, PostFilterResult, pod_priority
 from .queue import QueuedPodInfo, SchedulingQueue, pod_key
 from .runner import Runner, num_feasible_nodes_to_find
 
@@ -44,12 +43,6 @@ MAX_BINDS_IN_FLIGHT = 64
 
 def _spec(pod: Pod) -> dict[str, Any]:
     return pod.get("spec", {})
-
-
-def _pod_add_may_help(pending: Pod, added: Pod, namespace_labels: NamespaceLabels) -> bool:
-    """AssignedPodAdd's queueing hints: InterPodAffinity's and PodTopologySpread's (the plugins it can help)."""
-    return interpodaffinity.assigned_pod_add_may_help(pending, added, namespace_labels) or \
-        podtopologyspread.assigned_pod_add_may_help(pending, added)
 
 
 class Scheduler:
@@ -84,6 +77,11 @@ class Scheduler:
         obj = self.namespace_informer.store.get_by_key(namespace)
         return (obj.get("metadata", {}).get("labels") or {}) if obj else {}
 
+    def _runner_of(self, pod: Pod) -> Runner:
+        """The runner of the pod's profile (parked pods are all of ours)."""
+        return self.runners.get(_spec(pod).get("schedulerName", "default-scheduler")) or \
+            next(iter(self.runners.values()))
+
     def _namespace_changed(self, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
         """A namespace added or relabelled may now match (or stop matching) a ``namespaceSelector``: pods that
         InterPodAffinity rejected get another try."""
@@ -91,7 +89,7 @@ class Scheduler:
         if old is None or old.get("metadata", {}).get("labels") != labels:
             self.queue.move_all_to_active_or_backoff(
                 "NamespaceAdd" if old is None else "NamespaceUpdate",
-                lambda info: interpodaffinity.NAME in info.unschedulable_plugins)
+                lambda info: bool(self._runner_of(info.pod).namespace_aware() & info.unschedulable_plugins))
 
     def _node_changed(self, node: dict[str, Any]) -> None:
         if self.cache.add_node(node):
@@ -113,7 +111,7 @@ class Scheduler:
                     self.queue.move_all_to_active_or_backoff("AssignedPodTerminated")
             elif newly_bound:
                 self.queue.move_all_to_active_or_backoff(
-                    "AssignedPodAdd", lambda info: _pod_add_may_help(info.pod, pod, self.namespace_labels))
+                    "AssignedPodAdd", lambda info: self._runner_of(info.pod).assigned_pod_add_may_help(info.pod, pod))
             return
         if pod["metadata"].get("deletionTimestamp") or _spec(pod).get("schedulerName", "default-scheduler") \
                 not in self.runners:

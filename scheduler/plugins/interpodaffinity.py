@@ -188,6 +188,9 @@ class InterPodAffinity:
             self.pre_score(state, pod, [node_info])
         return node_score(state[_PRE_SCORE_KEY], node_info)
 
+    def assigned_pod_add_may_help(self, pending: Pod, added: Pod) -> bool:
+        return assigned_pod_add_may_help(pending, added, self.namespace_labels)
+
     def batch_filter(self, state: CycleState, pod: Pod, table: NodeTable) -> BatchVerdicts:
         if not _has_terms(pod, REQUIRED) and not index.affinity_index(table).has_required_anti_affinity():
             return BatchVerdicts(np.ones(table.n, bool))

@@ -248,6 +248,9 @@ class PodTopologySpread:
             self.pre_score(state, pod, [node_info])
         return raw_score(state[_PRE_SCORE_KEY], pod, node_info)
 
+    def assigned_pod_add_may_help(self, pending: Pod, added: Pod) -> bool:
+        return assigned_pod_add_may_help(pending, added)
+
     def batch_filter(self, state: CycleState, pod: Pod, table: NodeTable) -> BatchVerdicts:
         constraints = constraints_of(pod, "DoNotSchedule")
         if not constraints:

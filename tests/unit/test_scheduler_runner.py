@@ -99,3 +99,19 @@ def test_a_plugin_without_a_batch_form_goes_per_node_with_the_same_answers() -> 
         [(c.plugin, c.raw.tolist(), c.normalized.tolist()) for c in b.scores]
     assert a.totals.tolist() == b.totals.tolist()
     assert a.to_dict()["nodes"] == b.to_dict()["nodes"]  # what `kubelab explain` shows per node
+
+
+def test_queueing_hints_come_from_the_profiles_plugins() -> None:
+    spread = {"metadata": {"name": "w", "namespace": "d", "labels": {"app": "web"}},
+              "spec": {"containers": [{}], "topologySpreadConstraints": [
+                  {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                   "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+    web = {"metadata": {"name": "x", "namespace": "d", "labels": {"app": "web"}}, "spec": {}}
+    db = {"metadata": {"name": "y", "namespace": "d", "labels": {"app": "db"}}, "spec": {}}
+    default = Runner(Profile())
+    assert default.assigned_pod_add_may_help(spread, web)  # PodTopologySpread counts it
+    assert not default.assigned_pod_add_may_help(spread, db)
+    assert default.namespace_aware() == {"InterPodAffinity"}
+    without = Runner(Profile(filters=("NodeResourcesFit",), scores=()))
+    assert not without.assigned_pod_add_may_help(spread, web)  # no plugin of this profile counts pods
+    assert without.namespace_aware() == set()
