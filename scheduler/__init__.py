@@ -15,6 +15,8 @@ Modules::
     podcounts      placed pods matching a selector per node, kept as pods are assumed, bound and deleted
     config         KubeSchedulerConfiguration (profiles, plugin sets, weights, leader election)
     diagnosis      per-attempt verdicts and scores for ``kubelab explain`` and ``/debug/explain``
-    scheduler      the runner (filter → score → pick, preemption) and the loop (informers, assume → bind)
+    runner         a profile's filter → score → pick (batch forms first, per node where a plugin has none),
+                   preemption's PostFilter, queueing hints
+    scheduler      the loop (informers, queue, runner, assume → bind, status and events)
     __main__       the process: flags, leader election through a Lease, the healthz/debug server
 """
