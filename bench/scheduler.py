@@ -13,7 +13,12 @@ ReplicaSet of one Deployment (``pod-template-hash`` label), as their controllers
 PodTopologySpread constraints (hostname and zone, ScheduleAnyway, over the pods of the same controller) run
 for every pod. The owners are real objects; no controller-manager runs, so nothing else acts on them.
 
+``--in-process``: no etcd, apiserver or process, only the scheduler's attempt — ``Runner.find_node`` and the
+assume, per pod, on the same cluster built in a ``Cache`` — timed per attempt (median and p90): the part the
+scheduler's own code decides, far less noisy on a shared machine than the end-to-end rate.
+
     python bench/scheduler.py [--nodes 5000] [--init-pods 1000] [--pods 10000] [--scenarios basic,...]
+    python bench/scheduler.py --in-process [--pods 400] ...
 """
 
 from __future__ import annotations
@@ -226,6 +231,54 @@ async def scenario_run(master: str, tmp: Path, scenario: str, nodes: int, init_p
             "create_per_s": create_rate, "setup_s": setup}
 
 
+def in_process(scenario: str, nodes: int, init_pods: int, pods: int) -> dict[str, Any]:
+    """Median and p90 of one attempt (find_node + assume) over ``pods`` pods; see the module docstring."""
+    from scheduler.cache import Cache
+    from scheduler.config import Profile
+    from scheduler.scheduler import Runner
+
+    owner = None
+    if scenario in OWNED:
+        labels = {"pod-template-hash": "5d8f9c7b6"} if scenario == "deployment" else {}
+        owner = Owner({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "bench", "uid": "uid-bench",
+                       "controller": True}, labels)
+
+    def placed(name: str, node_name: str | None = None) -> dict[str, Any]:
+        p = pod(name, scenario, node_name=node_name, owner=owner)
+        p["metadata"]["namespace"] = "bench"
+        p["status"] = {"phase": "Running" if node_name else "Pending"}
+        return p
+
+    cache = Cache()
+    for i in range(nodes):
+        cache.add_node(node(i, scenario == "node-affinity"))
+    for i in range(init_pods):
+        cache.add_pod(placed(f"init-{i}", f"node-{i % nodes}"))
+    runner = Runner(Profile())
+    times = []
+    for i in range(pods):
+        p = placed(f"p-{i}")
+        began = time.perf_counter()
+        attempt = runner.find_node(p, cache)
+        if attempt.node is not None:
+            cache.assume_pod(p, attempt.node)
+        times.append(time.perf_counter() - began)
+    times.sort()
+    return {"scenario": scenario, "nodes": nodes, "init_pods": init_pods, "pods": pods,
+            "median_ms": statistics.median(times) * 1e3, "p90_ms": times[int(len(times) * 0.9)] * 1e3}
+
+
+def main_in_process(args: argparse.Namespace, scenarios: list[str]) -> None:
+    print(f"{'scenario':>18} {'nodes':>6} {'placed':>6} {'pods':>6} {'median ms':>10} {'p90 ms':>8}")
+    for scenario in scenarios:
+        count = min(args.pods, args.anti_pods) if scenario == "pod-anti-affinity" else args.pods
+        r = in_process(scenario, args.nodes, args.init_pods, count)
+        print(f"{scenario:>18} {args.nodes:>6} {args.init_pods:>6} {count:>6} {r['median_ms']:>10.3f} "
+              f"{r['p90_ms']:>8.3f}", flush=True)
+        if args.json:
+            print(json.dumps(r))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=5000)
@@ -235,10 +288,14 @@ def main() -> None:
     parser.add_argument("--scenarios", default="basic,replicaset,deployment,node-affinity,pod-anti-affinity")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print each result as a JSON line too")
+    parser.add_argument("--in-process", action="store_true", help="time the scheduler's attempt alone")
     args = parser.parse_args()
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     if "pod-anti-affinity" in scenarios and not (ROOT / "scheduler/plugins/interpodaffinity.py").exists():
         scenarios.remove("pod-anti-affinity")
+    if args.in_process:
+        main_in_process(args, scenarios)
+        return
     print(f"{'scenario':>18} {'nodes':>6} {'pods':>6} {'pods/s':>8} {'bind baseline/s':>16} {'ratio':>6} "
           f"{'creates/s':>10}")
     for scenario in scenarios:
