@@ -7,9 +7,18 @@ concurrency 50. Measured: pods bound per second from the first create to the las
 Baseline in the same run: the apiserver's raw rate for ``POST pods/{name}/binding`` (aiohttp, concurrency 50
 = the scheduler's binds in flight) on pods nobody schedules. Scenarios: ``basic``; ``node-affinity`` (every
 pod requires ``zone In [zone1]``, half the nodes have it); ``pod-anti-affinity`` (required anti-affinity on
-hostname among pods of one label, ``--anti-pods`` pods; needs scheduler/plugins/interpodaffinity.py).
+hostname among pods of one label, ``--anti-pods`` pods; needs scheduler/plugins/interpodaffinity.py);
+``replicaset`` and ``deployment``: the ``basic`` pods (placed and new) owned by one ReplicaSet, or by the
+ReplicaSet of one Deployment (``pod-template-hash`` label), as their controllers create them, so kube's default
+PodTopologySpread constraints (hostname and zone, ScheduleAnyway, over the pods of the same controller) run
+for every pod. The owners are real objects; no controller-manager runs, so nothing else acts on them.
+
+``--in-process``: no etcd, apiserver or process, only the scheduler's attempt — ``Runner.find_node`` and the
+assume, per pod, on the same cluster built in a ``Cache`` — timed per attempt (median and p90): the part the
+scheduler's own code decides, far less noisy on a shared machine than the end-to-end rate.
 
     python bench/scheduler.py [--nodes 5000] [--init-pods 1000] [--pods 10000] [--scenarios basic,...]
+    python bench/scheduler.py --in-process [--pods 400] ...
 """
 
 from __future__ import annotations
@@ -23,11 +32,11 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import httpx
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +59,11 @@ def node(i: int, zone: bool) -> dict[str, Any]:
                        "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-def pod(name: str, scenario: str, node_name: str | None = None, scheduler: str | None = None) -> dict[str, Any]:
+OWNED = ("replicaset", "deployment")
+
+
+def pod(name: str, scenario: str, node_name: str | None = None, scheduler: str | None = None,
+        owner: Owner | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.9",
                                             "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}]}
     labels = {"app": "bench"}
@@ -65,7 +78,53 @@ def pod(name: str, scenario: str, node_name: str | None = None, scheduler: str |
         spec["nodeName"] = node_name
     if scheduler:
         spec["schedulerName"] = scheduler
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels}, "spec": spec}
+    metadata: dict[str, Any] = {"name": name, "labels": labels}
+    if owner is not None:
+        labels.update(owner.labels)
+        metadata["ownerReferences"] = [owner.reference]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+@dataclass
+class Owner:
+    """The controller of a scenario's pods: its ownerReference and the labels it gives its pods."""
+
+    reference: dict[str, Any]
+    labels: dict[str, str]
+
+
+def _workload(kind: str, name: str, labels: dict[str, str], replicas: int) -> dict[str, Any]:
+    template = pod("template", "basic")
+    template["metadata"] = {"labels": {**template["metadata"]["labels"], **labels}}
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "labels": {"app": "bench"}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "bench", **labels}},
+                     "template": template}}
+
+
+def _reference(obj: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": obj["kind"], "name": obj["metadata"]["name"],
+            "uid": obj["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+
+
+async def create_owner(session: aiohttp.ClientSession, ns: str, scenario: str, replicas: int) -> Owner | None:
+    """``replicaset``: one ReplicaSet; ``deployment``: a Deployment and the ReplicaSet it owns (as the
+    deployment controller names and labels it); other scenarios: None."""
+    if scenario not in OWNED:
+        return None
+
+    async def create(body: dict[str, Any]) -> dict[str, Any]:
+        async with session.post(f"/apis/apps/v1/namespaces/{ns}/{body['kind'].lower()}s", json=body) as resp:
+            if resp.status != 201:
+                raise RuntimeError(f"creating {body['kind']} failed: {resp.status} {await resp.text()}")
+            return await resp.json()
+
+    if scenario == "replicaset":
+        return Owner(_reference(await create(_workload("ReplicaSet", "bench", {}, replicas))), {})
+    deployment = await create(_workload("Deployment", "bench", {}, replicas))
+    labels = {"pod-template-hash": "5d8f9c7b6"}
+    rs = _workload("ReplicaSet", f"bench-{labels['pod-template-hash']}", labels, replicas)
+    rs["metadata"]["ownerReferences"] = [_reference(deployment)]
+    return Owner(_reference(await create(rs)), labels)
 
 
 async def post_all(session: aiohttp.ClientSession, path: str, bodies: list[bytes]) -> float:
@@ -131,8 +190,9 @@ async def scenario_run(master: str, tmp: Path, scenario: str, nodes: int, init_p
         began = time.perf_counter()
         await post_all(session, "/api/v1/nodes",
                        [orjson.dumps(node(i, scenario == "node-affinity")) for i in range(nodes)])
+        owner = await create_owner(session, ns, scenario, init_pods + pods)
         await post_all(session, f"/api/v1/namespaces/{ns}/pods",
-                       [orjson.dumps(pod(f"init-{i}", scenario, node_name=f"node-{i % nodes}"))
+                       [orjson.dumps(pod(f"init-{i}", scenario, node_name=f"node-{i % nodes}", owner=owner))
                         for i in range(init_pods)])
         setup = time.perf_counter() - began
         baseline = await binding_baseline(session, ns, min(pods, 2000), nodes)
@@ -154,7 +214,7 @@ async def scenario_run(master: str, tmp: Path, scenario: str, nodes: int, init_p
             ready = asyncio.Event()
             watcher = asyncio.create_task(watch_binds(session, ns, rv, pods, bound, ready))
             await ready.wait()
-            bodies = [orjson.dumps(pod(f"p-{i}", scenario)) for i in range(pods)]
+            bodies = [orjson.dumps(pod(f"p-{i}", scenario, owner=owner)) for i in range(pods)]
             start = time.perf_counter()
             create_rate = await post_all(session, f"/api/v1/namespaces/{ns}/pods", bodies)
             try:
@@ -171,19 +231,71 @@ async def scenario_run(master: str, tmp: Path, scenario: str, nodes: int, init_p
             "create_per_s": create_rate, "setup_s": setup}
 
 
+def in_process(scenario: str, nodes: int, init_pods: int, pods: int) -> dict[str, Any]:
+    """Median and p90 of one attempt (find_node + assume) over ``pods`` pods; see the module docstring."""
+    from scheduler.cache import Cache
+    from scheduler.config import Profile
+    from scheduler.scheduler import Runner
+
+    owner = None
+    if scenario in OWNED:
+        labels = {"pod-template-hash": "5d8f9c7b6"} if scenario == "deployment" else {}
+        owner = Owner({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "bench", "uid": "uid-bench",
+                       "controller": True}, labels)
+
+    def placed(name: str, node_name: str | None = None) -> dict[str, Any]:
+        p = pod(name, scenario, node_name=node_name, owner=owner)
+        p["metadata"]["namespace"] = "bench"
+        p["status"] = {"phase": "Running" if node_name else "Pending"}
+        return p
+
+    cache = Cache()
+    for i in range(nodes):
+        cache.add_node(node(i, scenario == "node-affinity"))
+    for i in range(init_pods):
+        cache.add_pod(placed(f"init-{i}", f"node-{i % nodes}"))
+    runner = Runner(Profile())
+    times = []
+    for i in range(pods):
+        p = placed(f"p-{i}")
+        began = time.perf_counter()
+        attempt = runner.find_node(p, cache)
+        if attempt.node is not None:
+            cache.assume_pod(p, attempt.node)
+        times.append(time.perf_counter() - began)
+    times.sort()
+    return {"scenario": scenario, "nodes": nodes, "init_pods": init_pods, "pods": pods,
+            "median_ms": statistics.median(times) * 1e3, "p90_ms": times[int(len(times) * 0.9)] * 1e3}
+
+
+def main_in_process(args: argparse.Namespace, scenarios: list[str]) -> None:
+    print(f"{'scenario':>18} {'nodes':>6} {'placed':>6} {'pods':>6} {'median ms':>10} {'p90 ms':>8}")
+    for scenario in scenarios:
+        count = min(args.pods, args.anti_pods) if scenario == "pod-anti-affinity" else args.pods
+        r = in_process(scenario, args.nodes, args.init_pods, count)
+        print(f"{scenario:>18} {args.nodes:>6} {args.init_pods:>6} {count:>6} {r['median_ms']:>10.3f} "
+              f"{r['p90_ms']:>8.3f}", flush=True)
+        if args.json:
+            print(json.dumps(r))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--init-pods", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--anti-pods", type=int, default=1000, help="pods to schedule in pod-anti-affinity")
-    parser.add_argument("--scenarios", default="basic,node-affinity,pod-anti-affinity")
+    parser.add_argument("--scenarios", default="basic,replicaset,deployment,node-affinity,pod-anti-affinity")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print each result as a JSON line too")
+    parser.add_argument("--in-process", action="store_true", help="time the scheduler's attempt alone")
     args = parser.parse_args()
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     if "pod-anti-affinity" in scenarios and not (ROOT / "scheduler/plugins/interpodaffinity.py").exists():
         scenarios.remove("pod-anti-affinity")
+    if args.in_process:
+        main_in_process(args, scenarios)
+        return
     print(f"{'scenario':>18} {'nodes':>6} {'pods':>6} {'pods/s':>8} {'bind baseline/s':>16} {'ratio':>6} "
           f"{'creates/s':>10}")
     for scenario in scenarios:

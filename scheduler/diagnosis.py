@@ -1,7 +1,8 @@
 """What one scheduling attempt decided, per node and plugin, for ``kubelab explain`` and ``/debug/explain``.
 
-An ``Attempt`` keeps what the runner computed anyway — per node the index of the first failing filter, the
-statuses of per-node calls, NodeResourcesFit's reason bits, the score arrays of the feasible nodes — and builds
+An ``Attempt`` keeps what the runner computed anyway — per node the index of the first failing filter, each
+filter's statuses as its batch form gave them (often codes per row, read as a Status only when asked) or as its
+per-node calls returned them, the score arrays of the feasible nodes — and builds
 the per-node JSON only when asked (``to_dict``), so a 5,000-node cluster does not pay for dicts nobody reads.
 As Kubernetes, a node's filters stop at the first failure; nodes the attempt never reached (the search stops
 after ``percentageOfNodesToScore`` feasible nodes) are left out. ``DiagnosisStore`` keeps the last attempt of
@@ -17,8 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .framework import Code, Status, unschedulable
-from .nodetable import FIT_REASONS, fit_reason_strings
+from .framework import Code, CodedStatuses, Status, unschedulable
 
 Result = Literal["Scheduled", "Unschedulable", "Error"]
 STORE_SIZE = 1000
@@ -41,9 +41,7 @@ class Attempt:
     filters: list[str]  # filter plugin names, in order
     evaluated: np.ndarray  # rows the filters ran on, in search order
     fail_at: np.ndarray  # per row: index of the first failing filter (len(filters): passed all)
-    statuses: list[Mapping[int, Status]]  # per filter: rows it rejected with its Status (unless fit bits say it)
-    fit_index: int = -1  # the NodeResourcesFit filter's index whose reasons come from ``fit_bits``
-    fit_bits: np.ndarray | None = None
+    statuses: list[Mapping[int, Status]]  # per filter: rows it rejected, with their Status
     pre_filter: tuple[str, Status] | None = None  # a PreFilter that rejected the pod for every node
     feasible: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     scores: list[ScoreColumn] = field(default_factory=list)
@@ -60,10 +58,7 @@ class Attempt:
         k = int(self.fail_at[row])
         if k >= len(self.filters):
             return None
-        status = self.statuses[k].get(row)
-        if status is None and k == self.fit_index and self.fit_bits is not None:
-            status = unschedulable(*fit_reason_strings(int(self.fit_bits[row])))
-        return self.filters[k], status or unschedulable()
+        return self.filters[k], self.statuses[k].get(row) or unschedulable()
 
     def override_status(self, k: int, row: int, status: Status) -> None:
         """Record that filter ``k`` rejected ``row`` with ``status``, over whatever ``statuses[k]`` held (it may be
@@ -94,13 +89,13 @@ class Attempt:
             failed = rows[fail_at == k]
             if not len(failed):
                 continue
-            if k == self.fit_index and self.fit_bits is not None:
-                explicit = self.statuses[k]
-                bits = self.fit_bits[[r for r in failed.tolist() if r not in explicit]]
-                for bit, text in FIT_REASONS:
-                    if n := int(np.count_nonzero(bits & bit)):
-                        counts[text] += n
-                failed = np.array([r for r in failed.tolist() if r in explicit], np.int64)
+            coded = self.statuses[k]
+            if isinstance(coded, CodedStatuses):  # count codes, not rows
+                for code, times in enumerate(np.bincount(coded.codes[failed]).tolist()):
+                    status = coded.statuses[code] if times else None
+                    for reason in status.reasons if status else ():
+                        counts[reason] += times
+                continue
             for row in failed.tolist():
                 status = self.statuses[k].get(row)
                 for reason in status.reasons if status else ():

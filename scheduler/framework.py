@@ -3,16 +3,26 @@
 As in kube-scheduler: Filter plugins say whether a pod fits a node (with the reason a user reads in
 ``FailedScheduling``), Score plugins rank the feasible nodes 0–100 (``MAX_NODE_SCORE``), weights multiply the
 scores, and the highest total wins. Plugins are pure: they read a ``NodeInfo`` and the pod, never the API.
+
+Beside the per-node methods a plugin may opt into the batch forms (``BatchFilterPlugin``, ``BatchScorePlugin``):
+the same verdicts and scores for every row of the node table (scheduler/nodetable.py) at once, as arrays. The
+runner asks a plugin for its batch form and falls back to per-node calls where it has none (or declines for a
+pod); the two must give the same answers, which the unit tests check against per-node runs.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
 
 from apimachinery.quantity import parse_quantity
+
+if TYPE_CHECKING:
+    from .nodetable import NodeTable
 
 MAX_NODE_SCORE = 100
 Pod = dict[str, Any]
@@ -225,6 +235,7 @@ class Handle:
     nominator: PodNominator | None = None
 
 
+@runtime_checkable
 class NamespaceAware(Protocol):
     """Optional: a plugin that matches namespace labels (a ``namespaceSelector``) exposes ``namespace_labels``;
     the runner sets it to the Handle's lookup."""
@@ -232,6 +243,7 @@ class NamespaceAware(Protocol):
     namespace_labels: NamespaceLabels
 
 
+@runtime_checkable
 class PreFilterPlugin(Protocol):
     """PreFilter (optional): called once per attempt, before any Filter, with every node. A non-success Status
     rejects the pod for every node (its reasons go to each node)."""
@@ -249,6 +261,7 @@ class FilterPlugin(Protocol):
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status: ...
 
 
+@runtime_checkable
 class PreScorePlugin(Protocol):
     """PreScore (optional): called once per attempt with the feasible nodes, before any Score."""
 
@@ -266,6 +279,7 @@ class ScorePlugin(Protocol):
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int: ...
 
 
+@runtime_checkable
 class NormalizeScorePlugin(ScorePlugin, Protocol):
     """ScoreExtensions.NormalizeScore (optional): raw scores of all scored nodes (by node name) → 0..100."""
 
@@ -308,25 +322,75 @@ class PostFilterPlugin(Protocol):
                     ) -> PostFilterResult: ...
 
 
-class NodeStaticFilter(Protocol):
-    """Optional, beside ``filter``: the verdict for a node depends only on the node object (name, labels, spec)
-    and ``filter_view(pod)``. The runner then caches verdicts per view and node, recomputing a node's only after
-    its labels or spec changed; a plugin that reads other pods or other nodes must not declare it."""
+@runtime_checkable
+class AssignedPodAddHint(Protocol):
+    """Optional (kube-scheduler's QueueingHintFn for the AssignedPodAdd event): could ``added``, just bound to a
+    node, make ``pending`` schedulable? A parked pod is retried on a pod add only if a plugin of its profile says
+    it could."""
 
-    def filter_view(self, pod: Pod) -> Any: ...
-
-
-class NodeStaticScore(Protocol):
-    """Optional, beside ``score``: as ``NodeStaticFilter`` for raw scores (``score_view(pod)``)."""
-
-    def score_view(self, pod: Pod) -> Any: ...
+    def assigned_pod_add_may_help(self, pending: Pod, added: Pod) -> bool: ...
 
 
-class DefaultNormalize(Protocol):
-    """Optional: declares that ``normalize`` is ``default_normalize_score(scores, normalize_reverse)``, so the
-    runner may apply it to an array instead of calling it with a dict."""
+_IMPLEMENTS: dict[tuple[type, type], bool] = {}
 
-    normalize_reverse: bool
+
+def implements(plugin: Any, protocol: type) -> bool:
+    """``isinstance(plugin, protocol)`` for a runtime-checkable extension point, remembered per plugin class (the
+    check walks the protocol's members, too slow to repeat for every plugin of every attempt)."""
+    key = (type(plugin), protocol)
+    found = _IMPLEMENTS.get(key)
+    if found is None:
+        found = _IMPLEMENTS[key] = isinstance(plugin, protocol)
+    return found
+
+
+@dataclass
+class BatchVerdicts:
+    """A Filter's verdicts for every row of the node table: ``passed`` per row, the rejected rows' Status in
+    ``statuses`` (a mapping that may be shared with a cache or computed from codes: never mutated by the runner),
+    and the rows only the per-node ``filter`` can decide (``undecided``, after the plugin's ``pre_filter``)."""
+
+    passed: np.ndarray
+    statuses: Mapping[int, Status] = field(default_factory=dict)
+    undecided: np.ndarray | None = None
+
+
+@runtime_checkable
+class BatchFilterPlugin(Protocol):
+    """Optional, beside ``filter``: the verdicts on every row of ``table`` at once, equal to per-node ``filter``
+    calls after ``pre_filter`` on every node; None: this pod goes through the per-node path."""
+
+    def batch_filter(self, state: CycleState, pod: Pod, table: NodeTable) -> BatchVerdicts | None: ...
+
+
+@runtime_checkable
+class BatchScorePlugin(Protocol):
+    """Optional, beside ``score``: (raw, normalized) scores of ``rows`` (the feasible nodes), equal to
+    ``pre_score`` over those nodes, ``score`` per node and ``normalize``; None: the per-node path."""
+
+    def batch_score(self, state: CycleState, pod: Pod, table: NodeTable, rows: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray] | None: ...
+
+
+class CodedStatuses(Mapping[int, Status]):
+    """Rows → Status read from an array of codes (0: passed) and one Status per code, so an attempt builds no
+    dict of thousands of rows; only failing rows are keys."""
+
+    def __init__(self, codes: np.ndarray, statuses: tuple[Status | None, ...]) -> None:
+        self.codes = codes
+        self.statuses = statuses
+
+    def __getitem__(self, row: int) -> Status:
+        status = self.statuses[int(self.codes[row])] if 0 <= row < len(self.codes) else None
+        if status is None:
+            raise KeyError(row)
+        return status
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(np.flatnonzero(self.codes).tolist())
+
+    def __len__(self) -> int:
+        return int(np.count_nonzero(self.codes))
 
 
 def default_normalize_score(scores: dict[str, int], reverse: bool = False) -> dict[str, int]:
@@ -336,3 +400,12 @@ def default_normalize_score(scores: dict[str, int], reverse: bool = False) -> di
         return {n: MAX_NODE_SCORE if reverse else 0 for n in scores}
     out = {n: s * MAX_NODE_SCORE // top for n, s in scores.items()}
     return {n: MAX_NODE_SCORE - s for n, s in out.items()} if reverse else out
+
+
+def default_normalize(raw: np.ndarray, reverse: bool = False) -> np.ndarray:
+    """``default_normalize_score`` over an array of raw scores."""
+    top = int(raw.max()) if len(raw) else 0
+    if top == 0:
+        return np.full(len(raw), MAX_NODE_SCORE if reverse else 0, np.int64)
+    out = raw * MAX_NODE_SCORE // top
+    return MAX_NODE_SCORE - out if reverse else out

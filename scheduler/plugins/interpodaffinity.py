@@ -15,74 +15,44 @@ Score (PreScore over all nodes): for every existing pod, the incoming pod's pref
 (affinity) or subtract (anti-affinity) their weight to its node's topology pair, and the existing pod's own
 terms that match the incoming pod do the same (required affinity counting ``hardPodAffinityWeight`` = 1).
 A node's raw score sums its pairs; normalisation maps [min(0, lowest), highest] onto 0..100.
+
+Batch forms (plugins/podaffinityindex.py): the same verdicts and scores for every node from counts the node
+table keeps as pods come and go; a pod with no terms, in a cluster whose pods have none, costs nothing.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
-from apimachinery.labels import Selector, nothing, selector_from_label_selector
+import numpy as np
 
-from ..framework import (MAX_NODE_SCORE, SUCCESS, CycleState, NamespaceLabels, NodeInfo, Pod, Status,
-                         builtin_namespace_labels, unschedulable)
+from ..framework import (MAX_NODE_SCORE, SUCCESS, BatchVerdicts, CodedStatuses, CycleState, NamespaceLabels,
+                         NodeInfo, Pod, Status, builtin_namespace_labels, unschedulable)
+from ..nodetable import NodeTable
+from . import podaffinityindex as index
+from .podaffinityterms import (HARD_POD_AFFINITY_WEIGHT, AffinityTerm, matches_all, preferred_terms,
+                               required_terms)
 
 NAME = "InterPodAffinity"
 ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
 ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
-HARD_POD_AFFINITY_WEIGHT = 1
 _PRE_FILTER_KEY = "PreFilter" + NAME
 _PRE_SCORE_KEY = "PreScore" + NAME
 
 TopologyPair = tuple[str, str]
+STATUSES: tuple[Status | None, ...] = (  # by podaffinityindex.filter_codes' codes
+    None, unschedulable(ERR_REASON_AFFINITY_RULES_NOT_MATCH, resolvable=False),
+    unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH),
+    unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH))
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
-@dataclass(frozen=True)
-class AffinityTerm:
-    """A parsed ``PodAffinityTerm``: which pods (namespaces × selector) and over which topology key."""
-
-    namespaces: frozenset[str]
-    namespace_selector: Selector
-    selector: Selector
-    topology_key: str
-    weight: int = 1
-
-    def matches(self, pod: Pod, namespace_labels: NamespaceLabels = builtin_namespace_labels) -> bool:
-        meta = pod.get("metadata", {})
-        namespace = meta.get("namespace", "default")
-        if namespace not in self.namespaces and not self.namespace_selector.matches(namespace_labels(namespace)):
-            return False
-        return self.selector.matches(meta.get("labels") or {})
-
-
-def parse_term(owner: Pod, term: dict[str, Any], weight: int = 1) -> AffinityTerm:
-    namespaces = frozenset(term.get("namespaces") or ())
-    ns_selector = term.get("namespaceSelector")
-    if not namespaces and ns_selector is None:
-        namespaces = frozenset((owner.get("metadata", {}).get("namespace", "default"),))
-    return AffinityTerm(namespaces, nothing() if ns_selector is None else selector_from_label_selector(ns_selector),
-                        selector_from_label_selector(term.get("labelSelector")), term.get("topologyKey", ""), weight)
-
-
-def _affinity(pod: Pod, kind: str) -> dict[str, Any]:
-    return (pod.get("spec", {}).get("affinity") or {}).get(kind) or {}
-
-
-def required_terms(pod: Pod, kind: str) -> list[AffinityTerm]:
-    """``kind`` is ``podAffinity`` or ``podAntiAffinity``."""
-    return [parse_term(pod, t) for t in _affinity(pod, kind).get("requiredDuringSchedulingIgnoredDuringExecution")
-            or []]
-
-
-def preferred_terms(pod: Pod, kind: str) -> list[AffinityTerm]:
-    return [parse_term(pod, w.get("podAffinityTerm") or {}, int(w.get("weight", 0)))
-            for w in _affinity(pod, kind).get("preferredDuringSchedulingIgnoredDuringExecution") or []]
-
-
-def matches_all(pod: Pod, terms: list[AffinityTerm], namespace_labels: NamespaceLabels) -> bool:
-    return bool(terms) and all(t.matches(pod, namespace_labels) for t in terms)
+def _has_terms(pod: Pod, when: str) -> bool:
+    affinity = pod.get("spec", {}).get("affinity") or {}
+    return any((affinity.get(kind) or {}).get(when) for kind in ("podAffinity", "podAntiAffinity"))
 
 
 # --- Filter ------------------------------------------------------------------------------------------------
@@ -217,6 +187,23 @@ class InterPodAffinity:
         if _PRE_SCORE_KEY not in state:
             self.pre_score(state, pod, [node_info])
         return node_score(state[_PRE_SCORE_KEY], node_info)
+
+    def assigned_pod_add_may_help(self, pending: Pod, added: Pod) -> bool:
+        return assigned_pod_add_may_help(pending, added, self.namespace_labels)
+
+    def batch_filter(self, state: CycleState, pod: Pod, table: NodeTable) -> BatchVerdicts:
+        if not _has_terms(pod, REQUIRED) and not index.affinity_index(table).has_required_anti_affinity():
+            return BatchVerdicts(np.ones(table.n, bool))
+        codes = index.filter_codes(table, pod, self.namespace_labels)
+        return BatchVerdicts(codes == index.OK, CodedStatuses(codes, STATUSES))
+
+    def batch_score(self, state: CycleState, pod: Pod, table: NodeTable, rows: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        if not _has_terms(pod, PREFERRED) and not index.affinity_index(table).term_groups:
+            zeros = np.zeros(len(rows), np.int64)
+            return zeros, zeros
+        raw = index.raw_scores(table, pod, self.namespace_labels)[rows]
+        return raw, index.normalize(raw)
 
     def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> dict[str, int]:
         if not state.get(_PRE_SCORE_KEY):

@@ -2,16 +2,22 @@
 
 The matching rule (terms ORed, expressions ANDed, ``matchFields`` on ``metadata.name``) is
 ``apimachinery.nodeaffinity``'s, shared with the daemonset controller. Scores are the summed weights of the
-matching preferred terms, normalised so the best node gets 100.
+matching preferred terms, normalised so the best node gets 100. Node-static: the batch forms are cached per
+the pod's nodeSelector and required terms (filter) and per its preferred terms (score).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from apimachinery import nodeaffinity as affinity
 
-from ..framework import SUCCESS, CycleState, NodeInfo, Pod, Status, default_normalize_score, unschedulable
+from ..framework import (SUCCESS, BatchVerdicts, CycleState, NodeInfo, Pod, Status, default_normalize,
+                         default_normalize_score, unschedulable)
+from ..nodetable import NodeTable
+from ..shapecache import static_filter, static_scores
 
 NAME = "NodeAffinity"
 ERR_REASON = "node(s) didn't match Pod's node affinity/selector"
@@ -26,6 +32,12 @@ def required_matches(pod: Pod, node: NodeInfo) -> bool:
     return affinity.required_matches(pod.get("spec", {}), node.labels, node.name)
 
 
+def required_view(pod: Pod) -> Any:
+    """What the filter reads of the pod: its nodeSelector and required node affinity."""
+    return pod.get("spec", {}).get("nodeSelector"), node_affinity(pod).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")
+
+
 def preferred_score(pod: Pod, node: NodeInfo) -> int:
     preferred = node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution") or []
     return sum(int(p.get("weight", 0)) for p in preferred
@@ -34,14 +46,15 @@ def preferred_score(pod: Pod, node: NodeInfo) -> int:
 
 class NodeAffinity:
     name = NAME
-    normalize_reverse = False
 
-    def filter_view(self, pod: Pod) -> Any:
-        return pod.get("spec", {}).get("nodeSelector"), node_affinity(pod).get(
-            "requiredDuringSchedulingIgnoredDuringExecution")
+    def batch_filter(self, state: CycleState, pod: Pod, table: NodeTable) -> BatchVerdicts:
+        return static_filter(self, required_view(pod), state, pod, table)
 
-    def score_view(self, pod: Pod) -> Any:
-        return node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution")
+    def batch_score(self, state: CycleState, pod: Pod, table: NodeTable, rows: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        raw = static_scores(self, node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution"),
+                            state, pod, table, rows)
+        return raw, default_normalize(raw)
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         return SUCCESS if required_matches(pod, node_info) else unschedulable(ERR_REASON, resolvable=False)
@@ -50,4 +63,4 @@ class NodeAffinity:
         return preferred_score(pod, node_info)
 
     def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> dict[str, int]:
-        return default_normalize_score(scores, reverse=self.normalize_reverse)
+        return default_normalize_score(scores)

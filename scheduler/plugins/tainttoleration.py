@@ -3,16 +3,21 @@
 
 Score as kube-scheduler: the raw score counts the node's PreferNoSchedule taints that the pod's tolerations
 (those with an empty effect or PreferNoSchedule) do not tolerate; normalisation is reversed, so the node with
-the fewest gets 100 and a node with the most gets 0.
+the fewest gets 100 and a node with the most gets 0. Node-static: both batch forms are cached per tolerations.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from apimachinery.taints import untolerated
 
-from ..framework import SUCCESS, CycleState, NodeInfo, Pod, Status, default_normalize_score, unschedulable
+from ..framework import (SUCCESS, BatchVerdicts, CycleState, NodeInfo, Pod, Status, default_normalize,
+                         default_normalize_score, unschedulable)
+from ..nodetable import NodeTable
+from ..shapecache import static_filter, static_scores
 
 NAME = "TaintToleration"
 
@@ -44,13 +49,14 @@ def _tolerations(pod: Pod) -> Any:
 
 class TaintToleration:
     name = NAME
-    normalize_reverse = True
 
-    def filter_view(self, pod: Pod) -> Any:
-        return _tolerations(pod)
+    def batch_filter(self, state: CycleState, pod: Pod, table: NodeTable) -> BatchVerdicts:
+        return static_filter(self, _tolerations(pod), state, pod, table)
 
-    def score_view(self, pod: Pod) -> Any:
-        return _tolerations(pod)
+    def batch_score(self, state: CycleState, pod: Pod, table: NodeTable, rows: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        raw = static_scores(self, _tolerations(pod), state, pod, table, rows)
+        return raw, default_normalize(raw, reverse=True)
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         taint = first_untolerated(pod, node_info)
@@ -62,4 +68,4 @@ class TaintToleration:
         return intolerable_prefer_no_schedule(pod, node_info)
 
     def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> dict[str, int]:
-        return default_normalize_score(scores, reverse=self.normalize_reverse)
+        return default_normalize_score(scores, reverse=True)

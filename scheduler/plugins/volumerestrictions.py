@@ -3,13 +3,19 @@
 As kube-scheduler's ``isVolumeConflict``: the same GCE PD (``pdName``), ISCSI target (``iqn``) or RBD image
 (overlapping ``monitors``, same ``pool`` and ``image``) may be mounted by two pods on a node only if both mount
 it read-only; an AWS EBS volume (``volumeID``) may not be shared at all, read-only or not.
+
+Batch form: a pod without volumes fits everywhere; otherwise only nodes holding a pod with volumes (the node
+table's ``volumes`` column) need the per-node check.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..framework import SUCCESS, CycleState, NodeInfo, Pod, Status, unschedulable
+import numpy as np
+
+from ..framework import SUCCESS, BatchVerdicts, CycleState, NodeInfo, Pod, Status, unschedulable
+from ..nodetable import NodeTable
 
 NAME = "VolumeRestrictions"
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
@@ -52,3 +58,9 @@ class VolumeRestrictions:
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         return unschedulable(ERR_REASON_DISK_CONFLICT) if has_disk_conflict(pod, node_info) else SUCCESS
+
+    def batch_filter(self, state: CycleState, pod: Pod, table: NodeTable) -> BatchVerdicts:
+        if not pod.get("spec", {}).get("volumes"):
+            return BatchVerdicts(np.ones(table.n, bool))
+        with_volumes = table.volumes[:table.n] > 0
+        return BatchVerdicts(~with_volumes, undecided=with_volumes)

@@ -191,7 +191,7 @@ async def test_a_nominated_node_that_no_longer_fits_falls_back_to_all_nodes(
     await until(lambda: "d/big" in scheduler.cache.pod_nodes, "the cache")
     await nominate(client, scheduler, "p", "n1")
     await client.nodes.patch("n1", {"spec": {"unschedulable": True}}, "merge")  # cordoned after the nomination
-    await until(lambda: scheduler.cache.table.unschedulable[scheduler.cache.table.index["n1"]], "the cordon")
+    await until(lambda: scheduler.cache.nodes["n1"].node.get("spec", {}).get("unschedulable"), "the cordon")
     attempt = scheduler.schedule_one(await next_pod(scheduler))
     assert attempt is not None and attempt.node == "n2"
     await settle(scheduler)
