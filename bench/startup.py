@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -27,8 +28,8 @@ import kubelab  # noqa: E402
 TARGETS = {"nodes=3": 2.0, 'components=["apiserver"]': 0.5}
 
 
-def one_run(**kwargs: object) -> tuple[float, float]:
-    cluster = kubelab.Cluster(**kwargs)  # type: ignore[arg-type]
+def one_run(kwargs: dict[str, Any]) -> tuple[float, float]:
+    cluster = kubelab.Cluster(**kwargs)
     began = time.monotonic()
     cluster.start()
     started = time.monotonic() - began
@@ -51,10 +52,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
     os.environ.setdefault("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")  # as `make test` runs the suite
-    configs = {"nodes=3": {"nodes": 3}, 'components=["apiserver"]': {"components": ["apiserver"]}}
+    configs: dict[str, dict[str, Any]] = {"nodes=3": {"nodes": 3},
+                                          'components=["apiserver"]': {"components": ["apiserver"]}}
     print(f"{'cluster':<26} {'start median':>12} {'min':>6} {'max':>6} {'stop median':>12} {'target':>7}")
     for label, kwargs in configs.items():
-        starts, stops = zip(*(one_run(**kwargs) for _ in range(args.runs)), strict=True)
+        starts, stops = zip(*(one_run(kwargs) for _ in range(args.runs)), strict=True)
         median = statistics.median(starts)
         verdict = "met" if median <= TARGETS[label] else "missed"
         print(f"{label:<26} {median:11.2f}s {min(starts):5.2f}s {max(starts):5.2f}s {statistics.median(stops):11.2f}s "

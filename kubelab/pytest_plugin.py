@@ -102,12 +102,16 @@ def kubelab_namespace(kubelab_cluster: Cluster, request: pytest.FixtureRequest) 
             client.delete(f"/api/v1/namespaces/{name}")
 
 
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, None, None]:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport,
+                                                                                             pytest.TestReport]:
     """A failed test that used the cluster: add its components' last log lines and the events."""
-    outcome = yield
-    report: pytest.TestReport = outcome.get_result()
+    report = yield
+    _add_details(item, report)
+    return report
+
+
+def _add_details(item: pytest.Item, report: pytest.TestReport) -> None:
     if not report.failed or "kubelab_cluster" not in getattr(item, "fixturenames", ()):
         return
     cluster = item.config.stash.get(CLUSTER_KEY, None)
