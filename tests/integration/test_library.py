@@ -22,11 +22,14 @@ def no_fsync(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_a_cluster_with_two_nodes_serves_kubectl_and_the_python_client() -> None:
-    with kubelab.Cluster(nodes=2) as cluster:
+    # extra_args reach their component (so the pytest plugin gives each xdist worker's pods a range of its own)
+    with kubelab.Cluster(nodes=2, extra_args={"controller-manager": ["--cluster-cidr", "127.33.0.0/16"]}) as cluster:
         data_dir = cluster.data_dir
         assert sorted(cluster.nodes) == ["node01", "node02"]
         table = cluster.kubectl("get", "nodes", "--no-headers").stdout.splitlines()
         assert [line.split()[:2] for line in table] == [["node01", "Ready"], ["node02", "Ready"]]
+        cidrs = cluster.kubectl("get", "nodes", "-o", "jsonpath={.items[*].spec.podCIDR}").stdout.split()
+        assert sorted(cidrs) == ["127.33.0.0/24", "127.33.1.0/24"]
         v1 = kubernetes.client.CoreV1Api(cluster.api_client())
         assert {n.metadata.name for n in v1.list_node().items} == {"node01", "node02"}
         assert os.environ.get("KUBECONFIG") != str(cluster.kubeconfig)  # nothing global is touched

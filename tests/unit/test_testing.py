@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kubelab.testing import ApplyError, _check, _load
+from kubelab.testing import ApplyError, _as_dict, _check, _load
 
 READY = {"status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "Stalled", "status": "False"}]}}
 
@@ -59,3 +59,12 @@ def test_a_document_that_is_not_an_object_is_refused(tmp_path: Path) -> None:
     path.write_text("just: a mapping\n")
     with pytest.raises(ApplyError, match="apiVersion and kind are required"):
         _load(path)
+
+
+def test_wait_for_takes_a_kubernetes_client_model_as_well_as_a_dict() -> None:
+    kubernetes = pytest.importorskip("kubernetes")
+    model = kubernetes.client.V1ConfigMap(api_version="v1", kind="ConfigMap",
+                                          metadata=kubernetes.client.V1ObjectMeta(name="c", namespace="n"))
+    assert _as_dict(model) == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}}
+    with pytest.raises(TypeError, match="not str"):
+        _as_dict("configmap/c")
