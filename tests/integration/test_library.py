@@ -15,8 +15,13 @@ from kubelab import snapshot
 from kubelab.testing import ApplyError
 
 
+pytestmark = pytest.mark.kubectl
+
+
 @pytest.fixture(autouse=True)
-def no_fsync(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def environment(kubectl_bin: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The suite's kubectl (skipped without one) for Cluster.kubectl; no fsync, as `make test` runs etcd."""
+    monkeypatch.setenv("KUBELAB_KUBECTL", kubectl_bin)
     monkeypatch.setenv("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")
     yield
 

@@ -13,13 +13,21 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.kubectl
 API_ONLY = "[pytest]\nkubelab_nodes = 0\nkubelab_components = apiserver\n"
+
+
+@pytest.fixture(autouse=True)
+def environment(kubectl_bin: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's kubectl (skipped without one) for the runs' Cluster.kubectl; no fsync, as `make test` runs."""
+    monkeypatch.setenv("KUBELAB_KUBECTL", kubectl_bin)
+    monkeypatch.setenv("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")
 
 
 def pytest_run(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "KUBELAB_ETCD_UNSAFE_NO_FSYNC": "1"})
+                          env=dict(os.environ))
 
 
 def test_the_example_kopf_operator_passes_its_own_tests() -> None:
