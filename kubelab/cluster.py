@@ -24,7 +24,7 @@ code.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from kubelab.components import (
     kubelet_node_name,
 )
 from kubelab.encryption import ensure_encryption_config
-from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer
+from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer, free_port
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.etcdcluster import local_cluster, record_run
 from kubelab.kubeconfig import write_kubeconfig
@@ -48,11 +48,13 @@ from kubelab.net import free_ports_from
 from kubelab.state import ClusterState, ProcessRecord
 from kubelab.supervisor import StartupFailed, Supervised, Supervisor, Unit
 
-__all__ = ["KUBELET_BASE_PORT", "Cluster", "Progress", "StartupError", "stop_records"]
+__all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "Cluster", "Progress", "StartupError", "stop_records"]
 
 KUBELET_BASE_PORT = 10250
 POD_CIDR_TIMEOUT = 30.0  # seconds the node IPAM controller may take to give every Node its podCIDR
 CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need them
+CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet")  # the last tier: a cluster may leave any out
+HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
 
 
 class StartupError(RuntimeError):
@@ -100,8 +102,22 @@ class Cluster:
         etcd_quota_backend_bytes: int = QUOTA_BACKEND_BYTES,
         etcd_members: int | None = None,
         etcd_tls: bool = True,
+        components: Collection[str] | None = None,
+        hollow_nodes: int = 0,
+        extra_args: Mapping[str, Sequence[str]] | None = None,
+        kubelet_base_port: int | None = KUBELET_BASE_PORT,
     ) -> None:
-        """Raises IncompatibleEtcd (or FileNotFoundError) when no etcd found can run the data dir's etcd."""
+        """Raises IncompatibleEtcd (or FileNotFoundError) when no etcd found can run the data dir's etcd.
+
+        ``components``: which of ``CLIENT_COMPONENTS`` to start besides etcd and the apiserver (default: all);
+        ``hollow_nodes``: one more kubelet process run with ``--hollow --count N``; ``extra_args``: flags appended
+        to a component's command line, by component name; ``kubelet_base_port`` None: kubelets on ports the
+        kernel picks (several clusters on one machine), else the first free ones from it (kube's 10250).
+        """
+        unknown = set(components or ()) - set(CLIENT_COMPONENTS)
+        if unknown:
+            raise ValueError(f"unknown components {sorted(unknown)}: choose among {list(CLIENT_COMPONENTS)} "
+                             f"(etcd and the apiserver always run)")
         self.data_dir = data_dir.absolute()
         self.port = port
         self.nodes = nodes
@@ -110,6 +126,10 @@ class Cluster:
         self.logs = self.data_dir / "logs"
         self.api_url = f"http://127.0.0.1:{port}"
         self.etcd_tls = etcd_tls
+        self.components = set(CLIENT_COMPONENTS if components is None else components)
+        self.hollow_nodes = hollow_nodes
+        self.extra_args = {name: list(args) for name, args in (extra_args or {}).items()}
+        self.kubelet_base_port = kubelet_base_port
         self.etcd = local_cluster(self.data_dir, etcd_members, binary=etcd_binary, tls=etcd_tls, log_dir=self.logs,
                                   client_ports=[etcd_ports[0]] if etcd_ports else None,
                                   quota_backend_bytes=etcd_quota_backend_bytes)
@@ -143,22 +163,26 @@ class Cluster:
         tier: list[_Pending] = []
         for name in ("controller-manager", "scheduler"):
             component = COMPONENTS[name]
+            if name not in self.components:
+                continue
             if is_available(component):
                 tier.append(self._spawn(component, name, ["--master", self.api_url]))
             else:
                 self.skipped.append(component)
         kubelet = COMPONENTS["kubelet"]
-        if self.nodes > 0 and is_available(kubelet):
-            ports = free_ports_from(KUBELET_BASE_PORT, self.nodes, avoid={self.port})
-            for index, port in enumerate(ports, start=1):
+        wanted = "kubelet" in self.components and (self.nodes > 0 or self.hollow_nodes > 0)
+        if wanted and is_available(kubelet):
+            for index, port in enumerate(self._kubelet_ports(self.nodes), start=1):
                 tier.append(self._spawn_kubelet(kubelet, kubelet_node_name(index), port))
-        elif self.nodes > 0:
+            if self.hollow_nodes > 0:
+                tier.append(self._spawn_hollow(kubelet))
+        elif wanted:
             self.skipped.append(kubelet)
         self._start_tier([spawned_apiserver])
         self._start_tier(tier)
         if any(p.component.name == "controller-manager" for p in tier):
             self._wait_pod_cidrs([p.record.name.removeprefix("kubelet-") for p in tier
-                                  if p.component.name == "kubelet"])
+                                  if p.component.name == "kubelet" and p.record.name != HOLLOW_UNIT])
         return self.state
 
     def _wait_pod_cidrs(self, nodes: list[str]) -> None:
@@ -236,9 +260,28 @@ class Cluster:
         ]  # fmt: skip
         return self._spawn(component, f"kubelet-{node}", args, port=port)
 
+    def _kubelet_ports(self, count: int) -> list[int]:
+        if self.kubelet_base_port is None:
+            return [free_port() for _ in range(count)]
+        return free_ports_from(self.kubelet_base_port, count, avoid={self.port})
+
+    def _spawn_hollow(self, component: Component) -> _Pending:
+        """kubemark's hollow nodes: one process registering ``hollow_nodes`` simulated Nodes."""
+        root = self.data_dir / "kubelet" / "hollow"
+        root.mkdir(parents=True, exist_ok=True)
+        port = self._kubelet_ports(1)[0]
+        args = [
+            "--master", self.api_url,
+            "--hollow", "--count", str(self.hollow_nodes),
+            "--port", str(port),
+            "--root-dir", str(root),
+        ]  # fmt: skip
+        return self._spawn(component, HOLLOW_UNIT, args, port=port)
+
     def _spawn(self, component: Component, name: str, args: list[str], port: int | None = None) -> _Pending:
         log = self.logs / f"{name}.log"
         health = _health_of(component, port)
+        args = [*args, *self.extra_args.get(component.name, ())]
         unit = Unit(name, tuple(component_argv(component, args)), log, health)
         record = ProcessRecord(name=name, component=component.name, pid=0, start_time=None, started_at=0.0,
                                log=str(log), port=port)  # the health URL: from the first probe

@@ -1,0 +1,234 @@
+"""``kubelab.Cluster``: a whole local cluster as a Python object, for tests and scripts (issue #22).
+
+Why a second ``Cluster``: ``kubelab.cluster.Cluster`` is the launcher's engine — start order, supervision, the
+state `kubelab up` records for `kubelab down`. A test wants less ceremony and other defaults, as envtest and
+pytest-kind give: a throw-away data dir, every port picked by the kernel (so pytest-xdist workers and parallel
+suites never collide), plain-HTTP etcd on loopback (as envtest's etcd; ``etcd_tls=True`` secures it as
+`kubelab up` does), a choice of components (``["apiserver"]`` is envtest's "API only" mode: etcd and the
+apiserver), and the cluster counted as started only once every Node is Ready. This module wraps the engine and
+adds what a test reaches for: the kubeconfig, ``api_client()``, ``kubectl(...)``, ``logs(...)``, applying
+manifests and waiting (``kubelab.testing``). Nothing here is a stand-in: the same processes `kubelab up` runs.
+
+    with kubelab.Cluster(nodes=3) as cluster:
+        cluster.kubectl("get", "nodes")
+        v1 = kubernetes.client.CoreV1Api(cluster.api_client())
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from kubelab import cluster as engine
+from kubelab import process
+from kubelab.etcd import etcd_candidates, etcd_version, free_port
+from kubelab.etcdcluster import EtcdRecord, default_specs
+from kubelab.testing import Condition, Operator, apply_manifests, wait_for, wait_for_nodes_ready
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+__all__ = ["ALL_COMPONENTS", "Cluster", "find_kubectl"]
+
+ALL_COMPONENTS = ("apiserver", *engine.CLIENT_COMPONENTS)
+READY_TIMEOUT = 60.0  # seconds the nodes may take to be Ready after their kubelets are healthy
+
+
+def find_kubectl() -> str:
+    """The real kubectl: ``$KUBELAB_KUBECTL``, else ``kubectl`` on PATH."""
+    found = os.environ.get("KUBELAB_KUBECTL") or shutil.which("kubectl")
+    if not found:
+        raise FileNotFoundError("no kubectl: set $KUBELAB_KUBECTL or put kubectl on PATH")
+    return found
+
+
+class Cluster:
+    """etcd, an apiserver and (by default) a controller-manager, a scheduler and ``nodes`` kubelets.
+
+    ``data_dir`` None: a temporary directory, removed by ``stop()`` unless ``keep`` is set. ``snapshot``: an etcd
+    snapshot file (`kubelab snapshot save`) restored into the fresh data dir before etcd starts. ``manifests``: a
+    YAML file or a directory of them, applied (server-side) once the cluster is up. ``extra_args``: flags added
+    to a component's command line, by component name (``{"apiserver": ["--etcd-compaction-interval", "0"]}``).
+    """
+
+    def __init__(
+        self,
+        nodes: int = 3,
+        data_dir: str | os.PathLike[str] | None = None,
+        components: Sequence[str] = ALL_COMPONENTS,
+        extra_args: Mapping[str, Sequence[str]] | None = None,
+        *,
+        hollow_nodes: int = 0,
+        keep: bool = False,
+        snapshot: str | os.PathLike[str] | None = None,
+        manifests: str | os.PathLike[str] | None = None,
+        port: int | None = None,
+        etcd_tls: bool = False,
+        timeout: float = READY_TIMEOUT,
+    ) -> None:
+        unknown = [c for c in components if c not in ALL_COMPONENTS]
+        if unknown or "apiserver" not in components:
+            raise ValueError(f"components must include 'apiserver' and name only {list(ALL_COMPONENTS)} "
+                             f"(etcd always runs); got {list(components)}")
+        if nodes < 0 or hollow_nodes < 0:
+            raise ValueError("nodes and hollow_nodes must be 0 or more")
+        self.node_count = nodes if "kubelet" in components else 0
+        self.hollow_nodes = hollow_nodes if "kubelet" in components else 0
+        self.components = tuple(components)
+        self.extra_args = dict(extra_args or {})
+        self.keep = keep or data_dir is not None  # a directory the caller chose is never removed
+        self._data_dir = Path(data_dir).absolute() if data_dir is not None else None
+        self.snapshot = Path(snapshot) if snapshot is not None else None
+        self.manifests = Path(manifests) if manifests is not None else None
+        self._port = port
+        self.etcd_tls = etcd_tls
+        self.timeout = timeout
+        self._engine: engine.Cluster | None = None
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> Cluster:
+        """Start everything; return once the apiserver is healthy and every Node is Ready (then apply
+        ``manifests``). On failure whatever started is stopped again and the error (with the log) raised."""
+        if self._engine is not None:
+            raise RuntimeError("this cluster is already started")
+        if self._data_dir is None:
+            self._data_dir = Path(tempfile.mkdtemp(prefix="kubelab-"))
+        self._data_dir.mkdir(parents=True, exist_ok=True)
+        if self.snapshot is not None:
+            self._restore(self.snapshot)
+        self._engine = engine.Cluster(
+            self._data_dir,
+            port=self._port or free_port(),
+            nodes=self.node_count,
+            etcd_tls=self.etcd_tls,
+            components=[c for c in self.components if c != "apiserver"],
+            hollow_nodes=self.hollow_nodes,
+            extra_args=self.extra_args,
+            kubelet_base_port=None,
+        )
+        try:
+            self._engine.start()
+            if self.node_count or self.hollow_nodes:
+                wait_for_nodes_ready(self.api_url, self.node_count + self.hollow_nodes, self.timeout)
+            if self.manifests is not None:
+                self.apply(self.manifests)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _restore(self, snapshot: Path) -> None:
+        """Into a data dir with no etcd yet, recording first how its etcd will run (so the restored member's
+        peer URL has this cluster's scheme)."""
+        from kubelab import snapshot as snapshots  # grpc: only when a snapshot is asked for
+
+        assert self._data_dir is not None
+        if EtcdRecord.load(self._data_dir) is None:
+            binary = etcd_candidates()[0]
+            EtcdRecord(etcd_version(binary) or "0.0.0", binary, default_specs(1), self.etcd_tls).save(self._data_dir)
+        snapshots.restore(self._data_dir, snapshot)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop every process (clients, apiserver, etcd) and remove a temporary data dir unless kept."""
+        running, self._engine = self._engine, None
+        if running is not None:
+            running.stop(timeout)
+        if not self.keep and self._data_dir is not None:
+            shutil.rmtree(self._data_dir, ignore_errors=True)
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # ---- what a test reaches for ---------------------------------------------------------------
+
+    @property
+    def running(self) -> engine.Cluster:
+        if self._engine is None:
+            raise RuntimeError("the cluster is not started: call start() or use it as a context manager")
+        return self._engine
+
+    @property
+    def data_dir(self) -> Path:
+        if self._data_dir is None:
+            raise RuntimeError("the cluster has no data dir before start()")
+        return self._data_dir
+
+    @property
+    def api_url(self) -> str:
+        return self.running.api_url
+
+    @property
+    def kubeconfig(self) -> Path:
+        """A kubeconfig (context ``kubelab``) for kubectl, the Python client, kopf: ``KUBECONFIG=...``."""
+        return Path(self.running.state.kubeconfig)
+
+    @property
+    def nodes(self) -> list[str]:
+        """The names of the Nodes registered now."""
+        items = httpx.get(f"{self.api_url}/api/v1/nodes", timeout=10.0).raise_for_status().json()["items"]
+        return [item["metadata"]["name"] for item in items]
+
+    def api_client(self) -> ApiClient:
+        """An ``ApiClient`` of the official ``kubernetes`` package, configured from this cluster's kubeconfig."""
+        from kubernetes import config  # the client is the test extra's, not a runtime dependency
+
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
+                timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        """Run the real kubectl against this cluster; ``check``: raise with its stderr when it fails."""
+        done = subprocess.run([find_kubectl(), "--kubeconfig", str(self.kubeconfig), *args], input=input,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+        if check and done.returncode != 0:
+            raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+        return done
+
+    def log_names(self) -> list[str]:
+        """The processes with a log: ``etcd``, ``apiserver``, ``controller-manager``, ``kubelet-node01``, ..."""
+        return [record.name for record in self.running.state.processes]
+
+    def logs(self, component: str, lines: int | None = None) -> str:
+        """A process's log (``kubelet`` means every kubelet's), or its last ``lines`` lines."""
+        records = [r for r in self.running.state.processes
+                   if r.name == component or (component == "kubelet" and r.component == "kubelet")]
+        if not records:
+            raise KeyError(f"no process {component!r} in this cluster: {self.log_names()}")
+        texts = []
+        for record in records:
+            text = Path(record.log).read_text(errors="replace") if Path(record.log).exists() else ""
+            texts.append(process.tail(Path(record.log), lines) if lines is not None else text)
+        return "\n".join(texts)
+
+    def apply(self, path: str | os.PathLike[str], namespace: str | None = None) -> list[dict[str, Any]]:
+        """Server-side apply every object of a YAML file or a directory of them; the objects as stored."""
+        return apply_manifests(self.api_url, Path(path), namespace=namespace)
+
+    def wait_for(self, obj: Any, condition: Condition, timeout: float = 30.0) -> dict[str, Any] | None:
+        """Until ``condition`` holds for ``obj`` (``kubelab.testing.wait_for``: ``"Ready"``, ``"delete"``,
+        ``"jsonpath={.status.phase}=Running"`` or a predicate); the object then."""
+        return wait_for(self.api_url, obj, condition, timeout)
+
+    @contextmanager
+    def operator(self, *argv: str, env: Mapping[str, str] | None = None,
+                 cwd: str | os.PathLike[str] | None = None) -> Iterator[Operator]:
+        """Run an operator process (``python -m kopf run ...``) with ``KUBECONFIG`` set to this cluster's, for the
+        ``with`` block; stopped (SIGTERM, then SIGKILL) at its end. Its output: ``operator.log``."""
+        log = self.data_dir / "logs" / f"operator-{time.monotonic_ns()}.log"
+        with Operator(list(argv), log, env={**os.environ, **(env or {}), "KUBECONFIG": str(self.kubeconfig)},
+                      cwd=Path(cwd) if cwd is not None else None) as running:
+            yield running

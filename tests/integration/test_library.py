@@ -1,0 +1,74 @@
+"""``kubelab.Cluster`` as a user's script drives it: nodes Ready through kubectl and the official client, logs,
+a temporary data dir gone afterwards, API-only and hollow-node clusters, manifests and a snapshot to start from."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import kubernetes
+import pytest
+
+import kubelab
+from kubelab import snapshot
+from kubelab.testing import ApplyError
+
+
+pytestmark = pytest.mark.kubectl
+
+
+@pytest.fixture(autouse=True)
+def environment(kubectl_bin: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The suite's kubectl (skipped without one) for Cluster.kubectl; no fsync, as `make test` runs etcd."""
+    monkeypatch.setenv("KUBELAB_KUBECTL", kubectl_bin)
+    monkeypatch.setenv("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")
+    yield
+
+
+def test_a_cluster_with_two_nodes_serves_kubectl_and_the_python_client() -> None:
+    # extra_args reach their component (so the pytest plugin gives each xdist worker's pods a range of its own)
+    with kubelab.Cluster(nodes=2, extra_args={"controller-manager": ["--cluster-cidr", "127.33.0.0/16"]}) as cluster:
+        data_dir = cluster.data_dir
+        assert sorted(cluster.nodes) == ["node01", "node02"]
+        table = cluster.kubectl("get", "nodes", "--no-headers").stdout.splitlines()
+        assert [line.split()[:2] for line in table] == [["node01", "Ready"], ["node02", "Ready"]]
+        cidrs = cluster.kubectl("get", "nodes", "-o", "jsonpath={.items[*].spec.podCIDR}").stdout.split()
+        assert sorted(cidrs) == ["127.33.0.0/24", "127.33.1.0/24"]
+        v1 = kubernetes.client.CoreV1Api(cluster.api_client())
+        assert {n.metadata.name for n in v1.list_node().items} == {"node01", "node02"}
+        assert os.environ.get("KUBECONFIG") != str(cluster.kubeconfig)  # nothing global is touched
+        assert "apiserver ready" in cluster.logs("apiserver")
+        assert "node02" in cluster.logs("kubelet")
+        with pytest.raises(KeyError, match="no process 'proxy'"):
+            cluster.logs("proxy")
+    assert not data_dir.exists()
+
+
+def test_api_only_hollow_nodes_and_manifests(tmp_path: Path) -> None:
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "app.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: team}\ndata: {level: high}\n---\n"
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n")
+    with kubelab.Cluster(components=["apiserver", "kubelet"], nodes=0, hollow_nodes=3,
+                         manifests=tmp_path / "manifests", data_dir=tmp_path / "data") as cluster:
+        assert sorted(cluster.nodes) == ["hollow-node-0", "hollow-node-1", "hollow-node-2"]
+        assert cluster.log_names() == ["etcd", "apiserver", "kubelet-hollow"]
+        assert cluster.kubectl("get", "cm", "settings", "-n", "team", "-o", "jsonpath={.data.level}").stdout == "high"
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "team"}}
+        assert cluster.wait_for(cm, "jsonpath={.data.level}=high", timeout=10) is not None
+        with pytest.raises(TimeoutError, match="not met within"):
+            cluster.wait_for(cm, "jsonpath={.data.level}=low", timeout=0.5)
+        (tmp_path / "bad.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\n")
+        with pytest.raises(ApplyError, match="Bad_Name"):
+            cluster.apply(tmp_path / "bad.yaml")
+    assert (tmp_path / "data" / "logs" / "apiserver.log").is_file()  # a data dir the caller chose is kept
+
+
+def test_a_cluster_starts_from_a_snapshot(tmp_path: Path) -> None:
+    with kubelab.Cluster(components=["apiserver"]) as first:
+        first.kubectl("create", "configmap", "remembered", "--from-literal=answer=42")
+        snapshot.save(first.data_dir, tmp_path / "snap.db")
+    with kubelab.Cluster(components=["apiserver"], snapshot=tmp_path / "snap.db") as second:
+        shown = second.kubectl("get", "cm", "remembered", "-o", "jsonpath={.data.answer}").stdout
+        assert shown == "42"
