@@ -5,8 +5,10 @@ scopes cover the object and whose ``status.hard`` names something the object use
 with its texts (all 403 ``<resource> "<name>" is forbidden: …``):
 
 * ``failed quota: q: must specify limits.cpu for: c`` — a quota on cpu/memory needs every container to say it;
-* ``status unknown for quota: q, resources: pods`` — the controller has not yet filled the quota's status;
+* ``status unknown for quota: q, resources: pods`` — ``status.hard`` names something ``status.used`` lacks;
 * ``exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2``.
+
+As in kube, a quota is matched on its ``status.hard``: one the controller has not yet synced enforces nothing.
 
 Then the usage is charged: each quota's ``status.used`` is raised by a compare-and-swap write on its stored
 revision, the check made again on the stored status at each attempt (kube updates the quota status with a retry
@@ -47,7 +49,7 @@ def restricted_names(quota: Mapping[str, Any], attrs: Attributes, obj: Mapping[s
     spec = quota.get("spec") or {}
     if not matches_scopes(spec, attrs.group, attrs.resource, obj):
         return set()
-    hard = (quota.get("status") or {}).get("hard") or spec.get("hard") or {}
+    hard = (quota.get("status") or {}).get("hard") or {}  # kube matches on status.hard: unsynced, not enforced
     return matching_resources(attrs.group, attrs.resource, covered_names(spec, hard))
 
 
@@ -112,7 +114,7 @@ class ResourceQuotaAdmission:
                     raise errors.forbidden(attrs.resource, attrs.name, f"failed quota: {name}: {missing}",
                                            attrs.group)
             status = quota.get("status") or {}
-            if status.get("hard") is None or any(n not in (status.get("used") or {}) for n in names):
+            if any(n not in (status.get("used") or {}) for n in names):  # hasUsageStats
                 raise errors.forbidden(attrs.resource, attrs.name, f"status unknown for quota: {name}, resources: "
                                        f"{','.join(sorted(names))}", attrs.group)
             interesting.append((quota, names))
