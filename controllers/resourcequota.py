@@ -8,14 +8,16 @@ controller keeps ``status.hard`` equal to ``spec.hard`` and ``status.used`` equa
 * replenishment: an object deleted, or a pod turning terminal (Succeeded/Failed, or being deleted), enqueues
   every quota of its namespace — usage goes down as soon as the pod goes;
 * ``sync(key)`` counts, for each name in ``spec.hard``, the usage of the namespace's objects that the quota's
-  scopes cover (``apimachinery.quota``, the same arithmetic the admission plugin uses): pods, services,
-  secrets, configmaps and replication controllers from informers, other ``count/<resource>.<group>`` names by
-  listing the resource (kube's quota monitors watch every resource; here the others are counted on sync);
+  scopes cover (``apimachinery.quota``, the same arithmetic the admission plugin uses), from informers: pods,
+  services, secrets, configmaps and replication controllers from the start, and for ``count/<resource>.<group>``
+  of any other resource (a custom one: found through discovery) an informer started the first time a quota
+  names it — kube's quota monitors — so its deletions replenish too;
 * the status is written only when it changed; a 409 (admission charged meanwhile) is retried by the worker.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from typing import Any
@@ -48,7 +50,7 @@ from kubeclient import (
     InformerFactory,
     Resource,
 )
-from kubeclient.informer import SharedInformer
+from kubeclient.informer import SharedInformer, wait_for_cache_sync
 
 from controllers.base import Controller, key_of, unwrap
 from controllers.podutil import meta
@@ -56,6 +58,7 @@ from controllers.podutil import meta
 log = logging.getLogger(__name__)
 
 DEFAULT_RESYNC_PERIOD = 300.0  # --resource-quota-sync-period
+SYNC_TIMEOUT = 30.0  # how long a sync waits for a newly started informer's first list
 
 
 def calculate_status(quota: Object, used: ResourceList) -> dict[str, Any]:
@@ -72,6 +75,8 @@ class ResourceQuotaController(Controller):
                  resync_period: float = DEFAULT_RESYNC_PERIOD) -> None:
         super().__init__(workers=workers)
         self.clientset = clientset
+        self.factory = factory
+        self._stop: asyncio.Event | None = None
         self.quota_informer = factory.informer(RESOURCE_QUOTAS, resync_period=resync_period)
         self.quota_informer.add_event_handler(self.enqueue, self._quota_updated, None)
         # Resources counted from a cache, by (group, plural).
@@ -83,6 +88,10 @@ class ResourceQuotaController(Controller):
             if key != ("", "pods"):
                 informer.add_event_handler(None, None, self._object_deleted)
         self.informers = [self.quota_informer, *self.watched.values()]
+
+    async def run(self, stop: asyncio.Event) -> None:
+        self._stop = stop  # informers started later (count/<resource>) stop with the controller
+        await super().run(stop)
 
     # --- handlers -----------------------------------------------------------------------------------------------
     def _quota_updated(self, old: Object, new: Object) -> None:
@@ -136,15 +145,28 @@ class ResourceQuotaController(Controller):
         return found
 
     async def _objects(self, group: str, resource: str, namespace: str) -> list[Object]:
+        informer = await self._informer_for(group, resource)
+        return informer.indexer.by_index(NAMESPACE_INDEX, namespace) if informer is not None else []
+
+    async def _informer_for(self, group: str, resource: str) -> SharedInformer | None:
+        """The informer counting a resource, started on first use; None for a resource nobody serves."""
         informer = self.watched.get((group, resource))
-        if informer is not None:
-            return informer.indexer.by_index(NAMESPACE_INDEX, namespace)
-        known = next((r for r in RESOURCES if (r.group, r.plural) == (group, resource) and r.namespaced), None)
-        if known is None:
-            known = await self._discover(group, resource)
-        if known is None:
-            return []
-        return list((await self.clientset.resource(known).list(namespace)).get("items") or [])
+        if informer is None:
+            known = next((r for r in RESOURCES if (r.group, r.plural) == (group, resource) and r.namespaced), None)
+            if known is None:
+                known = await self._discover(group, resource)
+            if known is None:
+                return None
+            informer = self.watched.get((group, resource))
+            if informer is None:  # no other worker started it meanwhile
+                informer = self.watched[(group, resource)] = self.factory.informer(known)
+                informer.add_event_handler(None, None, self._object_deleted)
+                if self._stop is not None:
+                    self.factory.start(self._stop)
+        if not informer.has_synced() and \
+                not await wait_for_cache_sync(informer, timeout=SYNC_TIMEOUT, stop=self._stop):
+            raise TimeoutError(f"{resource}.{group}: informer not synced")  # the worker retries the quota
+        return informer
 
     async def _discover(self, group: str, resource: str) -> Resource | None:
         """A resource kubeclient has no constant for (a custom resource): its preferred version from discovery."""

@@ -100,3 +100,18 @@ def test_limit_range_defaults_and_max(kubectl: Kubectl, client: httpx.Client, ns
     described = kubectl("-n", ns, "describe", "limits", "limits").stdout
     assert any(line.split()[:6] == ["Container", "cpu", "-", "500m", "100m", "300m"]
                for line in described.splitlines() if line.strip())
+
+
+def test_object_count_of_any_resource(manager: ControllerManager, kubectl: Kubectl, client: httpx.Client,
+                                      ns: str) -> None:
+    kubectl("-n", ns, "create", "quota", "q", "--hard=count/deployments.apps=1")
+    wait_for(lambda: quota_status(client, ns).get("used") == {"count/deployments.apps": "0"},
+             what="the quota's status")
+    kubectl("-n", ns, "create", "deployment", "one", "--image=busybox")
+    second = kubectl("-n", ns, "create", "deployment", "two", "--image=busybox", check=False)
+    assert ('deployments.apps "two" is forbidden: exceeded quota: q, requested: count/deployments.apps=1, '
+            "used: count/deployments.apps=1, limited: count/deployments.apps=1") in second.stderr
+    kubectl("-n", ns, "delete", "deployment", "one")
+    wait_for(lambda: quota_status(client, ns)["used"] == {"count/deployments.apps": "0"},
+             what="the deployment's count to be given back")
+    kubectl("-n", ns, "create", "deployment", "two", "--image=busybox")
