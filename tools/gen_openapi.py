@@ -280,6 +280,9 @@ SCALAR_DEFINITIONS: dict[str, Schema] = {
 LEAF_TYPES: dict[tuple[str, str], str] = {
     **{(m, f): QUANTITY for m, f in [
         ("V1ContainerStatus", "allocatedResources"), ("V1EmptyDirVolumeSource", "sizeLimit"),
+        ("V1LimitRangeItem", "default"), ("V1LimitRangeItem", "defaultRequest"), ("V1LimitRangeItem", "max"),
+        ("V1LimitRangeItem", "maxLimitRequestRatio"), ("V1LimitRangeItem", "min"), ("V1ResourceQuotaSpec", "hard"),
+        ("V1ResourceQuotaStatus", "hard"), ("V1ResourceQuotaStatus", "used"),
         ("V1NodeAllocatableMappedResources", "quantity"), ("V1NodeAllocatableOverheadResources", "perContainer"),
         ("V1NodeAllocatableOverheadResources", "perPod"), ("V1NodeStatus", "allocatable"),
         ("V1NodeStatus", "capacity"), ("V1PodSpec", "overhead"), ("V1PodStatus", "allocatedResources"),
