@@ -3,8 +3,9 @@
 The ResourceQuota admission plugin charges usage as objects are created; nothing there gives it back. This
 controller keeps ``status.hard`` equal to ``spec.hard`` and ``status.used`` equal to what exists:
 
-* the queue holds quota keys; a quota added, or its spec changed, is enqueued; every quota comes back each
-  ``--resource-quota-sync-period`` (the quota informer's resync, kube's full recalculation);
+* the queue holds quota keys; a quota added, or its ``spec.hard`` changed, is enqueued — never for a status
+  write (admission's charges: a recount then could read caches that have not yet seen the charged object and
+  undo the charge); every quota comes back each ``--resource-quota-sync-period`` (kube's ``enqueueAll``);
 * replenishment: an object deleted, or a pod turning terminal (Succeeded/Failed, or being deleted), enqueues
   every quota of its namespace — usage goes down as soon as the pod goes;
 * ``sync(key)`` counts, for each name in ``spec.hard``, the usage of the namespace's objects that the quota's
@@ -77,7 +78,8 @@ class ResourceQuotaController(Controller):
         self.clientset = clientset
         self.factory = factory
         self._stop: asyncio.Event | None = None
-        self.quota_informer = factory.informer(RESOURCE_QUOTAS, resync_period=resync_period)
+        self.resync_period = resync_period
+        self.quota_informer = factory.informer(RESOURCE_QUOTAS)
         self.quota_informer.add_event_handler(self.enqueue, self._quota_updated, None)
         # Resources counted from a cache, by (group, plural).
         self.watched: dict[tuple[str, str], SharedInformer] = {
@@ -94,9 +96,21 @@ class ResourceQuotaController(Controller):
         await super().run(stop)
 
     # --- handlers -----------------------------------------------------------------------------------------------
+    def background(self) -> list[asyncio.Task[None]]:
+        return [asyncio.create_task(self._enqueue_all(), name=f"{self.name} resync")]
+
+    async def _enqueue_all(self) -> None:
+        """Every quota, every ``resync_period``: the full recalculation that catches what events missed."""
+        while True:
+            await asyncio.sleep(self.resync_period)
+            for quota in self.quota_informer.indexer.list():
+                self.enqueue(quota)
+
     def _quota_updated(self, old: Object, new: Object) -> None:
-        """A spec change, a status someone else wrote, or the periodic resync (the same object twice)."""
-        self.enqueue(new)
+        """Only a change of ``spec.hard`` (parsed: ``1000m`` is ``1``) drives a recount."""
+        hard = (parse_list((old.get("spec") or {}).get("hard")), parse_list((new.get("spec") or {}).get("hard")))
+        if hard[0] != hard[1]:
+            self.enqueue(new)
 
     def _pod_updated(self, old: Object, new: Object) -> None:
         """``QuotaV1Pod`` turning false: the pod's compute usage is released."""
