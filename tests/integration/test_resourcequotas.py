@@ -115,3 +115,16 @@ def test_object_count_of_any_resource(manager: ControllerManager, kubectl: Kubec
     wait_for(lambda: quota_status(client, ns)["used"] == {"count/deployments.apps": "0"},
              what="the deployment's count to be given back")
     kubectl("-n", ns, "create", "deployment", "two", "--image=busybox")
+
+
+def test_an_update_that_raises_usage_is_charged(manager: ControllerManager, kubectl: Kubectl, client: httpx.Client,
+                                                ns: str) -> None:
+    kubectl("-n", ns, "create", "quota", "q", "--hard=services=2,services.nodeports=1")
+    wait_for(lambda: "used" in quota_status(client, ns), what="the quota's status")
+    kubectl("-n", ns, "create", "service", "clusterip", "web", "--tcp=80:80,443:443")
+    refused = kubectl("-n", ns, "patch", "service", "web", "-p", '{"spec":{"type":"NodePort"}}', check=False)
+    assert ('services "web" is forbidden: exceeded quota: q, requested: services.nodeports=2, '
+            "used: services.nodeports=0, limited: services.nodeports=1") in refused.stderr
+    assert quota_status(client, ns)["used"] == {"services": "1", "services.nodeports": "0"}
+    kubectl("-n", ns, "create", "service", "nodeport", "one", "--tcp=80:80")
+    assert quota_status(client, ns)["used"] == {"services": "2", "services.nodeports": "1"}
