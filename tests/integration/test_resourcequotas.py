@@ -128,3 +128,26 @@ def test_an_update_that_raises_usage_is_charged(manager: ControllerManager, kube
     assert quota_status(client, ns)["used"] == {"services": "1", "services.nodeports": "0"}
     kubectl("-n", ns, "create", "service", "nodeport", "one", "--tcp=80:80")
     assert quota_status(client, ns)["used"] == {"services": "2", "services.nodeports": "1"}
+
+
+def test_the_python_client_reads_and_is_refused(manager: ControllerManager, api: Any, client: httpx.Client,
+                                                ns: str) -> None:
+    from kubernetes import client as k8s
+    from kubernetes.client.rest import ApiException
+
+    core = k8s.CoreV1Api(api)
+    core.create_namespaced_resource_quota(ns, k8s.V1ResourceQuota(
+        metadata=k8s.V1ObjectMeta(name="q"), spec=k8s.V1ResourceQuotaSpec(hard={"count/secrets": "1"})))
+    wait_for(lambda: getattr(core.read_namespaced_resource_quota("q", ns).status, "used", None) ==
+             {"count/secrets": "0"},
+             what="the quota's status through the client")
+    core.create_namespaced_secret(ns, k8s.V1Secret(metadata=k8s.V1ObjectMeta(name="one")))
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_secret(ns, k8s.V1Secret(metadata=k8s.V1ObjectMeta(name="two")))
+    assert refused.value.status == 403
+    assert "exceeded quota: q, requested: count/secrets=1" in refused.value.body
+    core.create_namespaced_limit_range(ns, k8s.V1LimitRange(
+        metadata=k8s.V1ObjectMeta(name="l"), spec=k8s.V1LimitRangeSpec(limits=[k8s.V1LimitRangeItem(
+            type="Container", max={"memory": "1Gi"})])))
+    item = core.read_namespaced_limit_range("l", ns).spec.limits[0]
+    assert (item.default, item.default_request) == ({"memory": "1Gi"}, {"memory": "1Gi"})
