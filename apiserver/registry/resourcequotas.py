@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from apimachinery.errors import Cause
-from apimachinery.quota import POD_SCOPED_RESOURCES, SCOPES
-from apimachinery.validation import invalid, is_qualified_name, not_supported, required
+from apimachinery.quota import SCOPES
+from apimachinery.validation import Raw, go_quote, invalid, is_qualified_name, required
 from apiserver.registry.qos import validate_quantity_value
 from apiserver.registry.strategy import AGE_COLUMN, NAME_COLUMN, Object, Strategy, TableColumn
 from apiserver.registry.tables import since
@@ -43,33 +43,69 @@ def validate_resource_list(resources: Mapping[str, Any] | None, path: str) -> li
     return causes
 
 
+# ``IsStandardQuotaResourceName``: the names a scope is checked against (``count/…`` and extended ones are not).
+STANDARD_QUOTA_RESOURCES = frozenset({
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.storage",
+    "requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods", "services",
+    "replicationcontrollers", "resourcequotas", "secrets", "configmaps", "persistentvolumeclaims",
+    "services.nodeports", "services.loadbalancers"})
+POD_COMPUTE_QUOTA_RESOURCES = frozenset({"cpu", "memory", "limits.cpu", "limits.memory", "requests.cpu",
+                                         "requests.memory"})
+CONFLICTING_SCOPES = (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating"))
+
+
+def scope_valid_for(scope: str, name: str) -> bool:
+    """``IsResourceQuotaScopeValidForResource``: BestEffort tracks only ``pods``; the other pod scopes also the
+    cpu/memory names."""
+    if scope == "BestEffort":
+        return name == "pods"
+    if scope in ("Terminating", "NotTerminating", "NotBestEffort", "PriorityClass", "CrossNamespacePodAffinity"):
+        return name == "pods" or name in POD_COMPUTE_QUOTA_RESOURCES
+    return True
+
+
+def _go_scopes(scopes: list[Any]) -> Raw:
+    return Raw("[]core.ResourceQuotaScope{" + ", ".join(go_quote(str(s)) for s in scopes) + "}")
+
+
 def validate_scopes(spec: Mapping[str, Any], path: str) -> list[Cause]:
-    """Known scopes; a Terminating/BestEffort-style scope only with the pod compute names it can track."""
+    """``validateResourceQuotaScopes``: known scopes, valid for every standard hard name, no conflicting pair."""
     causes: list[Cause] = []
     scopes = list(spec.get("scopes") or [])
-    for i, scope in enumerate(scopes):
+    hard = sorted(name for name in spec.get("hard") or {} if name in STANDARD_QUOTA_RESOURCES
+                  or name.startswith(("hugepages-", "requests.hugepages-")))
+    for scope in scopes:
         if scope not in SCOPES:
-            causes.append(not_supported(f"{path}.scopes[{i}]", scope, SCOPES))
+            causes.append(invalid(f"{path}.scopes", _go_scopes(scopes), "unsupported scope"))
+        causes.extend(invalid(f"{path}.scopes", _go_scopes(scopes), "unsupported scope applied to resource")
+                      for name in hard if not scope_valid_for(scope, name))
+    causes.extend(invalid(f"{path}.scopes", _go_scopes(scopes), "conflicting scopes")
+                  for pair in CONFLICTING_SCOPES if set(pair) <= set(scopes))
+    return causes + validate_scope_selector(spec, path)
+
+
+def validate_scope_selector(spec: Mapping[str, Any], path: str) -> list[Cause]:
+    """``validateScopedResourceSelectorRequirement``: known scope names and operators, values as the operator
+    needs them, scopes valid for the hard names."""
+    causes: list[Cause] = []
+    hard = [name for name in spec.get("hard") or {} if name in STANDARD_QUOTA_RESOURCES]
     expressions = (spec.get("scopeSelector") or {}).get("matchExpressions") or []
-    for i, expr in enumerate(expressions):
-        item = f"{path}.scopeSelector.matchExpressions[{i}]"
-        if expr.get("scopeName") not in SCOPES:
-            causes.append(not_supported(f"{item}.scopeName", expr.get("scopeName"), SCOPES))
+    for expr in expressions:
+        item = f"{path}.scopeSelector.matchExpressions"
+        scope = expr.get("scopeName")
+        if scope not in SCOPES:
+            causes.append(invalid(f"{item}.scopeName", scope, "unsupported scope"))
+        causes.extend(invalid(f"{item}.scopeName", scope, "unsupported scope applied to resource")
+                      for name in hard if not scope_valid_for(scope, name))
         operator = expr.get("operator")
         if operator not in SCOPE_OPERATORS:
-            causes.append(not_supported(f"{item}.operator", operator, SCOPE_OPERATORS))
+            causes.append(invalid(f"{item}.operator", operator, "not a valid selector operator"))
         elif operator in ("In", "NotIn") and not expr.get("values"):
             causes.append(required(f"{item}.values", "must be at least one value when `operator` is 'In' or "
                                                      "'NotIn' for scope selector"))
         elif operator in ("Exists", "DoesNotExist") and expr.get("values"):
             causes.append(invalid(f"{item}.values", expr.get("values"),
                                   "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector"))
-        scopes.append(expr.get("scopeName"))
-    if scopes:
-        for name in spec.get("hard") or {}:
-            if name not in POD_SCOPED_RESOURCES and name != "count/pods":
-                causes.append(invalid(f"{path}.hard[{name}]", name,
-                                      "unsupported scope applied to resource"))
     return causes
 
 

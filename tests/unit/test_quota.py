@@ -106,3 +106,18 @@ def test_controller_status_has_every_hard_name() -> None:
     q = {"spec": {"hard": {"pods": "2", "secrets": "3"}}}
     assert calculate_status(q, {"pods": Quantity.from_int(1)}) == {
         "hard": {"pods": "2", "secrets": "3"}, "used": {"pods": "1", "secrets": "0"}}
+
+
+def test_quota_scope_validation() -> None:
+    from apiserver.registry.resourcequotas import ResourceQuotaStrategy
+
+    bad = {"spec": {"hard": {"pods": "1", "secrets": "2", "count/pods": "3"}, "scopes": ["BestEffort", "NotBestEffort"]}}
+    assert [f"{c.field}: {c.message}" for c in ResourceQuotaStrategy().validate(bad)] == [
+        'spec.scopes: Invalid value: []core.ResourceQuotaScope{"BestEffort", "NotBestEffort"}: unsupported scope '
+        "applied to resource",
+        'spec.scopes: Invalid value: []core.ResourceQuotaScope{"BestEffort", "NotBestEffort"}: unsupported scope '
+        "applied to resource",
+        'spec.scopes: Invalid value: []core.ResourceQuotaScope{"BestEffort", "NotBestEffort"}: conflicting scopes',
+    ]
+    assert ResourceQuotaStrategy().validate({"spec": {"hard": {"pods": "1", "cpu": "1"},
+                                                      "scopes": ["NotBestEffort"]}}) == []
