@@ -43,6 +43,9 @@ from ..registry.registry import Registry
 from .attributes import Attributes, Object
 from .sources import Sources
 
+# kube-apiserver's default ignored resources: Events are never counted.
+IGNORED = frozenset({("", "events"), ("events.k8s.io", "events")})
+
 
 def restricted_names(quota: Mapping[str, Any], attrs: Attributes, obj: Mapping[str, Any]) -> set[str]:
     """The quota's ``status.hard`` names this object can use, or none when its scopes do not cover it."""
@@ -86,7 +89,7 @@ class ResourceQuotaAdmission:
         return bool(self.sources.cached("", "resourcequotas"))
 
     def handles(self, attrs: Attributes) -> bool:
-        return (attrs.namespaced and not attrs.subresource and attrs.operation in ("CREATE", "UPDATE")
+        return (attrs.namespaced and not attrs.subresource and (attrs.group, attrs.resource) not in IGNORED and attrs.operation in ("CREATE", "UPDATE")
                 and attrs.obj is not None and bool(attrs.namespace)
                 and bool(self.sources.list("", "resourcequotas", attrs.namespace)))
 

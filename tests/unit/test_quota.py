@@ -121,3 +121,48 @@ def test_quota_scope_validation() -> None:
     ]
     assert ResourceQuotaStrategy().validate({"spec": {"hard": {"pods": "1", "cpu": "1"},
                                                       "scopes": ["NotBestEffort"]}}) == []
+
+
+class QuotaSources:
+    """The one read the plugin makes: the namespace's quotas."""
+
+    def __init__(self, *quotas: dict[str, Any]) -> None:
+        self.quotas = list(quotas)
+
+    def list(self, group: str, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        return self.quotas if (group, resource) == ("", "resourcequotas") else []
+
+    def cached(self, group: str, resource: str) -> list[Any]:
+        return self.quotas
+
+
+def plugin_attrs(resource: str, obj: dict[str, Any], operation: str = "CREATE", group: str = "",
+                 dry_run: bool = True) -> Any:
+    from apiserver.admission.attributes import Attributes
+    from apiserver.authentication import ANONYMOUS
+
+    return Attributes(operation, group, "v1", resource, "", "Kind",  # type: ignore[arg-type]
+                      "ns", obj["metadata"]["name"], True, ANONYMOUS, dry_run, obj=obj)
+
+
+async def test_admission_refusals_in_kube_order() -> None:
+    import pytest
+
+    from apimachinery import errors
+    from apiserver.admission.resourcequota import ResourceQuotaAdmission
+
+    unsynced = {"metadata": {"name": "new"}, "spec": {"hard": {"pods": "1"}}}
+    partial = {"metadata": {"name": "partial"}, "spec": {"hard": {"pods": "1", "limits.cpu": "1"}},
+               "status": {"hard": {"pods": "1", "limits.cpu": "1"}, "used": {"pods": "0"}}}
+    plugin = ResourceQuotaAdmission(QuotaSources(unsynced), None)  # type: ignore[arg-type]
+    p = {**pod(container(limits={"cpu": "100m"})), "metadata": {"name": "p"}}
+    assert plugin.handles(plugin_attrs("pods", p))
+    assert not plugin.handles(plugin_attrs("events", {"metadata": {"name": "e"}}))
+    await plugin.validate(plugin_attrs("pods", p))  # a quota the controller has not synced enforces nothing
+    plugin = ResourceQuotaAdmission(QuotaSources(partial), None)  # type: ignore[arg-type]
+    with pytest.raises(errors.Forbidden, match='pods "p" is forbidden: status unknown for quota: partial, '
+                                               "resources: limits.cpu,pods"):
+        await plugin.validate(plugin_attrs("pods", p))
+    bare = {**pod(container()), "metadata": {"name": "bare"}}
+    with pytest.raises(errors.Forbidden, match="failed quota: partial: must specify limits.cpu for: c"):
+        await plugin.validate(plugin_attrs("pods", bare))
