@@ -53,7 +53,7 @@ from kubeclient import (
 )
 from kubeclient.informer import SharedInformer, wait_for_cache_sync
 
-from controllers.base import Controller, key_of, unwrap
+from controllers.base import Controller, unwrap
 from controllers.podutil import meta
 
 log = logging.getLogger(__name__)

@@ -89,7 +89,8 @@ class ResourceQuotaAdmission:
         return bool(self.sources.cached("", "resourcequotas"))
 
     def handles(self, attrs: Attributes) -> bool:
-        return (attrs.namespaced and not attrs.subresource and (attrs.group, attrs.resource) not in IGNORED and attrs.operation in ("CREATE", "UPDATE")
+        return (attrs.namespaced and not attrs.subresource and (attrs.group, attrs.resource) not in IGNORED
+                and attrs.operation in ("CREATE", "UPDATE")
                 and attrs.obj is not None and bool(attrs.namespace)
                 and bool(self.sources.list("", "resourcequotas", attrs.namespace)))
 

@@ -4,10 +4,13 @@ usage back when a pod goes; a LimitRange fills in default requests and limits an
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 import pytest
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
 
 from conftest import Kubectl
 from support.controllers import ControllerManager, controller_manager_fixture
@@ -21,7 +24,6 @@ manager = controller_manager_fixture("resourcequota")
 def pod(name: str, **resources: dict[str, str]) -> str:
     body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
             "spec": {"containers": [{"name": "c", "image": "busybox", "resources": resources}]}}
-    import json
     return json.dumps(body)
 
 
@@ -132,9 +134,6 @@ def test_an_update_that_raises_usage_is_charged(manager: ControllerManager, kube
 
 def test_the_python_client_reads_and_is_refused(manager: ControllerManager, api: Any, client: httpx.Client,
                                                 ns: str) -> None:
-    from kubernetes import client as k8s
-    from kubernetes.client.rest import ApiException
-
     core = k8s.CoreV1Api(api)
     core.create_namespaced_resource_quota(ns, k8s.V1ResourceQuota(
         metadata=k8s.V1ObjectMeta(name="q"), spec=k8s.V1ResourceQuotaSpec(hard={"count/secrets": "1"})))

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from apimachinery import errors
 from apimachinery.quantity import Quantity
 from apimachinery.quota import (
     covered_names,
@@ -16,7 +19,10 @@ from apimachinery.quota import (
     to_wire,
     usage,
 )
-from apiserver.admission.resourcequota import charged, refusal
+from apiserver.admission.attributes import Attributes
+from apiserver.admission.resourcequota import ResourceQuotaAdmission, charged, refusal
+from apiserver.authentication import ANONYMOUS
+from apiserver.registry.resourcequotas import ResourceQuotaStrategy
 from controllers.resourcequota import calculate_status
 
 
@@ -109,9 +115,8 @@ def test_controller_status_has_every_hard_name() -> None:
 
 
 def test_quota_scope_validation() -> None:
-    from apiserver.registry.resourcequotas import ResourceQuotaStrategy
-
-    bad = {"spec": {"hard": {"pods": "1", "secrets": "2", "count/pods": "3"}, "scopes": ["BestEffort", "NotBestEffort"]}}
+    bad = {"spec": {"hard": {"pods": "1", "secrets": "2", "count/pods": "3"},
+                    "scopes": ["BestEffort", "NotBestEffort"]}}
     assert [f"{c.field}: {c.message}" for c in ResourceQuotaStrategy().validate(bad)] == [
         'spec.scopes: Invalid value: []core.ResourceQuotaScope{"BestEffort", "NotBestEffort"}: unsupported scope '
         "applied to resource",
@@ -137,20 +142,12 @@ class QuotaSources:
 
 
 def plugin_attrs(resource: str, obj: dict[str, Any], operation: str = "CREATE", group: str = "",
-                 dry_run: bool = True) -> Any:
-    from apiserver.admission.attributes import Attributes
-    from apiserver.authentication import ANONYMOUS
-
+                 dry_run: bool = True) -> Attributes:
     return Attributes(operation, group, "v1", resource, "", "Kind",  # type: ignore[arg-type]
                       "ns", obj["metadata"]["name"], True, ANONYMOUS, dry_run, obj=obj)
 
 
 async def test_admission_refusals_in_kube_order() -> None:
-    import pytest
-
-    from apimachinery import errors
-    from apiserver.admission.resourcequota import ResourceQuotaAdmission
-
     unsynced = {"metadata": {"name": "new"}, "spec": {"hard": {"pods": "1"}}}
     partial = {"metadata": {"name": "partial"}, "spec": {"hard": {"pods": "1", "limits.cpu": "1"}},
                "status": {"hard": {"pods": "1", "limits.cpu": "1"}, "used": {"pods": "0"}}}
