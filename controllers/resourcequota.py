@@ -6,8 +6,9 @@ controller keeps ``status.hard`` equal to ``spec.hard`` and ``status.used`` equa
 * the queue holds quota keys; a quota added, or its ``spec.hard`` changed, is enqueued — never for a status
   write (admission's charges: a recount then could read caches that have not yet seen the charged object and
   undo the charge); every quota comes back each ``--resource-quota-sync-period`` (kube's ``enqueueAll``);
-* replenishment: an object deleted, or a pod turning terminal (Succeeded/Failed, or being deleted), enqueues
-  every quota of its namespace — usage goes down as soon as the pod goes;
+* replenishment: an object deleted, a pod turning terminal (Succeeded/Failed, or being deleted), another object
+  whose usage changed (a Service no longer a NodePort) enqueues the quotas of its namespace that track its kind —
+  usage goes down as soon as the pod goes;
 * ``sync(key)`` counts, for each name in ``spec.hard``, the usage of the namespace's objects that the quota's
   scopes cover (``apimachinery.quota``, the same arithmetic the admission plugin uses), from informers: pods,
   services, secrets, configmaps and replication controllers from the start, and for ``count/<resource>.<group>``
@@ -82,13 +83,9 @@ class ResourceQuotaController(Controller):
         self.quota_informer = factory.informer(RESOURCE_QUOTAS)
         self.quota_informer.add_event_handler(self.enqueue, self._quota_updated, None)
         # Resources counted from a cache, by (group, plural).
-        self.watched: dict[tuple[str, str], SharedInformer] = {
-            (r.group, r.plural): factory.informer(r)
-            for r in (PODS, SERVICES, SECRETS, CONFIG_MAPS, REPLICATION_CONTROLLERS)}
-        self.watched[("", "pods")].add_event_handler(None, self._pod_updated, self._object_deleted)
-        for key, informer in self.watched.items():
-            if key != ("", "pods"):
-                informer.add_event_handler(None, None, self._object_deleted)
+        self.watched: dict[tuple[str, str], SharedInformer] = {}
+        for r in (PODS, SERVICES, SECRETS, CONFIG_MAPS, REPLICATION_CONTROLLERS):
+            self._watch(r.group, r.plural, factory.informer(r))
         self.informers = [self.quota_informer, *self.watched.values()]
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -112,18 +109,29 @@ class ResourceQuotaController(Controller):
         if hard[0] != hard[1]:
             self.enqueue(new)
 
-    def _pod_updated(self, old: Object, new: Object) -> None:
-        """``QuotaV1Pod`` turning false: the pod's compute usage is released."""
-        if (not pod_is_terminal(old) and pod_is_terminal(new)) or \
-                (not meta(old).get("deletionTimestamp") and meta(new).get("deletionTimestamp")):
-            self._enqueue_namespace(meta(new).get("namespace", ""))
+    def _watch(self, group: str, resource: str, informer: SharedInformer) -> None:
+        """Count ``resource`` from ``informer``; replenish when an object's usage may have gone down: deleted,
+        a pod turning terminal (``QuotaV1Pod`` false) or being deleted, another object's usage changed."""
+        def updated(old: Object, new: Object) -> None:
+            if (group, resource) == ("", "pods"):
+                released = (not pod_is_terminal(old) and pod_is_terminal(new)) or \
+                    (not meta(old).get("deletionTimestamp") and bool(meta(new).get("deletionTimestamp")))
+            else:
+                released = usage(group, resource, old) != usage(group, resource, new)
+            if released:
+                self._replenish(group, resource, new)
 
-    def _object_deleted(self, obj: Object | DeletedFinalStateUnknown) -> None:
-        self._enqueue_namespace(meta(unwrap(obj)).get("namespace", ""))
+        def deleted(obj: Object | DeletedFinalStateUnknown) -> None:
+            self._replenish(group, resource, unwrap(obj))
 
-    def _enqueue_namespace(self, namespace: str) -> None:
-        for quota in self.quota_informer.indexer.by_index(NAMESPACE_INDEX, namespace):
-            self.enqueue(quota)
+        informer.add_event_handler(None, updated, deleted)
+        self.watched[(group, resource)] = informer
+
+    def _replenish(self, group: str, resource: str, obj: Object) -> None:
+        """``replenishQuota``: the quotas of the object's namespace that track something of its kind."""
+        for quota in self.quota_informer.indexer.by_index(NAMESPACE_INDEX, meta(obj).get("namespace", "")):
+            if matching_resources(group, resource, ((quota.get("spec") or {}).get("hard") or {}).keys()):
+                self.enqueue(quota)
 
     # --- sync ---------------------------------------------------------------------------------------------------
     async def sync(self, key: str) -> None:
@@ -173,8 +181,8 @@ class ResourceQuotaController(Controller):
                 return None
             informer = self.watched.get((group, resource))
             if informer is None:  # no other worker started it meanwhile
-                informer = self.watched[(group, resource)] = self.factory.informer(known)
-                informer.add_event_handler(None, None, self._object_deleted)
+                informer = self.factory.informer(known)
+                self._watch(group, resource, informer)
                 if self._stop is not None:
                     self.factory.start(self._stop)
         if not informer.has_synced() and \

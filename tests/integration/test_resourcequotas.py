@@ -130,6 +130,9 @@ def test_an_update_that_raises_usage_is_charged(manager: ControllerManager, kube
     assert quota_status(client, ns)["used"] == {"services": "1", "services.nodeports": "0"}
     kubectl("-n", ns, "create", "service", "nodeport", "one", "--tcp=80:80")
     assert quota_status(client, ns)["used"] == {"services": "2", "services.nodeports": "1"}
+    kubectl("-n", ns, "patch", "service", "one", "-p", '{"spec":{"type":"ClusterIP"}}')
+    wait_for(lambda: quota_status(client, ns)["used"] == {"services": "2", "services.nodeports": "0"},
+             what="the controller to give the node port back")
 
 
 def test_the_python_client_reads_and_is_refused(manager: ControllerManager, api: Any, client: httpx.Client,
