@@ -14,6 +14,7 @@ from kubernetes.client.rest import ApiException
 
 from conftest import Kubectl
 from support.controllers import ControllerManager, controller_manager_fixture
+from support.crds import create_crd, crontab_crd, new_group
 from support.wait import wait_for
 
 pytestmark = pytest.mark.kubectl
@@ -153,3 +154,24 @@ def test_the_python_client_reads_and_is_refused(manager: ControllerManager, api:
             type="Container", max={"memory": "1Gi"})])))
     item = core.read_namespaced_limit_range("l", ns).spec.limits[0]
     assert (item.default, item.default_request) == ({"memory": "1Gi"}, {"memory": "1Gi"})
+
+
+def test_object_count_of_a_custom_resource(manager: ControllerManager, kubectl: Kubectl, client: httpx.Client,
+                                           ns: str) -> None:
+    group = new_group()
+    create_crd(client, crontab_crd(group))
+    try:
+        kubectl("-n", ns, "create", "quota", "q", f"--hard=count/crontabs.{group}=1")
+        wait_for(lambda: quota_status(client, ns).get("used") == {f"count/crontabs.{group}": "0"},
+                 what="the quota's status, counted through discovery")
+        tab = {"apiVersion": f"{group}/v1", "kind": "CronTab", "spec": {"cronSpec": "* * * * *"}}
+        kubectl("-n", ns, "create", "-f", "-", input=json.dumps({**tab, "metadata": {"name": "one"}}))
+        second = kubectl("-n", ns, "create", "-f", "-", input=json.dumps({**tab, "metadata": {"name": "two"}}),
+                         check=False)
+        assert (f'crontabs.{group} "two" is forbidden: exceeded quota: q, requested: count/crontabs.{group}=1, '
+                f"used: count/crontabs.{group}=1, limited: count/crontabs.{group}=1") in second.stderr
+        kubectl("-n", ns, "delete", f"crontabs.{group}", "one")
+        wait_for(lambda: quota_status(client, ns)["used"] == {f"count/crontabs.{group}": "0"},
+                 what="the custom resource's count to be given back")
+    finally:
+        client.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.{group}")
