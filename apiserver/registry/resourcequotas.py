@@ -6,7 +6,7 @@ What kube-apiserver does, and where:
   ``spec.hard``) and ``status.used``; until then the quota admission refuses what it tracks ("status unknown");
   an update keeps ``status`` (its subresource is written by the controller and the ResourceQuota admission);
 * ``ValidateResourceQuota``: resource names standard or qualified, quantities not negative (whole numbers for
-  counts), scopes known and compatible with the hard names, ``scopeSelector`` operators;
+  counts), scopes known and compatible with the hard names, ``scopeSelector`` operators; scopes immutable;
 * ``kubectl get quota`` prints NAME, AGE, REQUEST (``pods: 1/2, cpu: 0/1``) and LIMIT (the ``limits.*``).
 """
 
@@ -126,6 +126,14 @@ class ResourceQuotaStrategy(Strategy):
         return (validate_resource_list(spec.get("hard"), "spec.hard") + validate_scopes(spec, "spec")
                 + validate_resource_list(status.get("hard"), "status.hard")
                 + validate_resource_list(status.get("used"), "status.used"))
+
+    def validate_update(self, new: Object, old: Object) -> list[Cause]:
+        """``ValidateResourceQuotaUpdate``: the scopes never change (as a set)."""
+        causes = self.validate(new)
+        scopes = list((new.get("spec") or {}).get("scopes") or [])
+        if set(scopes) != set((old.get("spec") or {}).get("scopes") or []):
+            causes.append(invalid("spec.scopes", _go_scopes(scopes), "field is immutable"))
+        return causes
 
     def validate_status_update(self, new: Object, old: Object) -> list[Cause]:
         status = new.get("status") or {}

@@ -163,3 +163,12 @@ async def test_admission_refusals_in_kube_order() -> None:
     bare = {**pod(container()), "metadata": {"name": "bare"}}
     with pytest.raises(errors.Forbidden, match="failed quota: partial: must specify limits.cpu for: c"):
         await plugin.validate(plugin_attrs("pods", bare))
+
+
+def test_quota_scopes_are_immutable() -> None:
+    old = {"spec": {"hard": {"pods": "1"}, "scopes": ["BestEffort"]}}
+    new = {"spec": {"hard": {"pods": "2"}, "scopes": ["NotBestEffort"]}}
+    assert [f"{c.field}: {c.message}" for c in ResourceQuotaStrategy().validate_update(new, old)] == [
+        'spec.scopes: Invalid value: []core.ResourceQuotaScope{"NotBestEffort"}: field is immutable']
+    assert ResourceQuotaStrategy().validate_update({"spec": {"hard": {"pods": "3"}, "scopes": ["BestEffort"]}},
+                                                   old) == []
