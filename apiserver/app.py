@@ -27,8 +27,10 @@ from apimachinery import errors
 
 from .admission import AdmissionChain
 from .admission.conditions import WebhookMatchConditions
+from .admission.limitranger import LimitRangerDefaults, LimitRangerValidation
 from .admission.policy import ValidatingAdmissionPolicies
 from .admission.policy.typecheck import PolicyStatus, TypeChecker
+from .admission.resourcequota import ResourceQuotaAdmission
 from .admission.sources import Sources
 from .admission.webhook import MutatingWebhooks, ValidatingWebhooks
 from .admission.webhook.client import WebhookClient
@@ -144,9 +146,13 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     sources = Sources(registry)
     webhook_client = WebhookClient(sources)
     conditions = WebhookMatchConditions()
-    admission = AdmissionChain([MutatingWebhooks(sources, webhook_client, add_warning, conditions)],
-                               [ValidatingAdmissionPolicies(sources, add_warning),
-                                ValidatingWebhooks(sources, webhook_client, add_warning, conditions)])
+    # kube-apiserver's order: LimitRanger … webhooks, policies … ResourceQuota last (it charges usage).
+    admission = AdmissionChain([LimitRangerDefaults(sources),
+                                MutatingWebhooks(sources, webhook_client, add_warning, conditions)],
+                               [LimitRangerValidation(sources),
+                                ValidatingAdmissionPolicies(sources, add_warning),
+                                ValidatingWebhooks(sources, webhook_client, add_warning, conditions),
+                                ResourceQuotaAdmission(sources, registry)])
     handler = RESTHandler(registry, admission=admission)
 
     def served_groups() -> dict[str, Any]:

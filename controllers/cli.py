@@ -124,6 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--horizontal-pod-autoscaler-initial-readiness-delay", type=duration, default=30.0,
                    help="after a pod starts, how long its readiness may flap without it counting as never ready "
                         "(default: 30s)")
+    g.add_argument("--resource-quota-sync-period", type=duration, default=300.0,
+                   help="how often every quota's usage is recounted in full (kube: 5m0s)")
+    g.add_argument("--concurrent-resource-quota-syncs", type=int, default=5,
+                   help="quotas synced at once")
     g.add_argument("--terminated-pod-gc-threshold", type=int, default=12500,
                    help="terminated pods kept before the pod GC deletes the oldest; <= 0 disables (default: 12500)")
     p.add_argument("--healthz-port", type=int, default=0,

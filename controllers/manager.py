@@ -161,6 +161,13 @@ def _nodeipam(ctx: Context) -> Controller | None:
                               node_cidr_mask_size=o.node_cidr_mask_size)
 
 
+def _resourcequota(ctx: Context) -> Controller:
+    from controllers.resourcequota import ResourceQuotaController
+    o = ctx.options
+    return ResourceQuotaController(ctx.clientset, ctx.factory, workers=o.concurrent_resource_quota_syncs,
+                                   resync_period=o.resource_quota_sync_period)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
@@ -181,6 +188,7 @@ CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "endpointslice-controller": (("endpointslice",), _endpointslice),
     "endpointslice-mirroring-controller": (("endpointslicemirroring",), _endpointslicemirroring),
     "disruption-controller": (("disruption",), _disruption),
+    "resourcequota-controller": (("resourcequota",), _resourcequota),
     "horizontal-pod-autoscaler-controller": (("horizontalpodautoscaling",), _horizontal),
 }
 

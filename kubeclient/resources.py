@@ -72,6 +72,8 @@ REPLICATION_CONTROLLERS = Resource("", "v1", "replicationcontrollers", "Replicat
 SERVICES = Resource("", "v1", "services", "Service", True, frozenset({"status"}))
 CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 SECRETS = Resource("", "v1", "secrets", "Secret", True)
+RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", True, frozenset({"status"}))
+LIMIT_RANGES = Resource("", "v1", "limitranges", "LimitRange", True)
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
 ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints", True)
 REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True, frozenset({"status", "scale"}))
@@ -90,7 +92,7 @@ HORIZONTAL_POD_AUTOSCALERS = Resource("autoscaling", "v2", "horizontalpodautosca
 RESOURCES: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, REPLICATION_CONTROLLERS, SERVICES, CONFIG_MAPS, SECRETS, SERVICE_ACCOUNTS,
     ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, DAEMON_SETS, CONTROLLER_REVISIONS, JOBS, CRON_JOBS, LEASES,
-    ENDPOINT_SLICES, POD_DISRUPTION_BUDGETS, HORIZONTAL_POD_AUTOSCALERS,
+    ENDPOINT_SLICES, POD_DISRUPTION_BUDGETS, HORIZONTAL_POD_AUTOSCALERS, RESOURCE_QUOTAS, LIMIT_RANGES,
 )
 
 _BY_NAME: dict[str, Resource] = {}

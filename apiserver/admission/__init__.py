@@ -1,16 +1,18 @@
 """Admission: the chain every create, update and delete goes through after decoding and before storage.
 
 kube-apiserver runs its admission plugins in two phases, mutating first and validating after; kubelab's chain does
-the same with the dynamic plugins kube configures at run time:
+the same, in kube's order, with the dynamic plugins and the built-in ones that need other objects:
 
-    MutatingAdmissionWebhook → (defaults, validation again) → ValidatingAdmissionPolicy → ValidatingAdmissionWebhook
+    LimitRanger (defaults) → MutatingAdmissionWebhook → (defaults, validation again) → LimitRanger (min/max)
+    → ValidatingAdmissionPolicy → ValidatingAdmissionWebhook → ResourceQuota (checks, then charges usage)
 
 * ``attributes``: what a plugin sees of a request (``admission.Attributes``);
 * ``chain``: the plugins in order, bound to one request; the stores call it (``registry.store.Admission``);
 * ``webhook/``: the webhook configurations, matching, the HTTPS calls and the AdmissionReview exchange;
-* ``policy/``: ValidatingAdmissionPolicy and its bindings, with CEL (``apiserver.cel``).
+* ``policy/``: ValidatingAdmissionPolicy and its bindings, with CEL (``apiserver.cel``);
+* ``limitranger``, ``resourcequota``: LimitRanges applied to pods; quotas checked and charged.
 
-Built-in admission (namespace lifecycle, the pod rules) stays where it was, in the registry's strategies.
+The other built-in admission (namespace lifecycle, the pod rules) stays in the registry's strategies.
 """
 
 from __future__ import annotations

@@ -36,6 +36,8 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("v1", "ServiceAccount"): corev1.ServiceAccount,
     ("v1", "Endpoints"): corev1.Endpoints,
     ("v1", "Binding"): corev1.Binding,
+    ("v1", "LimitRange"): corev1.LimitRange,
+    ("v1", "ResourceQuota"): corev1.ResourceQuota,
     ("apps/v1", "Deployment"): appsv1.Deployment,
     ("apps/v1", "DaemonSet"): appsv1.DaemonSet,
     ("apps/v1", "ControllerRevision"): appsv1.ControllerRevision,

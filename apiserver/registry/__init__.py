@@ -37,12 +37,14 @@ from apiserver.registry.horizontalpodautoscalers import HorizontalPodAutoscalerS
 from apiserver.registry.apiservices import APIServiceStrategy
 from apiserver.registry.autoscalingv1 import HorizontalPodAutoscalerV1Strategy
 from apiserver.registry.leases import LeaseStrategy
+from apiserver.registry.limitranges import LimitRangeStrategy
 from apiserver.registry.namespaces import NamespaceStrategy
 from apiserver.registry.nodes import NodeStrategy
 from apiserver.registry.poddisruptionbudgets import PodDisruptionBudgetStrategy
 from apiserver.registry.pods import PodStrategy
 from apiserver.registry.replicasets import ReplicaSetStrategy
 from apiserver.registry.replicationcontrollers import ReplicationControllerStrategy
+from apiserver.registry.resourcequotas import ResourceQuotaStrategy
 from apiserver.registry.secrets import SecretStrategy
 from apiserver.registry.selfsubjectreviews import SelfSubjectReviewStrategy
 from apiserver.registry.serviceaccounts import ServiceAccountStrategy
@@ -68,6 +70,8 @@ def all_strategies() -> list[Strategy]:
         ServiceAccountStrategy(),
         EndpointsStrategy(),
         EventStrategy(),
+        LimitRangeStrategy(),
+        ResourceQuotaStrategy(),
         DeploymentStrategy(),
         DaemonSetStrategy(),
         ControllerRevisionStrategy(),

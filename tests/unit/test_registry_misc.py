@@ -38,6 +38,8 @@ def test_all_strategies_cover_the_served_resources() -> None:
     assert served == {
         ("", "pods", "Pod", True, ("po",), ("all",)),
         ("", "nodes", "Node", False, ("no",), ()),
+        ("", "limitranges", "LimitRange", True, ("limits",), ()),
+        ("", "resourcequotas", "ResourceQuota", True, ("quota",), ()),
         ("", "namespaces", "Namespace", False, ("ns",), ()),
         ("", "replicationcontrollers", "ReplicationController", True, ("rc",), ("all",)),
         ("", "services", "Service", True, ("svc",), ("all",)),
