@@ -28,12 +28,15 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import cel
-
 from apimachinery.quantity import Quantity, parse_quantity
+
+from . import engine
+
+if TYPE_CHECKING:
+    import cel
 
 TYPE_KEY = "__kubelab_type__"
 Value = Any
@@ -341,7 +344,7 @@ def _decision(field: str) -> Callable[[Value], Value]:
 # --- optional values: the evaluator has the type and its methods, not the syntax (``render`` rewrites it) -------
 def _unwrap(value: Value) -> tuple[bool, Value]:
     """(present, value) of an optional, or of a plain value (present)."""
-    if isinstance(value, cel.OptionalValue):
+    if isinstance(value, engine.module().OptionalValue):
         return (True, value.value()) if value.has_value() else (False, None)
     return True, value
 
@@ -350,18 +353,18 @@ def opt_select(target: Value, field: str) -> cel.OptionalValue:
     """``target.?field``: the field when present, else ``optional.none()``."""
     present, value = _unwrap(target)
     if present and isinstance(value, dict) and field in value:
-        return cel.OptionalValue.of(value[field])
-    return cel.OptionalValue.none()
+        return engine.module().OptionalValue.of(value[field])
+    return engine.module().OptionalValue.none()
 
 
 def opt_index(target: Value, key: Value) -> cel.OptionalValue:
     """``target[?key]``: the entry (map key or list index) when present, else ``optional.none()``."""
     present, value = _unwrap(target)
     if present and isinstance(value, dict) and key in value:
-        return cel.OptionalValue.of(value[key])
+        return engine.module().OptionalValue.of(value[key])
     if present and isinstance(value, list) and isinstance(key, int) and 0 <= key < len(value):
-        return cel.OptionalValue.of(value[key])
-    return cel.OptionalValue.none()
+        return engine.module().OptionalValue.of(value[key])
+    return engine.module().OptionalValue.none()
 
 
 def functions() -> dict[str, Callable[..., Value]]:

@@ -15,14 +15,14 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import cel
-from cel import stdlib
-
-from . import cost, library
+from . import cost, engine, library
 from .render import render
 from .syntax import Node, SyntaxProblem, free_identifiers, parse
+
+if TYPE_CHECKING:
+    import cel
 
 logging.getLogger("cel").setLevel(logging.CRITICAL)  # it logs every failed call; callers report them instead
 _counter: contextvars.ContextVar[cost.Counter | None] = contextvars.ContextVar("cel_cost_counter", default=None)
@@ -53,8 +53,8 @@ def _step(amount: int, value: Any) -> Any:
 
 
 def _base_context() -> cel.Context:
-    context = cel.Context()
-    stdlib.add_stdlib_to_context(context)
+    context = engine.module().Context()
+    engine.stdlib().add_stdlib_to_context(context)
     for name, function in library.functions().items():
         context.add_function(name, function)
     context.add_function(cost.COUNTER, _step)
@@ -132,7 +132,7 @@ def compile(expression: str, variables: Iterable[str], *, boolean: bool = False,
     declared = frozenset(variables)
     if ".?" not in expression and "[?" not in expression:  # the evaluator's own syntax errors read best
         try:
-            cel.compile(expression)
+            engine.module().compile(expression)
         except ValueError as err:
             raise CompileError(_syntax_message(str(err))) from None
     try:
@@ -147,7 +147,7 @@ def compile(expression: str, variables: Iterable[str], *, boolean: bool = False,
     if boolean and not _may_be_bool(tree):
         raise CompileError("cel expression must evaluate to a bool")
     try:
-        program = cel.compile(render(tree))
+        program = engine.module().compile(render(tree))
     except ValueError as err:
         raise CompileError(_syntax_message(str(err))) from None
     return Program(expression, tree, declared, cost.estimate(tree, sizes), program)
