@@ -33,7 +33,11 @@ class ApiServer:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"apiserver-{self.port}.log"
+        # No compaction unless a test asks for it: the session runs longer than kube's 5 min interval, and tests
+        # such as `kubelab trace` replay objects' history from etcd (compaction has its own tests).
         self.extra = extra or []
+        if not any(a.startswith("--etcd-compaction-interval") for a in self.extra):
+            self.extra = [*self.extra, "--etcd-compaction-interval", "0"]
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 30.0) -> None:
