@@ -107,12 +107,7 @@ class SpaceExceededError(errors.StatusError):
     """A Status with no reason (kube's StatusReasonUnknown, omitted from the JSON)."""
 
     code = 500
-    reason = ""
-
-    def to_status(self) -> dict[str, Any]:
-        status = super().to_status()
-        del status["reason"]
-        return status
+    reason = ""  # StatusError.to_status leaves an empty reason out, as kube's JSON does
 
 
 async def defragment_members(config: Config, storage: EtcdStorage) -> None:
