@@ -88,6 +88,16 @@ def etcd(tmp_session: Path) -> Iterator[EtcdServer]:
     server.stop()
 
 
+@pytest.fixture()
+def own_etcd(tmp_path: Path) -> Iterator[EtcdServer]:
+    """An etcd of the test's own, for tests that compact: compacting the session's etcd would take the history
+    later tests replay (kubelab trace)."""
+    server = EtcdServer(tmp_path / "etcd", log_path=tmp_path / "etcd.log")
+    server.start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def apiserver(etcd: EtcdServer, tmp_session: Path) -> Iterator[ApiServer]:
     server = ApiServer(etcd.url, tmp_session)

@@ -135,9 +135,10 @@ async def _compact(etcd_url: str) -> int:
     return rev
 
 
-def test_watch_older_than_the_cache_is_served_from_etcd_history_or_410(etcd: EtcdServer, tmp_path: Path) -> None:
+def test_watch_older_than_the_cache_is_served_from_etcd_history_or_410(own_etcd: EtcdServer, tmp_path: Path) -> None:
     """With a ring buffer of 3 events, a watch from 6 changes ago is replayed from etcd's history; once etcd
     has compacted that history, the same watch gets an ERROR event with a 410 Expired Status."""
+    etcd = own_etcd
     import asyncio
 
     server = ApiServer(etcd.url, tmp_path, extra=["--watch-cache-size", "3"])
@@ -167,10 +168,11 @@ def test_watch_older_than_the_cache_is_served_from_etcd_history_or_410(etcd: Etc
         server.stop()
 
 
-def test_resume_after_apiserver_restart(etcd: EtcdServer, tmp_path: Path) -> None:
+def test_resume_after_apiserver_restart(own_etcd: EtcdServer, tmp_path: Path) -> None:
     """A watcher that saw RV R reconnects to a restarted apiserver with R: the new server's cache starts after
     R, so it replays R's successors from etcd's history and misses nothing; once etcd has compacted that history,
     the same resume gets 410 Expired."""
+    etcd = own_etcd
     server = ApiServer(etcd.url, tmp_path)
     server.start()
     try:

@@ -164,9 +164,10 @@ def test_watch_stream_in_order_and_resume(api: k8s.ApiClient, ns: str) -> None:
     assert resumed == ["MODIFIED", "DELETED"]
 
 
-def test_watch_410_then_relist(etcd: EtcdServer, tmp_path: Path) -> None:
+def test_watch_410_then_relist(own_etcd: EtcdServer, tmp_path: Path) -> None:
     """After etcd compaction a watch from an old resourceVersion fails with 410; the client relists and
     watches again from the list's resourceVersion, as its docs prescribe."""
+    etcd = own_etcd
     from apiserver.storage.etcd3 import EtcdStorage
 
     server = ApiServer(etcd.url, tmp_path, extra=["--watch-cache-size", "2"])
