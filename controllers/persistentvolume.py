@@ -42,6 +42,7 @@ from apimachinery.volumes import (
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
     claim_key,
+    claim_ref,
     find_matching_volume,
     is_bound_to,
     is_delay_binding,
@@ -70,13 +71,6 @@ def external_provisioning_message(provisioner: str) -> str:
     return (f"Waiting for a volume to be created either by the external provisioner '{provisioner}' or manually by "
             "the system administrator. If volume creation is delayed, please verify that the provisioner is running "
             "and correctly registered.")
-
-
-def claim_ref(claim: Object) -> dict[str, Any]:
-    """``GetReference`` of a claim, as a volume's ``spec.claimRef`` holds it."""
-    m = meta(claim)
-    return {"kind": "PersistentVolumeClaim", "namespace": m.get("namespace", ""), "name": m.get("name", ""),
-            "uid": m.get("uid", ""), "apiVersion": "v1", "resourceVersion": m.get("resourceVersion", "")}
 
 
 def phase(obj: Object) -> str:
