@@ -7,8 +7,9 @@ set: cpu, memory request for container c; …`` as kube does. Validating: every 
 the pod's summed requests and limits; a violation is 403 ``pods "x" is forbidden: maximum cpu usage per Container
 is 500m, but limit is 1`` (several: kube's aggregate ``[a, b]``).
 
-Like kube, only pod creation is concerned: containers' resources cannot change afterwards (subresources and
-updates are skipped).
+Like kube, only creation is concerned: containers' resources cannot change afterwards (subresources and
+updates are skipped). New PersistentVolumeClaims are checked against the ``PersistentVolumeClaim`` items' ``min``
+and ``max`` (``maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi``).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from .sources import Sources
 ANNOTATION = "kubernetes.io/limit-ranger"
 
 
-def _handles(sources: Sources, attrs: Attributes) -> bool:
-    return (attrs.group == "" and attrs.resource == "pods" and not attrs.subresource
+def _handles(sources: Sources, attrs: Attributes, resources: tuple[str, ...] = ("pods",)) -> bool:
+    return (attrs.group == "" and attrs.resource in resources and not attrs.subresource
             and attrs.operation == "CREATE" and attrs.obj is not None
             and bool(sources.list("", "limitranges", attrs.namespace)))
 
@@ -137,6 +138,32 @@ def pod_violations(pod: Mapping[str, Any], items: list[Mapping[str, Any]]) -> li
     return problems
 
 
+def max_request_constraint(kind: str, name: str, enforced: Quantity, requests: ResourceList) -> str | None:
+    """``maxRequestConstraint``: a claim's request (it has no limit) against a max."""
+    request = requests.get(name)
+    if request is None:
+        return f"maximum {name} usage per {kind} is {enforced}.  No request is specified"
+    if request > enforced:
+        return f"maximum {name} usage per {kind} is {enforced}, but request is {request}"
+    return None
+
+
+def claim_violations(claim: Mapping[str, Any], items: list[Mapping[str, Any]]) -> list[str]:
+    """``PersistentVolumeClaimValidateLimitFunc``: each PersistentVolumeClaim item's min and max against the
+    claim's requests."""
+    kind = "PersistentVolumeClaim"
+    requests = parse_list(((claim.get("spec") or {}).get("resources") or {}).get("requests"))
+    problems: list[str] = []
+    for item in items:
+        if item.get("type") != kind:
+            continue
+        for name, enforced in parse_list(item.get("min")).items():
+            problems.append(min_constraint(kind, name, enforced, requests, {}) or "")
+        for name, enforced in parse_list(item.get("max")).items():
+            problems.append(max_request_constraint(kind, name, enforced, requests) or "")
+    return [problem for problem in problems if problem]
+
+
 def aggregate(problems: list[str]) -> str:
     """``utilerrors.NewAggregate(...).Error()``: one message alone, several in brackets."""
     return problems[0] if len(problems) == 1 else f"[{', '.join(problems)}]"
@@ -168,11 +195,15 @@ class LimitRangerDefaults(_LimitRanger):
 
 
 class LimitRangerValidation(_LimitRanger):
-    """The validating half: min, max and ratios, refused with kube's texts."""
+    """The validating half: min, max and ratios, refused with kube's texts (new claims too)."""
+
+    def handles(self, attrs: Attributes) -> bool:
+        return _handles(self.sources, attrs, ("pods", "persistentvolumeclaims"))
 
     async def validate(self, attrs: Attributes) -> None:
         items = [item for limit_range in self.sources.list("", "limitranges", attrs.namespace)
                  for item in (limit_range.get("spec") or {}).get("limits") or []]
-        problems = pod_violations(attrs.obj or {}, items)
+        violations = claim_violations if attrs.resource == "persistentvolumeclaims" else pod_violations
+        problems = violations(attrs.obj or {}, items)
         if problems:
             raise errors.forbidden(attrs.resource, attrs.name, aggregate(problems))

@@ -154,3 +154,17 @@ def test_csi_kinds_are_served_and_validated(kubectl: Kubectl, ns: str, api: Any)
         storage.delete_csi_node(driver)
     finally:
         storage.delete_csi_driver(driver)
+
+
+def test_a_limit_range_bounds_the_storage_a_claim_asks_for(kubectl: Kubectl, ns: str) -> None:
+    limits = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "storage"},
+              "spec": {"limits": [{"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"},
+                                   "max": {"storage": "2Gi"}}]}}
+    kubectl("-n", ns, "create", "-f", "-", input=json.dumps(limits))
+    big = kubectl("-n", ns, "create", "-f", "-", input=json.dumps(claim("big", "5Gi")), check=False).stderr
+    assert ('persistentvolumeclaims "big" is forbidden: maximum storage usage per PersistentVolumeClaim is 2Gi, '
+            "but request is 5Gi") in big
+    small = kubectl("-n", ns, "create", "-f", "-", input=json.dumps(claim("small", "500Mi")), check=False).stderr
+    assert "minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi" in small
+    kubectl("-n", ns, "create", "-f", "-", input=json.dumps(claim("fits", "2Gi", storageClassName="none")))
+    kubectl("-n", ns, "delete", "pvc", "fits", "--wait=false")
