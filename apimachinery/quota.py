@@ -7,7 +7,8 @@ controller (kube's ``pkg/quota/v1`` and its evaluators), so both count exactly t
   add ``pods``, ``requests.*``/``limits.*`` (``cpu``/``memory`` are the requests) unless terminal; the core kinds
   with a legacy count name (``services``, ``secrets``, ``configmaps``, ``persistentvolumeclaims``,
   ``replicationcontrollers``, ``resourcequotas``) add it; services add ``services.nodeports`` /
-  ``services.loadbalancers``;
+  ``services.loadbalancers``; claims add ``requests.storage`` and, per storage class,
+  ``<class>.storageclass.storage.k8s.io/requests.storage`` and ``…/persistentvolumeclaims``;
 * ``matches_scopes`` is the scope filter (Terminating, NotTerminating, BestEffort, NotBestEffort, PriorityClass
   through ``scopeSelector``); a scoped quota only covers pods, and ``BestEffort`` only the ``pods`` count;
 * ``missing_constraints`` is the pod evaluator's ``Constraints``: a quota on cpu/memory needs every container to
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from apimachinery.quantity import Quantity, parse_quantity
+from apimachinery.volumes import storage_class_of
 
 ResourceList = dict[str, Quantity]
 
@@ -28,6 +30,8 @@ LEGACY_COUNTS = {"services": "services", "secrets": "secrets", "configmaps": "co
                  "persistentvolumeclaims": "persistentvolumeclaims",
                  "replicationcontrollers": "replicationcontrollers", "resourcequotas": "resourcequotas"}
 POD_COMPUTE = ("cpu", "memory", "ephemeral-storage")
+# ``<class>.storageclass.storage.k8s.io/requests.storage`` and ``…/persistentvolumeclaims``: a claim's usage per class.
+STORAGE_CLASS_SUFFIX = ".storageclass.storage.k8s.io/"
 # The names a quota must see declared by every container (the backwards-compatible ``Constraints`` rule).
 VALIDATION_SET = frozenset({"cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"})
 POD_SCOPED_RESOURCES = frozenset({"pods", "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory",
@@ -226,8 +230,13 @@ def usage(group: str, resource: str, obj: Mapping[str, Any]) -> ResourceList:
             result["services.nodeports"] = Quantity.from_int(nodeports)
     if group == "" and resource == "persistentvolumeclaims":
         storage = parse_list(((obj.get("spec") or {}).get("resources") or {}).get("requests")).get("storage")
+        storage_class = storage_class_of(obj)
+        if storage_class:
+            result[f"{storage_class}{STORAGE_CLASS_SUFFIX}persistentvolumeclaims"] = Quantity.from_int(1)
         if storage is not None:
             result["requests.storage"] = storage
+            if storage_class:
+                result[f"{storage_class}{STORAGE_CLASS_SUFFIX}requests.storage"] = storage
     return result
 
 
@@ -309,6 +318,8 @@ def matching_resources(group: str, resource: str, names: Iterable[str]) -> set[s
         possible |= {"services.nodeports", "services.loadbalancers"}
     if (group, resource) == ("", "persistentvolumeclaims"):
         possible.add("requests.storage")
+        possible |= {name for name in names if name.endswith(
+            (f"{STORAGE_CLASS_SUFFIX}requests.storage", f"{STORAGE_CLASS_SUFFIX}persistentvolumeclaims"))}
     return {name for name in names if name in possible}
 
 

@@ -172,3 +172,15 @@ def test_quota_scopes_are_immutable() -> None:
         'spec.scopes: Invalid value: []core.ResourceQuotaScope{"NotBestEffort"}: field is immutable']
     assert ResourceQuotaStrategy().validate_update({"spec": {"hard": {"pods": "3"}, "scopes": ["BestEffort"]}},
                                                    old) == []
+
+
+def test_a_claim_counts_its_storage_overall_and_per_storage_class() -> None:
+    claim = {"metadata": {"name": "a"}, "spec": {"storageClassName": "gold",
+                                                 "resources": {"requests": {"storage": "1Gi"}}}}
+    assert {k: str(v) for k, v in usage("", "persistentvolumeclaims", claim).items()} == {
+        "count/persistentvolumeclaims": "1", "persistentvolumeclaims": "1", "requests.storage": "1Gi",
+        "gold.storageclass.storage.k8s.io/persistentvolumeclaims": "1",
+        "gold.storageclass.storage.k8s.io/requests.storage": "1Gi"}
+    assert matching_resources("", "persistentvolumeclaims", [
+        "gold.storageclass.storage.k8s.io/requests.storage", "requests.storage", "pods"]) == {
+        "gold.storageclass.storage.k8s.io/requests.storage", "requests.storage"}
