@@ -25,6 +25,7 @@ from conftest import Kubectl
 from support.controllers import ControllerManager
 from support.kubelet import Node, running_node
 from support.scheduler import SchedulerProcess
+from support.storage import STORAGE_CONTROLLERS, create_local_path_class
 from support.wait import wait_for
 
 pytestmark = pytest.mark.kubectl
@@ -41,13 +42,9 @@ def node(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nod
     logs = tmp_path_factory.mktemp("storage")
     with httpx.Client(base_url=api_url, timeout=30) as client:
         for name, policy in ((LOCAL, "Delete"), (RETAIN, "Retain")):
-            body = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
-                    "provisioner": "kubelab.io/local-path", "reclaimPolicy": policy,
-                    "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": True}
-            assert client.post("/apis/storage.k8s.io/v1/storageclasses", json=body).status_code == 201
+            create_local_path_class(client, name, policy)
         cm = ControllerManager(api_url, logs / "controller-manager.log", "--leader-elect=false",
-                               "--controllers=persistentvolume-binder,pvc-protection,pv-protection,"
-                               "persistentvolume-expander")
+                               f"--controllers={STORAGE_CONTROLLERS}")
         scheduler = SchedulerProcess(api_url, logs / "scheduler.log", f"--scheduler-name={SCHEDULER}",
                                      f"--leader-elect-resource-name={SCHEDULER}")
         try:
