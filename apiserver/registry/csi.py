@@ -214,14 +214,12 @@ class CSIStorageCapacityStrategy(Strategy):
                 TableColumn("StorageClassName", description="storageClassName represents the name of the "
                                                             "StorageClass that the reported capacity applies to."),
                 TableColumn("Capacity", description="capacity is the value reported by the CSI driver in its "
-                                                    "GetCapacityResponse."),
-                AGE_COLUMN]
+                                                    "GetCapacityResponse.")]  # no AGE, as kube prints it
 
     def row(self, obj: Object) -> list[Any]:
-        metadata = obj.get("metadata") or {}
         capacity = obj.get("capacity")
-        return [metadata.get("name", ""), obj.get("storageClassName", ""),
-                str(capacity) if capacity is not None else "<unset>", since(metadata.get("creationTimestamp"))]
+        return [(obj.get("metadata") or {}).get("name", ""), obj.get("storageClassName", ""),
+                str(capacity) if capacity is not None else "<unset>"]
 
 
 def _go_attachment_spec(spec: Mapping[str, Any]) -> str:
@@ -281,10 +279,10 @@ class VolumeAttachmentStrategy(Strategy):
         return [NAME_COLUMN,
                 TableColumn("Attacher", format="name", description="attacher indicates the name of the volume "
                                                                   "driver that MUST handle this request."),
-                TableColumn("PV", format="name", description="persistentVolumeName represents the name of the "
-                                                            "persistent volume to attach."),
-                TableColumn("Node", format="name", description="nodeName represents the node that the volume "
-                                                              "should be attached to."),
+                TableColumn("PV", description="persistentVolumeName represents the name of the persistent volume "
+                                               "to attach."),
+                TableColumn("Node", description="nodeName represents the node that the volume should be attached "
+                                                "to."),
                 TableColumn("Attached", type="boolean", description="attached indicates the volume is successfully "
                                                                    "attached."),
                 AGE_COLUMN]

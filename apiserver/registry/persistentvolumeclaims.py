@@ -115,10 +115,8 @@ class PersistentVolumeClaimStrategy(Strategy):
                                                     "volume."),
                 TableColumn("Access Modes", description="accessModes contains the desired access modes the volume "
                                                         "should have."),
-                TableColumn("StorageClass", description="storageClassName is the name of the StorageClass required "
-                                                        "by the claim."),
-                TableColumn("VolumeAttributesClass", description="volumeAttributesClassName may be used to set the "
-                                                                 "VolumeAttributesClass used by this claim."),
+                TableColumn("StorageClass", description="StorageClass of the pvc"),
+                TableColumn("VolumeAttributesClass", description="VolumeAttributesClass of the pvc"),
                 AGE_COLUMN,
                 TableColumn("VolumeMode", priority=1, description="volumeMode defines what type of volume is "
                                                                   "required by the claim.")]
@@ -127,7 +125,7 @@ class PersistentVolumeClaimStrategy(Strategy):
         metadata, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
         capacity = modes = ""
         if spec.get("volumeName"):
-            capacity = str((status.get("capacity") or {}).get("storage", ""))
+            capacity = str((status.get("capacity") or {}).get("storage", "0"))  # a zero Quantity prints 0
             modes = access_modes_string(status.get("accessModes"))
         return [metadata.get("name", ""), phase_cell(obj), spec.get("volumeName", ""), capacity, modes,
                 storage_class_of(obj), spec.get("volumeAttributesClassName") or "<unset>",

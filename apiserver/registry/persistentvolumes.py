@@ -221,10 +221,8 @@ class PersistentVolumeStrategy(Strategy):
                                                   "released by a claim."),
                 TableColumn("Claim", description="claimRef is part of a bi-directional binding between "
                                                  "PersistentVolume and PersistentVolumeClaim."),
-                TableColumn("StorageClass", description="storageClassName is the name of StorageClass to which this "
-                                                        "persistent volume belongs."),
-                TableColumn("VolumeAttributesClass", description="Name of VolumeAttributesClass to which this "
-                                                                 "persistent volume belongs."),
+                TableColumn("StorageClass", description="StorageClass of the pv"),
+                TableColumn("VolumeAttributesClass", description="VolumeAttributesClass of the pv"),
                 TableColumn("Reason", description="reason is a brief CamelCase string that describes any failure."),
                 AGE_COLUMN,
                 TableColumn("VolumeMode", priority=1, description="volumeMode defines if a volume is intended to be "
@@ -235,7 +233,7 @@ class PersistentVolumeStrategy(Strategy):
         metadata, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
         ref = spec.get("claimRef") or {}
         claim = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else ""
-        return [metadata.get("name", ""), str((spec.get("capacity") or {}).get("storage", "")),
+        return [metadata.get("name", ""), str((spec.get("capacity") or {}).get("storage", "0")),
                 access_modes_string(spec.get("accessModes")), spec.get("persistentVolumeReclaimPolicy", ""),
                 phase_cell(obj), claim, storage_class_of(obj), spec.get("volumeAttributesClassName") or "<unset>",
                 status.get("reason", ""), since(metadata.get("creationTimestamp")),

@@ -113,9 +113,8 @@ class StorageClassStrategy(Strategy):
                                                          "provisioned PersistentVolumes of this storage class."),
                 TableColumn("VolumeBindingMode", description="volumeBindingMode indicates how PersistentVolumeClaims "
                                                              "should be provisioned and bound."),
-                TableColumn("AllowVolumeExpansion", type="boolean", description="allowVolumeExpansion shows whether "
-                                                                               "the storage class allow volume "
-                                                                               "expand."),
+                TableColumn("AllowVolumeExpansion", description="allowVolumeExpansion shows whether the storage "
+                                                                "class allow volume expand."),
                 AGE_COLUMN]
 
     def row(self, obj: Object) -> list[Any]:
