@@ -133,10 +133,15 @@ def test_a_provisioned_volume_keeps_its_data_across_pods(node: Node, kubectl: Ku
     kubectl("-n", ns, "create", "-f", "-", input=pod("reader", "data", "cat /data/f && sleep 3600"))
     wait_for(lambda: pod_phase(client, ns, "reader") == "Running", what="reader Running")
     wait_for(lambda: kubectl("-n", ns, "logs", "reader", check=False).stdout == "hello\n", what="reader's log")
+    described = kubectl("-n", ns, "describe", "pvc", "data").stdout
+    assert "Used By:       reader" in described and "Status:        Bound" in described
+    core = k8s.CoreV1Api(api)
+    listed = {v.metadata.name: v for v in core.list_persistent_volume().items}
+    assert listed[pv["metadata"]["name"]].spec.claim_ref.name == "data"
+    assert core.read_namespaced_persistent_volume_claim_status("data", ns).status.capacity == {"storage": "1Gi"}
 
     # pvc-protection: the claim a running pod uses stays, Terminating, until the pod is gone.
     kubectl("-n", ns, "delete", "pvc", "data", "--wait=false")
-    core = k8s.CoreV1Api(api)
     kept = core.read_namespaced_persistent_volume_claim("data", ns)
     assert kept.metadata.deletion_timestamp is not None
     assert kept.metadata.finalizers == ["kubernetes.io/pvc-protection"]
