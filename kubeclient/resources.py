@@ -75,6 +75,8 @@ SECRETS = Resource("", "v1", "secrets", "Secret", True)
 RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", True, frozenset({"status"}))
 LIMIT_RANGES = Resource("", "v1", "limitranges", "LimitRange", True)
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
+PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True,
+                                    frozenset({"status"}))
 ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints", True)
 REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True, frozenset({"status", "scale"}))
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True, frozenset({"status", "scale"}))
@@ -82,6 +84,7 @@ JOBS = Resource("batch", "v1", "jobs", "Job", True, frozenset({"status"}))
 CRON_JOBS = Resource("batch", "v1", "cronjobs", "CronJob", True, frozenset({"status"}))
 DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", True, frozenset({"status"}))
 CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision", True)
+STATEFUL_SETS = Resource("apps", "v1", "statefulsets", "StatefulSet", True, frozenset({"status", "scale"}))
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True)
 POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True,
@@ -91,8 +94,9 @@ HORIZONTAL_POD_AUTOSCALERS = Resource("autoscaling", "v2", "horizontalpodautosca
 
 RESOURCES: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, REPLICATION_CONTROLLERS, SERVICES, CONFIG_MAPS, SECRETS, SERVICE_ACCOUNTS,
-    ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, DAEMON_SETS, CONTROLLER_REVISIONS, JOBS, CRON_JOBS, LEASES,
+    ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, DAEMON_SETS, CONTROLLER_REVISIONS, STATEFUL_SETS, JOBS, CRON_JOBS, LEASES,
     ENDPOINT_SLICES, POD_DISRUPTION_BUDGETS, HORIZONTAL_POD_AUTOSCALERS, RESOURCE_QUOTAS, LIMIT_RANGES,
+    PERSISTENT_VOLUME_CLAIMS,
 )
 
 _BY_NAME: dict[str, Resource] = {}

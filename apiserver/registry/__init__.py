@@ -49,6 +49,7 @@ from apiserver.registry.secrets import SecretStrategy
 from apiserver.registry.selfsubjectreviews import SelfSubjectReviewStrategy
 from apiserver.registry.serviceaccounts import ServiceAccountStrategy
 from apiserver.registry.services import ServiceStrategy
+from apiserver.registry.statefulsets import StatefulSetStrategy
 from apiserver.registry.strategy import Strategy
 from apiserver.registry.webhookconfigurations import (
     MutatingWebhookConfigurationStrategy,
@@ -76,6 +77,7 @@ def all_strategies() -> list[Strategy]:
         DaemonSetStrategy(),
         ControllerRevisionStrategy(),
         ReplicaSetStrategy(),
+        StatefulSetStrategy(),
         HorizontalPodAutoscalerStrategy(),
         HorizontalPodAutoscalerV1Strategy(),
         JobStrategy(),
