@@ -28,6 +28,7 @@ from apimachinery import errors
 from .admission import AdmissionChain
 from .admission.conditions import WebhookMatchConditions
 from .admission.limitranger import LimitRangerDefaults, LimitRangerValidation
+from .admission.storage import DefaultStorageClass, StorageObjectInUseProtection
 from .admission.policy import ValidatingAdmissionPolicies
 from .admission.policy.typecheck import PolicyStatus, TypeChecker
 from .admission.resourcequota import ResourceQuotaAdmission
@@ -142,7 +143,8 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     webhook_client = WebhookClient(sources)
     conditions = WebhookMatchConditions()
     # kube-apiserver's order: LimitRanger … webhooks, policies … ResourceQuota last (it charges usage).
-    admission = AdmissionChain([LimitRangerDefaults(sources),
+    admission = AdmissionChain([LimitRangerDefaults(sources), DefaultStorageClass(sources),
+                                StorageObjectInUseProtection(),
                                 MutatingWebhooks(sources, webhook_client, add_warning, conditions)],
                                [LimitRangerValidation(sources),
                                 ValidatingAdmissionPolicies(sources, add_warning),

@@ -74,9 +74,11 @@ CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 SECRETS = Resource("", "v1", "secrets", "Secret", True)
 RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", True, frozenset({"status"}))
 LIMIT_RANGES = Resource("", "v1", "limitranges", "LimitRange", True)
-SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
+PERSISTENT_VOLUMES = Resource("", "v1", "persistentvolumes", "PersistentVolume", False, frozenset({"status"}))
 PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True,
                                     frozenset({"status"}))
+STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
 ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints", True)
 REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True, frozenset({"status", "scale"}))
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True, frozenset({"status", "scale"}))
@@ -96,7 +98,7 @@ RESOURCES: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, REPLICATION_CONTROLLERS, SERVICES, CONFIG_MAPS, SECRETS, SERVICE_ACCOUNTS,
     ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, DAEMON_SETS, CONTROLLER_REVISIONS, STATEFUL_SETS, JOBS, CRON_JOBS, LEASES,
     ENDPOINT_SLICES, POD_DISRUPTION_BUDGETS, HORIZONTAL_POD_AUTOSCALERS, RESOURCE_QUOTAS, LIMIT_RANGES,
-    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, STORAGE_CLASSES,
 )
 
 _BY_NAME: dict[str, Resource] = {}

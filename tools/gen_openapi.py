@@ -114,7 +114,7 @@ GROUP_VERSIONS = (("", "v1"), ("admissionregistration.k8s.io", "v1"), ("apiexten
                   ("apiregistration.k8s.io", "v1"), ("apps", "v1"),
                   ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
                   ("autoscaling", "v1"), ("autoscaling", "v2"), ("batch", "v1"), ("coordination.k8s.io", "v1"),
-                  ("discovery.k8s.io", "v1"), ("policy", "v1"))
+                  ("discovery.k8s.io", "v1"), ("policy", "v1"), ("storage.k8s.io", "v1"))
 RESOURCES = (
     Resource("", "v1", "Binding", "bindings", True, ("create",)),
     Resource("", "v1", "ConfigMap", "configmaps", True, ALL_VERBS),
@@ -126,6 +126,8 @@ RESOURCES = (
     Resource("", "v1", "Node", "nodes", False, ALL_VERBS, ("status",)),
     Resource("", "v1", "Pod", "pods", True, ALL_VERBS,
              ("attach", "binding", "eviction", "exec", "log", "status")),
+    Resource("", "v1", "PersistentVolume", "persistentvolumes", False, ALL_VERBS, ("status",)),
+    Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ALL_VERBS, ("status",)),
     Resource("", "v1", "ReplicationController", "replicationcontrollers", True, ALL_VERBS, ("scale", "status")),
     Resource("", "v1", "ResourceQuota", "resourcequotas", True, ALL_VERBS, ("status",)),
     Resource("", "v1", "Secret", "secrets", True, ALL_VERBS),
@@ -163,6 +165,11 @@ RESOURCES = (
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, ALL_VERBS),
     Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ALL_VERBS, ("status",)),
+    Resource("storage.k8s.io", "v1", "CSIDriver", "csidrivers", False, ALL_VERBS),
+    Resource("storage.k8s.io", "v1", "CSINode", "csinodes", False, ALL_VERBS),
+    Resource("storage.k8s.io", "v1", "CSIStorageCapacity", "csistoragecapacities", True, ALL_VERBS),
+    Resource("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, ALL_VERBS),
+    Resource("storage.k8s.io", "v1", "VolumeAttachment", "volumeattachments", False, ALL_VERBS, ("status",)),
 )
 SUBRESOURCES = {
     "attach": Subresource(("get", "post"), GVK("", "v1", "PodAttachOptions"), connect=True, produces=("*/*",)),
@@ -319,6 +326,7 @@ NEWER_THAN_SERVED: frozenset[tuple[str, str]] = frozenset({
     ("V1JobSpec", "scheduling"), ("V2HPAScalingRules", "tolerance"),
     ("V1CustomResourceDefinitionStatus", "observedGeneration"),
     ("V1CustomResourceDefinitionCondition", "observedGeneration"),
+    ("V1CSIDriverSpec", "nodeAllocatableUpdatePeriodSeconds"), ("V1VolumeError", "errorCode"),
 })
 
 # Integer fields the client models have that the v1.32 wire schema (apiserver/protobuf/proto) does not: their Go

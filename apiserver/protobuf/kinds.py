@@ -38,6 +38,8 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("v1", "Binding"): corev1.Binding,
     ("v1", "LimitRange"): corev1.LimitRange,
     ("v1", "ResourceQuota"): corev1.ResourceQuota,
+    ("v1", "PersistentVolume"): corev1.PersistentVolume,
+    ("v1", "PersistentVolumeClaim"): corev1.PersistentVolumeClaim,
     ("apps/v1", "Deployment"): appsv1.Deployment,
     ("apps/v1", "DaemonSet"): appsv1.DaemonSet,
     ("apps/v1", "ControllerRevision"): appsv1.ControllerRevision,

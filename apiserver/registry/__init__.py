@@ -25,6 +25,12 @@ from apiserver.registry.accessreviews import (
 )
 from apiserver.registry.configmaps import ConfigMapStrategy
 from apiserver.registry.controllerrevisions import ControllerRevisionStrategy
+from apiserver.registry.csi import (
+    CSIDriverStrategy,
+    CSINodeStrategy,
+    CSIStorageCapacityStrategy,
+    VolumeAttachmentStrategy,
+)
 from apiserver.registry.customresourcedefinitions import CustomResourceDefinitionStrategy
 from apiserver.registry.daemonsets import DaemonSetStrategy
 from apiserver.registry.cronjobs import CronJobStrategy
@@ -41,6 +47,8 @@ from apiserver.registry.limitranges import LimitRangeStrategy
 from apiserver.registry.namespaces import NamespaceStrategy
 from apiserver.registry.nodes import NodeStrategy
 from apiserver.registry.poddisruptionbudgets import PodDisruptionBudgetStrategy
+from apiserver.registry.persistentvolumeclaims import PersistentVolumeClaimStrategy
+from apiserver.registry.persistentvolumes import PersistentVolumeStrategy
 from apiserver.registry.pods import PodStrategy
 from apiserver.registry.replicasets import ReplicaSetStrategy
 from apiserver.registry.replicationcontrollers import ReplicationControllerStrategy
@@ -50,6 +58,7 @@ from apiserver.registry.selfsubjectreviews import SelfSubjectReviewStrategy
 from apiserver.registry.serviceaccounts import ServiceAccountStrategy
 from apiserver.registry.services import ServiceStrategy
 from apiserver.registry.statefulsets import StatefulSetStrategy
+from apiserver.registry.storageclasses import StorageClassStrategy
 from apiserver.registry.strategy import Strategy
 from apiserver.registry.webhookconfigurations import (
     MutatingWebhookConfigurationStrategy,
@@ -73,6 +82,8 @@ def all_strategies() -> list[Strategy]:
         EventStrategy(),
         LimitRangeStrategy(),
         ResourceQuotaStrategy(),
+        PersistentVolumeStrategy(),
+        PersistentVolumeClaimStrategy(),
         DeploymentStrategy(),
         DaemonSetStrategy(),
         ControllerRevisionStrategy(),
@@ -85,6 +96,11 @@ def all_strategies() -> list[Strategy]:
         LeaseStrategy(),
         EndpointSliceStrategy(),
         PodDisruptionBudgetStrategy(),
+        StorageClassStrategy(),
+        CSIDriverStrategy(),
+        CSINodeStrategy(),
+        CSIStorageCapacityStrategy(),
+        VolumeAttachmentStrategy(),
         MutatingWebhookConfigurationStrategy(),
         ValidatingWebhookConfigurationStrategy(),
         ValidatingAdmissionPolicyStrategy(),

@@ -160,8 +160,8 @@ class StatefulSetStrategy(ScalableStrategy):
         if int(status.get("availableReplicas") or 0) > int(status.get("readyReplicas") or 0):
             causes.append(invalid("status.availableReplicas", status.get("availableReplicas"),
                                   "cannot be greater than status.readyReplicas"))
-        causes.extend(validate_not_decremented(status.get("collisionCount"),
-                                               (old.get("status") or {}).get("collisionCount"), "status.collisionCount"))
+        old_collisions = (old.get("status") or {}).get("collisionCount")
+        causes.extend(validate_not_decremented(status.get("collisionCount"), old_collisions, "status.collisionCount"))
         return causes
 
     def selector_string(self, obj: Object) -> str:

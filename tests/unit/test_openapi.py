@@ -290,7 +290,7 @@ async def test_v3_hash_pins_an_immutable_document(http: httpx.AsyncClient) -> No
 
 
 async def test_v3_unknown_group_version_is_a_404_status(http: httpx.AsyncClient) -> None:
-    response = await http.get("/openapi/v3/apis/storage.k8s.io/v1")
+    response = await http.get("/openapi/v3/apis/resource.k8s.io/v1beta1")
     assert response.status_code == 404
     assert response.json()["reason"] == "NotFound" and response.json()["kind"] == "Status"
 

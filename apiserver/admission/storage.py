@@ -1,0 +1,72 @@
+"""The storage admission plugins: ``DefaultStorageClass`` and ``StorageObjectInUseProtection``.
+
+* ``DefaultStorageClass`` (``plugin/pkg/admission/storage/storageclass/setdefault``): a new claim that names no
+  class at all (``storageClassName`` unset and no beta annotation; ``""`` is a choice and stays) gets the default
+  StorageClass — the newest when several are annotated ``storageclass.kubernetes.io/is-default-class: "true"``,
+  the name first on a tie, as kube picks;
+* ``StorageObjectInUseProtection`` (``…/storageobjectinuseprotection``): new claims get the
+  ``kubernetes.io/pvc-protection`` finalizer and new volumes ``kubernetes.io/pv-protection``; the protection
+  controllers (``controllers.pvcprotection``, ``controllers.pvprotection``) remove it once nothing uses them.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ..registry.persistentvolumes import BETA_STORAGE_CLASS_ANNOTATION
+from ..registry.storageclasses import is_default_class
+from .attributes import Attributes
+from .sources import Sources
+
+PVC_PROTECTION_FINALIZER = "kubernetes.io/pvc-protection"
+PV_PROTECTION_FINALIZER = "kubernetes.io/pv-protection"
+
+
+def _creates(attrs: Attributes, resource: str) -> bool:
+    return (attrs.group == "" and attrs.resource == resource and not attrs.subresource
+            and attrs.operation == "CREATE" and attrs.obj is not None)
+
+
+class DefaultStorageClass:
+    def __init__(self, sources: Sources) -> None:
+        self.sources = sources
+
+    def configured(self) -> bool:
+        return bool(self.sources.cached("storage.k8s.io", "storageclasses"))
+
+    def handles(self, attrs: Attributes) -> bool:
+        if not _creates(attrs, "persistentvolumeclaims") or attrs.obj is None:
+            return False
+        annotations = (attrs.obj.get("metadata") or {}).get("annotations") or {}
+        return (attrs.obj.get("spec") or {}).get("storageClassName") is None and \
+            BETA_STORAGE_CLASS_ANNOTATION not in annotations
+
+    async def admit(self, attrs: Attributes) -> None:
+        defaults = [sc for sc in self.sources.list("storage.k8s.io", "storageclasses") if is_default_class(sc)]
+        if not defaults or attrs.obj is None:
+            return
+        chosen = max(defaults, key=lambda sc: (sc["metadata"].get("creationTimestamp", ""),
+                                               [-ord(c) for c in sc["metadata"]["name"]]))
+        claim = copy.deepcopy(attrs.obj)
+        claim.setdefault("spec", {})["storageClassName"] = chosen["metadata"]["name"]
+        attrs.obj = claim
+
+
+class StorageObjectInUseProtection:
+    def configured(self) -> bool:
+        return True
+
+    def handles(self, attrs: Attributes) -> bool:
+        return _creates(attrs, "persistentvolumeclaims") or _creates(attrs, "persistentvolumes")
+
+    async def admit(self, attrs: Attributes) -> None:
+        if attrs.obj is None:
+            return
+        finalizer = PVC_PROTECTION_FINALIZER if attrs.resource == "persistentvolumeclaims" else \
+            PV_PROTECTION_FINALIZER
+        finalizers = (attrs.obj.get("metadata") or {}).get("finalizers") or []
+        if finalizer in finalizers:
+            return
+        obj = copy.deepcopy(attrs.obj)
+        obj.setdefault("metadata", {})["finalizers"] = [*finalizers, finalizer]
+        attrs.obj = obj
