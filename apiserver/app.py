@@ -28,7 +28,7 @@ from apimachinery import errors
 from .admission import AdmissionChain
 from .admission.conditions import WebhookMatchConditions
 from .admission.limitranger import LimitRangerDefaults, LimitRangerValidation
-from .admission.storage import DefaultStorageClass, StorageObjectInUseProtection
+from .admission.storage import DefaultStorageClass, PersistentVolumeClaimResize, StorageObjectInUseProtection
 from .admission.policy import ValidatingAdmissionPolicies
 from .admission.policy.typecheck import PolicyStatus, TypeChecker
 from .admission.resourcequota import ResourceQuotaAdmission
@@ -146,7 +146,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     admission = AdmissionChain([LimitRangerDefaults(sources), DefaultStorageClass(sources),
                                 StorageObjectInUseProtection(),
                                 MutatingWebhooks(sources, webhook_client, add_warning, conditions)],
-                               [LimitRangerValidation(sources),
+                               [LimitRangerValidation(sources), PersistentVolumeClaimResize(sources),
                                 ValidatingAdmissionPolicies(sources, add_warning),
                                 ValidatingWebhooks(sources, webhook_client, add_warning, conditions),
                                 ResourceQuotaAdmission(sources, registry)])

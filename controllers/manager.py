@@ -173,6 +173,26 @@ def _resourcequota(ctx: Context) -> Controller:
                                    resync_period=o.resource_quota_sync_period)
 
 
+def _persistentvolume(ctx: Context) -> Controller:
+    from controllers.persistentvolume import PersistentVolumeController
+    return PersistentVolumeController(ctx.clientset, ctx.factory)
+
+
+def _pvcprotection(ctx: Context) -> Controller:
+    from controllers.volumeprotection import PVCProtectionController
+    return PVCProtectionController(ctx.clientset, ctx.factory)
+
+
+def _pvprotection(ctx: Context) -> Controller:
+    from controllers.volumeprotection import PVProtectionController
+    return PVProtectionController(ctx.clientset, ctx.factory)
+
+
+def _volumeexpand(ctx: Context) -> Controller:
+    from controllers.volumeexpand import ExpandController
+    return ExpandController(ctx.clientset, ctx.factory)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
@@ -196,6 +216,10 @@ CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "disruption-controller": (("disruption",), _disruption),
     "resourcequota-controller": (("resourcequota",), _resourcequota),
     "horizontal-pod-autoscaler-controller": (("horizontalpodautoscaling",), _horizontal),
+    "persistentvolume-binder-controller": (("persistentvolume-binder",), _persistentvolume),
+    "persistentvolume-expander-controller": (("persistentvolume-expander",), _volumeexpand),
+    "persistentvolumeclaim-protection-controller": (("pvc-protection",), _pvcprotection),
+    "persistentvolume-protection-controller": (("pv-protection",), _pvprotection),
 }
 
 

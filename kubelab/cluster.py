@@ -23,6 +23,7 @@ code.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,12 @@ from kubelab.supervisor import StartupFailed, Supervised, Supervisor, Unit
 __all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "Cluster", "Progress", "StartupError", "stop_records"]
 
 KUBELET_BASE_PORT = 10250
+# kind's default class, with the provisioner every kubelet runs for its node (kubelet/provisioner.py).
+DEFAULT_STORAGE_CLASS = {
+    "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+    "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+    "provisioner": "kubelab.io/local-path", "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer",
+}
 POD_CIDR_TIMEOUT = 30.0  # seconds the node IPAM controller may take to give every Node its podCIDR
 CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need them
 CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet")  # the last tier: a cluster may leave any out
@@ -179,11 +186,18 @@ class Cluster:
         elif wanted:
             self.skipped.append(kubelet)
         self._start_tier([spawned_apiserver])
+        self._create_default_storage_class()
         self._start_tier(tier)
         if any(p.component.name == "controller-manager" for p in tier):
             self._wait_pod_cidrs([p.record.name.removeprefix("kubelet-") for p in tier
                                   if p.component.name == "kubelet" and p.record.name != HOLLOW_UNIT])
         return self.state
+
+    def _create_default_storage_class(self) -> None:
+        """kind's default StorageClass, ``standard`` (``kubelab.io/local-path``, see kubelet/provisioner.py), unless
+        it exists; an apiserver that does not serve storage.k8s.io (a stand-in) just says no."""
+        with httpx.Client(timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
+            client.post(f"{self.api_url}/apis/storage.k8s.io/v1/storageclasses", json=DEFAULT_STORAGE_CLASS)
 
     def _wait_pod_cidrs(self, nodes: list[str]) -> None:
         """Until every Node has its ``spec.podCIDR`` (bounded: a controller-manager run with

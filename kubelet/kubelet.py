@@ -8,7 +8,8 @@ On start the kubelet first asks its runtime for the containers it ran before (``
 worker adopts its pod's containers (``PodWorker._adopt``) instead of starting new ones. Housekeeping (after the
 first list, then every ``HOUSEKEEPING_SECONDS``, as kubelet's ``HandlePodCleanups``) kills and forgets the
 containers of pods this node no longer has, so nothing is duplicated and nothing is orphaned. Each pod gets its
-own IP from the Node's ``spec.podCIDR`` (``podips``), kept across restarts and released with the pod.
+own IP from the Node's ``spec.podCIDR`` (``podips``), kept across restarts and released with the pod. The
+kubelet is also the ``kubelab.io/local-path`` provisioner of its node (``provisioner``).
 
 The runtime is a ``cri.Runtime``: the process runtime by default, or with ``--runtime docker`` a
 ``docker.DockerRuntime`` that runs real containers through a reachable Docker engine (its ``DockerImages`` pulls).
@@ -29,6 +30,7 @@ from kubeclient.informer import SharedInformer
 from .images import ImageStore
 from .pod_worker import PodWorker
 from .podips import PodIPs
+from .provisioner import LocalPathProvisioner
 from .runtime.cri import Container, Runtime
 from .runtime.process import ProcessRuntime
 
@@ -70,6 +72,7 @@ class Kubelet:
         self._removals: set[asyncio.Task[None]] = set()  # force-deleted pods being removed (kept from the GC)
         self.informer = SharedInformer(client.pods, field_selector=f"spec.nodeName={node_name}")
         self.informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
+        self.provisioner = LocalPathProvisioner(client, node_name, root_dir)  # kubelab.io/local-path volumes
 
     def event(self, pod: dict[str, Any], kind: str, reason: str, message: str, container: str | None = None) -> None:
         """An event about the pod, or about one of its containers (``involvedObject.fieldPath``, as kubelet's
@@ -128,8 +131,10 @@ class Kubelet:
     async def run(self, stop: asyncio.Event) -> None:
         informer = asyncio.create_task(self.informer.run(stop))
         housekeeping = asyncio.create_task(self._housekeeping_loop(stop))
+        provisioner = asyncio.create_task(self.provisioner.run(stop))
         await stop.wait()
         await informer
+        await provisioner
         housekeeping.cancel()
         for worker in list(self.workers.values()):
             worker.task.cancel()

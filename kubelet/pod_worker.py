@@ -3,7 +3,8 @@
 The worker keeps only the latest version of its pod (``push``); its loop is a transaction script:
   0. give the pod its IP (``podips``: one of the Node's podCIDR, the host IP with ``hostNetwork`` or without a
      CIDR; none left is a ``FailedCreatePodSandBox`` event, retried);
-  1. set up the pod's volumes (``volumes``; a failure is a ``FailedMount`` event, retried);
+  1. set up the pod's volumes (``volumes``; claims resolved to their bound volumes by ``claims``; a failure is a
+     ``FailedMount`` event, retried: the pod waits in ContainerCreating);
   2. kill the containers whose liveness or startup probe failed (``Killing``), then restart them as below;
   3. run the init containers one at a time, in spec order, each to exit 0 (a failed one is restarted unless
      ``restartPolicy: Never``, which fails the pod); only then the app containers;
@@ -42,6 +43,7 @@ from .node import machine_capacity
 from .podips import PoolExhausted
 from .probes import PROBE_KINDS, ProbeKind, ProbeWorker, Result, run_hook
 from .runtime.cri import Container, ContainerMeta, ExecTarget
+from .claims import resolve_claims
 from .sources import SourceKind, env_references, volume_references
 from .volumes import VolumeError, mount_container, remove_pod_volumes, setup_volumes
 
@@ -273,7 +275,8 @@ class PodWorker:
     async def _setup_volumes(self, now: float) -> bool:
         sources = await self._sources(volume_references(self.pod["spec"].get("volumes") or []))
         try:
-            self.volumes = setup_volumes(self.pod, self.dir, sources)
+            claims = await resolve_claims(self.host.client, self.pod)
+            self.volumes = setup_volumes(self.pod, self.dir, sources, claims)
         except VolumeError as err:
             self.host.event(self.pod, "Warning", "FailedMount", str(err))
             self._retry_at = now + RETRY_SECONDS

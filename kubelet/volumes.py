@@ -7,6 +7,7 @@ Where the data lives (as the kubelet lays it out)::
     <root>/pods/<uid>/volumes/kubernetes.io~configmap/<name>/     a configMap volume (one file per key)
     <root>/pods/<uid>/volumes/kubernetes.io~secret/<name>/        a secret volume (one file per key, decoded)
     <hostPath.path>                                               a hostPath, used in place (checked per ``type``)
+    <the PV's hostPath.path or local.path>                        a persistentVolumeClaim: its bound volume's path
 
 How a container sees them. A real runtime bind-mounts each volume at its ``mountPath`` inside the container's
 own root filesystem; a process runtime cannot (``chroot`` and mount namespaces need privileges), and containers
@@ -51,10 +52,12 @@ def volumes_dir(pod_dir: Path) -> Path:
     return pod_dir / "volumes"
 
 
-def setup_volumes(pod: Mapping[str, Any], pod_dir: Path, sources: Sources | None = None) -> dict[str, Path]:
+def setup_volumes(pod: Mapping[str, Any], pod_dir: Path, sources: Sources | None = None,
+                  claims: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Path]:
     """Set up every volume of the pod (idempotent) and return volume name → the directory or file on the host.
 
-    ``sources`` holds the ConfigMaps and Secrets the volumes project (``sources.volume_references``)."""
+    ``sources`` holds the ConfigMaps and Secrets the volumes project (``sources.volume_references``); ``claims``
+    the PersistentVolume behind each ``persistentVolumeClaim`` volume (``claims.resolve_claims``)."""
     paths: dict[str, Path] = {}
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         name = volume["name"]
@@ -62,6 +65,8 @@ def setup_volumes(pod: Mapping[str, Any], pod_dir: Path, sources: Sources | None
         try:
             if volume.get("hostPath") is not None:
                 paths[name] = host_path(volume["hostPath"])
+            elif volume.get("persistentVolumeClaim") is not None and claims and name in claims:
+                paths[name] = persistent_volume_path(claims[name])
             elif kind is not None:
                 target = volumes_dir(pod_dir) / kind.plugin_dir / name
                 paths[name] = _projected_volume(kind, volume[kind.volume], target, sources or {})
@@ -106,6 +111,25 @@ def host_path(source: Mapping[str, Any]) -> Path:
         if not test(mode):
             raise VolumeError(f"hostPath type check failed: {path} is not {what}")
     return path
+
+
+def persistent_volume_path(volume: Mapping[str, Any]) -> Path:
+    """Where a PersistentVolume's data is on this node: a ``hostPath`` (checked and created per its ``type``) or a
+    ``local`` path, which must exist (as kube's local volume plugin requires); other sources need plugins this
+    kubelet does not have."""
+    spec = volume.get("spec") or {}
+    if spec.get("hostPath") is not None:
+        return host_path(spec["hostPath"])
+    if spec.get("local") is not None:
+        path = Path(spec["local"].get("path", ""))
+        if not path.exists():
+            raise VolumeError(f'path "{path}" does not exist')
+        return path
+    source = next((k for k in spec if k not in ("capacity", "accessModes", "claimRef", "nodeAffinity",
+                                                 "persistentVolumeReclaimPolicy", "storageClassName",
+                                                 "volumeMode", "mountOptions", "volumeAttributesClassName")), "?")
+    raise VolumeError(f"persistent volume {volume.get('metadata', {}).get('name', '')}: {source} is not supported "
+                      "by this kubelet")
 
 
 def _projected_volume(kind: SourceKind, source: Mapping[str, Any], path: Path, sources: Sources) -> Path:

@@ -103,6 +103,10 @@ class Attempt:
         return counts
 
     def failure_message(self, total: int) -> str:
+        """FitError's text: a PreFilter's rejection as it is (``0/3 nodes are available: persistentvolumeclaim
+        "x" not found.``), else the histogram of the filters' reasons."""
+        if self.pre_filter is not None:
+            return f"0/{total} nodes are available: {', '.join(self.pre_filter[1].reasons)}."
         return failure_message_from_counts(total, self.reason_counts())
 
     def to_dict(self) -> dict[str, Any]:

@@ -225,14 +225,53 @@ class PodNominator(Protocol):
         ...
 
 
+class VolumeLister(Protocol):
+    """The claims, volumes and storage classes the volume plugins read (the scheduler's informers)."""
+
+    def claim(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def volumes(self) -> list[dict[str, Any]]: ...
+
+    def storage_class(self, name: str) -> dict[str, Any] | None: ...
+
+
 @dataclass
 class Handle:
     """What the runner and plugins get from the scheduler beyond the pod and the nodes (kube-scheduler's
-    ``framework.Handle``): namespace labels from the namespace informer, and the queue's nominator, which the runner
-    needs to keep room for nominated pods (``Runner.filter_with_nominated_pods``)."""
+    ``framework.Handle``): namespace labels from the namespace informer, the queue's nominator, which the runner
+    needs to keep room for nominated pods (``Runner.filter_with_nominated_pods``), and the storage listers."""
 
     namespace_labels: NamespaceLabels = builtin_namespace_labels
     nominator: PodNominator | None = None
+    volume_lister: VolumeLister | None = None
+
+
+@runtime_checkable
+class VolumeAware(Protocol):
+    """Optional: a plugin that reads claims and volumes exposes ``volume_lister``; the runner sets it to the
+    Handle's (None: no storage informers, every claim is treated as missing)."""
+
+    volume_lister: VolumeLister | None
+
+
+@dataclass(frozen=True)
+class ObjectPatch:
+    """A merge patch a PreBind plugin asks the scheduler to write before it binds the pod (kube's PreBind plugins
+    write themselves; ours stay pure and hand the write back)."""
+
+    resource: Any  # a kubeclient Resource
+    namespace: str | None
+    name: str
+    patch: dict[str, Any]
+
+
+@runtime_checkable
+class PreBindPlugin(Protocol):
+    """PreBind (optional): the writes to make once ``node`` is chosen and before the pod is bound to it."""
+
+    name: str
+
+    def pre_bind(self, pod: Pod, node: NodeInfo) -> list[ObjectPatch]: ...
 
 
 @runtime_checkable

@@ -28,8 +28,9 @@ from .cache import Cache
 from .config import Profile
 from .diagnosis import Attempt, ScoreColumn
 from .framework import (SUCCESS, AssignedPodAddHint, BatchFilterPlugin, BatchScorePlugin, BatchVerdicts, CycleState,
-                        Handle, NamespaceAware, NodeInfo, NormalizeScorePlugin, Pod, PostFilterResult,
-                        PreFilterPlugin, PreScorePlugin, Status, implements, pod_priority)
+                        Handle, NamespaceAware, NodeInfo, NormalizeScorePlugin, ObjectPatch, Pod, PostFilterResult,
+                        PreBindPlugin, PreFilterPlugin, PreScorePlugin, Status, VolumeAware, implements,
+                        pod_priority)
 from .nodetable import NodeTable
 from .nominator import nominated_node_name
 from .plugins import REGISTRY
@@ -61,7 +62,14 @@ class Runner:
         for plugin in (*self.filters, *(p for p, _ in self.scores)):
             if isinstance(plugin, NamespaceAware):
                 plugin.namespace_labels = self.handle.namespace_labels
+            if isinstance(plugin, VolumeAware):
+                plugin.volume_lister = self.handle.volume_lister
         self.next_start = 0
+
+    def pre_bind(self, pod: Pod, node: NodeInfo) -> list[ObjectPatch]:
+        """The writes the profile's PreBind plugins ask for before ``pod`` is bound to ``node``."""
+        return [patch for plugin in self.filters if implements(plugin, PreBindPlugin)
+                for patch in plugin.pre_bind(pod, node)]
 
     # --- queueing hints -------------------------------------------------------------------------------------------
     def _plugins(self) -> list[Any]:

@@ -31,6 +31,7 @@ from .cache import Cache, is_terminated
 from .config import Profile
 from .diagnosis import Attempt, DiagnosisStore, failure_message
 from .framework import Candidate, Handle, Pod, PostFilterResult, pod_priority
+from .volumeinformers import VolumeInformers
 from .queue import QueuedPodInfo, SchedulingQueue, pod_key
 from .runner import Runner, num_feasible_nodes_to_find
 
@@ -54,7 +55,8 @@ class Scheduler:
         self.name = profiles[0].scheduler_name
         self.cache = Cache()
         self.queue = SchedulingQueue()
-        self.handle = Handle(self.namespace_labels, self.queue.nominator)
+        self.volume_informers = VolumeInformers(client)
+        self.handle = Handle(self.namespace_labels, self.queue.nominator, self.volume_informers)
         self.runners = {p.scheduler_name: Runner(p, self.handle) for p in profiles}
         self.diagnoses = DiagnosisStore()
         self.recorder = EventRecorder(client.events, self.name)
@@ -66,6 +68,7 @@ class Scheduler:
         self.pod_informer.add_event_handler(self._pod_changed, lambda o, n: self._pod_changed(n), self._pod_deleted)
         self.namespace_informer.add_event_handler(lambda ns: self._namespace_changed(None, ns),
                                                   self._namespace_changed)
+        self.volume_informers.on_change(self._storage_changed)
         self._binds = asyncio.Semaphore(MAX_BINDS_IN_FLIGHT)
         self._tasks: set[asyncio.Task[None]] = set()
         self.scheduled = 0
@@ -90,6 +93,11 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(
                 "NamespaceAdd" if old is None else "NamespaceUpdate",
                 lambda info: bool(self._runner_of(info.pod).namespace_aware() & info.unschedulable_plugins))
+
+    def _storage_changed(self, event: str) -> None:
+        """A claim, volume or class added or changed may let the pods VolumeBinding or VolumeZone parked fit."""
+        self.queue.move_all_to_active_or_backoff(
+            event, lambda info: bool(info.unschedulable_plugins & {"VolumeBinding", "VolumeZone"}))
 
     def _node_changed(self, node: dict[str, Any]) -> None:
         if self.cache.add_node(node):
@@ -212,6 +220,7 @@ class Scheduler:
         pod = info.pod
         async with self._binds:
             try:
+                await self._pre_bind(pod, node_name)
                 await self.client.pods.bind(pod, node_name)
             except errors.StatusError as err:
                 log.warning("binding %s to %s failed: %s", info.key, node_name, err)
@@ -224,6 +233,14 @@ class Scheduler:
         meta = pod["metadata"]
         self.recorder.event(pod, "Normal", "Scheduled",
                             f"Successfully assigned {meta['namespace']}/{meta['name']} to {node_name}")
+
+    async def _pre_bind(self, pod: Pod, node_name: str) -> None:
+        """Write what the PreBind plugins ask for (VolumeBinding: the claims' selected node)."""
+        node = self.cache.nodes.get(node_name)
+        if node is None:
+            return
+        for patch in self._runner_of(pod).pre_bind(pod, node):
+            await self.client.resource(patch.resource).patch(patch.name, patch.patch, namespace=patch.namespace)
 
     def _scheduler_error(self, info: QueuedPodInfo, message: str) -> None:
         """As kube-scheduler's ``handleSchedulingFailure`` after an error (a failed bind, a plugin that raised), with
@@ -267,7 +284,7 @@ class Scheduler:
         """Start the informers and the queue's timer; return once the informers have synced or ``stop`` is set
         (as client-go's ``WaitForCacheSync(stopCh)``: an unreachable apiserver must not keep a stopping process
         alive). The tasks end when ``stop`` is set (``close`` waits for them)."""
-        informers = (self.namespace_informer, self.node_informer, self.pod_informer)
+        informers = (self.namespace_informer, self.node_informer, self.pod_informer, *self.volume_informers.all)
         tasks = [*(asyncio.create_task(informer.run(stop)) for informer in informers),
                  asyncio.create_task(self.queue.run(stop))]
         await wait_for_cache_sync(*informers, stop=stop)

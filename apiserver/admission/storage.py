@@ -4,6 +4,8 @@
   class at all (``storageClassName`` unset and no beta annotation; ``""`` is a choice and stays) gets the default
   StorageClass — the newest when several are annotated ``storageclass.kubernetes.io/is-default-class: "true"``,
   the name first on a tie, as kube picks;
+* ``PersistentVolumeClaimResize`` (validating): a bigger storage request only where the class has
+  ``allowVolumeExpansion``, else 403 with kube's text;
 * ``StorageObjectInUseProtection`` (``…/storageobjectinuseprotection``): new claims get the
   ``kubernetes.io/pvc-protection`` finalizer and new volumes ``kubernetes.io/pv-protection``; the protection
   controllers (``controllers.pvcprotection``, ``controllers.pvprotection``) remove it once nothing uses them.
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 import copy
 
-from ..registry.persistentvolumes import BETA_STORAGE_CLASS_ANNOTATION
+from apimachinery import errors
+from apimachinery.volumes import BETA_STORAGE_CLASS_ANNOTATION, requested_storage, storage_class_of
+
 from ..registry.storageclasses import is_default_class
 from .attributes import Attributes
 from .sources import Sources
@@ -70,3 +74,28 @@ class StorageObjectInUseProtection:
         obj = copy.deepcopy(attrs.obj)
         obj.setdefault("metadata", {})["finalizers"] = [*finalizers, finalizer]
         attrs.obj = obj
+
+
+class PersistentVolumeClaimResize:
+    """``PersistentVolumeClaimResize`` (validating): a claim may ask for more storage only when its class allows
+    volume expansion."""
+
+    def __init__(self, sources: Sources) -> None:
+        self.sources = sources
+
+    def configured(self) -> bool:
+        return True
+
+    def handles(self, attrs: Attributes) -> bool:
+        return (attrs.group == "" and attrs.resource == "persistentvolumeclaims" and not attrs.subresource
+                and attrs.operation == "UPDATE" and attrs.obj is not None and attrs.old is not None)
+
+    async def validate(self, attrs: Attributes) -> None:
+        assert attrs.obj is not None and attrs.old is not None
+        if requested_storage(attrs.obj) <= requested_storage(attrs.old):
+            return
+        storage_class = self.sources.get("storage.k8s.io", "storageclasses", None, storage_class_of(attrs.obj))
+        if storage_class is None or not storage_class.get("allowVolumeExpansion"):
+            raise errors.forbidden(attrs.resource, attrs.name, "only dynamically provisioned pvc can be resized and "
+                                                               "the storageclass that provisions the pvc must "
+                                                               "support resize")

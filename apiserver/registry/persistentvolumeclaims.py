@@ -22,10 +22,10 @@ from typing import Any
 from apimachinery.errors import Cause
 from apimachinery.quantity import parse_quantity
 from apimachinery.validation import forbidden, invalid, required, validate_label_selector
+from apimachinery.volumes import storage_class_of
 from apiserver.registry.persistentvolumes import (
-    phase_cell,
     access_modes_string,
-    storage_class_of,
+    phase_cell,
     validate_access_modes,
     validate_common_spec,
 )

@@ -22,6 +22,7 @@ from typing import Any
 
 from apimachinery.errors import Cause
 from apimachinery.meta import now_rfc3339
+from apimachinery.volumes import storage_class_of
 from apimachinery.validation import (
     Raw,
     forbidden,
@@ -47,21 +48,12 @@ PV_SOURCES = ("awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinde
               "flocker", "gcePersistentDisk", "glusterfs", "hostPath", "iscsi", "local", "nfs",
               "photonPersistentDisk", "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos",
               "vsphereVolume")
-BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 
 
 def access_modes_string(modes: list[str] | None) -> str:
     """``GetAccessModesAsString``: ``RWO,ROX`` in kube's fixed order."""
     present = set(modes or [])
     return ",".join(short for mode, short in ACCESS_MODE_SHORT if mode in present)
-
-
-def storage_class_of(obj: Mapping[str, Any]) -> str:
-    """``GetPersistentVolume(Claim)Class``: the beta annotation wins over ``spec.storageClassName``."""
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    if BETA_STORAGE_CLASS_ANNOTATION in annotations:
-        return str(annotations[BETA_STORAGE_CLASS_ANNOTATION])
-    return str((obj.get("spec") or {}).get("storageClassName") or "")
 
 
 def validate_access_modes(modes: list[Any] | None, path: str, *, required_detail: str = "") -> list[Cause]:

@@ -15,7 +15,9 @@ from .noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
 from .nodeunschedulable import NodeUnschedulable
 from .podtopologyspread import PodTopologySpread
 from .tainttoleration import TaintToleration
+from .volumebinding import VolumeBinding
 from .volumerestrictions import VolumeRestrictions
+from .volumezone import VolumeZone
 
 REGISTRY: dict[str, Callable[[], Any]] = {
     "NodeName": NodeName,
@@ -26,6 +28,8 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     "NodeResourcesFit": NodeResourcesFit,
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocation,
     "VolumeRestrictions": VolumeRestrictions,
+    "VolumeBinding": VolumeBinding,
+    "VolumeZone": VolumeZone,
     "PodTopologySpread": PodTopologySpread,
     "InterPodAffinity": InterPodAffinity,
     "ImageLocality": ImageLocality,
@@ -34,7 +38,8 @@ REGISTRY: dict[str, Callable[[], Any]] = {
 
 # kube-scheduler's default profile: filters in its order, scores with its default weights, preemption after.
 DEFAULT_FILTERS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-                   "NodeResourcesFit", "VolumeRestrictions", "PodTopologySpread", "InterPodAffinity")
+                   "NodeResourcesFit", "VolumeRestrictions", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+                   "InterPodAffinity")
 DEFAULT_SCORES = {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2, "InterPodAffinity": 2,
                   "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
 DEFAULT_POST_FILTERS = ("DefaultPreemption",)

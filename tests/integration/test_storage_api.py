@@ -79,12 +79,15 @@ def test_claim_spec_is_immutable_but_a_bound_claim_may_grow(kubectl: Kubectl, ns
     assert "spec: Forbidden: spec is immutable after creation except resources.requests and " \
            "volumeAttributesClassName for bound claims" in out
     kubectl("-n", ns, "patch", "pvc", "data", "--subresource=status", "-p", '{"status":{"phase":"Bound"}}')
-    kubectl("-n", ns, "patch", "pvc", "data", "-p", '{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}')
-    out = kubectl("-n", ns, "patch", "pvc", "data", "-p", '{"spec":{"resources":{"requests":{"storage":"1Gi"}}}}',
+    out = kubectl("-n", ns, "patch", "pvc", "data", "-p", '{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}',
+                  check=False).stderr
+    assert 'persistentvolumeclaims "data" is forbidden: only dynamically provisioned pvc can be resized and the ' \
+           "storageclass that provisions the pvc must support resize" in out
+    out = kubectl("-n", ns, "patch", "pvc", "data", "-p", '{"spec":{"resources":{"requests":{"storage":"512Mi"}}}}',
                   check=False).stderr
     assert "spec.resources.requests.storage: Forbidden: field can not be less than previous value" in out
     read = core.read_namespaced_persistent_volume_claim("data", ns)
-    assert read.spec.resources.requests == {"storage": "2Gi"}
+    assert read.spec.resources.requests == {"storage": "1Gi"}
     assert read.metadata.finalizers == ["kubernetes.io/pvc-protection"]
     table = kubectl("-n", ns, "get", "pvc").stdout.splitlines()
     assert table[0].split() == ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS", "MODES", "STORAGECLASS",
