@@ -1,8 +1,9 @@
 """StatefulSets with a real controller-manager (statefulset and garbage collector) and the real kubectl: pods made
 in ordinal order (web-1 only once web-0 is Running and Ready), one claim per template and ordinal kept across
 scale down and up, ``kubectl scale/rollout status/history/undo/restart/describe sts``, a partitioned rolling
-update, OnDelete, kube's validation messages, and the Python client.  The test plays the kubelet: it marks pods
-Running and Ready (no scheduler runs here; the statefulset controller does not need pods to be bound).
+update, OnDelete, claims owned per persistentVolumeClaimRetentionPolicy, kube's validation messages, and the Python
+client.  The test plays the kubelet: it marks pods Running and Ready (no scheduler runs here; the statefulset
+controller does not need pods to be bound).
 """
 
 from __future__ import annotations
@@ -231,3 +232,27 @@ def test_python_client(api: Any, ns: str, manager: Any) -> None:
     read = wait_for(lambda: (s := apps.read_namespaced_stateful_set_status("py", ns)).status.replicas == 1 and s,
                     what="status counts the pod")
     assert read.status.update_revision.startswith("py-") and read.status.observed_generation == 2
+
+
+def test_claims_follow_the_retention_policy(client: httpx.Client, ns: str, kubectl: Kubectl, manager: Any) -> None:
+    policy = {"whenDeleted": "Delete", "whenScaled": "Delete"}
+    kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(statefulset(
+        "rp", replicas=2, podManagementPolicy="Parallel", persistentVolumeClaimRetentionPolicy=policy)))
+    converge(client, ns, "app=rp", lambda: synced(client, ns, "rp", readyReplicas=2), what="2 ready")
+    uid = client.get(sts_path(ns, "rp")).json()["metadata"]["uid"]
+
+    def owners(claim: str) -> list[tuple[str, str]]:
+        body = client.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{claim}").json()
+        return [(r["kind"], r["uid"]) for r in body["metadata"].get("ownerReferences") or []]
+
+    def deleting(claim: str) -> bool:
+        resp = client.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{claim}")
+        return resp.status_code == 404 or bool(resp.json()["metadata"].get("deletionTimestamp"))
+
+    wait_for(lambda: owners("www-rp-0") == owners("www-rp-1") == [("StatefulSet", uid)], what="claims owned by set")
+    kubectl("scale", "sts", "rp", "--replicas=1", "-n", ns)
+    # whenScaled: Delete: the scaled-down pod's claim passes to the pod, and goes with it
+    wait_for(lambda: deleting("www-rp-1"), what="www-rp-1 deleted after rp-1")
+    assert not deleting("www-rp-0") and owners("www-rp-0") == [("StatefulSet", uid)]
+    kubectl("delete", "sts", "rp", "-n", ns, "--wait=false")
+    wait_for(lambda: deleting("www-rp-0"), what="www-rp-0 deleted with the set (whenDeleted: Delete)")

@@ -9,6 +9,7 @@ from typing import Any
 
 from controllers import statefulutil as su
 from controllers.manager import enabled_controllers
+from controllers.podutil import fmt_time, now_utc
 from controllers.statefulset import StatefulSetController
 from kubeclient import (
     CONTROLLER_REVISIONS,
@@ -194,3 +195,22 @@ async def test_failed_pod_is_recreated_and_claim_owners_follow_the_policy() -> N
                                                                                                  ["uid"]]))
     reasons = [e["reason"] for e in fake.objects(EVENTS, NS)]
     assert "RecreatingFailedPod" in reasons
+
+
+async def test_min_ready_seconds_holds_the_next_pod_back() -> None:
+    fake = FakeAPIServer()
+    cs = Clientset(fake)
+    await cs.stateful_sets.create(statefulset(replicas=2, minReadySeconds=3600, volumeClaimTemplates=[]), NS)
+
+    def synced(**expected: int) -> bool:
+        status = fake.objects(STATEFUL_SETS, NS)[0].get("status") or {}
+        return all(status.get(k, 0) == v for k, v in expected.items())
+
+    async with running(controller, fake):
+        await until(lambda: names(fake) == ["web-0"])
+        pod = fake.objects(PODS, NS)[0]
+        just_ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True",
+                                                          "lastTransitionTime": fmt_time(now_utc())}]}
+        await cs.pods.update_status({**pod, "status": just_ready})
+        await until(lambda: synced(replicas=1, readyReplicas=1, availableReplicas=0))
+        assert names(fake) == ["web-0"]  # ready, but not yet for minReadySeconds: web-1 waits
