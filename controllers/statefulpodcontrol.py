@@ -68,7 +68,7 @@ class StatefulPodControl:
         """Whether a claim of the (new) pod still belongs to an earlier pod of its ordinal (``PodClaimIsStale``)."""
         for claim in su.claims_for(sts, su.ordinal_of(pod)).values():
             existing = self.claim(meta(claim).get("namespace"), meta(claim)["name"])
-            if existing is not None and su.claim_is_stale(existing, pod):
+            if existing is not None and su.claim_is_stale(existing, sts, pod):
                 return True
         return False
 
@@ -94,8 +94,7 @@ class StatefulPodControl:
         (``ClaimsMatchRetentionPolicy``; a claim not there yet matches)."""
         for claim in su.claims_for(sts, su.ordinal_of(pod)).values():
             existing = self.claim(meta(claim).get("namespace"), meta(claim)["name"])
-            if existing is not None and \
-                    su.claim_owner_refs(existing, sts, pod) != (meta(existing).get("ownerReferences") or []):
+            if existing is not None and not su.claim_owners_up_to_date(existing, sts, pod):
                 return False
         return True
 
@@ -109,9 +108,9 @@ class StatefulPodControl:
                     existing = await self.clientset.persistent_volume_claims.get(name, namespace)
                 except NotFound:
                     continue
-            refs = su.claim_owner_refs(existing, sts, pod)
-            if refs == (meta(existing).get("ownerReferences") or []):
+            if su.claim_owners_up_to_date(existing, sts, pod):
                 continue
+            refs = su.claim_owner_refs(existing, sts, pod)
             m = meta(existing)
             body = {"metadata": {"ownerReferences": refs, "resourceVersion": m.get("resourceVersion")}}
             try:

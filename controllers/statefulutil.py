@@ -10,8 +10,10 @@ so they can be read and tested without a cluster.
   missing pod below the RollingUpdate ``partition`` is made from the current revision, the others from the
   update revision (``newVersionedStatefulSetPod``).
 * Claim ownership (``persistentVolumeClaimRetentionPolicy``, StatefulSetAutoDeletePVC, GA in 1.32): whenDeleted
-  Delete → the claim is owned by the set (the garbage collector deletes it with the set); whenScaled Delete → a
-  claim of a pod beyond the replicas is owned by that pod (deleted once the scaled-down pod is gone).
+  Delete → the claim is controlled by the set (the garbage collector deletes it with the set); whenScaled Delete →
+  a claim of a pod beyond the replicas is controlled by that pod instead (deleted once the scaled-down pod is
+  gone).  A claim referring to an earlier set or pod of the same name, or controlled by something else, is left
+  alone.
 * Status: ``replica_status`` counts the created, ready, available, current and updated pods.
 """
 
@@ -32,6 +34,7 @@ from controllers.podutil import (
     POD_RUNNING,
     POD_SUCCEEDED,
     is_pod_available,
+    controller_ref,
     is_pod_ready,
     meta,
     pod_from_template,
@@ -181,8 +184,10 @@ def versioned_pod(current_set: Object, update_set: Object, current_revision: str
     strategy = spec_of(current_set).get("updateStrategy") or {}
     if strategy.get("type") == "RollingUpdate":
         rolling = strategy.get("rollingUpdate")
-        partition = int((rolling or {}).get("partition") or 0) if rolling is not None else 0
-        if ordinal < start_ordinal(current_set) + partition:
+        # without rollingUpdate, the pods the status counts as current stay so
+        below = int((rolling or {}).get("partition") or 0) if rolling is not None else \
+            int((current_set.get("status") or {}).get("currentReplicas") or 0)
+        if ordinal < start_ordinal(current_set) + below:
             return new_pod(current_set, ordinal, current_revision, ref)
     return new_pod(update_set, ordinal, update_revision, ref)
 
@@ -226,35 +231,86 @@ def is_healthy(pod: Object) -> bool:
 
 
 # --- claim ownership (persistentVolumeClaimRetentionPolicy) -------------------------------------------------------
+SET_KIND, POD_KIND = ("apps/v1", "StatefulSet"), ("v1", "Pod")
+
+
 def retention_policy(sts: Mapping[str, Any]) -> tuple[str, str]:
     policy = spec_of(sts).get("persistentVolumeClaimRetentionPolicy") or {}
     return policy.get("whenDeleted") or "Retain", policy.get("whenScaled") or "Retain"
 
 
-def _owner_ref(owner: Mapping[str, Any], api_version: str, kind: str) -> dict[str, Any]:
-    """A plain (not controller) ownerReference, as ``setOwnerRef`` writes it."""
-    return {"apiVersion": api_version, "kind": kind, "name": meta(owner).get("name"), "uid": meta(owner).get("uid")}
+def _matches(ref: Mapping[str, Any], owner: Mapping[str, Any], kind: tuple[str, str]) -> bool:
+    """The reference names ``owner`` (``matchesRef``: apiVersion, kind and name; not the uid)."""
+    return (ref.get("apiVersion"), ref.get("kind")) == kind and ref.get("name") == meta(owner).get("name")
+
+
+def _has_ref(claim: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
+    uid = meta(owner).get("uid")
+    return bool(uid) and any(r.get("uid") == uid for r in meta(claim).get("ownerReferences") or [])
+
+
+def _has_stale_ref(claim: Mapping[str, Any], owner: Mapping[str, Any], kind: tuple[str, str]) -> bool:
+    """A reference to an earlier object of ``owner``'s name (``hasStaleOwnerRef``)."""
+    ref = next((r for r in meta(claim).get("ownerReferences") or [] if _matches(r, owner, kind)), None)
+    return ref is not None and ref.get("uid") != meta(owner).get("uid")
+
+
+def _unexpected_controller(claim: Mapping[str, Any], sts: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    """Another controller manages the claim (or ours under an old uid) while a policy deletes claims."""
+    if retention_policy(sts) == ("Retain", "Retain"):
+        return False
+    for ref in meta(claim).get("ownerReferences") or []:
+        for owner, kind in ((sts, SET_KIND), (pod, POD_KIND)):
+            if _matches(ref, owner, kind):
+                if ref.get("uid") != meta(owner).get("uid"):
+                    return True
+                break
+        else:
+            if ref.get("controller"):
+                return True
+    return False
+
+
+def _wanted_owners(sts: Mapping[str, Any], pod: Mapping[str, Any]) -> tuple[bool, bool]:
+    """(the set, the pod) the claim should be controlled by: whenDeleted Delete → the set; whenScaled Delete and the
+    pod beyond the replicas → the pod instead."""
+    when_deleted, when_scaled = retention_policy(sts)
+    scaled_down = when_scaled == "Delete" and not in_ordinal_range(pod, sts)
+    return when_deleted == "Delete" and not scaled_down, scaled_down
+
+
+def claim_owners_up_to_date(claim: Mapping[str, Any], sts: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    """Whether the claim's owners agree with the retention policy (``isClaimOwnerUpToDate``); a claim held by an
+    earlier set or pod, or by another controller, is left alone."""
+    if _has_stale_ref(claim, sts, SET_KIND) or _has_stale_ref(claim, pod, POD_KIND):
+        return True
+    ours = _has_ref(claim, sts) or _has_ref(claim, pod)
+    if _unexpected_controller(claim, sts, pod):
+        return not ours
+    uids = {meta(sts).get("uid"), meta(pod).get("uid")} - {None}
+    if any(r.get("uid") in uids and not r.get("controller") for r in meta(claim).get("ownerReferences") or []):
+        return False
+    return (_has_ref(claim, sts), _has_ref(claim, pod)) == _wanted_owners(sts, pod)
 
 
 def claim_owner_refs(claim: Mapping[str, Any], sts: Mapping[str, Any], pod: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The claim's ownerReferences as the retention policy wants them (``updateClaimOwnerRefForSetAndPod``)."""
-    when_deleted, when_scaled = retention_policy(sts)
-    scaled_down = not in_ordinal_range(pod, sts)
-    want_set = when_deleted == "Delete" and not (when_scaled == "Delete" and scaled_down)
-    want_pod = when_scaled == "Delete" and scaled_down
-    owners = {meta(sts).get("uid"): (want_set, _owner_ref(sts, "apps/v1", "StatefulSet")),
-              meta(pod).get("uid"): (want_pod, _owner_ref(pod, "v1", "Pod"))}
-    refs = [r for r in meta(claim).get("ownerReferences") or [] if r.get("uid") not in owners or owners[r["uid"]][0]]
-    present = {r.get("uid") for r in refs}
-    refs.extend(ref for uid, (wanted, ref) in owners.items() if wanted and uid and uid not in present)
+    """The claim's ownerReferences as the retention policy wants them (``updateClaimOwnerRefForSetAndPod``): ours
+    scrubbed, then the set and/or the pod added as controller references."""
+    refs = [dict(r) for r in meta(claim).get("ownerReferences") or []
+            if not (_matches(r, sts, SET_KIND) or _matches(r, pod, POD_KIND))]
+    if _unexpected_controller(claim, sts, pod):
+        return refs
+    want_set, want_pod = _wanted_owners(sts, pod)
+    for wanted, owner, (api_version, kind) in ((want_set, sts, SET_KIND), (want_pod, pod, POD_KIND)):
+        if wanted and meta(owner).get("uid") and not any(r.get("uid") == meta(owner)["uid"] for r in refs):
+            refs.append(controller_ref(owner, api_version, kind))
     return refs
 
 
-def claim_is_stale(claim: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
-    """A claim still owned by an earlier pod of this ordinal (``isStale``): it is about to be deleted, so the new
-    pod must wait for it to go rather than mount it."""
-    uid = meta(pod).get("uid")
-    return any(r.get("kind") == "Pod" and r.get("uid") != uid for r in meta(claim).get("ownerReferences") or [])
+def claim_is_stale(claim: Mapping[str, Any], sts: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    """A claim still owned by an earlier pod of this ordinal (``PodClaimIsStale``; never with whenScaled Retain,
+    whose claims are meant to be reused): it is about to be deleted, so the new pod waits for it to go."""
+    return retention_policy(sts)[1] != "Retain" and _has_stale_ref(claim, pod, POD_KIND)
 
 
 # --- status ---------------------------------------------------------------------------------------------------------

@@ -98,13 +98,13 @@ def test_ordered_pods_with_bound_claims_keep_their_data(node: Node, kubectl: Kub
 
     kubectl("-n", ns, "exec", "web-0", "--", "sh", "-c", "echo hello from web-0 > /data/f")
     old_uid = pods[0]["metadata"]["uid"]
-    kubectl("-n", ns, "delete", "pod", "web-0")
+    kubectl("-n", ns, "delete", "pod", "web-0", "--wait=false")
 
     def replaced() -> bool:
         pod = get(client, f"/api/v1/namespaces/{ns}/pods/web-0")
         return bool(pod) and pod["metadata"]["uid"] != old_uid and (pod.get("status") or {}).get("phase") == \
             "Running"
-    wait_for(replaced, timeout=60, what="web-0 made anew")
+    wait_for(replaced, timeout=90, what="web-0 made anew")
     assert kubectl("-n", ns, "exec", "web-0", "--", "cat", "/data/f").stdout == "hello from web-0\n"
     claim = get(client, f"/api/v1/namespaces/{ns}/persistentvolumeclaims/www-web-0")
     assert claim["metadata"]["uid"] == next(c for c in claims if c["metadata"]["name"] == "www-web-0")[

@@ -92,20 +92,38 @@ def test_pods_below_the_partition_come_from_the_current_revision() -> None:
     new = su.versioned_pod(current, update, "web-1", "web-2", 2, REF)
     assert (old["spec"]["containers"][0]["image"], su.pod_revision(old)) == ("old", "web-1")
     assert (new["spec"]["containers"][0]["image"], su.pod_revision(new)) == ("new", "web-2")
+    current["spec"]["updateStrategy"] = {"type": "RollingUpdate"}  # no rollingUpdate: the current pods stay so
+    current["status"] = {"currentReplicas": 1}
+    assert [su.pod_revision(su.versioned_pod(current, update, "web-1", "web-2", i, REF)) for i in (0, 1)] == [
+        "web-1", "web-2"]
 
 
 def test_claim_owners_follow_the_retention_policy() -> None:
-    claim = {"metadata": {"name": "www-web-3", "ownerReferences": [{"kind": "Other", "uid": "x"}]}}
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "x"}
+    claim = {"metadata": {"name": "www-web-3", "ownerReferences": [other]}}
     pod = {"metadata": {"name": "web-3", "uid": "pod-uid"}}
     sts = statefulset(persistentVolumeClaimRetentionPolicy={"whenDeleted": "Delete", "whenScaled": "Delete"})
-    refs = su.claim_owner_refs(claim, sts, pod)  # web-3 is beyond 3 replicas: owned by its pod, not the set
-    assert [r["uid"] for r in refs] == ["x", "pod-uid"] and refs[1]["kind"] == "Pod"
-    sts["spec"]["replicas"] = 4
-    assert [r["uid"] for r in su.claim_owner_refs(claim, sts, pod)] == ["x", "uid-web"]
+    assert not su.claim_owners_up_to_date(claim, sts, pod)
+    refs = su.claim_owner_refs(claim, sts, pod)  # web-3 is beyond 3 replicas: controlled by its pod, not the set
+    assert refs == [other, {"apiVersion": "v1", "kind": "Pod", "name": "web-3", "uid": "pod-uid", "controller": True,
+                            "blockOwnerDeletion": True}]
+    owned = {"metadata": {"name": "www-web-3", "ownerReferences": refs}}
+    assert su.claim_owners_up_to_date(owned, sts, pod)
+    sts["spec"]["replicas"] = 4  # back in range: the set controls it again
+    assert not su.claim_owners_up_to_date(owned, sts, pod)
+    assert [(r["kind"], r["uid"]) for r in su.claim_owner_refs(owned, sts, pod)] == [
+        ("ConfigMap", "x"), ("StatefulSet", "uid-web")]
     sts["spec"]["persistentVolumeClaimRetentionPolicy"] = {"whenDeleted": "Retain", "whenScaled": "Retain"}
-    owned = {"metadata": {"ownerReferences": refs}}
-    assert su.claim_owner_refs(owned, sts, pod) == [{"kind": "Other", "uid": "x"}]
-    assert su.claim_is_stale(owned, {"metadata": {}}) and not su.claim_is_stale(owned, pod)
+    assert su.claim_owner_refs(owned, sts, pod) == [other]
+    # a claim of an earlier web-3 (another uid) is stale for a new web-3 and left alone
+    new_pod = {"metadata": {"name": "web-3"}}
+    sts["spec"]["persistentVolumeClaimRetentionPolicy"]["whenScaled"] = "Delete"
+    assert su.claim_is_stale(owned, sts, new_pod) and not su.claim_is_stale(owned, sts, pod)
+    assert su.claim_owners_up_to_date(owned, sts, new_pod)
+    # another controller: ours is scrubbed and nothing added
+    foreign = {"metadata": {"ownerReferences": [{**other, "controller": True}, refs[1]]}}
+    assert not su.claim_owners_up_to_date(foreign, sts, pod)
+    assert su.claim_owner_refs(foreign, sts, pod) == [{**other, "controller": True}]
 
 
 def test_status_completes_a_rolling_update() -> None:
@@ -187,8 +205,8 @@ async def test_failed_pod_is_recreated_and_claim_owners_follow_the_policy() -> N
         await until(lambda: names(fake) == ["web-0"])
         await until(lambda: bool(fake.objects(PERSISTENT_VOLUME_CLAIMS, NS)[0]["metadata"].get("ownerReferences")))
         refs = fake.objects(PERSISTENT_VOLUME_CLAIMS, NS)[0]["metadata"]["ownerReferences"]
-        assert refs == [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web",
-                         "uid": fake.objects(STATEFUL_SETS, NS)[0]["metadata"]["uid"]}]
+        assert refs == [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "controller": True,
+                         "blockOwnerDeletion": True, "uid": fake.objects(STATEFUL_SETS, NS)[0]["metadata"]["uid"]}]
         first = fake.objects(PODS, NS)[0]
         await cs.pods.update_status({**first, "status": {"phase": "Failed"}})
         await until(lambda: [p["metadata"]["uid"] for p in fake.objects(PODS, NS)] not in ([], [first["metadata"]
