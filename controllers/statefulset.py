@@ -116,7 +116,7 @@ class StatefulSetController(Controller):
             "currentRevision")), update)
         counts = await _Update(self, sts, current, update, pods).run()
         status = su.wire_status(sts, counts, meta(current)["name"], meta(update)["name"],
-                                (sts.get("status") or {}).get("collisionCount"))
+                                int((sts.get("status") or {}).get("collisionCount") or 0))
         await write_status(self.clientset.stateful_sets, sts, status)
         await self.history.clean_up(sts, revisions, [current, update], pods)
         min_ready = int(su.spec_of(sts).get("minReadySeconds") or 0)

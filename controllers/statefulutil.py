@@ -336,8 +336,9 @@ def replica_status(pods: Iterable[Object], min_ready_seconds: int, current_revis
 
 
 def wire_status(sts: Mapping[str, Any], counts: Mapping[str, int], current_revision: str, update_revision: str,
-                collision_count: int | None) -> dict[str, Any]:
-    """The status as Go writes it (zero counts other than replicas and availableReplicas omitted), after
+                collision_count: int) -> dict[str, Any]:
+    """The status as Go writes it (zero counts other than replicas and availableReplicas omitted; collisionCount
+    always, the controller setting it), after
     ``completeRollingUpdate``: a RollingUpdate whose pods are all updated and ready makes the update revision
     the current one."""
     counts = dict(counts)
@@ -350,9 +351,7 @@ def wire_status(sts: Mapping[str, Any], counts: Mapping[str, int], current_revis
     for key in ("readyReplicas", "currentReplicas", "updatedReplicas"):
         if counts[key]:
             status[key] = counts[key]
-    status.update(currentRevision=current_revision, updateRevision=update_revision)
-    if collision_count is not None:
-        status["collisionCount"] = collision_count
+    status.update(currentRevision=current_revision, updateRevision=update_revision, collisionCount=collision_count)
     status["availableReplicas"] = counts["availableReplicas"]
     return {k: v for k, v in status.items() if v is not None and v != ""}
 

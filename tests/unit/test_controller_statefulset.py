@@ -133,9 +133,9 @@ def test_status_completes_a_rolling_update() -> None:
     assert counts == {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "currentReplicas": 0,
                       "updatedReplicas": 1}
     sts = statefulset()
-    assert su.wire_status(sts, counts, "web-1", "web-2", None) == {
+    assert su.wire_status(sts, counts, "web-1", "web-2", 0) == {
         "observedGeneration": 1, "replicas": 2, "readyReplicas": 2, "updatedReplicas": 1, "currentRevision": "web-1",
-        "updateRevision": "web-2", "availableReplicas": 2}
+        "updateRevision": "web-2", "collisionCount": 0, "availableReplicas": 2}
     done = {**counts, "updatedReplicas": 2}
     assert su.wire_status(sts, done, "web-1", "web-2", 0)["currentRevision"] == "web-2"
 
