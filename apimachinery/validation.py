@@ -80,6 +80,11 @@ def go_value(value: Any) -> str:
     return str(value)
 
 
+def go_pointer(go_type: str, value: Any) -> str:
+    """How ``%#v`` prints a pointer field: set (a stand-in address, never a real one) or nil."""
+    return f"(*{go_type})({'0xc000000000' if value is not None else 'nil'})"
+
+
 def go_string_map(value: Mapping[str, Any] | None) -> str:
     """``%#v`` of a ``map[string]string`` (Go prints map keys sorted)."""
     if value is None:

@@ -53,6 +53,13 @@ def claim_key(claim: Object) -> str:
     return f"{_meta(claim).get('namespace', '')}/{_meta(claim).get('name', '')}"
 
 
+def claim_ref(claim: Object) -> dict[str, Any]:
+    """``GetReference`` of a claim, as a volume's ``spec.claimRef`` holds it (the binder's and provisioners')."""
+    meta = _meta(claim)
+    return {"kind": "PersistentVolumeClaim", "namespace": meta.get("namespace", ""), "name": meta.get("name", ""),
+            "uid": meta.get("uid", ""), "apiVersion": "v1", "resourceVersion": meta.get("resourceVersion", "")}
+
+
 def requested_storage(claim: Object) -> Quantity:
     return parse_quantity(((_spec(claim).get("resources") or {}).get("requests") or {}).get("storage") or "0")
 

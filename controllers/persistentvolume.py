@@ -15,6 +15,8 @@ One queue holds claim keys (``claim:<ns>/<name>``) and volume keys (``volume:<na
 * bound: the volume is gone → phase ``Lost`` and ``ClaimLost``; bound to another claim → ``ClaimMisbound``;
   otherwise the binding is completed (idempotent, every write only when something differs).
 
+Besides the handlers, every claim and volume is synced again every 15 s (``--pvclaimbinder-sync-period``).
+
 Binding (``bind``) writes in kube's order: the volume's ``claimRef`` (annotated ``bound-by-controller``), its
 phase ``Bound``, the claim's ``volumeName`` (annotated ``bind-completed``), the claim's status (``Bound``,
 access modes and capacity from the volume).
@@ -28,6 +30,7 @@ provisioner's job (the kubelet of the volume's node deletes the directory and th
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from typing import Any
@@ -42,6 +45,7 @@ from apimachinery.volumes import (
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
     claim_key,
+    claim_ref,
     find_matching_volume,
     is_bound_to,
     is_delay_binding,
@@ -64,19 +68,13 @@ from controllers.podutil import meta
 log = logging.getLogger(__name__)
 
 CLAIM, VOLUME = "claim:", "volume:"
+SYNC_PERIOD = 15.0  # kube-controller-manager's --pvclaimbinder-sync-period
 
 
 def external_provisioning_message(provisioner: str) -> str:
     return (f"Waiting for a volume to be created either by the external provisioner '{provisioner}' or manually by "
             "the system administrator. If volume creation is delayed, please verify that the provisioner is running "
             "and correctly registered.")
-
-
-def claim_ref(claim: Object) -> dict[str, Any]:
-    """``GetReference`` of a claim, as a volume's ``spec.claimRef`` holds it."""
-    m = meta(claim)
-    return {"kind": "PersistentVolumeClaim", "namespace": m.get("namespace", ""), "name": m.get("name", ""),
-            "uid": m.get("uid", ""), "apiVersion": "v1", "resourceVersion": m.get("resourceVersion", "")}
 
 
 def phase(obj: Object) -> str:
@@ -86,8 +84,10 @@ def phase(obj: Object) -> str:
 class PersistentVolumeController(Controller):
     name = "persistentvolume-binder-controller"
 
-    def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 1) -> None:
+    def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 1,
+                 sync_period: float = SYNC_PERIOD) -> None:
         super().__init__(workers=workers)
+        self.sync_period = sync_period
         self.volumes = clientset.resource(PERSISTENT_VOLUMES)
         self.claims = clientset.resource(PERSISTENT_VOLUME_CLAIMS)
         self.recorder = EventRecorder(clientset.events, "persistentvolume-controller")
@@ -104,11 +104,30 @@ class PersistentVolumeController(Controller):
 
     # --- handlers -------------------------------------------------------------------------------------------------
     def _volume_changed(self, obj: Object | DeletedFinalStateUnknown) -> None:
+        """A volume's own sync, and its claim's; a free volume may serve the unbound claims of its class (kube
+        finds them at the next resync; they are looked at now)."""
         volume = unwrap(obj)
         self.queue.add(VOLUME + meta(volume).get("name", ""))
         ref = (volume.get("spec") or {}).get("claimRef")
         if ref:
             self.queue.add(f"{CLAIM}{ref.get('namespace', '')}/{ref.get('name', '')}")
+            return
+        wanted = storage_class_of(volume)
+        for claim in self.claim_informer.store.list():
+            if not (claim.get("spec") or {}).get("volumeName") and storage_class_of(claim) == wanted:
+                self._claim_changed(claim)
+
+    def background(self) -> list[asyncio.Task[None]]:
+        return [asyncio.create_task(self._resync(), name="persistentvolume resync")]
+
+    async def _resync(self) -> None:
+        """Every claim and volume again each ``sync_period`` (``--pvclaimbinder-sync-period``, 15 s)."""
+        while True:
+            await asyncio.sleep(self.sync_period)
+            for claim in self.claim_informer.store.list():
+                self._claim_changed(claim)
+            for volume in self.volume_informer.store.list():
+                self.queue.add(VOLUME + meta(volume).get("name", ""))
 
     def _claim_changed(self, claim: Object) -> None:
         self.queue.add(CLAIM + claim_key(claim))

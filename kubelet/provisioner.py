@@ -38,6 +38,7 @@ from apimachinery.volumes import (
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
     claim_key,
+    claim_ref,
     storage_class_of,
 )
 from kubeclient import (
@@ -75,7 +76,7 @@ def volume_dir(root_dir: Path, claim: Object) -> Path:
 
 def provisioned_volume(claim: Object, storage_class: Object, node: str, path: Path) -> Object:
     """The PV for ``claim`` on ``node`` at ``path`` (see the module docstring)."""
-    meta, spec = _meta(claim), claim.get("spec") or {}
+    spec = claim.get("spec") or {}
     return {
         "apiVersion": "v1", "kind": "PersistentVolume",
         "metadata": {"name": volume_name(claim), "annotations": {ANN_DYNAMICALLY_PROVISIONED: PROVISIONER,
@@ -89,9 +90,7 @@ def provisioned_volume(claim: Object, storage_class: Object, node: str, path: Pa
             "hostPath": {"path": str(path), "type": "DirectoryOrCreate"},
             "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
                 {"key": HOSTNAME_LABEL, "operator": "In", "values": [node]}]}]}},
-            "claimRef": {"kind": "PersistentVolumeClaim", "namespace": meta.get("namespace", ""),
-                         "name": meta.get("name", ""), "uid": meta.get("uid", ""), "apiVersion": "v1",
-                         "resourceVersion": meta.get("resourceVersion", "")},
+            "claimRef": claim_ref(claim),
         },
     }
 

@@ -17,7 +17,10 @@ from typing import Any
 
 from apimachinery.errors import Cause
 from apimachinery.validation import (
+    Raw,
     duplicate,
+    go_pointer,
+    go_quote,
     invalid,
     is_dns1123_subdomain,
     is_qualified_name,
@@ -221,6 +224,16 @@ class CSIStorageCapacityStrategy(Strategy):
                 str(capacity) if capacity is not None else "<unset>", since(metadata.get("creationTimestamp"))]
 
 
+def _go_attachment_spec(spec: Mapping[str, Any]) -> str:
+    """``%#v`` of the spec, as the Invalid cause prints it (pointers shown as set or nil, never as addresses)."""
+    source, pointer = spec.get("source") or {}, go_pointer
+    return (f"storage.VolumeAttachmentSpec{{Attacher:{go_quote(str(spec.get('attacher', '')))}, "
+            "Source:storage.VolumeAttachmentSource{"
+            f"PersistentVolumeName:{pointer('string', source.get('persistentVolumeName'))}, "
+            f"InlineVolumeSpec:{pointer('core.PersistentVolumeSpec', source.get('inlineVolumeSpec'))}}}, "
+            f"NodeName:{go_quote(str(spec.get('nodeName', '')))}}}")
+
+
 def source_pv_name(attachment: Mapping[str, Any]) -> str:
     return str(((attachment.get("spec") or {}).get("source") or {}).get("persistentVolumeName") or "")
 
@@ -261,7 +274,7 @@ class VolumeAttachmentStrategy(Strategy):
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
         causes = self.validate(new)
         if new.get("spec") != old.get("spec"):
-            causes.append(invalid("spec", "", "field is immutable"))
+            causes.append(invalid("spec", Raw(_go_attachment_spec(new.get("spec") or {})), "field is immutable"))
         return causes
 
     def columns(self) -> list[TableColumn]:

@@ -21,6 +21,7 @@ from typing import Any
 from apimachinery.errors import Cause
 from apimachinery.validation import (
     Raw,
+    go_pointer,
     invalid,
     not_supported,
     validate_int_or_percent,
@@ -54,9 +55,7 @@ def validate_pdb_spec(spec: Mapping[str, Any], path: str = "spec") -> list[Cause
 
 def _go_spec(spec: Mapping[str, Any]) -> str:
     """``%#v`` of the spec, as the Invalid cause prints it (pointers shown as set or nil, never as addresses)."""
-    def pointer(go_type: str, value: Any) -> str:
-        return f"(*{go_type})({'0xc000000000' if value is not None else 'nil'})"
-
+    pointer = go_pointer
     return ("policy.PodDisruptionBudgetSpec{"
             f"MinAvailable:{pointer('intstr.IntOrString', spec.get('minAvailable'))}, "
             f"Selector:{pointer('v1.LabelSelector', spec.get('selector'))}, "

@@ -230,3 +230,47 @@ def test_a_static_volume_binds_an_immediate_claim_which_then_grows(node: Node, k
         kubectl("-n", ns, "delete", "pvc", "small", "big", "--wait=false", check=False)
         kubectl("delete", "pv", pv_name, "--wait=false", check=False)
         kubectl("delete", "sc", static_class, check=False)
+
+
+def test_a_pod_on_its_node_waits_in_container_creating_until_its_claim_is_bound(
+        node: Node, kubectl: Kubectl, client: httpx.Client, ns: str, tmp_path: Path) -> None:
+    late = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "late"},
+            "spec": {"storageClassName": "", "accessModes": ["ReadWriteOnce"], "selector": {"matchLabels": {
+                "for": PREFIX}}, "resources": {"requests": {"storage": "1Gi"}}}}
+    kubectl("-n", ns, "create", "-f", "-", input=json.dumps(late))
+    wait_for(lambda: "no persistent volumes available for this claim and no storage class is set" in
+             kubectl("-n", ns, "describe", "pvc", "late").stdout, what="the FailedBinding event")
+    body = json.loads(pod("early", "late", "cat /data/seed && sleep 3600"))
+    body["spec"]["nodeName"] = NODE  # placed by hand: the kubelet must wait for the claim itself
+    kubectl("-n", ns, "create", "-f", "-", input=json.dumps(body))
+
+    def waiting_reason() -> str:
+        statuses = (get(client, f"/api/v1/namespaces/{ns}/pods/early").get("status") or {}).get(
+            "containerStatuses") or []
+        return str(((statuses[0].get("state") or {}).get("waiting") or {}).get("reason") or "") if statuses else ""
+
+    wait_for(lambda: waiting_reason() == "ContainerCreating", what="the container waiting in ContainerCreating")
+    wait_for(lambda: f"error processing PVC {ns}/late: PVC is not bound" in
+             kubectl("-n", ns, "describe", "pod", "early").stdout, what="the FailedMount event")
+    described = kubectl("-n", ns, "describe", "pod", "early").stdout
+    assert "Unable to attach or mount volumes: unmounted volumes=[data]" in described
+    assert pod_phase(client, ns, "early") == "Pending"
+
+    (tmp_path / "late").mkdir()
+    (tmp_path / "late" / "seed").write_text("from the volume\n")
+    pv_name = f"{PREFIX}-late-{uuid.uuid4().hex[:4]}"
+    kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name, "labels": {"for": PREFIX}},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                 "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": str(tmp_path / "late")}}}))
+    try:
+        assert bound_volume(client, ns, "late")["metadata"]["name"] == pv_name
+        wait_for(lambda: pod_phase(client, ns, "early") == "Running", what="the pod Running once its claim is bound")
+        wait_for(lambda: kubectl("-n", ns, "logs", "early", check=False).stdout == "from the volume\n",
+                 what="the pod reading the volume")
+    finally:
+        delete_pod(kubectl, client, ns, "early")
+        kubectl("-n", ns, "delete", "pvc", "late")
+        wait_for(lambda: (volume(client, pv_name).get("status") or {}).get("phase") == "Released",
+                 what="the static volume Released")
+        kubectl("delete", "pv", pv_name)
