@@ -298,6 +298,9 @@ LEAF_TYPES: dict[tuple[str, str], str] = {
         ("V1ResourceRequirements", "requests"), ("V1VolumeResourceRequirements", "limits"),
         ("V1VolumeResourceRequirements", "requests"), ("V2MetricTarget", "averageValue"), ("V2MetricTarget", "value"),
         ("V2MetricValueStatus", "averageValue"), ("V2MetricValueStatus", "value"),
+        ("V1PersistentVolumeSpec", "capacity"), ("V1PersistentVolumeClaimStatus", "capacity"),
+        ("V1PersistentVolumeClaimStatus", "allocatedResources"), ("V1CSIStorageCapacity", "capacity"),
+        ("V1CSIStorageCapacity", "maximumVolumeSize"),
     ]},
     **{(m, f): MICRO_TIME for m, f in [
         ("CoreV1Event", "eventTime"), ("CoreV1EventSeries", "lastObservedTime"), ("V1LeaseSpec", "acquireTime"),

@@ -145,6 +145,12 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
     for name in ("controller-manager", "scheduler"):  # on a free port each, found from the URL they print
         assert rows[name][2].isdigit() and rows[name][3] == "ok", rows[name]
 
+    # kind's default StorageClass, served by the kubelets' local-path provisioner.
+    sc = httpx.get(f"http://127.0.0.1:{port}/apis/storage.k8s.io/v1/storageclasses/standard", timeout=5).json()
+    assert sc["metadata"]["annotations"] == {"storageclass.kubernetes.io/is-default-class": "true"}
+    assert (sc["provisioner"], sc["volumeBindingMode"], sc["reclaimPolicy"]) == (
+        "kubelab.io/local-path", "WaitForFirstConsumer", "Delete")
+
     state = load_state(data_dir)
     assert state is not None
     assert (data_dir / "kubeconfig").read_text().count(f"http://127.0.0.1:{port}") == 1

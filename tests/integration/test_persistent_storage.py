@@ -129,9 +129,8 @@ def test_a_provisioned_volume_keeps_its_data_across_pods(node: Node, kubectl: Ku
     assert row[1:7] == ["1Gi", "RWO", "Delete", "Bound", f"{ns}/data", LOCAL]
     pvc_row = kubectl("-n", ns, "get", "pvc", "data").stdout.splitlines()[1].split()
     assert pvc_row[:6] == ["data", "Bound", pv["metadata"]["name"], "1Gi", "RWO", LOCAL]
-    described = kubectl("-n", ns, "describe", "pvc", "data").stdout
-    assert "ProvisioningSucceeded" in described and f"Successfully provisioned volume {pv['metadata']['name']}" \
-        in described
+    wait_for(lambda: f"Successfully provisioned volume {pv['metadata']['name']}" in
+             kubectl("-n", ns, "describe", "pvc", "data").stdout, what="the ProvisioningSucceeded event")
 
     delete_pod(kubectl, client, ns, "writer")
     kubectl("-n", ns, "create", "-f", "-", input=pod("reader", "data", "cat /data/f && sleep 3600"))
@@ -224,7 +223,8 @@ def test_a_static_volume_binds_an_immediate_claim_which_then_grows(node: Node, k
         wait_for(lambda: (claim_of(client, ns, "small")["status"].get("capacity") or {}).get("storage") == "8Gi",
                  what="the claim expanded")
         assert volume(client, pv_name)["spec"]["capacity"] == {"storage": "8Gi"}
-        assert "VolumeResizeSuccessful" in kubectl("-n", ns, "describe", "pvc", "small").stdout
+        wait_for(lambda: f"ExpandVolume succeeded for volume {ns}/small" in
+                 kubectl("-n", ns, "describe", "pvc", "small").stdout, what="the VolumeResizeSuccessful event")
     finally:
         kubectl("-n", ns, "delete", "pod", "unbound", "--wait=false", check=False)
         kubectl("-n", ns, "delete", "pvc", "small", "big", "--wait=false", check=False)
@@ -234,12 +234,13 @@ def test_a_static_volume_binds_an_immediate_claim_which_then_grows(node: Node, k
 
 def test_a_pod_on_its_node_waits_in_container_creating_until_its_claim_is_bound(
         node: Node, kubectl: Kubectl, client: httpx.Client, ns: str, tmp_path: Path) -> None:
+    manual = f"{PREFIX}-manual-{uuid.uuid4().hex[:4]}"  # a class name with no StorageClass: binding only
     late = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "late"},
-            "spec": {"storageClassName": "", "accessModes": ["ReadWriteOnce"], "selector": {"matchLabels": {
+            "spec": {"storageClassName": manual, "accessModes": ["ReadWriteOnce"], "selector": {"matchLabels": {
                 "for": PREFIX}}, "resources": {"requests": {"storage": "1Gi"}}}}
     kubectl("-n", ns, "create", "-f", "-", input=json.dumps(late))
-    wait_for(lambda: "no persistent volumes available for this claim and no storage class is set" in
-             kubectl("-n", ns, "describe", "pvc", "late").stdout, what="the FailedBinding event")
+    wait_for(lambda: f'storageclass.storage.k8s.io "{manual}" not found' in
+             kubectl("-n", ns, "describe", "pvc", "late").stdout, what="the ProvisioningFailed event")
     body = json.loads(pod("early", "late", "cat /data/seed && sleep 3600"))
     body["spec"]["nodeName"] = NODE  # placed by hand: the kubelet must wait for the claim itself
     kubectl("-n", ns, "create", "-f", "-", input=json.dumps(body))
@@ -261,7 +262,7 @@ def test_a_pod_on_its_node_waits_in_container_creating_until_its_claim_is_bound(
     pv_name = f"{PREFIX}-late-{uuid.uuid4().hex[:4]}"
     kubectl("create", "-f", "-", input=json.dumps({
         "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name, "labels": {"for": PREFIX}},
-        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": manual,
                  "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": str(tmp_path / "late")}}}))
     try:
         assert bound_volume(client, ns, "late")["metadata"]["name"] == pv_name

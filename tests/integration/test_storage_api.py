@@ -93,6 +93,7 @@ def test_claim_spec_is_immutable_but_a_bound_claim_may_grow(kubectl: Kubectl, ns
     assert table[0].split() == ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS", "MODES", "STORAGECLASS",
                                 "VOLUMEATTRIBUTESCLASS", "AGE"]
     assert table[1].split()[:4] == ["data", "Bound", "none", "<unset>"]
+    kubectl("-n", ns, "delete", "pvc", "data", "--wait=false")
 
 
 def test_default_storage_class_names_the_class_of_claims_without_one(kubectl: Kubectl, ns: str, api: Any) -> None:
@@ -115,6 +116,7 @@ def test_default_storage_class_names_the_class_of_claims_without_one(kubectl: Ku
         assert "provisioner: Forbidden: updates to provisioner are forbidden." in out
     finally:
         kubectl("delete", "sc", name)
+        kubectl("-n", ns, "delete", "pvc", "--all", "--wait=false")  # no claim left to bind others' volumes
 
 
 def test_csi_kinds_are_served_and_validated(kubectl: Kubectl, ns: str, api: Any) -> None:
