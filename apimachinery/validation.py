@@ -375,6 +375,13 @@ def validate_nonnegative(value: int | None, path: str) -> list[Cause]:
     return [invalid(path, value, IS_NEGATIVE_ERROR_MSG)] if value is not None and value < 0 else []
 
 
+def validate_not_decremented(new: int | None, old: int | None, path: str) -> list[Cause]:
+    """``IsDecremented``: a counter the server only raises (``status.collisionCount``) may not go down or away."""
+    if old is None or (new is not None and new >= old):
+        return []
+    return [invalid(path, new or 0, "cannot be decremented")]
+
+
 def go_int_or_string(value: Any) -> str:
     """``%#v`` of an ``intstr.IntOrString``."""
     if isinstance(value, str):

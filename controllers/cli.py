@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="namespaces emptied concurrently (default: 10)")
     g.add_argument("--concurrent-daemonset-syncs", type=int, default=2,
                    help="DaemonSets synced concurrently (default: 2)")
+    g.add_argument("--concurrent-statefulset-syncs", type=int, default=5,
+                   help="StatefulSets synced concurrently (default: 5)")
     g.add_argument("--concurrent-endpoint-syncs", type=int, default=5,
                    help="Services whose Endpoints are synced concurrently (default: 5)")
     g.add_argument("--concurrent-service-endpoint-syncs", type=int, default=5,

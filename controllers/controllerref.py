@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from apimachinery.errors import NotFound
-from apimachinery.labels import Selector
+from apimachinery.errors import NotFound, StatusError
+from apimachinery.labels import Selector, selector_from_label_selector
 from apimachinery.meta import Object
-from kubeclient import ResourceClient
+from kubeclient import Indexer, ResourceClient
 
 from controllers.podutil import meta
 
@@ -39,6 +39,35 @@ def controller_uid(obj: Object) -> str | None:
         if ref.get("controller"):
             return ref.get("uid")  # type: ignore[no-any-return]
     return None
+
+
+def spec_selector(owner: Object) -> Selector | None:
+    """``spec.selector`` of a workload as a selector, or None when it cannot be converted."""
+    try:
+        return selector_from_label_selector((owner.get("spec") or {}).get("selector"))
+    except StatusError:
+        return None
+
+
+def resolve_controller(owners: Indexer, kind: str, obj: Object) -> Object | None:
+    """The owner of ``kind`` in the ``owners`` cache that controls ``obj`` (``resolveControllerRef``): named by its
+    controller ownerReference, and the same uid (a namesake made since is not it)."""
+    ref = next((r for r in meta(obj).get("ownerReferences") or [] if r.get("controller")), None)
+    if not ref or ref.get("kind") != kind:
+        return None
+    owner = owners.get_by_key(f"{meta(obj).get('namespace')}/{ref.get('name')}")
+    return owner if owner is not None and meta(owner).get("uid") == ref.get("uid") else None
+
+
+def selecting_owners(owners: Indexer, obj: Object) -> list[Object]:
+    """The owners in ``obj``'s namespace whose non-empty selector selects it (candidates to adopt an orphan)."""
+    labels = meta(obj).get("labels") or {}
+    found = []
+    for owner in owners.by_index("namespace", meta(obj).get("namespace") or ""):
+        selector = spec_selector(owner)
+        if selector is not None and not selector.empty() and selector.matches(labels):
+            found.append(owner)
+    return found
 
 
 class ControllerRefManager:

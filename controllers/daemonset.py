@@ -5,7 +5,7 @@ One ``sync(key)``, idempotent, from the informer caches:
 1. The DaemonSet is gone → forget its expectations; being deleted → nothing (the garbage collector takes its pods
    and revisions).  Otherwise claim its pods (``controllerref``) and group them by the node they are for
    (``daemonutil.target_node``: ``nodeName`` or the node-affinity binding), and find or make the current
-   ControllerRevision (``daemonhistory``), whose hash new pods carry.
+   ControllerRevision (``history``), whose hash new pods carry.
 2. Only when its expectations are satisfied, per node (``daemonutil.node_should_run``): create the missing pod;
    delete failed pods and all but the oldest of several; delete the pods of nodes that may no longer run it (an
    untolerated NoExecute taint, changed labels) and of nodes that are gone.  When there is nothing of that to do
@@ -26,18 +26,25 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from apimachinery.errors import Conflict, StatusError
-from apimachinery.labels import Selector, selector_from_label_selector
+from apimachinery.errors import StatusError
+from apimachinery.labels import Selector
 from apimachinery.meta import Object
 from kubeclient import CONTROLLER_REVISIONS, DAEMON_SETS, NODES, PODS, Clientset, EventRecorder, InformerFactory
 
 from controllers import daemonutil
 from controllers.base import Controller, key_of, unwrap
-from controllers.controllerref import ControllerRefManager, controller_uid
-from controllers.daemonhistory import HASH_LABEL, History
+from controllers.controllerref import (
+    ControllerRefManager,
+    controller_uid,
+    resolve_controller,
+    selecting_owners,
+    spec_selector,
+)
+from controllers.history import HASH_LABEL, History, HistoryOwner
 from controllers.expectations import Expectations
 from controllers.podcontrol import PodControl, slow_start_batch
 from controllers.podutil import controller_ref, meta, now_utc
+from controllers.statuswrite import write_status
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +69,7 @@ class DaemonSetController(Controller):
         self.pod_informer = factory.informer(PODS)
         self.node_informer = factory.informer(NODES)
         self.revision_informer = factory.informer(CONTROLLER_REVISIONS)
-        self.history = History(clientset)
+        self.history = History(clientset, HistoryOwner(DAEMON_SETS, pods_carry_name=False))
         self.informers = [self.ds_informer, self.pod_informer, self.node_informer, self.revision_informer]
         self.ds_informer.add_event_handler(self.enqueue, lambda old, new: self.enqueue(new), self._delete_ds)
         self.pod_informer.add_event_handler(self._add_pod, self._update_pod, self._delete_pod)
@@ -94,20 +101,10 @@ class DaemonSetController(Controller):
 
     def _owner(self, obj: Object) -> Object | None:
         """The DaemonSet in the cache that controls a pod or a revision."""
-        ref = next((r for r in meta(obj).get("ownerReferences") or [] if r.get("controller")), None)
-        if not ref or ref.get("kind") != DAEMON_SETS.kind:
-            return None
-        ds = self.ds_informer.indexer.get_by_key(f"{meta(obj).get('namespace')}/{ref.get('name')}")
-        return ds if ds is not None and meta(ds).get("uid") == ref.get("uid") else None
+        return resolve_controller(self.ds_informer.indexer, DAEMON_SETS.kind, obj)
 
     def _matching(self, pod: Object) -> list[Object]:
-        labels = meta(pod).get("labels") or {}
-        found = []
-        for ds in self.ds_informer.indexer.by_index("namespace", meta(pod).get("namespace") or ""):
-            selector = _selector(ds)
-            if selector is not None and not selector.empty() and selector.matches(labels):
-                found.append(ds)
-        return found
+        return selecting_owners(self.ds_informer.indexer, pod)
 
     def _add_pod(self, pod: Object) -> None:
         if meta(pod).get("deletionTimestamp"):
@@ -148,7 +145,7 @@ class DaemonSetController(Controller):
         if ds is None:
             self.expectations.delete(key)
             return
-        selector = _selector(ds)
+        selector = spec_selector(ds)
         if selector is None or selector.empty():
             log.warning("DaemonSet %s has an invalid or empty selector; not syncing", key)
             return
@@ -173,14 +170,14 @@ class DaemonSetController(Controller):
                     ds, {n: node_pods.get(n, []) for n in should_run}, revision_hash, now_utc())
                 create_on, delete = step.create_on, step.delete
             await self._sync_nodes(ds, key, create_on, delete, revision_hash)
-            await self.history.clean_up(ds, revisions, current, pods)
+            await self.history.clean_up(ds, revisions, [current], pods)
         on_nodes = {name: node_pods.get(name, []) for name in nodes}
         status = daemonutil.calculate_status(ds, on_nodes, should_run, revision_hash, now_utc())
         if not satisfied:  # the controller has not acted on this generation yet
             status.pop("observedGeneration", None)
             if (ds.get("status") or {}).get("observedGeneration"):
                 status["observedGeneration"] = ds["status"]["observedGeneration"]
-        await self._update_status(ds, status)
+        await write_status(self.clientset.daemon_sets, ds, status)
         min_ready = int(spec.get("minReadySeconds") or 0)
         if min_ready > 0 and status.get("numberAvailable", 0) < status.get("numberReady", 0):
             self.queue.add_after(key, min_ready)
@@ -246,28 +243,6 @@ class DaemonSetController(Controller):
         for result in [error, *results]:
             if isinstance(result, BaseException):
                 raise result
-
-    async def _update_status(self, ds: Object, status: dict[str, Any]) -> None:
-        """Write ``status`` unless ``ds`` already has it; one fresh re-read on conflict."""
-        for attempt in range(2):
-            if (ds.get("status") or {}) == status:
-                return
-            try:
-                await self.clientset.daemon_sets.update_status({**ds, "status": status})
-                return
-            except Conflict:
-                if attempt:
-                    raise
-                m = meta(ds)
-                ds = await self.clientset.daemon_sets.get(m["name"], m.get("namespace"))
-
-
-def _selector(ds: Object) -> Selector | None:
-    try:
-        return selector_from_label_selector((ds.get("spec") or {}).get("selector"))
-    except StatusError:
-        return None
-
 
 def _by_node(pods: list[Object]) -> dict[str, list[Object]]:
     grouped: dict[str, list[Object]] = {}

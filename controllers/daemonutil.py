@@ -28,6 +28,7 @@ from apimachinery import nodeaffinity
 from apimachinery.meta import Object
 from apimachinery.taints import untolerated
 
+from controllers.history import REVISION_HASH_LABEL
 from controllers.podutil import POD_FAILED, is_pod_available, is_pod_ready, meta, pod_from_template
 from controllers.taints import (
     NO_EXECUTE,
@@ -41,7 +42,6 @@ from controllers.taints import (
     TAINT_UNSCHEDULABLE,
 )
 
-REVISION_HASH_LABEL = "controller-revision-hash"
 TEMPLATE_GENERATION_LABEL = "pod-template-generation"
 TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
 

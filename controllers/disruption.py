@@ -9,7 +9,7 @@ holds budget keys:
   ``minAvailable`` (an int: as many pods as are selected; a percent: of the controllers' scale) or
   ``maxUnavailable`` (of the controllers' scale), where the scale is the sum of ``spec.replicas`` over the
   distinct controllers of the pods, found as ``getExpectedScale``'s finders do (ReplicationController,
-  ReplicaSet not owned by a Deployment, Deployment through its ReplicaSet); ``currentHealthy`` the Ready pods
+  ReplicaSet not owned by a Deployment, Deployment through its ReplicaSet, StatefulSet); ``currentHealthy`` the Ready pods
   neither terminating nor in ``disruptedPods``; ``disruptionsAllowed = currentHealthy - desiredHealthy``
   (0 while no pod is expected); the ``DisruptionAllowed`` condition (SufficientPods / InsufficientPods);
 * ``disruptedPods`` is shared with evictions: the eviction records a pod there before deleting it, so a budget
@@ -40,6 +40,7 @@ from kubeclient import (
     PODS,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
+    STATEFUL_SETS,
     Clientset,
     DeletedFinalStateUnknown,
     EventRecorder,
@@ -140,11 +141,12 @@ class DisruptionController(Controller):
         self.rc_informer = factory.informer(REPLICATION_CONTROLLERS)
         self.rs_informer = factory.informer(REPLICA_SETS)
         self.deployment_informer = factory.informer(DEPLOYMENTS)
+        self.sts_informer = factory.informer(STATEFUL_SETS)
         self.informers = [self.pdb_informer, self.pod_informer, self.rc_informer, self.rs_informer,
-                          self.deployment_informer]
+                          self.deployment_informer, self.sts_informer]
         self.pdb_informer.add_event_handler(self.enqueue, lambda old, new: self.enqueue(new), self.enqueue)
         self.pod_informer.add_event_handler(self._pod_changed, self._pod_updated, self._pod_changed)
-        self.finders = (self._replication_controller, self._replica_set, self._deployment)
+        self.finders = (self._replication_controller, self._replica_set, self._deployment, self._stateful_set)
 
     # --- handlers -----------------------------------------------------------------------------------------------
     def _pod_changed(self, obj: Object | DeletedFinalStateUnknown) -> None:
@@ -268,6 +270,10 @@ class DisruptionController(Controller):
             return None
         deployment = self._lookup(self.deployment_informer, owner, namespace, "Deployment", ("apps", "extensions"))
         return self._scale(deployment) if deployment is not None else None
+
+    def _stateful_set(self, ref: dict[str, Any], namespace: str) -> ControllerScale | None:
+        sts = self._lookup(self.sts_informer, ref, namespace, "StatefulSet", ("apps",))
+        return self._scale(sts) if sts is not None else None
 
     # --- status -------------------------------------------------------------------------------------------------
     async def fail_safe(self, pdb: Object, message: str) -> None:

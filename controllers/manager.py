@@ -138,6 +138,11 @@ def _daemonset(ctx: Context) -> Controller:
     return DaemonSetController(ctx.clientset, ctx.factory, workers=ctx.options.concurrent_daemonset_syncs)
 
 
+def _statefulset(ctx: Context) -> Controller:
+    from controllers.statefulset import StatefulSetController
+    return StatefulSetController(ctx.clientset, ctx.factory, workers=ctx.options.concurrent_statefulset_syncs)
+
+
 def _horizontal(ctx: Context) -> Controller:
     from controllers.horizontal import HorizontalController
     o = ctx.options
@@ -195,6 +200,7 @@ CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "deployment-controller": (("deployment",), _deployment),
     "node-ipam-controller": (("nodeipam", "nodeipam-controller"), _nodeipam),
     "daemonset-controller": (("daemonset",), _daemonset),
+    "statefulset-controller": (("statefulset",), _statefulset),
     "job-controller": (("job",), _job),
     "cronjob-controller": (("cronjob",), _cronjob),
     "ttl-after-finished-controller": (("ttl-after-finished",), _ttlafterfinished),

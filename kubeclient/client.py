@@ -215,6 +215,8 @@ class Clientset:
         self.pod_disruption_budgets = ResourceClient(rest, r.POD_DISRUPTION_BUDGETS)
         self.daemon_sets = ResourceClient(rest, r.DAEMON_SETS)
         self.controller_revisions = ResourceClient(rest, r.CONTROLLER_REVISIONS)
+        self.stateful_sets = ResourceClient(rest, r.STATEFUL_SETS)
+        self.persistent_volume_claims = ResourceClient(rest, r.PERSISTENT_VOLUME_CLAIMS)
         self.horizontal_pod_autoscalers = ResourceClient(rest, r.HORIZONTAL_POD_AUTOSCALERS)
         self._by_resource: dict[Resource, ResourceClient] = {
             c.resource: c for c in vars(self).values() if isinstance(c, ResourceClient)

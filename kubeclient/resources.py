@@ -86,6 +86,7 @@ JOBS = Resource("batch", "v1", "jobs", "Job", True, frozenset({"status"}))
 CRON_JOBS = Resource("batch", "v1", "cronjobs", "CronJob", True, frozenset({"status"}))
 DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", True, frozenset({"status"}))
 CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision", True)
+STATEFUL_SETS = Resource("apps", "v1", "statefulsets", "StatefulSet", True, frozenset({"status", "scale"}))
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True)
 POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True,
@@ -95,7 +96,7 @@ HORIZONTAL_POD_AUTOSCALERS = Resource("autoscaling", "v2", "horizontalpodautosca
 
 RESOURCES: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, REPLICATION_CONTROLLERS, SERVICES, CONFIG_MAPS, SECRETS, SERVICE_ACCOUNTS,
-    ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, DAEMON_SETS, CONTROLLER_REVISIONS, JOBS, CRON_JOBS, LEASES,
+    ENDPOINTS, REPLICA_SETS, DEPLOYMENTS, DAEMON_SETS, CONTROLLER_REVISIONS, STATEFUL_SETS, JOBS, CRON_JOBS, LEASES,
     ENDPOINT_SLICES, POD_DISRUPTION_BUDGETS, HORIZONTAL_POD_AUTOSCALERS, RESOURCE_QUOTAS, LIMIT_RANGES,
     PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, STORAGE_CLASSES,
 )

@@ -8,7 +8,8 @@ Pure functions: the pod worker fetches the ConfigMaps and Secrets a container re
   ``$``; an undefined reference stays as written); ``valueFrom`` values are never expanded;
 * ``command`` and ``args`` are expanded against the pod-defined variables only (not the runtime's ``PATH`` or
   ``HOSTNAME``), as ``ExpandContainerCommandAndArgs`` does;
-* the runtime adds what a container runtime gives every container: ``PATH``, ``HOSTNAME`` (the pod name) and
+* the runtime adds what a container runtime gives every container: ``PATH``, ``HOSTNAME`` (the pod's
+  ``spec.hostname``, a StatefulSet pod's stable name, else the pod name: ``GeneratePodHostNameAndDomain``) and
   ``HOME``; the pod's own variables override them.
 
 A missing non-optional ConfigMap, Secret or key raises ``EnvError``: the kubelet reports
@@ -191,7 +192,7 @@ def _key_value(kind: SourceKind, ref: Mapping[str, Any], sources: Sources, pod: 
 
 def runtime_env(pod: Mapping[str, Any], defined: Mapping[str, str]) -> dict[str, str]:
     """What the process sees: the runtime's ``PATH``/``HOSTNAME``/``HOME``, overridden by the pod's variables."""
-    env = {"PATH": os.environ.get("PATH") or DEFAULT_PATH, "HOSTNAME": (pod.get("metadata") or {}).get("name", ""),
-           "HOME": "/root"}
+    hostname = (pod.get("spec") or {}).get("hostname") or (pod.get("metadata") or {}).get("name", "")
+    env = {"PATH": os.environ.get("PATH") or DEFAULT_PATH, "HOSTNAME": hostname, "HOME": "/root"}
     env.update(defined)
     return env

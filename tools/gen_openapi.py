@@ -148,6 +148,7 @@ RESOURCES = (
     Resource("apps", "v1", "DaemonSet", "daemonsets", True, ALL_VERBS, ("status",)),
     Resource("apps", "v1", "Deployment", "deployments", True, ALL_VERBS, ("scale", "status")),
     Resource("apps", "v1", "ReplicaSet", "replicasets", True, ALL_VERBS, ("scale", "status")),
+    Resource("apps", "v1", "StatefulSet", "statefulsets", True, ALL_VERBS, ("scale", "status")),
     Resource("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False, ("create",)),
     Resource("authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews", True,
              ("create",)),

@@ -44,6 +44,7 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("apps/v1", "DaemonSet"): appsv1.DaemonSet,
     ("apps/v1", "ControllerRevision"): appsv1.ControllerRevision,
     ("apps/v1", "ReplicaSet"): appsv1.ReplicaSet,
+    ("apps/v1", "StatefulSet"): appsv1.StatefulSet,
     ("batch/v1", "Job"): batchv1.Job,
     ("batch/v1", "CronJob"): batchv1.CronJob,
     ("coordination.k8s.io/v1", "Lease"): coordinationv1.Lease,

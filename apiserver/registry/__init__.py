@@ -57,6 +57,7 @@ from apiserver.registry.secrets import SecretStrategy
 from apiserver.registry.selfsubjectreviews import SelfSubjectReviewStrategy
 from apiserver.registry.serviceaccounts import ServiceAccountStrategy
 from apiserver.registry.services import ServiceStrategy
+from apiserver.registry.statefulsets import StatefulSetStrategy
 from apiserver.registry.storageclasses import StorageClassStrategy
 from apiserver.registry.strategy import Strategy
 from apiserver.registry.webhookconfigurations import (
@@ -87,6 +88,7 @@ def all_strategies() -> list[Strategy]:
         DaemonSetStrategy(),
         ControllerRevisionStrategy(),
         ReplicaSetStrategy(),
+        StatefulSetStrategy(),
         HorizontalPodAutoscalerStrategy(),
         HorizontalPodAutoscalerV1Strategy(),
         JobStrategy(),

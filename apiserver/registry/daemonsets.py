@@ -31,6 +31,7 @@ from apimachinery.validation import (
     required,
     validate_int_or_percent,
     validate_nonnegative,
+    validate_not_decremented,
     validate_not_more_than_100_percent,
 )
 from apiserver.registry import selectors
@@ -125,6 +126,8 @@ class DaemonSetStrategy(Strategy):
         causes: list[Cause] = []
         for key in STATUS_COUNTS:
             causes.extend(validate_nonnegative(status.get(key), f"status.{key}"))
+        causes.extend(validate_not_decremented(status.get("collisionCount"),
+                                               (old.get("status") or {}).get("collisionCount"), "status.collisionCount"))
         return causes
 
     def columns(self) -> list[TableColumn]:

@@ -21,6 +21,7 @@ from apimachinery.validation import (
     required,
     validate_int_or_percent,
     validate_nonnegative,
+    validate_not_decremented,
     validate_not_more_than_100_percent,
 )
 from apiserver.registry import selectors
@@ -106,9 +107,8 @@ class DeploymentStrategy(ScalableStrategy):
     def validate_status_update(self, new: Object, old: Object) -> list[Cause]:
         status, old_status = new.get("status") or {}, old.get("status") or {}
         causes = _validate_deployment_status(status)
-        collisions, old_collisions = status.get("collisionCount"), old_status.get("collisionCount")
-        if old_collisions is not None and (collisions is None or collisions < old_collisions):
-            causes.append(invalid("status.collisionCount", collisions or 0, "cannot be decremented"))
+        causes.extend(validate_not_decremented(status.get("collisionCount"), old_status.get("collisionCount"),
+                                               "status.collisionCount"))
         return causes
 
     def selector_string(self, obj: Object) -> str:

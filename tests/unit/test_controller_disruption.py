@@ -1,5 +1,5 @@
 """controllers.disruption over the FakeAPIServer: expected pods from the pods' controllers (ReplicationController,
-ReplicaSet, Deployment through its ReplicaSet), healthy and allowed counts, the DisruptionAllowed condition, the
+ReplicaSet, Deployment through its ReplicaSet, StatefulSet), healthy and allowed counts, the DisruptionAllowed condition, the
 shared disruptedPods map and its two-minute expiry, unmanaged pods and the SyncFailed fail-safe."""
 
 from __future__ import annotations
@@ -105,6 +105,20 @@ async def test_percentages_use_the_scale_of_the_deployment_behind_the_replica_se
         await cs.pod_disruption_budgets.create(pdb("half", minAvailable="60%"), "default")
         await until(lambda: (status(fake, "half").get("expectedPods"), status(fake, "half").get("desiredHealthy"),
                              status(fake, "half").get("disruptionsAllowed")) == (4, 3, 0))  # ceil(2.4) = 3
+
+
+async def test_percentages_use_the_scale_of_a_stateful_set() -> None:
+    async with running(make) as (fake, cs):
+        sts = await cs.stateful_sets.create({"metadata": {"name": "web"}, "spec": {
+            "replicas": 4, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c",
+                                                                                          "image": "b"}]}}}},
+            "default")
+        for i in range(3):
+            await cs.pods.create(pod(f"web-{i}", owned_by=owner("StatefulSet", "web", sts["metadata"]["uid"])),
+                                 "default")
+        await cs.pod_disruption_budgets.create(pdb(maxUnavailable="25%"), "default")
+        await until(lambda: counts(fake) == (4, 3, 3, 0))  # 4 - ceil(25% of 4) = 3 desired, 3 healthy
 
 
 async def test_unmanaged_pods_are_reported_and_unknown_controllers_fail_safe() -> None:

@@ -132,6 +132,7 @@ def test_pod_env_missing_config_map_is_an_error() -> None:
 def test_runtime_env_pod_variables_win() -> None:
     env = runtime_env(POD, {"HOME": "/data", "X": "1"})
     assert env["HOSTNAME"] == "web-1" and env["HOME"] == "/data" and env["X"] == "1" and env["PATH"]
+    assert runtime_env({**POD, "spec": {"hostname": "db-0"}}, {})["HOSTNAME"] == "db-0"  # spec.hostname first
 
 
 def test_secret_references_are_unmet_unless_optional() -> None:

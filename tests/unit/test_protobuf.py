@@ -303,6 +303,26 @@ def test_daemon_set_and_controller_revision_round_trip() -> None:
         "data": {"spec": {"template": {"$patch": "replace"}}}, "revision": 2}
 
 
+def test_stateful_set_round_trip() -> None:
+    # partition: 0 and replicas: 0 are meant (pointers written when set)
+    model = k8s.V1StatefulSet(
+        api_version="apps/v1", kind="StatefulSet", metadata=k8s.V1ObjectMeta(name="web"),
+        spec=k8s.V1StatefulSetSpec(
+            replicas=0, service_name="nginx", selector=k8s.V1LabelSelector(match_labels={"app": "web"}),
+            template=k8s.V1PodTemplateSpec(metadata=k8s.V1ObjectMeta(labels={"app": "web"})),
+            update_strategy=k8s.V1StatefulSetUpdateStrategy(
+                type="RollingUpdate", rolling_update=k8s.V1RollingUpdateStatefulSetStrategy(partition=0))))
+    sts = appsv1.StatefulSet()
+    sts.metadata.name = "web"
+    sts.spec.replicas = 0
+    sts.spec.serviceName = "nginx"
+    sts.spec.selector.matchLabels["app"] = "web"
+    sts.spec.template.metadata.labels["app"] = "web"
+    sts.spec.updateStrategy.type = "RollingUpdate"
+    sts.spec.updateStrategy.rollingUpdate.partition = 0
+    assert decode(envelope("apps/v1", "StatefulSet", sts)) == python_client_json(model)
+
+
 def test_endpoints_and_endpoint_slice_round_trip() -> None:
     ref = k8s.V1ObjectReference(kind="Pod", name="web-1", namespace="ns1", uid="u1")
     ep_model = k8s.V1Endpoints(api_version="v1", kind="Endpoints", metadata=k8s.V1ObjectMeta(name="web"), subsets=[

@@ -58,6 +58,7 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("apps", "deployments", "Deployment", True, ("deploy",), ("all",)),
         ("apps", "daemonsets", "DaemonSet", True, ("ds",), ("all",)),
         ("apps", "controllerrevisions", "ControllerRevision", True, (), ()),
+        ("apps", "statefulsets", "StatefulSet", True, ("sts",), ("all",)),
         ("apps", "replicasets", "ReplicaSet", True, ("rs",), ("all",)),
         ("autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True, ("hpa",), ("all",)),
         ("batch", "jobs", "Job", True, (), ("all",)),
@@ -83,8 +84,8 @@ def test_all_strategies_cover_the_served_resources() -> None:
          ("api-extensions",)),
     }
     generations = {s.resource for s in all_strategies() if s.bumps_generation}
-    assert generations == {"replicationcontrollers", "replicasets", "deployments", "daemonsets", "jobs", "cronjobs",
-                           "endpointslices", "poddisruptionbudgets", "horizontalpodautoscalers",
+    assert generations == {"replicationcontrollers", "replicasets", "deployments", "daemonsets", "statefulsets",
+                           "jobs", "cronjobs", "endpointslices", "poddisruptionbudgets", "horizontalpodautoscalers",
                            "customresourcedefinitions", "validatingadmissionpolicies",
                            "validatingadmissionpolicybindings"}
     assert {s.resource for s in all_strategies() if "scale" in s.subresources} == \
