@@ -19,6 +19,7 @@ from .decoder import BodyDecoder, Decoder
 from .masterleases import MasterLeases
 from .store import ETCD_MAX_REQUEST_BYTES, ResourceStore
 from .strategy import Object, Strategy
+from .readonly import ReadOnlyStore, ReadOnlyStrategy
 from .virtual import VirtualStore, VirtualStrategy
 
 log = logging.getLogger(__name__)
@@ -56,8 +57,8 @@ def system_namespaces() -> list[BootstrapObject]:
 
 
 class Registry:
-    """One ``ResourceStore`` per stored resource and one ``VirtualStore`` per virtual (create-only) resource,
-    looked up by group + plural name."""
+    """One ``ResourceStore`` per stored resource, one ``VirtualStore`` per virtual (create-only) resource and one
+    ``ReadOnlyStore`` per computed read-only resource, looked up by group + plural name."""
 
     def __init__(self, strategies: list[Strategy], storage: EtcdStorage, cache_capacity: int = 10_000,
                  decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
@@ -81,7 +82,7 @@ class Registry:
                 s, storage, cache_capacity, decoder, on_warning, schema,
                 encryption.transformer_for(s.group, s.resource) if encryption is not None else None,
                 max_request_bytes)
-            for s in strategies if not isinstance(s, VirtualStrategy)
+            for s in strategies if not isinstance(s, (VirtualStrategy, ReadOnlyStrategy))
         }
         self.stores: dict[tuple[str, str], ResourceStore] = {}
         for (group, _, resource), store in self.versions.items():
@@ -91,6 +92,9 @@ class Registry:
         self.virtual: dict[tuple[str, str], VirtualStore] = {
             (s.group, s.resource): VirtualStore(s, decoder, on_warning)
             for s in strategies if isinstance(s, VirtualStrategy)
+        }
+        self.read_only: dict[tuple[str, str], ReadOnlyStore] = {
+            (s.group, s.resource): ReadOnlyStore(s) for s in strategies if isinstance(s, ReadOnlyStrategy)
         }
         self.group_versions: dict[str, list[str]] = {}
         for s in strategies:
@@ -150,9 +154,9 @@ class Registry:
         else:
             self.group_versions.pop(group, None)
 
-    def lookup(self, group: str, version: str, resource: str) -> ResourceStore | VirtualStore:
-        store: ResourceStore | VirtualStore | None = self.versions.get((group, version, resource)) or \
-            self.virtual.get((group, resource))
+    def lookup(self, group: str, version: str, resource: str) -> ResourceStore | VirtualStore | ReadOnlyStore:
+        store: ResourceStore | VirtualStore | ReadOnlyStore | None = self.versions.get((group, version, resource)) \
+            or self.virtual.get((group, resource)) or self.read_only.get((group, resource))
         if store is None or store.strategy.version != version:
             raise errors.NotFound("the server could not find the requested resource")
         return store
