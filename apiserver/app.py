@@ -44,6 +44,7 @@ from .apiextensions.schemavalidation import RuleValidator
 from .apiextensions.strategy import CustomResourceStrategy
 from .authentication import AuthenticationMiddleware
 from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ, component_probes
+from . import flowcontrol
 from .autoregister import AutoRegister, served_group_versions
 from .handlers import discovery, openapi, proxy
 from .handlers.request import limit_body, parse_path
@@ -149,7 +150,8 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
                   if config.encryption_provider_config else None)
     storage = EtcdStorage(config.etcd_servers, tls=config.etcd_tls)
     decoder = Decoder(openapi_documents.swagger()["definitions"])
-    bootstrap = [*system_namespaces(), *kubernetes_service_objects(config), *system_priority_classes()]
+    bootstrap = [*system_namespaces(), *kubernetes_service_objects(config), *system_priority_classes(),
+                 *flowcontrol.bootstrap_objects()]
     leases = MasterLeases(storage, f"{advertised_ip(config)}:{config.port}")
     probes = component_probes(config.scheduler_healthz_url, config.controller_manager_healthz_url,
                               config.etcd_servers, config.etcd_tls)
@@ -176,6 +178,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
 
     autoregister = AutoRegister(registry, served_groups, served_group_versions(served_groups()))
     policy_status = PolicyStatus(registry, TypeChecker(registry, decoder.definitions))
+    flow_schema_status = flowcontrol.FlowSchemaStatus(registry)
 
     def publish_openapi(strategies: list[CustomResourceStrategy]) -> None:
         openapi_documents.set_custom(*custom_openapi(openapi_documents.swagger(), strategies))
@@ -198,6 +201,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
         await crd_controller.start()
         autoregister.start()
         policy_status.start()
+        flow_schema_status.start()
         openapi_documents.preload()
         compactor: asyncio.Task[None] | None = None
         if config.etcd_compaction_interval > 0:
@@ -216,6 +220,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
                 await asyncio.gather(compactor, return_exceptions=True)
             await autoregister.stop()
             await policy_status.stop()
+            await flow_schema_status.stop()
             await webhook_client.close()
             await registry.stop()
             await storage.close()

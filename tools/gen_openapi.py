@@ -114,7 +114,8 @@ GROUP_VERSIONS = (("", "v1"), ("admissionregistration.k8s.io", "v1"), ("apiexten
                   ("apiregistration.k8s.io", "v1"), ("apps", "v1"),
                   ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
                   ("autoscaling", "v1"), ("autoscaling", "v2"), ("batch", "v1"), ("coordination.k8s.io", "v1"),
-                  ("discovery.k8s.io", "v1"), ("events.k8s.io", "v1"), ("networking.k8s.io", "v1"),
+                  ("discovery.k8s.io", "v1"), ("events.k8s.io", "v1"),
+                  ("flowcontrol.apiserver.k8s.io", "v1"), ("networking.k8s.io", "v1"),
                   ("node.k8s.io", "v1"), ("policy", "v1"), ("scheduling.k8s.io", "v1"))
 RESOURCES = (
     Resource("", "v1", "Binding", "bindings", True, ("create",)),
@@ -165,6 +166,9 @@ RESOURCES = (
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, ALL_VERBS),
     Resource("events.k8s.io", "v1", "Event", "events", True, ALL_VERBS, model="EventsV1Event"),
+    Resource("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas", False, ALL_VERBS, ("status",)),
+    Resource("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations", False,
+             ALL_VERBS, ("status",)),
     Resource("networking.k8s.io", "v1", "Ingress", "ingresses", True, ALL_VERBS, ("status",)),
     Resource("networking.k8s.io", "v1", "IngressClass", "ingressclasses", False, ALL_VERBS),
     Resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True, ALL_VERBS),

@@ -36,6 +36,7 @@ from apiserver.registry.endpointslices import EndpointSliceStrategy
 from apiserver.registry.events import EventStrategy
 from apiserver.registry.eventsv1 import EventV1Strategy
 from apiserver.registry.jobs import JobStrategy
+from apiserver.registry.flowschemas import FlowSchemaStrategy
 from apiserver.registry.horizontalpodautoscalers import HorizontalPodAutoscalerStrategy
 from apiserver.registry.ingressclasses import IngressClassStrategy
 from apiserver.registry.ingresses import IngressStrategy
@@ -50,6 +51,7 @@ from apiserver.registry.poddisruptionbudgets import PodDisruptionBudgetStrategy
 from apiserver.registry.pods import PodStrategy
 from apiserver.registry.podtemplates import PodTemplateStrategy
 from apiserver.registry.priorityclasses import PriorityClassStrategy
+from apiserver.registry.prioritylevelconfigurations import PriorityLevelConfigurationStrategy
 from apiserver.registry.replicasets import ReplicaSetStrategy
 from apiserver.registry.replicationcontrollers import ReplicationControllerStrategy
 from apiserver.registry.resourcequotas import ResourceQuotaStrategy
@@ -94,6 +96,8 @@ def all_strategies() -> list[Strategy]:
         LeaseStrategy(),
         EndpointSliceStrategy(),
         EventV1Strategy(),
+        FlowSchemaStrategy(),
+        PriorityLevelConfigurationStrategy(),
         IngressStrategy(),
         IngressClassStrategy(),
         NetworkPolicyStrategy(),

@@ -37,13 +37,20 @@ class BootstrapObject:
 
     With ``points_at`` (the ``ip:port`` an object of this kind names), an existing one is brought back to ``obj``
     (all but metadata; its labels are added) at start-up, and later when it names no live apiserver
-    (``masterleases``), as the endpoint reconciler does for ``default/kubernetes``."""
+    (``masterleases``), as the endpoint reconciler does for ``default/kubernetes``.
+
+    With ``keep_spec``, an existing one for which it answers True is brought back to ``obj`` whenever it differs
+    (API Priority and Fairness's ``apf.kubernetes.io/autoupdate-spec``)."""
 
     group: str
     resource: str
     namespace: str | None
     obj: Object
     points_at: Callable[[Object], str | None] | None = None
+    keep_spec: Callable[[Object], bool] | None = None
+
+    def differs(self, current: Object) -> bool:
+        return any(current.get(k) != v for k, v in self.obj.items() if k not in ("metadata", "apiVersion", "kind"))
 
     def reconciled(self, current: Object) -> Object:
         new = {**current, **{k: v for k, v in copy.deepcopy(self.obj).items() if k != "metadata"}}
@@ -201,6 +208,8 @@ class Registry:
                     named = item.points_at(current.obj)
                     if starting or named == item.points_at(item.obj) or named not in live:
                         await store.guaranteed_update(item.namespace, name, item.reconciled)
+                elif item.keep_spec is not None and item.keep_spec(current.obj) and item.differs(current.obj):
+                    await store.guaranteed_update(item.namespace, name, item.reconciled)
                 continue
             try:
                 await store.create(copy.deepcopy(item.obj), item.namespace)

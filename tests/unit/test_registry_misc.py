@@ -82,18 +82,20 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("networking.k8s.io", "networkpolicies", "NetworkPolicy", True, ("netpol",), ()),
         ("node.k8s.io", "runtimeclasses", "RuntimeClass", False, (), ()),
         ("scheduling.k8s.io", "priorityclasses", "PriorityClass", False, ("pc",), ()),
+        ("flowcontrol.apiserver.k8s.io", "flowschemas", "FlowSchema", False, (), ()),
+        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations", "PriorityLevelConfiguration", False, (), ()),
     }
     generations = {s.resource for s in all_strategies() if s.bumps_generation}
     assert generations == {"replicationcontrollers", "replicasets", "deployments", "daemonsets", "jobs", "cronjobs",
                            "endpointslices", "poddisruptionbudgets", "horizontalpodautoscalers",
                            "customresourcedefinitions", "validatingadmissionpolicies",
                            "validatingadmissionpolicybindings", "podtemplates", "ingresses", "ingressclasses",
-                           "networkpolicies"}
+                           "networkpolicies", "flowschemas", "prioritylevelconfigurations"}
     assert {s.resource for s in all_strategies() if "scale" in s.subresources} == \
         generations - {"daemonsets", "endpointslices", "jobs", "cronjobs", "poddisruptionbudgets",
                        "horizontalpodautoscalers", "customresourcedefinitions", "validatingadmissionpolicies",
                        "validatingadmissionpolicybindings", "podtemplates", "ingresses", "ingressclasses",
-                       "networkpolicies"}
+                       "networkpolicies", "flowschemas", "prioritylevelconfigurations"}
 
 
 def test_metadata_names_follow_each_resources_rule() -> None:
