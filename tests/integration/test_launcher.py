@@ -181,7 +181,8 @@ STAND_IN = """
 import argparse, http.server, os, sys, time
 parser = argparse.ArgumentParser()
 for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--bind-address", "--master",
-             "--node-name", "--root-dir", "--encryption-provider-config"):
+             "--node-name", "--root-dir", "--encryption-provider-config", "--healthz-port",
+             "--controller-manager-healthz-url", "--scheduler-healthz-url"):
     parser.add_argument(flag)
 parser.add_argument("--port", type=int)
 args = parser.parse_args()
