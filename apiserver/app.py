@@ -34,6 +34,7 @@ from .admission.policy import ValidatingAdmissionPolicies
 from .admission.priority import Priority
 from .admission.policy.typecheck import PolicyStatus, TypeChecker
 from .admission.resourcequota import ResourceQuotaAdmission
+from .admission.runtimeclass import RuntimeClass
 from .admission.sources import Sources
 from .admission.webhook import MutatingWebhooks, ValidatingWebhooks
 from .admission.webhook.client import WebhookClient
@@ -163,10 +164,10 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     webhook_client = WebhookClient(sources)
     conditions = WebhookMatchConditions()
     # kube-apiserver's order: LimitRanger, Priority … webhooks, policies … ResourceQuota last (it charges usage).
-    priority = Priority(sources)
-    admission = AdmissionChain([LimitRangerDefaults(sources), priority, DefaultIngressClass(sources),
+    priority, runtime_class = Priority(sources), RuntimeClass(sources)
+    admission = AdmissionChain([LimitRangerDefaults(sources), priority, runtime_class, DefaultIngressClass(sources),
                                 MutatingWebhooks(sources, webhook_client, add_warning, conditions)],
-                               [LimitRangerValidation(sources), priority,
+                               [LimitRangerValidation(sources), priority, runtime_class,
                                 ValidatingAdmissionPolicies(sources, add_warning),
                                 ValidatingWebhooks(sources, webhook_client, add_warning, conditions),
                                 ResourceQuotaAdmission(sources, registry)])

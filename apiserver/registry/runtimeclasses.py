@@ -2,8 +2,8 @@
 
 ``ValidateRuntimeClass``: ``handler`` is a DNS-1123 label and never changes; ``scheduling.nodeSelector`` holds
 valid labels and ``scheduling.tolerations`` valid tolerations. ``kubectl get runtimeclass`` prints NAME, HANDLER,
-AGE. kubelab's kubelets have one runtime: a pod naming a RuntimeClass is admitted as kube admits it, the class is
-not looked up (kube's RuntimeClass admission plugin — overhead and scheduling merged into the pod — is not done).
+AGE. The RuntimeClass admission plugin (``apiserver.admission.runtimeclass``) checks that a pod's class exists and
+merges its overhead and scheduling into the pod; kubelab's kubelets have one runtime, so the handler picks none.
 """
 
 from __future__ import annotations

@@ -154,11 +154,22 @@ template:
 
     rc = f"gvisor-{ns}"
     kubectl("apply", "-f", "-", input=f"apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {{name: {rc}}}\n"
-                                      "handler: runsc\n")
+                                      "handler: runsc\noverhead: {podFixed: {cpu: 250m}}\n"
+                                      "scheduling: {nodeSelector: {sandbox: gvisor}}\n")
     try:
         assert [r[:2] for r in table(kubectl, "runtimeclass", rc)] == [["NAME", "HANDLER"], [rc, "runsc"]]
         result = kubectl("patch", "runtimeclass", rc, "-p", '{"handler": "kata"}', check=False)
         assert 'handler: Invalid value: "kata": field is immutable' in result.stderr
+        # RuntimeClass admission: the class must exist; its overhead and node selector go into the pod.
+        sandboxed = create_pod(client, ns, "sandboxed", runtimeClassName=rc, nodeSelector={"disk": "ssd"})
+        assert sandboxed.status_code == 201, sandboxed.text
+        assert (sandboxed.json()["spec"]["overhead"], sandboxed.json()["spec"]["nodeSelector"]) == \
+            ({"cpu": "250m"}, {"disk": "ssd", "sandbox": "gvisor"})
+        refused = create_pod(client, ns, "nope", runtimeClassName="nope").json()
+        assert refused["message"] == 'pods "nope" is forbidden: pod rejected: RuntimeClass "nope" not found'
+        refused = create_pod(client, ns, "clash", runtimeClassName=rc, nodeSelector={"sandbox": "kata"}).json()
+        assert refused["message"] == ('pods "clash" is forbidden: conflict: runtimeClass.scheduling.nodeSelector'
+                                      "[sandbox] = gvisor; pod.spec.nodeSelector[sandbox] = kata")
     finally:
         kubectl("delete", "runtimeclass", rc)
 
