@@ -11,6 +11,7 @@ import uvicorn
 from apimachinery.meta import parse_duration
 
 from .app import Config, create_app
+from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ
 from .storage.encryptionconfig import EncryptionConfigError
 from .storage.etcd3 import EtcdTLS, uses_tls
 from .registry.store import ETCD_MAX_REQUEST_BYTES
@@ -46,6 +47,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--etcd-max-request-bytes", type=int, default=ETCD_MAX_REQUEST_BYTES,
                         help="etcd's --max-request-bytes: an object whose stored form (with its key) is larger is "
                              "refused with 413 before it is written (default: %(default)s, etcd's default)")
+    parser.add_argument("--scheduler-healthz-url", default=DEFAULT_SCHEDULER_HEALTHZ,
+                        help="where ComponentStatus 'scheduler' is probed (default: %(default)s)")
+    parser.add_argument("--controller-manager-healthz-url", default=DEFAULT_CONTROLLER_MANAGER_HEALTHZ,
+                        help="where ComponentStatus 'controller-manager' is probed (default: %(default)s)")
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=1,
                         help="log verbosity: 0 warnings, 1 info, 2+ debug and access log (default: %(default)s)")
     return parser.parse_args(argv)
@@ -79,6 +84,8 @@ def main(argv: list[str] | None = None) -> None:
         encryption_provider_config=args.encryption_provider_config,
         etcd_compaction_interval=args.etcd_compaction_interval,
         etcd_max_request_bytes=args.etcd_max_request_bytes,
+        scheduler_healthz_url=args.scheduler_healthz_url,
+        controller_manager_healthz_url=args.controller_manager_healthz_url,
     )
     try:
         app = create_app(config)

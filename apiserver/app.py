@@ -10,6 +10,7 @@ serving.
 from __future__ import annotations
 
 import asyncio
+import copy
 import ipaddress
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,11 +28,14 @@ from apimachinery import errors
 
 from .admission import AdmissionChain
 from .admission.conditions import WebhookMatchConditions
+from .admission.defaultingressclass import DefaultIngressClass
 from .admission.limitranger import LimitRangerDefaults, LimitRangerValidation
 from .admission.storage import DefaultStorageClass, PersistentVolumeClaimResize, StorageObjectInUseProtection
 from .admission.policy import ValidatingAdmissionPolicies
+from .admission.priority import Priority
 from .admission.policy.typecheck import PolicyStatus, TypeChecker
 from .admission.resourcequota import ResourceQuotaAdmission
+from .admission.runtimeclass import RuntimeClass
 from .admission.sources import Sources
 from .admission.webhook import MutatingWebhooks, ValidatingWebhooks
 from .admission.webhook.client import WebhookClient
@@ -41,6 +45,8 @@ from .apiextensions.openapi import custom_openapi
 from .apiextensions.schemavalidation import RuleValidator
 from .apiextensions.strategy import CustomResourceStrategy
 from .authentication import AuthenticationMiddleware
+from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ, component_probes
+from . import flowcontrol
 from .autoregister import AutoRegister, served_group_versions
 from .handlers import discovery, openapi, proxy
 from .handlers.request import limit_body, parse_path
@@ -50,11 +56,13 @@ from .handlers.warnings import WarningMiddleware, add_warning
 from .metrics import api as metrics_api
 from .openapi import documents as openapi_documents
 from .registry import all_strategies
+from .registry.componentstatuses import ComponentStatusStrategy
 from .registry.decoder import Decoder
 from .registry.registry import BootstrapObject, Registry, system_namespaces
 from .registry.endpoints import endpoints_address, kubernetes_endpoints
 from .registry.endpointslices import endpoint_slice_address, kubernetes_endpoint_slice
 from .registry.masterleases import MasterLeases
+from .registry.priorityclasses import SYSTEM_PRIORITY_CLASSES
 from .registry.services import kubernetes_service
 from .registry.store import ETCD_MAX_REQUEST_BYTES
 from .storage import encryptionconfig, maintenance
@@ -74,6 +82,8 @@ class Config:
     encryption_provider_config: str | None = None  # an EncryptionConfiguration file (encryption at rest)
     etcd_compaction_interval: float = maintenance.DEFAULT_COMPACTION_INTERVAL  # seconds; 0 disables
     etcd_max_request_bytes: int = ETCD_MAX_REQUEST_BYTES  # etcd's --max-request-bytes: larger objects are 413
+    scheduler_healthz_url: str = DEFAULT_SCHEDULER_HEALTHZ  # probed for ComponentStatus "scheduler"
+    controller_manager_healthz_url: str = DEFAULT_CONTROLLER_MANAGER_HEALTHZ
 
 
 def advertised_ip(config: Config) -> str:
@@ -94,6 +104,13 @@ def kubernetes_service_objects(config: Config) -> list[BootstrapObject]:
                             points_at=endpoints_address),
             BootstrapObject("discovery.k8s.io", "endpointslices", "default", kubernetes_endpoint_slice(ip, config.port),
                             points_at=endpoint_slice_address)]
+
+
+def system_priority_classes() -> list[BootstrapObject]:
+    """The built-in PriorityClasses, created at start-up (kube's ``scheduling/bootstrap-system-priority-classes``
+    post-start hook) and again whenever one is missing."""
+    return [BootstrapObject("scheduling.k8s.io", "priorityclasses", None, copy.deepcopy(pc))
+            for pc in SYSTEM_PRIORITY_CLASSES]
 
 
 def storage_status(err: StorageError) -> errors.StatusError:
@@ -135,18 +152,26 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
                   if config.encryption_provider_config else None)
     storage = EtcdStorage(config.etcd_servers, tls=config.etcd_tls)
     decoder = Decoder(openapi_documents.swagger()["definitions"])
-    bootstrap = [*system_namespaces(), *kubernetes_service_objects(config)]
+    bootstrap = [*system_namespaces(), *kubernetes_service_objects(config), *system_priority_classes(),
+                 *flowcontrol.bootstrap_objects()]
     leases = MasterLeases(storage, f"{advertised_ip(config)}:{config.port}")
-    registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap,
+    probes = component_probes(config.scheduler_healthz_url, config.controller_manager_healthz_url,
+                              config.etcd_servers, config.etcd_tls)
+    strategies = [ComponentStatusStrategy(probes) if isinstance(s, ComponentStatusStrategy) else s
+                  for s in all_strategies()]
+    registry = Registry(strategies, storage, config.watch_cache_size, decoder, add_warning, bootstrap,
                         leases=leases, encryption=encryption, max_request_bytes=config.etcd_max_request_bytes)
     sources = Sources(registry)
     webhook_client = WebhookClient(sources)
     conditions = WebhookMatchConditions()
-    # kube-apiserver's order: LimitRanger … webhooks, policies … ResourceQuota last (it charges usage).
-    admission = AdmissionChain([LimitRangerDefaults(sources), DefaultStorageClass(sources),
-                                StorageObjectInUseProtection(),
+    # kube-apiserver's order: LimitRanger, Priority, DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
+    # DefaultIngressClass … webhooks, policies … ResourceQuota last (it charges usage).
+    priority, runtime_class = Priority(sources), RuntimeClass(sources)
+    admission = AdmissionChain([LimitRangerDefaults(sources), priority, DefaultStorageClass(sources),
+                                StorageObjectInUseProtection(), runtime_class, DefaultIngressClass(sources),
                                 MutatingWebhooks(sources, webhook_client, add_warning, conditions)],
-                               [LimitRangerValidation(sources), PersistentVolumeClaimResize(sources),
+                               [LimitRangerValidation(sources), priority, PersistentVolumeClaimResize(sources),
+                                runtime_class,
                                 ValidatingAdmissionPolicies(sources, add_warning),
                                 ValidatingWebhooks(sources, webhook_client, add_warning, conditions),
                                 ResourceQuotaAdmission(sources, registry)])
@@ -158,6 +183,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
 
     autoregister = AutoRegister(registry, served_groups, served_group_versions(served_groups()))
     policy_status = PolicyStatus(registry, TypeChecker(registry, decoder.definitions))
+    flow_schema_status = flowcontrol.FlowSchemaStatus(registry)
 
     def publish_openapi(strategies: list[CustomResourceStrategy]) -> None:
         openapi_documents.set_custom(*custom_openapi(openapi_documents.swagger(), strategies))
@@ -180,6 +206,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
         await crd_controller.start()
         autoregister.start()
         policy_status.start()
+        flow_schema_status.start()
         openapi_documents.preload()
         compactor: asyncio.Task[None] | None = None
         if config.etcd_compaction_interval > 0:
@@ -198,6 +225,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
                 await asyncio.gather(compactor, return_exceptions=True)
             await autoregister.stop()
             await policy_status.stop()
+            await flow_schema_status.stop()
             await webhook_client.close()
             await registry.stop()
             await storage.close()

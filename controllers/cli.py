@@ -133,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--terminated-pod-gc-threshold", type=int, default=12500,
                    help="terminated pods kept before the pod GC deletes the oldest; <= 0 disables (default: 12500)")
     p.add_argument("--healthz-port", type=int, default=0,
-                   help="serve /healthz on 127.0.0.1:PORT (0: any free port, as the scheduler; <0: off)")
+                   help="serve /healthz on BIND-ADDRESS:PORT (0: any free port, as the scheduler; <0: off)")
+    p.add_argument("--bind-address", default="127.0.0.1",
+                   help="address the /healthz server listens on (default: %(default)s)")
     p.add_argument("-v", "--v", dest="verbosity", type=int, default=1,
                    help="log verbosity: 0 warnings, 1 info, 2+ debug (default: 1)")
     return p

@@ -69,6 +69,9 @@ MONITORED: tuple[Resource, ...] = (PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, 
                                    CONTROLLER_REVISIONS)
 DISCOVERY_INTERVAL = 30.0
 MONITOR_VERBS = frozenset({"list", "watch", "delete"})
+# kube's DefaultIgnoredResources: events are never owners nor collected (and events.k8s.io/v1 events are the core
+# ones again: monitoring both would watch every event twice).
+IGNORED_RESOURCES = frozenset({"events", "events.events.k8s.io"})
 
 
 def monitor_key(resource: Resource) -> str:
@@ -129,7 +132,8 @@ class GarbageCollector(Controller):
 
     async def sync_monitors(self) -> None:
         """Monitor every deletable resource discovery lists; stop monitoring the ones no longer served."""
-        served = {monitor_key(r): r for r in await discover(self.clientset, MONITOR_VERBS)}
+        served = {monitor_key(r): r for r in await discover(self.clientset, MONITOR_VERBS)
+                  if monitor_key(r) not in IGNORED_RESOURCES}
         added: set[tuple[str, str]] = set()
         for key, resource in served.items():
             if key in self.monitors:

@@ -286,7 +286,7 @@ async def run(options: argparse.Namespace) -> int:
     elector: LeaderElector | None = None
     health: HealthServer | None = None
     if options.healthz_port >= 0:
-        health = HealthServer(options.healthz_port, {"ping": lambda: True})
+        health = HealthServer(options.healthz_port, {"ping": lambda: True}, host=options.bind_address)
         await health.start()
     try:
         if not options.leader_elect:

@@ -58,6 +58,9 @@ DEFAULT_STORAGE_CLASS = {
     "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
     "provisioner": "kubelab.io/local-path", "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer",
 }
+# kube's secure ports of the controller-manager and the scheduler: where their /healthz is served (plain HTTP here)
+# and where the apiserver probes them for ComponentStatuses.
+HEALTHZ_PORTS = {"controller-manager": 10257, "scheduler": 10259}
 POD_CIDR_TIMEOUT = 30.0  # seconds the node IPAM controller may take to give every Node its podCIDR
 CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need them
 CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet")  # the last tier: a cluster may leave any out
@@ -150,6 +153,7 @@ class Cluster:
             kubeconfig=str(self.data_dir / "kubeconfig"),
         )
         self.skipped: list[Component] = []  # components whose package has no __main__.py yet
+        self.healthz_ports: dict[str, int] = {}  # chosen at start
         self.supervisor = Supervisor(spawn=_spawn_unit, say=say)
 
     # ---- start -------------------------------------------------------------------------------
@@ -166,6 +170,7 @@ class Cluster:
         apiserver = COMPONENTS["apiserver"]
         if not is_available(apiserver):
             raise StartupError("the apiserver package has no __main__.py yet: nothing to start beyond etcd")
+        self.healthz_ports = self._healthz_ports()
         spawned_apiserver = self._spawn_apiserver(apiserver)
         tier: list[_Pending] = []
         for name in ("controller-manager", "scheduler"):
@@ -173,7 +178,8 @@ class Cluster:
             if name not in self.components:
                 continue
             if is_available(component):
-                tier.append(self._spawn(component, name, ["--master", self.api_url]))
+                tier.append(self._spawn(component, name, ["--master", self.api_url,
+                                                          "--healthz-port", str(self.healthz_ports[name])]))
             else:
                 self.skipped.append(component)
         kubelet = COMPONENTS["kubelet"]
@@ -260,6 +266,8 @@ class Cluster:
             "--port", str(self.port),
             "--bind-address", "127.0.0.1",
             "--encryption-provider-config", str(ensure_encryption_config(self.data_dir)),
+            *(arg for name, port in self.healthz_ports.items()
+              for arg in (f"--{name}-healthz-url", f"http://127.0.0.1:{port}/healthz")),
         ]  # fmt: skip
         return self._spawn(component, component.name, args, port=self.port)
 
@@ -273,6 +281,13 @@ class Cluster:
             "--root-dir", str(root),
         ]  # fmt: skip
         return self._spawn(component, f"kubelet-{node}", args, port=port)
+
+    def _healthz_ports(self) -> dict[str, int]:
+        """The controller-manager's and the scheduler's healthz ports, which the apiserver is told for its
+        ComponentStatuses: kube's when free (with ``kubelet_base_port`` None, any free ones)."""
+        if self.kubelet_base_port is None:
+            return {name: free_port() for name in HEALTHZ_PORTS}
+        return {name: free_ports_from(port, 1, avoid={self.port})[0] for name, port in HEALTHZ_PORTS.items()}
 
     def _kubelet_ports(self, count: int) -> list[int]:
         if self.kubelet_base_port is None:

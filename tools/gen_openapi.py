@@ -114,9 +114,12 @@ GROUP_VERSIONS = (("", "v1"), ("admissionregistration.k8s.io", "v1"), ("apiexten
                   ("apiregistration.k8s.io", "v1"), ("apps", "v1"),
                   ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
                   ("autoscaling", "v1"), ("autoscaling", "v2"), ("batch", "v1"), ("coordination.k8s.io", "v1"),
-                  ("discovery.k8s.io", "v1"), ("policy", "v1"), ("storage.k8s.io", "v1"))
+                  ("discovery.k8s.io", "v1"), ("events.k8s.io", "v1"),
+                  ("flowcontrol.apiserver.k8s.io", "v1"), ("networking.k8s.io", "v1"),
+                  ("node.k8s.io", "v1"), ("policy", "v1"), ("scheduling.k8s.io", "v1"), ("storage.k8s.io", "v1"))
 RESOURCES = (
     Resource("", "v1", "Binding", "bindings", True, ("create",)),
+    Resource("", "v1", "ComponentStatus", "componentstatuses", False, ("get", "list")),
     Resource("", "v1", "ConfigMap", "configmaps", True, ALL_VERBS),
     Resource("", "v1", "Endpoints", "endpoints", True, ALL_VERBS),
     Resource("", "v1", "Event", "events", True, ALL_VERBS, model="CoreV1Event"),
@@ -124,6 +127,7 @@ RESOURCES = (
     Resource("", "v1", "Namespace", "namespaces", False,
              ("create", "delete", "get", "list", "patch", "update", "watch"), ("status",)),
     Resource("", "v1", "Node", "nodes", False, ALL_VERBS, ("status",)),
+    Resource("", "v1", "PodTemplate", "podtemplates", True, ALL_VERBS),
     Resource("", "v1", "Pod", "pods", True, ALL_VERBS,
              ("attach", "binding", "eviction", "exec", "log", "status")),
     Resource("", "v1", "PersistentVolume", "persistentvolumes", False, ALL_VERBS, ("status",)),
@@ -164,12 +168,21 @@ RESOURCES = (
     Resource("batch", "v1", "Job", "jobs", True, ALL_VERBS, ("status",)),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, ALL_VERBS),
+    Resource("events.k8s.io", "v1", "Event", "events", True, ALL_VERBS, model="EventsV1Event"),
+    Resource("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas", False, ALL_VERBS, ("status",)),
+    Resource("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations", False,
+             ALL_VERBS, ("status",)),
+    Resource("networking.k8s.io", "v1", "Ingress", "ingresses", True, ALL_VERBS, ("status",)),
+    Resource("networking.k8s.io", "v1", "IngressClass", "ingressclasses", False, ALL_VERBS),
+    Resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True, ALL_VERBS),
+    Resource("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False, ALL_VERBS),
     Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ALL_VERBS, ("status",)),
     Resource("storage.k8s.io", "v1", "CSIDriver", "csidrivers", False, ALL_VERBS),
     Resource("storage.k8s.io", "v1", "CSINode", "csinodes", False, ALL_VERBS),
     Resource("storage.k8s.io", "v1", "CSIStorageCapacity", "csistoragecapacities", True, ALL_VERBS),
     Resource("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, ALL_VERBS),
     Resource("storage.k8s.io", "v1", "VolumeAttachment", "volumeattachments", False, ALL_VERBS, ("status",)),
+    Resource("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, ALL_VERBS),
 )
 SUBRESOURCES = {
     "attach": Subresource(("get", "post"), GVK("", "v1", "PodAttachOptions"), connect=True, produces=("*/*",)),

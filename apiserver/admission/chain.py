@@ -4,7 +4,8 @@
 options); the store then calls ``mutate`` and ``validate`` with the object as it stands at each point (after
 defaulting and validation, and for updates on every retry of its read-modify-write, as kube-apiserver's admission
 runs inside ``GuaranteedUpdate``). A plugin refuses by raising a ``StatusError``. Plugins say cheaply whether a
-request concerns them (``handles``), so a cluster without webhooks or policies pays almost nothing.
+resource (``concerns``) and a request (``handles``) concern them, so a cluster without webhooks or policies pays
+almost nothing, and the always-on plugin (Priority) costs only the writes of pods and PriorityClasses.
 
 The admissionregistration.k8s.io objects themselves are exempt, as in kube, so a broken webhook can always be
 removed.
@@ -25,6 +26,9 @@ class MutatingPlugin(Protocol):
     def configured(self) -> bool:
         """Whether any configuration exists at all (nothing configured: the plugin never acts)."""
 
+    def concerns(self, group: str, resource: str) -> bool:
+        """Whether requests to this resource can ever need the plugin (cheap: checked on every write)."""
+
     def handles(self, attrs: Attributes) -> bool:
         """Whether ``admit`` has anything to do for this request (no configuration: False)."""
 
@@ -35,6 +39,9 @@ class MutatingPlugin(Protocol):
 class ValidatingPlugin(Protocol):
     def configured(self) -> bool:
         """Whether any configuration exists at all."""
+
+    def concerns(self, group: str, resource: str) -> bool:
+        """Whether requests to this resource can ever need the plugin."""
 
     def handles(self, attrs: Attributes) -> bool:
         """Whether ``validate`` has anything to do for this request."""
@@ -53,6 +60,12 @@ class AdmissionChain:
     def configured(self) -> bool:
         """Whether any plugin could act: callers skip work done only for admission (reading an old Scale)."""
         return any(plugin.configured() for plugin in (*self.mutating, *self.validating))
+
+    def configured_for(self, group: str, resource: str) -> bool:
+        """Whether any plugin could act on a write to this resource: without one the request skips admission (the
+        always-on plugins, Priority, concern only their own resources)."""
+        return any(plugin.configured() and plugin.concerns(group, resource)
+                   for plugin in (*self.mutating, *self.validating))
 
     def request(self, *, operation: Operation, strategy: Any, namespace: str | None, name: str,
                 subresource: str = "", dry_run: bool = False, options: Object | None = None,

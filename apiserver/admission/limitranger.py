@@ -178,6 +178,9 @@ class _LimitRanger:
     def configured(self) -> bool:
         return bool(self.sources.cached("", "limitranges"))
 
+    def concerns(self, group: str, resource: str) -> bool:
+        return group == "" and resource == "pods"
+
     def handles(self, attrs: Attributes) -> bool:
         return _handles(self.sources, attrs)
 

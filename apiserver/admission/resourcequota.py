@@ -88,6 +88,9 @@ class ResourceQuotaAdmission:
     def configured(self) -> bool:
         return bool(self.sources.cached("", "resourcequotas"))
 
+    def concerns(self, group: str, resource: str) -> bool:
+        return (group, resource) not in IGNORED
+
     def handles(self, attrs: Attributes) -> bool:
         return (attrs.namespaced and not attrs.subresource and (attrs.group, attrs.resource) not in IGNORED
                 and attrs.operation in ("CREATE", "UPDATE")

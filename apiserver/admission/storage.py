@@ -38,6 +38,9 @@ class DefaultStorageClass:
     def configured(self) -> bool:
         return bool(self.sources.cached("storage.k8s.io", "storageclasses"))
 
+    def concerns(self, group: str, resource: str) -> bool:
+        return (group, resource) == ("", "persistentvolumeclaims")
+
     def handles(self, attrs: Attributes) -> bool:
         if not _creates(attrs, "persistentvolumeclaims") or attrs.obj is None:
             return False
@@ -59,6 +62,9 @@ class DefaultStorageClass:
 class StorageObjectInUseProtection:
     def configured(self) -> bool:
         return True
+
+    def concerns(self, group: str, resource: str) -> bool:
+        return group == "" and resource in ("persistentvolumeclaims", "persistentvolumes")
 
     def handles(self, attrs: Attributes) -> bool:
         return _creates(attrs, "persistentvolumeclaims") or _creates(attrs, "persistentvolumes")
@@ -85,6 +91,9 @@ class PersistentVolumeClaimResize:
 
     def configured(self) -> bool:
         return True
+
+    def concerns(self, group: str, resource: str) -> bool:
+        return (group, resource) == ("", "persistentvolumeclaims")
 
     def handles(self, attrs: Attributes) -> bool:
         return (attrs.group == "" and attrs.resource == "persistentvolumeclaims" and not attrs.subresource

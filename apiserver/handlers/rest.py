@@ -26,8 +26,10 @@ from ..admission.attributes import Operation, options_for
 from ..authentication import request_user
 from ..fieldmanager import Writer, manager_of
 from ..registry.decoder import field_validation_mode
+from ..registry.readonly import ReadOnlyStore
 from ..registry.registry import Registry
 from ..registry.store import DeleteOptions, ResourceStore, filter_for
+from ..registry.strategy import Strategy
 from ..registry.virtual import VirtualStore
 from ..storage.cacher import CachedObject
 from ..storage.etcd3 import Compacted
@@ -94,6 +96,12 @@ def render_object(store: ResourceStore, co: CachedObject, output: Output, params
     return json_response(co.raw, status)
 
 
+def list_json(strategy: Strategy, objects: list[CachedObject], list_meta: dict[str, Any]) -> bytes:
+    """A ``<Kind>List`` around the objects' stored bytes (no re-encoding)."""
+    head = orjson.dumps({"kind": strategy.list_kind, "apiVersion": strategy.api_version, "metadata": list_meta})
+    return head[:-1] + b',"items":[' + b",".join(co.raw for co in objects) + b"]}"
+
+
 def dry_run_requested(params: Any, options_kind: str = "CreateOptions") -> bool:
     """``?dryRun``: only ``All`` is supported; anything else is 422 ``<options_kind>.meta.k8s.io`` as kube's
     ``ValidateDryRun`` answers for Create/Update/Patch/DeleteOptions."""
@@ -150,7 +158,7 @@ class RESTHandler:
                       options_kind: str, dry_run: bool, field_manager: str | None = None,
                       subresource: str = "") -> RequestAdmission | None:
         """The admission chain bound to this request (None without a chain, or for an exempt resource)."""
-        if self.admission is None or not self.admission.configured():
+        if self.admission is None or not self.admission.configured_for(store.strategy.group, store.strategy.resource):
             return None
         return self.admission.request(operation=operation, strategy=store.strategy, namespace=info.namespace,
                                       name=name, subresource=subresource, dry_run=dry_run,
@@ -178,6 +186,8 @@ class RESTHandler:
         check_verb(strategy.verbs, method, info.name is not None, watch)
         if isinstance(store, VirtualStore):
             return await self.create_virtual(request, info, store)
+        if isinstance(store, ReadOnlyStore):
+            return await self.read_computed(request, info, store)
         if info.name is None:
             if method == "GET":
                 if watch:
@@ -281,10 +291,7 @@ class RESTHandler:
             return json_response(to_table(strategy, [co.obj for co in objects], include_object(params), list_meta))
         if output.partial_metadata:
             return json_response(partial_metadata_list([co.obj for co in objects], list_meta))
-        head = orjson.dumps({"kind": strategy.list_kind, "apiVersion": strategy.api_version,
-                             "metadata": list_meta})
-        body = head[:-1] + b',"items":[' + b",".join(co.raw for co in objects) + b"]}"
-        return json_response(body)
+        return json_response(list_json(strategy, objects, list_meta))
 
     # --- create ---------------------------------------------------------------------------------------------
     async def create(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
@@ -315,6 +322,18 @@ class RESTHandler:
         dry_run_requested(request.query_params)  # checked as for any create; nothing is written either way
         co = store.create(obj, info.namespace, request_user(), field_validation_mode(request.query_params))
         return json_response(co.raw, 201)
+
+    async def read_computed(self, request: Request, info: RequestInfo, store: ReadOnlyStore) -> Response:
+        """GET or LIST of a read-only computed resource (``check_verb`` let only those by): objects or a Table."""
+        output = negotiate(request.headers.get("accept"))
+        strategy = store.strategy
+        objects = [await store.get(info.name)] if info.name is not None else await store.list()
+        if output.table:
+            return json_response(to_table(strategy, [co.obj for co in objects], include_object(request.query_params),
+                                          {"resourceVersion": ""} if info.name is None else None))
+        if info.name is not None:
+            return json_response(objects[0].raw)
+        return json_response(list_json(strategy, objects, {}))
 
     # --- update ---------------------------------------------------------------------------------------------
     async def update(self, request: Request, info: RequestInfo, store: ResourceStore,

@@ -137,6 +137,7 @@ INLINE: frozenset[tuple[str, str]] = frozenset({
     (f"{_CORE}.SecretEnvSource", "localObjectReference"),
     (f"{_CORE}.SecretKeySelector", "localObjectReference"),
     (f"{_CORE}.SecretProjection", "localObjectReference"),
+    ("k8s.io.api.networking.v1.IngressRule", "ingressRuleValue"),
 })
 
 

@@ -21,7 +21,9 @@ from .gen.k8s_io.api.batch.v1 import generated_pb2 as batchv1
 from .gen.k8s_io.api.coordination.v1 import generated_pb2 as coordinationv1
 from .gen.k8s_io.api.core.v1 import generated_pb2 as corev1
 from .gen.k8s_io.api.discovery.v1 import generated_pb2 as discoveryv1
+from .gen.k8s_io.api.networking.v1 import generated_pb2 as networkingv1
 from .gen.k8s_io.api.policy.v1 import generated_pb2 as policyv1
+from .gen.k8s_io.api.scheduling.v1 import generated_pb2 as schedulingv1
 from .gen.k8s_io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as metav1
 
 KINDS: dict[tuple[str, str], type[Message]] = {
@@ -40,6 +42,7 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("v1", "ResourceQuota"): corev1.ResourceQuota,
     ("v1", "PersistentVolume"): corev1.PersistentVolume,
     ("v1", "PersistentVolumeClaim"): corev1.PersistentVolumeClaim,
+    ("v1", "PodTemplate"): corev1.PodTemplate,
     ("apps/v1", "Deployment"): appsv1.Deployment,
     ("apps/v1", "DaemonSet"): appsv1.DaemonSet,
     ("apps/v1", "ControllerRevision"): appsv1.ControllerRevision,
@@ -49,8 +52,12 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("batch/v1", "CronJob"): batchv1.CronJob,
     ("coordination.k8s.io/v1", "Lease"): coordinationv1.Lease,
     ("discovery.k8s.io/v1", "EndpointSlice"): discoveryv1.EndpointSlice,
+    ("networking.k8s.io/v1", "Ingress"): networkingv1.Ingress,
+    ("networking.k8s.io/v1", "IngressClass"): networkingv1.IngressClass,
+    ("networking.k8s.io/v1", "NetworkPolicy"): networkingv1.NetworkPolicy,
     ("policy/v1", "Eviction"): policyv1.Eviction,
     ("policy/v1", "PodDisruptionBudget"): policyv1.PodDisruptionBudget,
+    ("scheduling.k8s.io/v1", "PriorityClass"): schedulingv1.PriorityClass,
     ("autoscaling/v1", "Scale"): autoscalingv1.Scale,
     ("autoscaling/v1", "HorizontalPodAutoscaler"): autoscalingv1.HorizontalPodAutoscaler,
     ("autoscaling/v2", "HorizontalPodAutoscaler"): autoscalingv2.HorizontalPodAutoscaler,

@@ -8,7 +8,8 @@ Besides the ``Strategy`` interface, strategies carry:
   DNS-1035 label);
 * ``scale_of`` / ``apply_scale`` / ``validate_scale`` on the ``/scale`` resources (see ``scale``);
 * ``prepare_for_finalize_update`` / ``validate_finalize_update`` on namespaces (``/finalize``);
-* ``answer`` on the virtual create-only resources, which are never stored (``VirtualStrategy``, see ``virtual``).
+* ``answer`` on the virtual create-only resources, which are never stored (``VirtualStrategy``, see ``virtual``);
+* ``items`` on the computed read-only resources, ComponentStatuses (``ReadOnlyStrategy``, see ``readonly``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from apiserver.registry.accessreviews import (
     SelfSubjectRulesReviewStrategy,
     SubjectAccessReviewStrategy,
 )
+from apiserver.registry.componentstatuses import ComponentStatusStrategy
 from apiserver.registry.configmaps import ConfigMapStrategy
 from apiserver.registry.controllerrevisions import ControllerRevisionStrategy
 from apiserver.registry.csi import (
@@ -38,21 +40,30 @@ from apiserver.registry.deployments import DeploymentStrategy
 from apiserver.registry.endpoints import EndpointsStrategy
 from apiserver.registry.endpointslices import EndpointSliceStrategy
 from apiserver.registry.events import EventStrategy
+from apiserver.registry.eventsv1 import EventV1Strategy
 from apiserver.registry.jobs import JobStrategy
+from apiserver.registry.flowschemas import FlowSchemaStrategy
 from apiserver.registry.horizontalpodautoscalers import HorizontalPodAutoscalerStrategy
+from apiserver.registry.ingressclasses import IngressClassStrategy
+from apiserver.registry.ingresses import IngressStrategy
 from apiserver.registry.apiservices import APIServiceStrategy
 from apiserver.registry.autoscalingv1 import HorizontalPodAutoscalerV1Strategy
 from apiserver.registry.leases import LeaseStrategy
 from apiserver.registry.limitranges import LimitRangeStrategy
 from apiserver.registry.namespaces import NamespaceStrategy
+from apiserver.registry.networkpolicies import NetworkPolicyStrategy
 from apiserver.registry.nodes import NodeStrategy
 from apiserver.registry.poddisruptionbudgets import PodDisruptionBudgetStrategy
 from apiserver.registry.persistentvolumeclaims import PersistentVolumeClaimStrategy
 from apiserver.registry.persistentvolumes import PersistentVolumeStrategy
 from apiserver.registry.pods import PodStrategy
+from apiserver.registry.podtemplates import PodTemplateStrategy
+from apiserver.registry.priorityclasses import PriorityClassStrategy
+from apiserver.registry.prioritylevelconfigurations import PriorityLevelConfigurationStrategy
 from apiserver.registry.replicasets import ReplicaSetStrategy
 from apiserver.registry.replicationcontrollers import ReplicationControllerStrategy
 from apiserver.registry.resourcequotas import ResourceQuotaStrategy
+from apiserver.registry.runtimeclasses import RuntimeClassStrategy
 from apiserver.registry.secrets import SecretStrategy
 from apiserver.registry.selfsubjectreviews import SelfSubjectReviewStrategy
 from apiserver.registry.serviceaccounts import ServiceAccountStrategy
@@ -84,6 +95,8 @@ def all_strategies() -> list[Strategy]:
         ResourceQuotaStrategy(),
         PersistentVolumeStrategy(),
         PersistentVolumeClaimStrategy(),
+        PodTemplateStrategy(),
+        ComponentStatusStrategy(),
         DeploymentStrategy(),
         DaemonSetStrategy(),
         ControllerRevisionStrategy(),
@@ -95,12 +108,20 @@ def all_strategies() -> list[Strategy]:
         CronJobStrategy(),
         LeaseStrategy(),
         EndpointSliceStrategy(),
+        EventV1Strategy(),
+        FlowSchemaStrategy(),
+        PriorityLevelConfigurationStrategy(),
+        IngressStrategy(),
+        IngressClassStrategy(),
+        NetworkPolicyStrategy(),
+        RuntimeClassStrategy(),
         PodDisruptionBudgetStrategy(),
         StorageClassStrategy(),
         CSIDriverStrategy(),
         CSINodeStrategy(),
         CSIStorageCapacityStrategy(),
         VolumeAttachmentStrategy(),
+        PriorityClassStrategy(),
         MutatingWebhookConfigurationStrategy(),
         ValidatingWebhookConfigurationStrategy(),
         ValidatingAdmissionPolicyStrategy(),

@@ -27,6 +27,7 @@ class NamespaceStrategy(Strategy):
     singular = "namespace"
     namespaced = False
     short_names = ("ns",)
+    verbs = ("create", "delete", "get", "list", "patch", "update", "watch")  # no deletecollection, as in kube
     subresources = ("status", "finalize")
     bumps_generation = False
 

@@ -1,8 +1,9 @@
 """Pods (core/v1): defaults and admission on create, the narrow set of spec updates, status, deletion, table.
 
 What kube-apiserver does to a new pod, in order: v1 defaulting (``SetDefaults_Pod`` + ``podspec``), the
-mutating admission plugins a default cluster runs (ServiceAccount, Priority, DefaultTolerationSeconds), then
-``PrepareForCreate`` (status reset to ``Pending`` with its QoS class). Updates re-default but skip admission.
+mutating admission plugins a default cluster runs (ServiceAccount, DefaultTolerationSeconds; Priority reads
+PriorityClasses, so it is in the admission chain: ``apiserver.admission.priority``), then ``PrepareForCreate``
+(status reset to ``Pending`` with its QoS class). Updates re-default but skip admission.
 The STATUS and RESTARTS cells follow ``printPod`` in ``pkg/printers/internalversion/printers.go`` line by line.
 """
 
@@ -41,7 +42,6 @@ NODE_NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 NODE_UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 NODE_LOST_REASON = "NodeLost"
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
-SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 UPDATABLE_POD_SPEC_FIELDS = (
     "`spec.containers[*].image`",
     "`spec.initContainers[*].image`",
@@ -206,24 +206,7 @@ def admit_pod(pod: Object) -> None:
     spec = pod["spec"]
     if not spec.get("serviceAccountName"):  # ServiceAccount admission
         spec["serviceAccountName"] = spec["serviceAccount"] = "default"
-    _admit_priority(pod)
     _add_default_tolerations(spec)
-
-
-def _admit_priority(pod: Object) -> None:
-    spec = pod["spec"]
-    class_name = spec.get("priorityClassName") or ""
-    name = (pod.get("metadata") or {}).get("name", "")
-    if class_name and class_name not in SYSTEM_PRIORITY_CLASSES:
-        raise errors.forbidden("pods", name, f"no PriorityClass with name {class_name} was found")
-    priority = SYSTEM_PRIORITY_CLASSES.get(class_name, 0)
-    if spec.get("priority") is not None and spec["priority"] != priority:
-        raise errors.forbidden("pods", name, f"the integer value of priority ({spec['priority']}) must not be "
-                               "provided in pod spec; priority admission controller computed "
-                               f"{priority} from the given PriorityClass name")
-    spec["priority"] = priority
-    if spec.get("preemptionPolicy") is None:
-        spec["preemptionPolicy"] = "PreemptLowerPriority"
 
 
 def _add_default_tolerations(spec: Object) -> None:

@@ -19,6 +19,7 @@ from .decoder import BodyDecoder, Decoder
 from .masterleases import MasterLeases
 from .store import ETCD_MAX_REQUEST_BYTES, ResourceStore
 from .strategy import Object, Strategy
+from .readonly import ReadOnlyStore, ReadOnlyStrategy
 from .virtual import VirtualStore, VirtualStrategy
 
 log = logging.getLogger(__name__)
@@ -36,13 +37,20 @@ class BootstrapObject:
 
     With ``points_at`` (the ``ip:port`` an object of this kind names), an existing one is brought back to ``obj``
     (all but metadata; its labels are added) at start-up, and later when it names no live apiserver
-    (``masterleases``), as the endpoint reconciler does for ``default/kubernetes``."""
+    (``masterleases``), as the endpoint reconciler does for ``default/kubernetes``.
+
+    With ``keep_spec``, an existing one for which it answers True is brought back to ``obj`` whenever it differs
+    (API Priority and Fairness's ``apf.kubernetes.io/autoupdate-spec``)."""
 
     group: str
     resource: str
     namespace: str | None
     obj: Object
     points_at: Callable[[Object], str | None] | None = None
+    keep_spec: Callable[[Object], bool] | None = None
+
+    def differs(self, current: Object) -> bool:
+        return any(current.get(k) != v for k, v in self.obj.items() if k not in ("metadata", "apiVersion", "kind"))
 
     def reconciled(self, current: Object) -> Object:
         new = {**current, **{k: v for k, v in copy.deepcopy(self.obj).items() if k != "metadata"}}
@@ -56,8 +64,8 @@ def system_namespaces() -> list[BootstrapObject]:
 
 
 class Registry:
-    """One ``ResourceStore`` per stored resource and one ``VirtualStore`` per virtual (create-only) resource,
-    looked up by group + plural name."""
+    """One ``ResourceStore`` per stored resource, one ``VirtualStore`` per virtual (create-only) resource and one
+    ``ReadOnlyStore`` per computed read-only resource, looked up by group + plural name."""
 
     def __init__(self, strategies: list[Strategy], storage: EtcdStorage, cache_capacity: int = 10_000,
                  decoder: Decoder | None = None, on_warning: Callable[[str], None] | None = None,
@@ -81,7 +89,7 @@ class Registry:
                 s, storage, cache_capacity, decoder, on_warning, schema,
                 encryption.transformer_for(s.group, s.resource) if encryption is not None else None,
                 max_request_bytes)
-            for s in strategies if not isinstance(s, VirtualStrategy)
+            for s in strategies if not isinstance(s, (VirtualStrategy, ReadOnlyStrategy))
         }
         self.stores: dict[tuple[str, str], ResourceStore] = {}
         for (group, _, resource), store in self.versions.items():
@@ -91,6 +99,9 @@ class Registry:
         self.virtual: dict[tuple[str, str], VirtualStore] = {
             (s.group, s.resource): VirtualStore(s, decoder, on_warning)
             for s in strategies if isinstance(s, VirtualStrategy)
+        }
+        self.read_only: dict[tuple[str, str], ReadOnlyStore] = {
+            (s.group, s.resource): ReadOnlyStore(s) for s in strategies if isinstance(s, ReadOnlyStrategy)
         }
         self.group_versions: dict[str, list[str]] = {}
         for s in strategies:
@@ -150,9 +161,9 @@ class Registry:
         else:
             self.group_versions.pop(group, None)
 
-    def lookup(self, group: str, version: str, resource: str) -> ResourceStore | VirtualStore:
-        store: ResourceStore | VirtualStore | None = self.versions.get((group, version, resource)) or \
-            self.virtual.get((group, resource))
+    def lookup(self, group: str, version: str, resource: str) -> ResourceStore | VirtualStore | ReadOnlyStore:
+        store: ResourceStore | VirtualStore | ReadOnlyStore | None = self.versions.get((group, version, resource)) \
+            or self.virtual.get((group, resource)) or self.read_only.get((group, resource))
         if store is None or store.strategy.version != version:
             raise errors.NotFound("the server could not find the requested resource")
         return store
@@ -197,6 +208,8 @@ class Registry:
                     named = item.points_at(current.obj)
                     if starting or named == item.points_at(item.obj) or named not in live:
                         await store.guaranteed_update(item.namespace, name, item.reconciled)
+                elif item.keep_spec is not None and item.keep_spec(current.obj) and item.differs(current.obj):
+                    await store.guaranteed_update(item.namespace, name, item.reconciled)
                 continue
             try:
                 await store.create(copy.deepcopy(item.obj), item.namespace)

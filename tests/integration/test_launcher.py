@@ -142,8 +142,11 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
     rows = {line.split()[0]: line.split() for line in lines[2:]}
     assert rows["etcd"][3] == "ok"
     assert rows["apiserver"][2:4] == [str(port), "ok"]
-    for name in ("controller-manager", "scheduler"):  # on a free port each, found from the URL they print
+    for name in ("controller-manager", "scheduler"):  # on kube's ports, found from the URL they print
         assert rows[name][2].isdigit() and rows[name][3] == "ok", rows[name]
+    cs = httpx.get(f"http://127.0.0.1:{port}/api/v1/componentstatuses", timeout=10).json()["items"]
+    assert [(c["metadata"]["name"], c["conditions"][0]["status"]) for c in cs] == [
+        ("controller-manager", "True"), ("etcd-0", "True"), ("scheduler", "True")]
 
     # kind's default StorageClass, served by the kubelets' local-path provisioner.
     sc = httpx.get(f"http://127.0.0.1:{port}/apis/storage.k8s.io/v1/storageclasses/standard", timeout=5).json()
@@ -184,7 +187,8 @@ STAND_IN = """
 import argparse, http.server, os, sys, time
 parser = argparse.ArgumentParser()
 for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--bind-address", "--master",
-             "--node-name", "--root-dir", "--encryption-provider-config"):
+             "--node-name", "--root-dir", "--encryption-provider-config", "--healthz-port",
+             "--controller-manager-healthz-url", "--scheduler-healthz-url"):
     parser.add_argument(flag)
 parser.add_argument("--port", type=int)
 args = parser.parse_args()
@@ -248,13 +252,18 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         return next(line for line in log.splitlines() if line.startswith("ARGS ")).removeprefix("ARGS ")
 
     pki = data_dir / "pki"
+    # The controller-manager and the scheduler serve /healthz on kube's ports (the first free from 10257, 10259),
+    # and the apiserver is told where, for its ComponentStatuses.
+    healthz = {name: int(args_of(name).removeprefix(f"--master {api} --healthz-port "))
+               for name in ("controller-manager", "scheduler")}
+    assert healthz["controller-manager"] >= 10257 and healthz["scheduler"] >= 10259
     assert state.etcd_url.startswith("https://")  # etcd is secured by default, the apiserver its client
     assert args_of("apiserver") == (
         f"--etcd-servers {state.etcd_url} --etcd-cafile {pki}/etcd/ca.crt --etcd-certfile "
         f"{pki}/apiserver-etcd-client.crt --etcd-keyfile {pki}/apiserver-etcd-client.key --port {port} "
-        f"--bind-address 127.0.0.1 --encryption-provider-config {data_dir / 'encryption-config.yaml'}")
-    assert args_of("controller-manager") == f"--master {api}"
-    assert args_of("scheduler") == f"--master {api}"
+        f"--bind-address 127.0.0.1 --encryption-provider-config {data_dir / 'encryption-config.yaml'} "
+        f"--controller-manager-healthz-url http://127.0.0.1:{healthz['controller-manager']}/healthz "
+        f"--scheduler-healthz-url http://127.0.0.1:{healthz['scheduler']}/healthz")
     kubelet_ports = [records["kubelet-node01"].port, records["kubelet-node02"].port]
     assert kubelet_ports[0] is not None and kubelet_ports[0] >= 10250
     for node, kport in zip(("node01", "node02"), kubelet_ports, strict=True):

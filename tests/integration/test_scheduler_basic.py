@@ -136,6 +136,35 @@ def test_high_priority_pod_preempts_a_low_priority_one(client: httpx.Client, ns:
     assert events[0]["message"].endswith("..")  # FitError appends the PostFilter message and a period
 
 
+def test_preemption_by_priority_class(client: httpx.Client, ns: str, scheduler: None) -> None:
+    """Issue #16's done-when: PriorityClasses made by the user; the victim (its grace period keeps it, terminating,
+    on a node without a kubelet) carries DisruptionTarget/PreemptionByScheduler and a Preempted event, the
+    preemptor ``status.nominatedNodeName``."""
+    classes = "/apis/scheduling.k8s.io/v1/priorityclasses"
+    for name, value in ((f"low-{ns}", 10), (f"high-{ns}", 1000)):
+        assert client.post(classes, json={"metadata": {"name": name}, "value": value}).status_code == 201
+    try:
+        make_nodes(client, ns, {"a": {"cpu": "1"}})
+        create_pod(client, ns, "low", ns, cpu="1", nodeName=f"{ns}-a", priorityClassName=f"low-{ns}",
+                   terminationGracePeriodSeconds=30)
+        create_pod(client, ns, "high", ns, cpu="1", priorityClassName=f"high-{ns}")
+        high = client.get(f"/api/v1/namespaces/{ns}/pods/high").json()
+        assert (high["spec"]["priority"], high["spec"]["preemptionPolicy"]) == (1000, "PreemptLowerPriority")
+        nominated = wait_for(lambda: client.get(f"/api/v1/namespaces/{ns}/pods/high").json()["status"]
+                             .get("nominatedNodeName"), what="the nomination")
+        assert nominated == f"{ns}-a"
+        low = wait_for(lambda: (p := client.get(f"/api/v1/namespaces/{ns}/pods/low").json())["metadata"]
+                       .get("deletionTimestamp") and p, what="the victim's deletion")
+        target = next(c for c in low["status"]["conditions"] if c["type"] == "DisruptionTarget")
+        assert (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
+        preempted = wait_for(lambda: client.get(f"/api/v1/namespaces/{ns}/events", params={
+            "fieldSelector": "involvedObject.name=low,reason=Preempted"}).json()["items"], what="Preempted event")
+        assert preempted[0]["message"] == f"Preempted by pod {high['metadata']['uid']} on node {ns}-a"
+    finally:
+        for name in (f"low-{ns}", f"high-{ns}"):
+            client.delete(f"{classes}/{name}")
+
+
 def test_preemption_disabled_in_the_profile(client: httpx.Client, api_url: str, ns: str, tmp_path: Path) -> None:
     """``plugins.postFilter.disabled: [DefaultPreemption]``: no victims, no nomination, FailedScheduling without a
     preemption note; kube-scheduler only logs (at -v=3) that no preemption will be performed."""

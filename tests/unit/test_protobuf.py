@@ -538,8 +538,8 @@ def test_bad_magic_is_bad_request() -> None:
 
 
 def test_unknown_kind_is_bad_request() -> None:
-    with pytest.raises(errors.BadRequest, match='no kind "PodTemplate" is registered for version "v1"'):
-        decode(envelope("v1", "PodTemplate", corev1.PodTemplate()))
+    with pytest.raises(errors.BadRequest, match='no kind "PodTemplateList" is registered for version "v1"'):
+        decode(envelope("v1", "PodTemplateList", corev1.PodTemplateList()))
     with pytest.raises(errors.BadRequest, match='no kind "Deployment" is registered for version "apps/v1beta1"'):
         decode(envelope("apps/v1beta1", "Deployment", appsv1.Deployment()))
     with pytest.raises(errors.BadRequest, match="no kind"):

@@ -82,16 +82,28 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", False, (), ()),
         ("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", False, ("crd", "crds"),
          ("api-extensions",)),
+        ("", "podtemplates", "PodTemplate", True, (), ()),
+        ("", "componentstatuses", "ComponentStatus", False, ("cs",), ()),
+        ("events.k8s.io", "events", "Event", True, ("ev",), ()),
+        ("networking.k8s.io", "ingresses", "Ingress", True, ("ing",), ()),
+        ("networking.k8s.io", "ingressclasses", "IngressClass", False, (), ()),
+        ("networking.k8s.io", "networkpolicies", "NetworkPolicy", True, ("netpol",), ()),
+        ("node.k8s.io", "runtimeclasses", "RuntimeClass", False, (), ()),
+        ("scheduling.k8s.io", "priorityclasses", "PriorityClass", False, ("pc",), ()),
+        ("flowcontrol.apiserver.k8s.io", "flowschemas", "FlowSchema", False, (), ()),
+        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations", "PriorityLevelConfiguration", False, (), ()),
     }
     generations = {s.resource for s in all_strategies() if s.bumps_generation}
     assert generations == {"replicationcontrollers", "replicasets", "deployments", "daemonsets", "statefulsets",
                            "jobs", "cronjobs", "endpointslices", "poddisruptionbudgets", "horizontalpodautoscalers",
                            "customresourcedefinitions", "validatingadmissionpolicies",
-                           "validatingadmissionpolicybindings"}
+                           "validatingadmissionpolicybindings", "podtemplates", "ingresses", "ingressclasses",
+                           "networkpolicies", "flowschemas", "prioritylevelconfigurations"}
     assert {s.resource for s in all_strategies() if "scale" in s.subresources} == \
         generations - {"daemonsets", "endpointslices", "jobs", "cronjobs", "poddisruptionbudgets",
                        "horizontalpodautoscalers", "customresourcedefinitions", "validatingadmissionpolicies",
-                       "validatingadmissionpolicybindings"}
+                       "validatingadmissionpolicybindings", "podtemplates", "ingresses", "ingressclasses",
+                       "networkpolicies", "flowschemas", "prioritylevelconfigurations"}
 
 
 def test_metadata_names_follow_each_resources_rule() -> None:

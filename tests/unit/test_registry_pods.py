@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from apimachinery.errors import BadRequest, Cause, Forbidden
+from apimachinery.errors import BadRequest, Cause
 from apiserver.registry.pods import PodStrategy, pod_row, pod_status_reason
 from apiserver.registry.podspec import image_pull_policy
 
@@ -46,11 +46,11 @@ def test_created_pod_carries_kubernetes_defaults() -> None:
     pod = created(make_pod())
     spec, container = pod["spec"], pod["spec"]["containers"][0]
     assert {k: spec[k] for k in ("restartPolicy", "dnsPolicy", "schedulerName", "terminationGracePeriodSeconds",
-                                 "securityContext", "enableServiceLinks", "priority", "preemptionPolicy",
+                                 "securityContext", "enableServiceLinks",
                                  "serviceAccountName", "serviceAccount")} == {
         "restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler",
-        "terminationGracePeriodSeconds": 30, "securityContext": {}, "enableServiceLinks": True, "priority": 0,
-        "preemptionPolicy": "PreemptLowerPriority", "serviceAccountName": "default", "serviceAccount": "default"}
+        "terminationGracePeriodSeconds": 30, "securityContext": {}, "enableServiceLinks": True,
+        "serviceAccountName": "default", "serviceAccount": "default"}
     assert container == {"name": "app", "image": "nginx:1.25", "imagePullPolicy": "IfNotPresent", "resources": {},
                          "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}
     assert pod["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
@@ -95,13 +95,6 @@ def test_ports_default_to_tcp_and_requests_to_limits() -> None:
 def test_qos_class(resources: dict[str, Any], qos: str) -> None:
     pod = created(make_pod(containers=[{"name": "app", "image": "nginx", "resources": resources}]))
     assert pod["status"]["qosClass"] == qos
-
-
-def test_unknown_priority_class_is_forbidden() -> None:
-    with pytest.raises(Forbidden) as err:
-        created(make_pod(priorityClassName="gold"))
-    assert err.value.message == 'pods "web" is forbidden: no PriorityClass with name gold was found'
-    assert created(make_pod(priorityClassName="system-node-critical"))["spec"]["priority"] == 2000001000
 
 
 def test_unparsable_quantity_is_a_decode_error() -> None:

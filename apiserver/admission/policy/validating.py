@@ -70,6 +70,9 @@ class ValidatingAdmissionPolicies:
     def configured(self) -> bool:
         return bool(self.sources.cached(GROUP, "validatingadmissionpolicybindings"))
 
+    def concerns(self, group: str, resource: str) -> bool:
+        return True
+
     def handles(self, attrs: Attributes) -> bool:
         return self.configured()
 

@@ -83,6 +83,9 @@ class Webhooks:
     def configured(self) -> bool:
         return bool(self.configurations.webhooks())
 
+    def concerns(self, group: str, resource: str) -> bool:
+        return True
+
     def handles(self, attrs: Attributes) -> bool:
         return self.configured()
 
