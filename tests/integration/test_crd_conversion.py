@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from conftest import Kubectl
+from support.controllers import ControllerManager
 from support.crds import CRDS, established, new_group
 from support.wait import wait_for
 from support.watch import WatchReader
@@ -52,12 +53,14 @@ def version(name: str, field: str, storage: bool) -> dict[str, Any]:
                                           "jsonPath": f".spec.{field}"}]}
 
 
-def widget_crd(group: str, client_config: dict[str, Any], review_versions: list[str] | None = None) -> dict[str, Any]:
+def widget_crd(group: str, client_config: dict[str, Any], review_versions: list[str] | None = None,
+               storage: str = "v2") -> dict[str, Any]:
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": f"widgets.{group}"},
             "spec": {"group": group, "scope": "Namespaced",
                      "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-                     "versions": [version("v1", "size", False), version("v2", "replicas", True)],
+                     "versions": [version("v1", "size", storage == "v1"),
+                                  version("v2", "replicas", storage == "v2")],
                      "conversion": {"strategy": "Webhook", "webhook": {
                          "clientConfig": client_config, "conversionReviewVersions": review_versions or ["v1"]}}}}
 
@@ -259,3 +262,33 @@ def test_review_versions_must_include_one_the_server_speaks(client: httpx.Client
     assert resp.status_code == 422
     assert 'spec.conversion.conversionReviewVersions: Invalid value: []string{"v2"}: must include at least one ' \
            'of v1, v1beta1' in resp.json()["message"]
+
+
+def test_the_garbage_collector_reads_converted_objects(client: httpx.Client, api_url: str, server: WebhookServer,
+                                                       ca: CertificateAuthority, ns: str, tmp_path: Path) -> None:
+    """Stored in v1, so the collector's monitors (discovery's preferred v2) list and watch converted objects."""
+    group = new_group()
+    create_crd(client, widget_crd(group, {"url": server.url("/convert"), "caBundle": ca.bundle}, storage="v1"))
+    manager = ControllerManager(api_url, tmp_path / "controller-manager.log",
+                                "--leader-elect=false", "--controllers=garbagecollector")
+    try:
+        owner = client.post(f"/api/v1/namespaces/{ns}/configmaps", json={"metadata": {"name": "owner"}}).json()
+        dependent = {"apiVersion": f"{group}/v1", "kind": "Widget", "spec": {"size": 1}, "metadata": {
+            "name": "dependent", "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                                                      "uid": owner["metadata"]["uid"]}]}}
+        assert client.post(widgets(group, "v1", ns), json=dependent).status_code == 201
+        boss = client.post(widgets(group, "v1", ns), json={"apiVersion": f"{group}/v1", "kind": "Widget",
+                                                           "metadata": {"name": "boss"}}).json()
+        child = {"metadata": {"name": "child", "ownerReferences": [
+            {"apiVersion": f"{group}/v2", "kind": "Widget", "name": "boss", "uid": boss["metadata"]["uid"]}]}}
+        assert client.post(f"/api/v1/namespaces/{ns}/configmaps", json=child).status_code == 201
+
+        assert client.delete(f"/api/v1/namespaces/{ns}/configmaps/owner").status_code == 200
+        wait_for(lambda: client.get(widgets(group, "v2", ns, "dependent")).status_code == 404, 30,
+                 "the Widget owned by the ConfigMap collected")
+        assert client.delete(widgets(group, "v2", ns, "boss")).status_code == 200
+        wait_for(lambda: client.get(f"/api/v1/namespaces/{ns}/configmaps/child").status_code == 404, 30,
+                 "the ConfigMap owned by the Widget collected")
+    finally:
+        manager.stop()
+        client.delete(f"{CRDS}/widgets.{group}")
