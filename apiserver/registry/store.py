@@ -20,7 +20,7 @@ the key's etcd ``mod_revision``. Reads are served by the resource's watch cache 
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
@@ -159,16 +159,22 @@ class ResourceStore:
             except Untransformable as err:
                 loaded.append(err)
         objs = [item[0] for item in loaded if not isinstance(item, errors.StatusError)]
+        wanted = self.strategy.api_version
+        converted: Iterator[Object | errors.StatusError]
         try:
-            converted = iter(await self._convert(objs, self.strategy.api_version))
-        except errors.StatusError as err:
-            return [err] * len(kvs)
+            converted = iter(await self._convert(objs, wanted))
+        except errors.StatusError as err:  # those already in this version are still read
+            converted = iter([o if o.get("apiVersion") == wanted else err for o in objs])
         out: list[CachedObject | errors.StatusError] = []
         for kv, item in zip(kvs, loaded):
             if isinstance(item, errors.StatusError):
                 out.append(item)
                 continue
-            co = self._cached(self.strategy.from_storage(next(converted)), kv.mod_revision)
+            obj = next(converted)
+            if isinstance(obj, errors.StatusError):
+                out.append(obj)
+                continue
+            co = self._cached(self.strategy.from_storage(obj), kv.mod_revision)
             co.stale = item[1]
             out.append(co)
         return out

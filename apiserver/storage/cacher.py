@@ -351,9 +351,7 @@ class WatchCache:
                 self.store[kv.key] = co
                 self._sorted = None
                 self._emit(CacheEvent("MODIFIED" if prev is not None else "ADDED", co, prev, self.rv))
-            for key in [k for k in self.broken if k not in {kv.key for kv in kvs}]:
-                del self.broken[key]  # deleted meanwhile
-            await self._notify()
+            await self._notify()  # (a key deleted meanwhile left ``broken`` with its delete event)
 
     def _mark_broken(self, key: bytes, err: StatusError) -> None:
         log.error("cannot decode %s: %s", key.decode(errors="replace"), err.message)

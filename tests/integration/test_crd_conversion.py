@@ -206,6 +206,7 @@ def test_a_failing_webhook_is_kubes_internal_error(client: httpx.Client, server:
         # The storage version needs no webhook; the other version's list and get fail with its error.
         body = {"apiVersion": f"{group}/v2", "kind": "Widget", "metadata": {"name": "yes"}, "spec": {"replicas": 1}}
         assert client.post(widgets(group, "v2", ns), json=body).status_code == 201
+        assert [i["metadata"]["name"] for i in client.get(widgets(group, "v2", ns)).json()["items"]] == ["yes"]
         for path in (widgets(group, "v1", ns), widgets(group, "v1", ns, "yes")):
             resp = client.get(path)
             assert resp.status_code == 500 and "Kind=Widget failed: no conversions today" in resp.text, resp.text
