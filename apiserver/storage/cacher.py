@@ -285,10 +285,21 @@ class WatchCache:
         return out
 
     async def _predecode(self, changes: list[WatchChange]) -> dict[tuple[bytes, int], CachedObject | StatusError]:
-        """The batch's puts this cache will apply and did not write itself, decoded in one call."""
-        kvs = [c.kv for c in changes if c.kind != "delete" and c.kv.mod_revision > self.rv
-               and (c.kv.key, c.kv.mod_revision) not in self._primed]
-        return {(kv.key, kv.mod_revision): co for kv, co in zip(kvs, await self._decode_all(kvs))}
+        """Every put of the batch this cache will apply: the ones it wrote itself as primed (taken now, so no
+        ``prime`` meanwhile can drop them), the others decoded in one call."""
+        decoded: dict[tuple[bytes, int], CachedObject | StatusError] = {}
+        kvs: list[KeyValue] = []
+        for change in changes:
+            kv = change.kv
+            if change.kind == "delete" or kv.mod_revision <= self.rv:
+                continue
+            primed = self._primed.pop((kv.key, kv.mod_revision), None)
+            if primed is not None:
+                decoded[(kv.key, kv.mod_revision)] = primed
+            else:
+                kvs.append(kv)
+        decoded.update(((kv.key, kv.mod_revision), co) for kv, co in zip(kvs, await self._decode_all(kvs)))
+        return decoded
 
     def _apply(self, change: WatchChange,
                decoded: Mapping[tuple[bytes, int], CachedObject | StatusError] | None = None) -> None:
