@@ -19,12 +19,15 @@ from support.controllers import ControllerManager
 from support.crds import CRDS, established, new_group
 from support.wait import wait_for
 from support.watch import WatchReader
-from support.webhook import CertificateAuthority, Review, WebhookServer
+from support.webhook import CertificateAuthority, Review, WebhookServer, allow
 
 
 def answer(path: str, review: Review) -> dict[str, Any]:
-    """/convert renames v1's ``spec.size`` to v2's ``spec.replicas`` and back; /fail refuses every conversion."""
+    """/convert renames v1's ``spec.size`` to v2's ``spec.replicas`` and back; /fail refuses every conversion;
+    /admit is a validating admission webhook allowing everything."""
     request = review["request"]
+    if path == "/admit":
+        return allow(request["uid"])
     response: dict[str, Any] = {"uid": request["uid"], "result": {"status": "Success"}}
     if path == "/fail":
         response["result"] = {"status": "Failure", "message": "no conversions today"}
@@ -293,3 +296,31 @@ def test_the_garbage_collector_reads_converted_objects(client: httpx.Client, api
     finally:
         manager.stop()
         client.delete(f"{CRDS}/widgets.{group}")
+
+
+def test_an_admission_webhook_for_v2_sees_a_v1_request_converted(client: httpx.Client, group: str, ns: str,
+                                                                 server: WebhookServer,
+                                                                 ca: CertificateAuthority) -> None:
+    """matchPolicy Equivalent: the object is sent in the webhook's version, through the conversion webhook."""
+    hook = {"name": "widgets.kubelab.io", "clientConfig": {"url": server.url("/admit"), "caBundle": ca.bundle},
+            "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            "rules": [{"operations": ["CREATE"], "apiGroups": [group], "apiVersions": ["v2"],
+                       "resources": ["widgets"]}],
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}
+    path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+    resp = client.post(path, json={"metadata": {"name": f"widgets-{ns}"}, "webhooks": [hook]})
+    assert resp.status_code == 201, resp.text
+    try:
+        def admitted(name: str) -> Review | None:
+            body = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": name}, "spec": {"size": 2}}
+            assert client.post(widgets(group, "v1", ns), json=body).status_code == 201
+            return next((r for r in server.received("/admit") if r["request"]["name"] == name), None)
+
+        names = iter(f"a{i}" for i in range(100))
+        review = wait_for(lambda: admitted(next(names)), 10, "the admission webhook to be called")
+        request = review["request"]
+        assert request["kind"] == {"group": group, "version": "v2", "kind": "Widget"}
+        assert request["requestKind"] == {"group": group, "version": "v1", "kind": "Widget"}
+        assert request["object"]["apiVersion"] == f"{group}/v2" and request["object"]["spec"] == {"replicas": 2}
+    finally:
+        client.delete(f"{path}/widgets-{ns}")
