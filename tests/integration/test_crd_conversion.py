@@ -324,3 +324,30 @@ def test_an_admission_webhook_for_v2_sees_a_v1_request_converted(client: httpx.C
         assert request["object"]["apiVersion"] == f"{group}/v2" and request["object"]["spec"] == {"replicas": 2}
     finally:
         client.delete(f"{path}/widgets-{ns}")
+
+
+def test_a_new_storage_version_joins_stored_versions_and_old_objects_still_read(
+        client: httpx.Client, server: WebhookServer, ca: CertificateAuthority, ns: str) -> None:
+    group = new_group()
+    crd = widget_crd(group, {"url": server.url("/convert"), "caBundle": ca.bundle})
+    create_crd(client, crd)
+    try:
+        body = {"apiVersion": f"{group}/v2", "kind": "Widget", "metadata": {"name": "old"}, "spec": {"replicas": 4}}
+        assert client.post(widgets(group, "v2", ns), json=body).status_code == 201
+        current = client.get(f"{CRDS}/widgets.{group}").json()
+        for v in current["spec"]["versions"]:
+            v["storage"] = v["name"] == "v1"
+        resp = client.put(f"{CRDS}/widgets.{group}", json=current)
+        assert resp.status_code == 200, resp.text
+        assert resp.json()["status"]["storedVersions"] == ["v2", "v1"]
+
+        # Stored in v2, now the old version: read in either through the webhook.
+        wait_for(lambda: client.get(widgets(group, "v1", ns, "old")).json().get("spec") == {"size": 4}, 10,
+                 "the object stored in v2 read in v1")
+        assert client.get(widgets(group, "v2", ns, "old")).json()["spec"] == {"replicas": 4}
+        resp = client.patch(widgets(group, "v2", ns, "old"), json={"spec": {"replicas": 5}},
+                            headers={"Content-Type": "application/merge-patch+json"})
+        assert resp.status_code == 200 and resp.json()["spec"] == {"replicas": 5}, resp.text
+        assert [i["spec"] for i in client.get(widgets(group, "v1", ns)).json()["items"]] == [{"size": 5}]
+    finally:
+        client.delete(f"{CRDS}/widgets.{group}")
