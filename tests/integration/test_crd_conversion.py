@@ -206,9 +206,18 @@ def test_a_failing_webhook_is_kubes_internal_error(client: httpx.Client, server:
         assert status["reason"] == "InternalError"
         assert status["message"] == (f"Internal error occurred: conversion webhook for {group}/v1, Kind=Widget "
                                      f"failed: no conversions today")
-        # The storage version needs no webhook; the other version's list and get fail with its error.
+        # The storage version needs no webhook; the other version's watch, list and get fail with its error.
+        watch = WatchReader(str(client.base_url), widgets(group, "v1", ns), {"resourceVersion": "0"})
         body = {"apiVersion": f"{group}/v2", "kind": "Widget", "metadata": {"name": "yes"}, "spec": {"replicas": 1}}
         assert client.post(widgets(group, "v2", ns), json=body).status_code == 201
+        try:
+            event = watch.next()
+            assert event is not None and event["type"] == "ERROR", event
+            assert event["object"]["code"] == 500 and event["object"]["reason"] == "InternalError"
+            assert "Kind=Widget failed: no conversions today" in event["object"]["message"]
+            assert watch.next() is None  # the stream ends
+        finally:
+            watch.close()
         assert [i["metadata"]["name"] for i in client.get(widgets(group, "v2", ns)).json()["items"]] == ["yes"]
         for path in (widgets(group, "v1", ns), widgets(group, "v1", ns, "yes")):
             resp = client.get(path)
