@@ -348,15 +348,17 @@ class WatchCache:
             await asyncio.sleep(HEAL_SECONDS)
             if not self.broken:
                 continue
+            failures = dict(self.broken)
             try:
-                kvs = [kv for kv in [await self._storage.get(key) for key in list(self.broken)] if kv is not None]
+                kvs = [kv for kv in [await self._storage.get(key) for key in failures] if kv is not None]
                 decoded = await self._decode_all(kvs)
             except StorageError as err:
                 log.warning("retrying objects of %s that did not decode: %s", self._prefix.decode(), err)
                 continue
             for kv, co in zip(kvs, decoded):
-                if isinstance(co, StatusError) or kv.key not in self.broken or kv.mod_revision > self.rv:
-                    continue  # still failing, or a newer event is on its way
+                if isinstance(co, StatusError) or self.broken.get(kv.key) is not failures[kv.key] or \
+                        kv.mod_revision > self.rv:
+                    continue  # still failing, changed (or failed again) meanwhile, or a newer event is on its way
                 del self.broken[kv.key]
                 prev = self.store.get(kv.key)
                 self.store[kv.key] = co
