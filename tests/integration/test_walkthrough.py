@@ -556,7 +556,7 @@ CHECKS: dict[str, list[Check]] = {
     "kubectl apply -f examples/kopf-operator/manifests/crd.yaml": [
         prints("customresourcedefinition.apiextensions.k8s.io/greetings.example.kubelab.io created")],
     "kubectl wait --for=condition=Established crd/greetings.example.kubelab.io": [prints("condition met")],
-    "kubectl apply -f examples/kopf-operator/manifests/greeting.yaml": [
+    "kubectl apply -f examples/kopf-operator/greeting.yaml": [
         prints("greeting.example.kubelab.io/hello created")],
     "kubectl get greetings": [
         shows(lambda rows: [(r["NAME"], r["MESSAGE"], r["CONFIGMAP"]) for r in rows]
