@@ -188,7 +188,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     def publish_openapi(strategies: list[CustomResourceStrategy]) -> None:
         openapi_documents.set_custom(*custom_openapi(openapi_documents.swagger(), strategies))
 
-    crd_controller = CRDController(registry, decoder, publish_openapi, rule_validator or CELRules())
+    crd_controller = CRDController(registry, decoder, publish_openapi, rule_validator or CELRules(), webhook_client)
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
 

@@ -24,10 +24,20 @@ from .sources import Sources
 
 
 def convert(obj: Object | None, source: Any, target: Any) -> Object | None:
-    """An object of ``source``'s version in ``target``'s, through the stored version (matchPolicy Equivalent)."""
+    """An object of ``source``'s version in ``target``'s, through the stored version (matchPolicy Equivalent);
+    a custom resource with a conversion webhook only changes ``apiVersion`` here (``convert_through``)."""
     if obj is None or source is None or target is None or source is target:
         return obj
     return target.from_storage(source.to_storage(obj))  # type: ignore[no-any-return]
+
+
+async def convert_through(obj: Object | None, source: Any, target: Any) -> Object | None:
+    """``convert``, with a custom resource's conversion webhook called where it has one (as kube converts the
+    versioned attributes it sends a webhook)."""
+    converter = getattr(target, "converter", None)
+    if obj is None or source is None or target is None or source is target or converter is None:
+        return convert(obj, source, target)
+    return target.from_storage((await converter.convert([obj], target.api_version))[0])  # type: ignore[no-any-return]
 
 
 def _split_resource(value: str) -> tuple[str, str]:

@@ -27,12 +27,14 @@ from collections.abc import Callable
 from typing import Any
 
 from apimachinery import errors
+from apiserver.admission.webhook.client import WebhookClient
 from apiserver.registry.decoder import Decoder
 from apiserver.registry.registry import Registry
 from apiserver.registry.store import DeleteOptions, ResourceStore
 from apiserver.storage.cacher import ObjectFilter
 
 from . import crd as crds
+from .conversion import WebhookConverter
 from .fieldschema import field_schema
 from .schemavalidation import RuleValidator
 from .strategy import CustomResourceStrategy
@@ -48,8 +50,9 @@ class CRDController:
 
     def __init__(self, registry: Registry, decoder: Decoder,
                  on_served: Callable[[list[CustomResourceStrategy]], None] = lambda _: None,
-                 rules: RuleValidator | None = None) -> None:
+                 rules: RuleValidator | None = None, webhooks: WebhookClient | None = None) -> None:
         self.registry = registry
+        self.webhooks = webhooks  # how conversion webhooks are called (the admission webhooks' client)
         self.decoder = decoder
         self.on_served = on_served
         self.rules = rules
@@ -227,7 +230,10 @@ class CRDController:
         if not served:
             await self._unserve(name)
             return
-        strategies = [CustomResourceStrategy(crd, v["name"], self.rules, self.decoder) for v in served]
+        converter = None
+        if (crd["spec"].get("conversion") or {}).get("strategy") == "Webhook" and self.webhooks is not None:
+            converter = WebhookConverter(crd, self.webhooks, crds.storage_version(crd))
+        strategies = [CustomResourceStrategy(crd, v["name"], self.rules, self.decoder, converter) for v in served]
         schemas = [field_schema(self.decoder.definitions, s.group, s.version, s.kind, s.schema) for s in strategies]
         if (strategies[0].group, strategies[0].resource) in self.registry.builtin:
             log.warning("not serving %s: the apiserver serves %s.%s itself", name, strategies[0].resource,

@@ -8,8 +8,9 @@ makes them custom lives here, as kube-apiextensions-apiserver's ``customresource
 * ``CustomResourceStrategy`` validates against the structural schema, keeps status apart when the ``status``
   subresource is on (``metadata.generation`` then moves only with non-status changes), maps ``/scale`` onto the
   CRD's replica and selector paths, renders ``additionalPrinterColumns`` and exposes ``selectableFields``;
-* versions convert with strategy ``None``: only ``apiVersion`` changes between the storage and served versions,
-  and objects read back are defaulted with the served version's schema.
+* versions convert with strategy ``None``: only ``apiVersion`` changes between the storage and served versions;
+  with ``Webhook``, the store sends objects of another version through the CRD's ``WebhookConverter``
+  (``conversion``) first; objects read back are defaulted with the served version's schema.
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from apimachinery import errors
 from apimachinery.errors import Cause
 from apimachinery.validation import IS_NEGATIVE_ERROR_MSG, invalid
 from apiserver.registry.decoder import Decoder, unknown_fields
-from apiserver.registry.strategy import NAME_COLUMN, Object, Strategy, TableColumn, human_duration, translate_age
+from apiserver.registry.strategy import (
+    NAME_COLUMN,
+    Converter,
+    Object,
+    Strategy,
+    TableColumn,
+    human_duration,
+    translate_age,
+)
 
 from . import crd as crds
 from . import jsonpath, pruning, schemavalidation
@@ -58,7 +67,7 @@ class CustomResourceStrategy(Strategy):
     core_finalizer_names = False
 
     def __init__(self, crd: Object, version: str, rules: RuleValidator | None = None,
-                 meta: Decoder | None = None) -> None:
+                 meta: Decoder | None = None, converter: Converter | None = None) -> None:
         spec = crd["spec"]
         names = {**(spec.get("names") or {}), **{k: v for k, v in
                                                  ((crd.get("status") or {}).get("acceptedNames") or {}).items() if v}}
@@ -87,6 +96,7 @@ class CustomResourceStrategy(Strategy):
         self.decoder = CustomResourceDecoder(self.schema, meta)
         self.validator = schemavalidation.SchemaValidator(self.schema)
         self.terminating = bool(crd["metadata"].get("deletionTimestamp"))
+        self.converter = converter
 
     @property
     def list_kind(self) -> str:

@@ -30,6 +30,11 @@ from apimachinery.validation import (
 from apiserver.apiextensions import crd as crds
 from apiserver.apiextensions.structural import validate_schema
 from apiserver.registry.strategy import NAME_COLUMN, Object, Strategy, TableColumn
+from apiserver.registry.webhookconfigurations import (
+    validate_review_versions,
+    validate_webhook_service,
+    validate_webhook_url,
+)
 
 SCOPES = ("Cluster", "Namespaced")
 COLUMN_TYPES = ("boolean", "date", "integer", "number", "string")
@@ -174,14 +179,40 @@ def validate_crd(obj: Object) -> list[Cause]:
             causes.append(required(f"spec.names.{field}"))
     causes += validate_names(names, "spec.names")
     conversion = spec.get("conversion") or {}
+    if conversion.get("strategy") not in (None, "None") and spec.get("preserveUnknownFields"):
+        causes.append(invalid("spec.conversion.strategy", conversion.get("strategy"),
+                              "must be None if spec.preserveUnknownFields is true"))
+    return causes + _conversion_causes(conversion)
+
+
+def _conversion_causes(conversion: Object) -> list[Cause]:
+    """``validateCustomResourceConversion``; paths name the internal fields, as kube's messages do
+    (``webhookClientConfig`` for v1's ``webhook.clientConfig``)."""
+    path = "spec.conversion"
     strategy = conversion.get("strategy")
+    webhook = conversion.get("webhook") or {}
+    config = webhook.get("clientConfig")
+    review_versions = webhook.get("conversionReviewVersions") or []
     if strategy not in CONVERSION_STRATEGIES:
-        causes.append(not_supported("spec.conversion.strategy", strategy, CONVERSION_STRATEGIES))
-    elif strategy == "Webhook" and not (conversion.get("webhook") or {}).get("clientConfig"):
-        causes.append(required("spec.conversion.webhook", "required when strategy is set to Webhook"))
-    elif strategy == "None" and conversion.get("webhook"):
-        causes.append(forbidden("spec.conversion.webhook", "should not be set when strategy is not set to Webhook"))
-    return causes
+        return [not_supported(f"{path}.strategy", strategy, CONVERSION_STRATEGIES)]
+    causes: list[Cause] = []
+    if strategy != "Webhook":
+        if config is not None:
+            causes.append(forbidden(f"{path}.webhookClientConfig",
+                                    "should not be set when strategy is not set to Webhook"))
+        if review_versions:
+            causes.append(forbidden(f"{path}.conversionReviewVersions",
+                                    "should not be set when strategy is not set to Webhook"))
+        return causes
+    if not isinstance(config, dict):
+        causes.append(required(f"{path}.webhookClientConfig", "required when strategy is set to Webhook"))
+    elif ("url" in config) == ("service" in config):
+        causes.append(required(f"{path}.webhookClientConfig", "exactly one of url or service is required"))
+    elif "url" in config:
+        causes.extend(validate_webhook_url(f"{path}.webhookClientConfig.url", str(config["url"])))
+    else:
+        causes.extend(validate_webhook_service(f"{path}.webhookClientConfig.service", config["service"] or {}))
+    return causes + validate_review_versions(review_versions, f"{path}.conversionReviewVersions", "")
 
 
 def _versions_causes(spec: Object) -> list[Cause]:

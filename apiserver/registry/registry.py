@@ -114,14 +114,17 @@ class Registry:
                       storage_version: str, version_order: Callable[[str], Any]) -> None:
         """Serve one resource's versions (one strategy per served version, all over the same etcd keys), or
         serve them with new rules. A version already served keeps its store and watch cache (its watchers stay
-        connected) unless the resource moved (scope or plural); versions no longer listed stop being served."""
+        connected) unless the resource moved (scope or plural) or its conversion now goes through a webhook or no
+        longer does (the watch cache decodes otherwise); versions no longer listed stop being served."""
         group, resource = strategies[0].group, strategies[0].resource
         if (group, resource) in self.builtin:
             raise ValueError(f"{resource}.{group} is a built-in resource")
         wanted = {s.version for s in strategies}
         for (g, v, r), store in list(self.versions.items()):
             if (g, r) == (group, resource) and (v not in wanted or store.prefix != strategies[0].etcd_prefix().encode()
-                                                or store.strategy.namespaced != strategies[0].namespaced):
+                                                or store.strategy.namespaced != strategies[0].namespaced
+                                                or (store.strategy.converter is None) !=
+                                                (strategies[0].converter is None)):
                 await self._drop(g, v, r)
         for strategy, decoder, schema in zip(strategies, decoders, schemas):
             key = (group, strategy.version, resource)

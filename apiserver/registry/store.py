@@ -11,13 +11,16 @@ the key's etcd ``mod_revision``. Reads are served by the resource's watch cache 
 - an object whose stored form etcd would refuse as too large (``--etcd-max-request-bytes``) is a 413 before the
   write, not an etcd error after it;
 - deletion honours graceful deletion (pods), finalizers and ``propagationPolicy`` (orphan/foreground
-  finalizers for the garbage collector).
+  finalizers for the garbage collector);
+- a strategy with a ``converter`` (a CRD's conversion webhook) has objects of another version converted on their
+  way to etcd and back, only those whose ``apiVersion`` differs, and its watch cache decodes each batch of events
+  in one conversion; an object that cannot be converted is that conversion's error (a 500), not a missing one.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
@@ -29,7 +32,7 @@ from apimachinery.errors import Cause
 from apimachinery.meta import generate_name, new_uid, now_rfc3339
 
 from ..fieldmanager import FieldManager, Schema, Writer
-from ..storage.cacher import CachedObject, ObjectFilter, WatchCache
+from ..storage.cacher import BatchDecoder, CachedObject, ObjectFilter, WatchCache
 from ..storage.etcd3 import EtcdStorage, KeyExists, KeyValue, RevisionMismatch
 from ..storage.value import Transformer, TransformError
 from .decoder import BodyDecoder
@@ -98,8 +101,10 @@ class ResourceStore:
         self.converts = strategy.converts
         self.field_manager = FieldManager(schema or Schema(None), strategy.group, strategy.version, strategy.kind,
                                           "status" in strategy.subresources, strategy.status_resets)
+        batch: BatchDecoder | None = self._decode_many if strategy.converter is not None else None
         self.cache = WatchCache(storage, self.prefix, self._decode, self._restamp, capacity=cache_capacity,
-                                indexed_fields=("spec.nodeName",) if strategy.resource == "pods" else ())
+                                indexed_fields=("spec.nodeName",) if strategy.resource == "pods" else (),
+                                decode_batch=batch)
 
     def reconfigure(self, strategy: Strategy, decoder: BodyDecoder, schema: Schema) -> None:
         """Serve the same objects (same keys, same watch cache) with new rules: a CRD's schema, columns or
@@ -129,26 +134,69 @@ class ResourceStore:
         return CachedObject(key, obj, orjson.dumps(obj), rv, meta.get("labels") or {},
                             self.strategy.selectable_fields(obj))
 
-    def _decode(self, key: bytes, value: bytes, rv: int) -> CachedObject:
+    def _load(self, key: bytes, value: bytes) -> tuple[Object, bool]:
+        """The stored object (decrypted where encrypted) and whether it was stored in an old form."""
         stale = False
         if self.transformer is not None:
             try:
                 value, stale = self.transformer.from_storage(value, key)
             except TransformError as err:
                 raise Untransformable(key, str(err)) from None
-        obj = orjson.loads(value)
+        return orjson.loads(value), stale
+
+    def _decode(self, key: bytes, value: bytes, rv: int) -> CachedObject:
+        obj, stale = self._load(key, value)
         co = self._cached(self.strategy.from_storage(obj) if self.converts else obj, rv)
         co.stale = stale
         return co
 
+    async def _decode_many(self, kvs: list[KeyValue]) -> list[CachedObject | errors.StatusError]:
+        """Stored values in this version, those stored in another converted in one call (``converter``)."""
+        loaded: list[tuple[Object, bool] | errors.StatusError] = []
+        for kv in kvs:
+            try:
+                loaded.append(self._load(kv.key, kv.value))
+            except Untransformable as err:
+                loaded.append(err)
+        objs = [item[0] for item in loaded if not isinstance(item, errors.StatusError)]
+        wanted = self.strategy.api_version
+        converted: Iterator[Object | errors.StatusError]
+        try:
+            converted = iter(await self._convert(objs, wanted))
+        except errors.StatusError as err:  # those already in this version are still read
+            converted = iter([o if o.get("apiVersion") == wanted else err for o in objs])
+        out: list[CachedObject | errors.StatusError] = []
+        for kv, item in zip(kvs, loaded):
+            if isinstance(item, errors.StatusError):
+                out.append(item)
+                continue
+            obj = next(converted)
+            if isinstance(obj, errors.StatusError):
+                out.append(obj)
+                continue
+            co = self._cached(self.strategy.from_storage(obj), kv.mod_revision)
+            co.stale = item[1]
+            out.append(co)
+        return out
+
+    async def _convert(self, objs: list[Object], api_version: str) -> list[Object]:
+        """``objs`` in ``api_version`` through the strategy's converter (none: as they are)."""
+        converter = self.strategy.converter
+        if converter is None or all(o.get("apiVersion") == api_version for o in objs):
+            return objs
+        return await converter.convert(objs, api_version)
+
     def _restamp(self, co: CachedObject, rv: int) -> CachedObject:
         return self._cached(copy.deepcopy(co.obj), rv)
 
-    def _encode_for_storage(self, key: bytes, obj: Object) -> bytes:
-        """The stored bytes (encrypted where configured); 413 when etcd would refuse the write as too large
-        (nothing is written)."""
+    async def _encode_for_storage(self, key: bytes, obj: Object) -> tuple[bytes, Object]:
+        """The stored bytes (encrypted where configured) and the object they hold; 413 when etcd would refuse
+        the write as too large (nothing is written)."""
         obj["metadata"].pop("resourceVersion", None)
-        data = orjson.dumps(self.strategy.to_storage(obj) if self.converts else obj)
+        converter = self.strategy.converter
+        stored = (await self._convert([obj], converter.storage_api_version))[0] if converter is not None else obj
+        stored = self.strategy.to_storage(stored) if self.converts else stored
+        data = orjson.dumps(stored)
         if self.transformer is not None:
             data = self.transformer.to_storage(data, key)
         size = len(data) + 3 * len(key) + ETCD_TXN_OVERHEAD  # the txn names the key in compare, put and failure
@@ -157,7 +205,7 @@ class ResourceStore:
                 f"Request entity too large: etcdserver: request is too large: the {self.strategy.kind} would be "
                 f"stored in {len(data)} bytes, over etcd's request limit of {self.max_request_bytes} bytes "
                 f"(--etcd-max-request-bytes)")
-        return data
+        return data, stored
 
     # --- reads ----------------------------------------------------------------------------------------------
     async def _read(self, namespace: str | None, name: str) -> tuple[CachedObject, KeyValue]:
@@ -167,13 +215,18 @@ class ResourceStore:
             raise errors.not_found(self.strategy.resource, name, self.strategy.group)
         co = self.cache.get(key)
         if co is None or co.rv != kv.mod_revision:
-            co = self._decode_one(kv)
+            co = await self._decode_one(kv)
         return co, kv
 
-    def _decode_one(self, kv: KeyValue) -> CachedObject:
+    async def _decode_one(self, kv: KeyValue) -> CachedObject:
         """Decode one object read on its own (GET, the read of an update or delete)."""
         try:
-            return self._decode(kv.key, kv.value, kv.mod_revision)
+            if self.strategy.converter is None:
+                return self._decode(kv.key, kv.value, kv.mod_revision)
+            co = (await self._decode_many([kv]))[0]
+            if isinstance(co, errors.StatusError):
+                raise co
+            return co
         except Untransformable as err:
             raise err.for_object() from None
 
@@ -210,10 +263,8 @@ class ResourceStore:
         while True:
             kvs, rev, more = await self.storage.list(prefix, start=start, revision=revision, limit=chunk)
             revision = revision or rev
-            for i, kv in enumerate(kvs):
-                cached = self.cache.get(kv.key)
-                co = cached if cached is not None and cached.rv == kv.mod_revision else \
-                    self._decode(kv.key, kv.value, kv.mod_revision)
+            decoded = await self._decode_page(kvs)
+            for i, (kv, co) in enumerate(zip(kvs, decoded)):
                 if filter.matches(co):
                     out.append(co)
                     if len(out) == limit:
@@ -223,6 +274,23 @@ class ResourceStore:
             if not more:
                 return out, revision, None
             start = kvs[-1].key + b"\0"
+
+    async def _decode_page(self, kvs: list[KeyValue]) -> list[CachedObject]:
+        """A page read from etcd: the cache's objects where current, the others decoded (converted together)."""
+        out: list[CachedObject | None] = []
+        for kv in kvs:
+            cached = self.cache.get(kv.key)
+            out.append(cached if cached is not None and cached.rv == kv.mod_revision else None)
+        missing = [kv for kv, co in zip(kvs, out) if co is None]
+        if self.strategy.converter is None:
+            fresh = iter([self._decode(kv.key, kv.value, kv.mod_revision) for kv in missing])
+        else:
+            decoded = await self._decode_many(missing)
+            for co in decoded:
+                if isinstance(co, errors.StatusError):
+                    raise co
+            fresh = iter(decoded)  # type: ignore[arg-type]
+        return [co if co is not None else next(fresh) for co in out]
 
     def _decode_typed(self, obj: Object, field_validation: str) -> None:
         """Wrong JSON types are 400; unknown fields are dropped (Warn: a Warning header; Strict: 400)."""
@@ -285,11 +353,12 @@ class ResourceStore:
         if dry_run:
             return self._cached(obj, 0)
         key = self.etcd_key(meta.get("namespace"), meta["name"])
+        data, stored = await self._encode_for_storage(key, obj)
         try:
-            rv = await self.storage.create(key, self._encode_for_storage(key, obj))
+            rv = await self.storage.create(key, data)
         except KeyExists:
             raise errors.already_exists(self.strategy.resource, meta["name"], self.strategy.group) from None
-        return self._written(key, obj, rv)
+        return await self._written(key, obj, stored, rv)
 
     async def _admit_create(self, obj: Object, admission: Admission) -> Object:
         """Mutating admission, then (if it changed anything) defaults and validation again, as kube-apiserver
@@ -316,9 +385,11 @@ class ResourceStore:
             raise errors.invalid(strategy.kind, meta.get("name") or "", causes, strategy.group)
         return new
 
-    def _written(self, key: bytes, obj: Object, rv: int) -> CachedObject:
+    async def _written(self, key: bytes, obj: Object, stored: Object, rv: int) -> CachedObject:
         """The response object of a write, also handed to the watch cache for its event."""
-        if self.converts:  # what a read will answer: the stored form converted back
+        if self.strategy.converter is not None:  # what a read will answer: the stored form converted back
+            obj = self.strategy.from_storage((await self._convert([stored], self.strategy.api_version))[0])
+        elif self.converts:
             obj = self.strategy.from_storage(self.strategy.to_storage(obj))
         co = self._cached(obj, rv)
         self.cache.prime(key, co)
@@ -373,15 +444,16 @@ class ResourceStore:
                 return self._cached(new, co.rv)
             if self._finalized(new):
                 return await self._delete_now(namespace, name, new, co.rv)
+            data, stored = await self._encode_for_storage(kv.key, new)
             try:
-                rv = await self.storage.update(kv.key, self._encode_for_storage(kv.key, new), co.rv)
+                rv = await self.storage.update(kv.key, data, co.rv)
             except RevisionMismatch as err:
                 if err.current is None:
                     raise errors.not_found(strategy.resource, name, strategy.group) from None
                 kv = err.current
-                co = self._decode_one(kv)
+                co = await self._decode_one(kv)
                 continue
-            return self._written(kv.key, new, rv)
+            return await self._written(kv.key, new, stored, rv)
         raise errors.conflict(strategy.resource, name, strategy.group, "too many concurrent updates; try again")
 
     def _prepare_update(self, new: Object, old: Object, subresource: str, field_validation: str,
@@ -499,13 +571,14 @@ class ResourceStore:
                     return self._restamp(co, rv), True
                 if new is obj:
                     return co, False
-                rv = await self.storage.update(kv.key, self._encode_for_storage(kv.key, new), co.rv)
-                return self._written(kv.key, new, rv), False
+                data, stored = await self._encode_for_storage(kv.key, new)
+                rv = await self.storage.update(kv.key, data, co.rv)
+                return await self._written(kv.key, new, stored, rv), False
             except RevisionMismatch as err:
                 if err.current is None:
                     raise errors.not_found(strategy.resource, name, strategy.group) from None
                 kv = err.current
-                co = self._decode_one(kv)
+                co = await self._decode_one(kv)
         raise errors.conflict(strategy.resource, name, strategy.group, "too many concurrent updates; try again")
 
     def _mark_deleted(self, obj: Object, options: DeleteOptions) -> Object | None:

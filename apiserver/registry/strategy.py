@@ -19,11 +19,22 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from apimachinery.errors import Cause
 
 Object = dict[str, Any]
+
+
+class Converter(Protocol):
+    """Converts objects between versions of one resource outside this process (a CRD's conversion webhook)."""
+
+    storage_api_version: str
+
+    async def convert(self, objs: list[Object], api_version: str) -> list[Object]:
+        """``objs`` in ``api_version`` (new objects, in order; those already in it untouched); raises a
+        StatusError when the conversion fails."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +130,8 @@ class Strategy:
     strategic_merge: ClassVar[bool] = True
     # A ``Warning`` sent with every request to this version (deprecated custom resource versions).
     deprecation_warning: str | None = None
+    # Objects in another version than the one wanted go through it, before ``to_storage`` and ``from_storage``.
+    converter: Converter | None = None
 
     def name_validator(self, name: str) -> list[str]:
         """Problems with ``metadata.name`` (default: a DNS-1123 subdomain, as most resources require)."""

@@ -16,9 +16,14 @@ Guarantees:
   history was compacted meanwhile, the cache relists and emits the difference as events.
 - A watcher that cannot keep up (its buffer fills) is closed, as kube-apiserver closes slow watchers; the client
   re-watches from the last resourceVersion it saw.
-- A value the decoder cannot read (encrypted with a key this apiserver lacks) does not stop the cache: the key is
-  remembered with its error, and a LIST that would include it fails with that error, as kube-apiserver's LIST
-  fails on an object it cannot transform; every other object and resource keeps being served.
+- A value the decoder cannot read (encrypted with a key this apiserver lacks, a conversion webhook that fails)
+  does not stop the cache: the key is remembered with its error, a LIST that would include it fails with that
+  error, as kube-apiserver's LIST fails on an object it cannot transform, and a watch that would have seen the
+  change ends with it (an ERROR event), as kube's watch ends on an object it cannot decode; every other object
+  and resource keeps being served.
+- With a batch decoder (objects converted outside the process, a CRD's conversion webhook), each batch of etcd
+  events is decoded in one call, in order, before it is applied; keys it could not decode are tried again every
+  ``HEAL_SECONDS`` and come back as an event once they decode.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import asyncio
 import bisect
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +41,7 @@ from apimachinery.errors import Gone, StatusError, Timeout
 from .etcd3 import Compacted, EtcdStorage, KeyValue, StorageError, WatchChange
 
 log = logging.getLogger(__name__)
+HEAL_SECONDS = 1.0  # how often keys a batch decoder failed on are tried again
 
 
 @dataclass(slots=True)
@@ -62,6 +68,8 @@ class CacheEvent:
 # etcd key + value + mod_revision -> CachedObject (the registry owns decoding: RV stamping, fields).
 Decoder = Callable[[bytes, bytes, int], CachedObject]
 Restamper = Callable[[CachedObject, int], CachedObject]
+# Many values at once (asynchronously): each one's object, or the error that value is answered with.
+BatchDecoder = Callable[[list[KeyValue]], Awaitable[list["CachedObject | StatusError"]]]
 
 
 class ObjectFilter:
@@ -154,10 +162,12 @@ class WatchCache:
 
     def __init__(self, storage: EtcdStorage, prefix: bytes, decode: Decoder, restamp: Restamper,
                  capacity: int = 10_000, watcher_capacity: int = 10_000,
-                 indexed_fields: Iterable[str] = ()) -> None:
+                 indexed_fields: Iterable[str] = (), decode_batch: BatchDecoder | None = None) -> None:
         self._storage = storage
         self._prefix = prefix
         self._decode = decode
+        self._decode_batch = decode_batch
+        self._healer: asyncio.Task[None] | None = None
         self._restamp = restamp
         self._capacity = capacity
         self._watcher_capacity = watcher_capacity
@@ -185,17 +195,20 @@ class WatchCache:
     async def start(self) -> None:
         await self._relist(emit=False)
         self._task = asyncio.create_task(self._run(), name=f"watch-cache {self._prefix.decode()}")
+        if self._decode_batch is not None:
+            self._healer = asyncio.create_task(self._heal(), name=f"watch-cache heal {self._prefix.decode()}")
         self._ready.set()
 
     async def stop(self) -> None:
         if self._stream is not None:
             self._stream.cancel()
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+        for task in (self._task, self._healer):
+            if task is not None:
+                task.cancel()
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
         for watcher in list(self._watchers):
             watcher.close()
 
@@ -212,11 +225,11 @@ class WatchCache:
             start = page[-1].key + b"\0"
         fresh: dict[bytes, CachedObject] = {}
         self.broken = {}
-        for kv in kvs:
-            try:
-                fresh[kv.key] = self._decode(kv.key, kv.value, kv.mod_revision)
-            except StatusError as err:
-                self._mark_broken(kv.key, err)
+        for kv, co in zip(kvs, await self._decode_all(kvs)):
+            if isinstance(co, StatusError):
+                self._mark_broken(kv.key, co)
+            else:
+                fresh[kv.key] = co
         if emit:
             old = self.store
             for key, co in fresh.items():
@@ -243,8 +256,9 @@ class WatchCache:
             try:
                 async for changes in self._stream.batches():
                     backoff = 0.1
+                    decoded = await self._predecode(changes) if self._decode_batch is not None else {}
                     for change in changes:
-                        self._apply(change)
+                        self._apply(change, decoded)
                     await self._notify()
             except asyncio.CancelledError:
                 raise
@@ -259,7 +273,36 @@ class WatchCache:
             finally:
                 self._stream.cancel()
 
-    def _apply(self, change: WatchChange) -> None:
+    async def _decode_all(self, kvs: list[KeyValue]) -> list[CachedObject | StatusError]:
+        if self._decode_batch is not None:
+            return await self._decode_batch(kvs) if kvs else []
+        out: list[CachedObject | StatusError] = []
+        for kv in kvs:
+            try:
+                out.append(self._decode(kv.key, kv.value, kv.mod_revision))
+            except StatusError as err:
+                out.append(err)
+        return out
+
+    async def _predecode(self, changes: list[WatchChange]) -> dict[tuple[bytes, int], CachedObject | StatusError]:
+        """Every put of the batch this cache will apply: the ones it wrote itself as primed (taken now, so no
+        ``prime`` meanwhile can drop them), the others decoded in one call."""
+        decoded: dict[tuple[bytes, int], CachedObject | StatusError] = {}
+        kvs: list[KeyValue] = []
+        for change in changes:
+            kv = change.kv
+            if change.kind == "delete" or kv.mod_revision <= self.rv:
+                continue
+            primed = self._primed.pop((kv.key, kv.mod_revision), None)
+            if primed is not None:
+                decoded[(kv.key, kv.mod_revision)] = primed
+            else:
+                kvs.append(kv)
+        decoded.update(((kv.key, kv.mod_revision), co) for kv, co in zip(kvs, await self._decode_all(kvs)))
+        return decoded
+
+    def _apply(self, change: WatchChange,
+               decoded: Mapping[tuple[bytes, int], CachedObject | StatusError] | None = None) -> None:
         rv = change.kv.mod_revision
         if rv <= self.rv:
             return  # already seen (a re-established watch never repeats an event)
@@ -273,18 +316,55 @@ class WatchCache:
             event = CacheEvent("DELETED", self._restamp(prev, rv), prev, rv)
         else:
             try:
-                co = self._primed.pop((change.kv.key, rv), None) or self._decode(change.kv.key, change.kv.value, rv)
+                co = self._primed.pop((change.kv.key, rv), None) or (decoded or {}).get((change.kv.key, rv)) or \
+                    self._decode(change.kv.key, change.kv.value, rv)
+                if isinstance(co, StatusError):
+                    raise co
             except StatusError as err:
                 self._mark_broken(change.kv.key, err)
                 if self.store.pop(change.kv.key, None) is not None:
                     self._sorted = None
                 self.rv = rv
+                if self._decode_batch is not None:
+                    self._end_watches(change.kv.key, err)
                 return
             self.store[change.kv.key] = co
             event = CacheEvent("MODIFIED" if prev is not None else "ADDED", co, prev, rv)
         self._sorted = None
         self.rv = rv
         self._emit(event)
+
+    def _end_watches(self, key: bytes, err: StatusError) -> None:
+        """Watchers that could see ``key`` end with ``err``: they cannot be sent its change."""
+        for watcher in [*self._watchers, *(w for ws in self._indexed.values() for w in ws)]:
+            namespace = watcher.filter.namespace
+            if namespace is None or key.startswith(self._prefix + f"{namespace}/".encode()):
+                watcher.error = err
+                watcher.close()
+
+    async def _heal(self) -> None:
+        """Keys a batch decoder failed on, read and decoded again until they decode (the webhook is back)."""
+        while True:
+            await asyncio.sleep(HEAL_SECONDS)
+            if not self.broken:
+                continue
+            failures = dict(self.broken)
+            try:
+                kvs = [kv for kv in [await self._storage.get(key) for key in failures] if kv is not None]
+                decoded = await self._decode_all(kvs)
+            except StorageError as err:
+                log.warning("retrying objects of %s that did not decode: %s", self._prefix.decode(), err)
+                continue
+            for kv, co in zip(kvs, decoded):
+                if isinstance(co, StatusError) or self.broken.get(kv.key) is not failures[kv.key] or \
+                        kv.mod_revision > self.rv:
+                    continue  # still failing, changed (or failed again) meanwhile, or a newer event is on its way
+                del self.broken[kv.key]
+                prev = self.store.get(kv.key)
+                self.store[kv.key] = co
+                self._sorted = None
+                self._emit(CacheEvent("MODIFIED" if prev is not None else "ADDED", co, prev, self.rv))
+            await self._notify()  # (a key deleted meanwhile left ``broken`` with its delete event)
 
     def _mark_broken(self, key: bytes, err: StatusError) -> None:
         log.error("cannot decode %s: %s", key.decode(errors="replace"), err.message)
@@ -413,6 +493,12 @@ class WatchCache:
             if not self._indexed[trigger]:
                 del self._indexed[trigger]
 
+    async def _decode_raising(self, kv: KeyValue) -> CachedObject:
+        co = (await self._decode_all([kv]))[0]
+        if isinstance(co, StatusError):
+            raise co
+        return co
+
     def watch_from_storage(self, from_rv: int, filter: ObjectFilter) -> CacheWatcher:
         """A watch older than the ring buffer, served from etcd's own history by a dedicated etcd watch."""
         watcher = CacheWatcher(filter, self._watcher_capacity, self._restamp)
@@ -423,14 +509,13 @@ class WatchCache:
                 async for changes in stream.batches():
                     for change in changes:
                         rv = change.kv.mod_revision
-                        prev = (self._decode(change.prev.key, change.prev.value, change.prev.mod_revision)
-                                if change.prev is not None else None)
+                        prev = (await self._decode_raising(change.prev) if change.prev is not None else None)
                         if change.kind == "delete":
                             if prev is None:
                                 continue
                             event = CacheEvent("DELETED", self._restamp(prev, rv), prev, rv)
                         else:
-                            co = self._decode(change.kv.key, change.kv.value, rv)
+                            co = await self._decode_raising(change.kv)
                             created = change.kv.create_revision == rv
                             event = CacheEvent("ADDED" if created else "MODIFIED", co, prev, rv)
                         watcher.offer(event)

@@ -9,7 +9,7 @@ cluster, ``POD=$(...)`` carried to later commands. After each one the test check
 sees, polling where the page says "within seconds". Only these are run differently, each for a stated reason:
 ``kubelab up`` is started ``--detach`` on a free port (the test cannot leave a foreground process or take 8080),
 the watch (the page's second terminal) runs in the background and is stopped once it has shown the flow
-(the user presses Ctrl-C), ``exec -it`` is fed its input (no terminal), ``debug -it`` is typed into once kubectl
+(the user presses Ctrl-C), so does the kopf operator (stopped once its ConfigMap has been garbage-collected), ``exec -it`` is fed its input (no terminal), ``debug -it`` is typed into once kubectl
 says it is attached (``Shell.typed``), and the kubelet's pid comes from ``.kubelab/state.json`` instead of
 ``pgrep`` (a test must not signal processes by name).
 
@@ -43,8 +43,8 @@ pytestmark = pytest.mark.kubectl
 DOCS = {"en": ROOT / "docs" / "walkthrough.md", "zh": ROOT / "docs" / "zh" / "walkthrough.md"}
 # Section headings: the English page numbers its sections, the Chinese one uses the tutorial's own numerals.
 HEADINGS = {"en": r"## (\d+)\.|## (Clean up)", "zh": r"## ([一二三四五六七八九十]+)、|## (清理)"}
-SECTIONS = {"en": ["0", "1", "2", "3", "4", "5", "6", "7", "Clean up"],
-            "zh": ["一", "二", "三", "四", "五", "六", "七", "清理"]}
+SECTIONS = {"en": ["0", "1", "2", "3", "4", "5", "6", "7", "8", "Clean up"],
+            "zh": ["一", "二", "三", "四", "五", "六", "七", "八", "清理"]}
 ASSETS = ROOT / "docs" / "img"
 # The walkthrough runs once every piece it exercises exists (sections 3–6 need pod affinity, NoExecute eviction,
 # node lifecycle and exec): each path below is the module that brings one of them. Update when they land.
@@ -79,7 +79,9 @@ def table(out: str) -> list[dict[str, str]]:
     if not lines:
         return []
     names = re.split(r"\s{2,}", lines[0].strip())
-    starts = [lines[0].index(n) for n in names]
+    starts: list[int] = []
+    for n in names:  # left to right: AGE is also the end of MESSAGE
+        starts.append(lines[0].index(n, starts[-1] + 1 if starts else 0))
     bounds = list(zip(starts, starts[1:] + [None], strict=True))
     return [{n: line[a:b].strip() for n, (a, b) in zip(names, bounds, strict=True)} for line in lines[1:]]
 
@@ -273,6 +275,26 @@ def watched_flow(shell: Shell, line: str, result: Result) -> None:
             any(status == "ContainerCreating" for status, _ in states), f"{pod} was not seen bound:\n{out}"
 
 
+def start_operator(shell: Shell, line: str) -> Result:
+    """The page's other terminal: the operator runs while the next commands are typed (its log read as it comes)."""
+    operator = Watch(shell, f"exec {line} 2>&1")
+    shell.notes["operator"] = operator
+    return subprocess.CompletedProcess(line, 0 if operator.proc.poll() is None else 1, "", "")
+
+
+def operator_handled(shell: Shell, line: str, result: Result) -> None:
+    operator = shell.notes["operator"]
+    assert isinstance(operator, Watch)
+    assert operator.wait_for(lambda lines: any("Handler 'create_fn' succeeded." in row for row in lines), 90), \
+        f"the operator logged:\n{''.join(operator.lines)}"
+
+
+def stop_operator(shell: Shell, line: str, result: Result) -> None:
+    operator = shell.notes.pop("operator")
+    assert isinstance(operator, Watch)
+    operator.stop()
+
+
 def exec_with_input(shell: Shell, line: str) -> Result:
     return shell.run(line, input="echo hello from the pod\nexit\n")
 
@@ -295,6 +317,7 @@ SPECIAL: dict[str, Callable[[Shell, str], Result]] = {
     "kubectl debug -it $POD --image=busybox -- sh": debug_with_input,
     "kill -STOP $(pgrep -f -- '--node-name node03')": signal_kubelet,
     "kill -CONT $(pgrep -f -- '--node-name node03')": signal_kubelet,
+    "kopf run --standalone --namespace default examples/kopf-operator/operator.py": start_operator,
 }
 
 def trace_observed(shell: Shell, line: str, result: Result) -> None:
@@ -529,12 +552,33 @@ CHECKS: dict[str, list[Check]] = {
     "kubectl drain node02 --ignore-daemonsets --delete-emptydir-data --force": [both(
         prints("node/node02 drained"), warns("ignoring DaemonSet-managed Pods: default/node-agent-"))],
     "kubectl uncordon node02": [prints("node/node02 uncordoned")],
+    # 8
+    "kubectl apply -f examples/kopf-operator/manifests/crd.yaml": [
+        prints("customresourcedefinition.apiextensions.k8s.io/greetings.example.kubelab.io created")],
+    "kubectl wait --for=condition=Established crd/greetings.example.kubelab.io": [prints("condition met")],
+    "kubectl apply -f examples/kopf-operator/greeting.yaml": [
+        prints("greeting.example.kubelab.io/hello created")],
+    "kubectl get greetings": [
+        shows(lambda rows: [(r["NAME"], r["MESSAGE"], r["CONFIGMAP"]) for r in rows]
+              == [("hello", "hello, world", "")]),
+        shows(lambda rows: [(r["NAME"], r["CONFIGMAP"]) for r in rows] == [("hello", "hello-greeting")]),
+    ],
+    "kubectl explain greeting.spec": [prints("FIELD: spec <Object>", "What the Greeting asks for.",
+                                             "message\t<string> -required-")],
+    "kopf run --standalone --namespace default examples/kopf-operator/operator.py": [operator_handled],
+    "kubectl get configmap hello-greeting -o jsonpath='{.data.message}'": [shows_text(
+        lambda out: out == "hello, world")],
+    "kubectl delete greeting hello": [prints('greeting.example.kubelab.io "hello" deleted')],
+    "kubectl get configmaps": [both(shows(lambda rows: "hello-greeting" not in [r["NAME"] for r in rows]),
+                                    stop_operator)],
     # clean up
     "kubectl delete rc web": [prints('replicationcontroller "web" deleted')],
     "kubectl delete pdb web": [prints('poddisruptionbudget.policy "web" deleted')],
     "kubectl delete ds node-agent": [prints('daemonset.apps "node-agent" deleted')],
     "kubectl delete pods --all": [prints()],
     "kubectl label nodes node01 node02 node03 feng- rank-": [prints("node/node01 unlabeled")],
+    "kubectl delete crd greetings.example.kubelab.io": [
+        prints('customresourcedefinition.apiextensions.k8s.io "greetings.example.kubelab.io" deleted')],
 }
 
 
@@ -589,6 +633,9 @@ class Clusters:
 
     def close(self) -> None:
         for sh in self.shells.values():
+            operator = sh.notes.pop("operator", None)
+            if isinstance(operator, Watch):  # a failed section left the page's operator running
+                operator.stop()
             if not sh.notes.get("down"):
                 sh.run("kubelab down", timeout=120)
                 sh.notes["down"] = True

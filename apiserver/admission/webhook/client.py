@@ -140,7 +140,7 @@ class WebhookClient:
         return Target(shown, f"https://{_host_port(ip, endpoint_port)}{path}?{query}", host)
 
     async def post(self, config: dict[str, Any], body: Any, timeout: int) -> Any:
-        """POST ``body`` (JSON) to the webhook; its decoded JSON answer. Errors read as kube's reasons."""
+        """POST ``body`` (JSON) to an admission webhook; its decoded JSON answer. Errors read as kube's reasons."""
         try:
             raw = await self._exchange(config, body, timeout)
         except CallError as err:
@@ -149,6 +149,15 @@ class WebhookClient:
             return orjson.loads(raw)
         except orjson.JSONDecodeError as err:
             raise CallError(f"received invalid webhook response: {err}") from None
+
+    async def call(self, config: dict[str, Any], body: Any, timeout: int) -> Any:
+        """POST ``body`` (JSON) to a webhook; its decoded JSON answer, errors with client-go's text only (the
+        conversion webhook's caller words the rest)."""
+        raw = await self._exchange(config, body, timeout)
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as err:
+            raise CallError(str(err)) from None
 
     async def _exchange(self, config: dict[str, Any], body: Any, timeout: int) -> bytes:
         target = self.target(config, timeout)

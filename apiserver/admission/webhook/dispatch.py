@@ -24,7 +24,7 @@ from apimachinery import errors
 from apimachinery.patch import jsonpatch
 
 from ..attributes import Attributes, Object
-from ..matching import convert
+from ..matching import convert_through
 from ..sources import Sources
 from .client import CallError, WebhookClient
 from .configurations import Configurations, Invocation, Webhook
@@ -124,7 +124,8 @@ class Webhooks:
             source = self._request_strategy(attrs)
             target = invocation.strategy
             sent = replace(attrs, group=target.group, version=target.version, kind=target.kind,
-                           obj=convert(attrs.obj, source, target), old=convert(attrs.old, source, target))
+                           obj=await convert_through(attrs.obj, source, target),
+                           old=await convert_through(attrs.old, source, target))
         uid = new_request_uid()
         review = review_request(uid, sent, attrs, webhook.review_version)
         try:
@@ -177,14 +178,14 @@ class MutatingWebhooks(Webhooks):
             raise errors.InternalError(f'Internal error occurred: admission webhook "{name}" attempted to modify '
                                        f"the object, which is not supported for this operation")
         source = self._request_strategy(attrs) if invocation.strategy is not None else None
-        current = convert(attrs.obj, source, invocation.strategy)
+        current = await convert_through(attrs.obj, source, invocation.strategy)
         try:
             patched = jsonpatch.apply(current, patch)
         except errors.StatusError as err:
             raise errors.InternalError(f"Internal error occurred: {err.message}") from None
         if not isinstance(patched, dict):
             raise errors.InternalError("Internal error occurred: the patched object is not a JSON object")
-        patched = convert(patched, invocation.strategy, source) if source is not None else patched
+        patched = await convert_through(patched, invocation.strategy, source) if source is not None else patched
         assert patched is not None
         changed = patched != attrs.obj
         attrs.obj = patched
