@@ -41,7 +41,7 @@ from .env import EnvError, expand_command, pod_env, runtime_env
 from .node import machine_capacity
 from .podips import PoolExhausted
 from .probes import PROBE_KINDS, ProbeKind, ProbeWorker, Result, run_hook
-from .runtime.cri import Container, ContainerMeta, ExecTarget
+from .runtime.cri import Container, ContainerMeta, ExecTarget, SandboxConfig
 from .sources import SourceKind, env_references, volume_references
 from .volumes import VolumeError, mount_container, remove_pod_volumes, setup_volumes
 
@@ -342,7 +342,7 @@ class PodWorker:
                 current.replace(self.log_path(spec["name"], previous=True))
         try:
             meta = ContainerMeta(self.uid, self.pod["metadata"]["namespace"], self.pod["metadata"]["name"],
-                                 record.restarts, record.last)
+                                 record.restarts, record.last, SandboxConfig.from_pod(self.pod, self.ip))
             record.process = await self.host.runtime.start(run_spec, self._container_dir(spec), env, current, meta)
         except (OSError, RuntimeError) as err:
             record.status = st.waiting(spec, "CreateContainerError", record.restarts, record.last, str(err))
@@ -424,7 +424,10 @@ class PodWorker:
         cwd = container_dir / spec["workingDir"].lstrip("/") if spec.get("workingDir") else container_dir
         if self.host.runtime.bind_mounts:  # real containers: the runtime mounts the volumes, the image has PATH
             env = dict(defined)
-            return expand_command(spec, defined), env, ExecTarget(env, cwd, self.ip, list(spec.get("ports") or []))
+            run_spec = expand_command(spec, defined)
+            if self.host.runtime.pod_ips:  # on the node's network, the nginx stand-in binds the pod's IP
+                run_spec = images.listen_command(run_spec, self.ip)
+            return run_spec, env, ExecTarget(env, cwd, self.ip, list(spec.get("ports") or []))
         env = runtime_env(self.pod, {name: mounts.rewrite(value) for name, value in defined.items()})
         target = ExecTarget(env, cwd, self.ip, list(spec.get("ports") or []), mounts.rewrite)
         run_spec = images.listen_command(mounts.rewrite_container(expand_command(spec, defined)), self.ip)
@@ -488,12 +491,12 @@ class PodWorker:
         assert record.process is not None
         record.cancel_probes()
         code = 128 - code if code < 0 else code  # killed by signal N: exit code 128 + N, as runtimes report it
-        started, cid = record.process.started_at, record.process.container_id
+        started, cid, reason = record.process.started_at, record.process.container_id, record.process.reason
         record.process = None
         record.ready = False
         spec = record.spec
         record.status = st.terminated(spec, code, started, now_rfc3339(), record.restarts, record.last,
-                                      init=record.init, container_id=cid)
+                                      init=record.init, container_id=cid, reason=reason)
         policy = self.pod["spec"].get("restartPolicy", "Always")
         if record.ephemeral:
             restart = False  # ephemeral containers are never restarted

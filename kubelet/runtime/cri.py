@@ -23,6 +23,7 @@ background.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,14 +31,56 @@ from typing import Any, Protocol
 
 
 @dataclass
+class SandboxConfig:
+    """The CRI's PodSandboxConfig in the fields a runtime with namespaces uses (``from_pod``)."""
+
+    hostname: str = ""
+    pod_ip: str = ""
+    host_network: bool = False
+    host_pid: bool = False
+    host_ipc: bool = False
+    share_pid: bool = False  # shareProcessNamespace: one PID namespace for the pod, the sandbox its PID 1
+    security: dict[str, Any] = field(default_factory=dict)  # the pod's securityContext
+    hosts: str = ""  # the kubelet-managed /etc/hosts
+
+    @classmethod
+    def from_pod(cls, pod: dict[str, Any], pod_ip: str) -> SandboxConfig:
+        spec, meta = pod.get("spec") or {}, pod["metadata"]
+        hostname = (spec.get("hostname") or meta["name"])[:63].rstrip("-.")
+        return cls(hostname, pod_ip, bool(spec.get("hostNetwork")), bool(spec.get("hostPID")),
+                   bool(spec.get("hostIPC")), bool(spec.get("shareProcessNamespace")),
+                   dict(spec.get("securityContext") or {}), managed_hosts(pod, hostname, pod_ip))
+
+
+def managed_hosts(pod: dict[str, Any], hostname: str, pod_ip: str) -> str:
+    """The kubelet's ``/etc/hosts`` for a pod (``managedHostsFileContent``): localhost, the pod's IP with its
+    hostname (and FQDN with ``subdomain``), then ``hostAliases``."""
+    spec, namespace = pod.get("spec") or {}, pod["metadata"].get("namespace", "default")
+    lines = ["# Kubernetes-managed hosts file.", "127.0.0.1\tlocalhost",
+             "::1\tlocalhost ip6-localhost ip6-loopback", "fe00::0\tip6-localnet", "fe00::0\tip6-mcastprefix",
+             "fe00::1\tip6-allnodes", "fe00::2\tip6-allrouters"]
+    if spec.get("subdomain"):
+        lines.append(f"{pod_ip}\t{hostname}.{spec['subdomain']}.{namespace}.svc.cluster.local\t{hostname}")
+    else:
+        lines.append(f"{pod_ip}\t{hostname}")
+    aliases = spec.get("hostAliases") or []
+    if aliases:
+        lines += ["", "# Entries added by HostAliases."]
+        lines += [f"{a.get('ip', '')}\t" + "\t".join(a.get("hostnames") or []) for a in aliases]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
 class ContainerMeta:
-    """What the kubelet labels a container with (the CRI's labels and annotations), kept with it on disk."""
+    """What the kubelet labels a container with (the CRI's labels and annotations), kept with it on disk; with
+    ``sandbox``, the pod's sandbox configuration (namespaces, hostname, security) for a runtime that uses it."""
 
     pod_uid: str = ""
     pod_namespace: str = ""
     pod_name: str = ""
     restart_count: int = 0
     last_state: dict[str, Any] | None = None
+    sandbox: SandboxConfig | None = None
 
 
 class InContainer(Protocol):
@@ -60,6 +103,17 @@ class ExecTarget:
     ports: list[dict[str, Any]] = field(default_factory=list)
     rewrite: Callable[[str], str] = str  # the container's view of mount paths (``volumes.Mounts.rewrite``)
     container: InContainer | None = None
+    enter: list[str] = field(default_factory=list)  # an argv prefix that runs a command inside the container
+
+    def argv(self, command: list[str]) -> list[str]:
+        """The command line that runs ``command`` for this container: inside it (``enter``), or as a host process
+        with mount paths rewritten, ``python`` being this machine's interpreter (the process runtime's image)."""
+        if self.enter:
+            return [*self.enter, *(str(part) for part in command)]
+        argv = [self.rewrite(str(part)) for part in command]
+        if argv and argv[0] in ("python", "python3"):
+            argv[0] = sys.executable
+        return argv
 
 
 class Container(Protocol):
@@ -81,6 +135,11 @@ class Container(Protocol):
     @property
     def returncode(self) -> int | None:
         """The exit code once known (negative: killed by that signal), else ``None``."""
+        ...
+
+    @property
+    def reason(self) -> str | None:
+        """Why it terminated when the runtime knows more than the exit code (``OOMKilled``), else ``None``."""
         ...
 
     async def wait(self) -> int:

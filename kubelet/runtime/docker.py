@@ -276,6 +276,7 @@ class DockerContainer:
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path | None = None
     exit_known: bool = True
+    reason: str | None = None  # the engine's State.OOMKilled is not read: exit codes only
     _code: int | None = None
     _waiter: asyncio.Task[int] | None = None
     _logs: asyncio.Task[None] | None = None

@@ -79,9 +79,12 @@ def write_json(path: str, value: dict[str, int | str]) -> None:
     os.replace(tmp, path)
 
 
-def spawn(cwd: str, argv: list[str], stdio: tuple[int, int, int], tty: bool = False) -> int:
+def spawn(cwd: str, argv: list[str], stdio: tuple[int, int, int], tty: bool = False,
+          config: dict | None = None) -> int:  # type: ignore[type-arg]
     """Fork and exec the container in its own session with ``stdio`` as its fds 0-2 (with ``tty``, a pty's slave,
-    made its controlling terminal); raise ``OSError`` if it cannot be executed."""
+    made its controlling terminal); raise ``OSError`` if it cannot be executed. With ``config`` (the linux
+    runtime's ``config.json``) the child becomes a Linux container first (``isolate.enter``), or the pod's
+    sandbox (``pause``), which never execs."""
     status_r, status_w = os.pipe()  # close-on-exec: EOF without data means the exec succeeded
     pid = os.fork()
     if pid == 0:  # the container
@@ -96,10 +99,18 @@ def spawn(cwd: str, argv: list[str], stdio: tuple[int, int, int], tty: bool = Fa
                 import fcntl
                 import termios
                 fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-            os.chdir(cwd)
+            if config is None:
+                os.chdir(cwd)
+            else:
+                isolate().enter(config)
+                if config.get("pause"):
+                    os.close(status_w)
+                    os._exit(isolate().pause())
             os.execvpe(argv[0], argv, os.environ)
         except OSError as err:
             os.write(status_w, f"{err.errno or 0} {err.strerror or err}".encode())
+        except BaseException as err:  # noqa: BLE001 - a broken config must reach the kubelet, not vanish
+            os.write(status_w, f"0 {err!r}".encode())
         os._exit(127)
     os.close(status_w)
     data = b""
@@ -141,6 +152,25 @@ class LogWriter:
         return f"{rfc3339_nano(time.time())} {self.stream} {tag} ".encode() + line + b"\n"
 
 
+def isolate():  # type: ignore[no-untyped-def]
+    """``isolate.py`` (the linux runtime's container set-up), imported by path on first use."""
+    module = sys.modules.get("isolate")
+    if module is None:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import isolate as module  # type: ignore[import-not-found,no-redef]
+    return module
+
+
+def read_config(state_dir: str) -> dict | None:  # type: ignore[type-arg]
+    """The linux runtime's ``DIR/config.json``; ``None`` for a process-runtime container."""
+    path = os.path.join(state_dir, "config.json")
+    if not os.path.exists(path):
+        return None
+    import json
+    with open(path) as f:
+        return dict(json.load(f))
+
+
 def read_spec(state_dir: str) -> tuple[str, str, str, list[str], dict[str, str]]:
     """``DIR/spec`` as the kubelet writes it for the zygote: NUL-separated cwd, log path, stdio flags (``stdio``),
     the argument count, the arguments, then ``NAME=value`` environment entries."""
@@ -151,7 +181,7 @@ def read_spec(state_dir: str) -> tuple[str, str, str, list[str], dict[str, str]]
     return fields[0], fields[1], fields[2], argv, dict(entry.partition("=")[::2] for entry in env if entry)
 
 
-def zygote() -> int:
+def zygote(preload: bool = False) -> int:
     """``shim.py --zygote``: one warm interpreter per kubelet that forks a shim per container (an interpreter
     start costs ~10 ms of CPU per container; a fork ~1 ms). Each stdin line names a state directory whose ``spec``
     says what to run; the forked shim answers on stdout as a shim started directly does, with ``dir`` added. The
@@ -166,6 +196,10 @@ def zygote() -> int:
             if pid == 0:
                 return
 
+    if preload:  # the linux runtime's zygote: its shims fork with the set-up code already loaded
+        read_config(os.devnull)
+        isolate()
+        import json  # noqa: F401
     _signal.signal(_signal.SIGCHLD, reap)
     for sig in (_signal.SIGINT, _signal.SIGHUP, _signal.SIGTERM):
         _signal.signal(sig, _signal.SIG_IGN)  # stopping the kubelet's process group must not stop the shims' parent
@@ -371,7 +405,10 @@ def main(state_dir: str, cwd: str, log_path: str, argv: list[str], stdio: str = 
         _signal.signal(sig, _signal.SIG_IGN)  # only the container's own exit ends the shim
     child, outputs, stdin = _stdio(flags)
     try:
-        pid = spawn(cwd, argv, child, tty="tty" in flags)
+        config = read_config(state_dir)
+        if config is not None:
+            isolate().before_fork(config)  # the PID namespace its next child is born into
+        pid = spawn(cwd, argv, child, tty="tty" in flags, config=config)
     except OSError as err:
         print(to_json({"dir": state_dir, "error": err.strerror or str(err), "errno": err.errno or 0}), flush=True)
         return 1
@@ -428,9 +465,12 @@ def main(state_dir: str, cwd: str, log_path: str, argv: list[str], stdio: str = 
     if status is None:
         _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)  # negative: killed by that signal
-    write_json(os.path.join(state_dir, "exit.json"), {"exitCode": code, "finishedAt": rfc3339_nano(time.time())})
+    exit_status: dict[str, int | str] = {"exitCode": code, "finishedAt": rfc3339_nano(time.time())}
+    if config is not None and (reason := isolate().exited(config, code)):
+        exit_status["reason"] = reason
+    write_json(os.path.join(state_dir, "exit.json"), exit_status)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(zygote() if sys.argv[1:] == ["--zygote"] else main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5:]))
+    sys.exit(zygote(sys.argv[2:] == ["linux"]) if sys.argv[1:2] == ["--zygote"] else main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5:]))
