@@ -134,4 +134,5 @@ class Kubelet:
         for worker in list(self.workers.values()):
             worker.task.cancel()
             await worker._kill_all(2)
+        self.runtime.shutdown()
         await self.recorder.close()

@@ -158,6 +158,17 @@ class Cgroups:
                 d.rmdir()
 
 
+    def remove_node(self) -> None:
+        """Every pod's cgroups of this node, and the node's own (a test's clean-up, a node taken away)."""
+        uids = {d.name.removeprefix("pod") for base in self._dirs(self.base) if base.is_dir()
+                for d in base.iterdir() if d.is_dir() and d.name.startswith("pod")}
+        for uid in uids:
+            self.remove_pod(uid)
+        for d in self._dirs(self.base) + self._dirs(self.base.parent):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+
+
 def _kill_all(cgroup: Path) -> None:
     try:
         pids = [int(p) for p in (cgroup / "cgroup.procs").read_text().split()]

@@ -182,3 +182,8 @@ class Runtime(Protocol):
         """The unix socket (``shim.Attachments``' protocol) that attaches to ``container``'s stdin and output;
         ``None``: this runtime cannot attach."""
         ...
+
+    def shutdown(self) -> None:
+        """The kubelet stops (its containers already are): release what pods hold beyond their containers (the
+        linux runtime's sandboxes and cgroups)."""
+        ...

@@ -497,6 +497,9 @@ class DockerRuntime:
         """Not offered (yet): the engine's attach stream would need its own relay; the kubelet says so."""
         return None
 
+    def shutdown(self) -> None:
+        """The engine keeps nothing for a pod beyond its containers."""
+
     def recover(self) -> list[DockerContainer]:
         return list(self._recovered)
 

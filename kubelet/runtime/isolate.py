@@ -208,8 +208,10 @@ def exec_in(state_dir: str, argv: list[str]) -> int:
         try:
             become(config)
             os.execvpe(argv[0], argv, os.environ)
-        except OSError as err:
-            os.write(2, f"exec: \"{argv[0]}\": {err.strerror or err}\n".encode())
+        except OSError as err:  # runc's words, which kubectl shows
+            why = "executable file not found in $PATH" if err.errno == 2 else err.strerror or str(err)
+            os.write(2, f"OCI runtime exec failed: exec failed: unable to start container process: exec: "
+                        f"\"{argv[0]}\": {why}: unknown\n".encode())
             os._exit(127 if err.errno == 2 else 126)
     for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
         _signal.signal(sig, lambda signum, _frame: os.kill(child, signum))

@@ -300,20 +300,29 @@ class LinuxRuntime(ProcessRuntime):
     def remove_pods(self, keep: set[str]) -> list[str]:
         """The containers as the process runtime removes them, then each pod's sandbox and cgroups."""
         removed = set(super().remove_pods(keep))
-        if self.sandboxes.is_dir():
-            for d in self.sandboxes.iterdir():
-                if d.name in keep:
-                    continue
-                self.network.teardown(d.name)
-                pid = _running_pause(d)
-                if pid is not None:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(pid, signal.SIGKILL)
-                self.cgroups.remove_pod(d.name)
-                shutil.rmtree(d, ignore_errors=True)
-                self._locks.pop(d.name, None)
+        for d in self._sandbox_dirs():
+            if d.name not in keep:
+                self._remove_sandbox(d)
                 removed.add(d.name)
         return sorted(removed)
+
+    def shutdown(self) -> None:
+        """The kubelet stops and has stopped its containers: every sandbox and pod cgroup goes too."""
+        for d in self._sandbox_dirs():
+            self._remove_sandbox(d)
+
+    def _sandbox_dirs(self) -> list[Path]:
+        return [d for d in self.sandboxes.iterdir() if d.is_dir()] if self.sandboxes.is_dir() else []
+
+    def _remove_sandbox(self, d: Path) -> None:
+        self.network.teardown(d.name)
+        pid = _running_pause(d)
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        self.cgroups.remove_pod(d.name)
+        shutil.rmtree(d, ignore_errors=True)
+        self._locks.pop(d.name, None)
 
 
 def _running_pause(d: Path) -> int | None:

@@ -352,6 +352,9 @@ class ProcessRuntime:
         assert isinstance(container, ContainerProcess)
         return container.dir / ATTACH_SOCKET
 
+    def shutdown(self) -> None:
+        """Nothing outlives the containers here."""
+
     # --- finding containers again -----------------------------------------------------------------------------
     def recover(self) -> list[ContainerProcess]:
         """Every container this runtime recorded: running ones adopted, exited ones with their exit code."""

@@ -1,0 +1,150 @@
+"""The linux runtime as a user meets it: a pod's root is its image's, its hostname its name, its processes its own,
+its memory limit enforced and its securityContext honoured — a real kubelet, real namespaces, overlayfs and
+cgroups, driven by the real kubectl. Skipped where the host cannot create namespaces or mount overlayfs (not root,
+no static busybox...), with the reason."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from conftest import Kubectl
+from kubelet.runtime.cgroups import Cgroups
+from kubelet.runtime.linux import unavailable
+from support.kubelet import Node, create_pod, node_runtime, running_node
+from support.wait import wait_for
+
+
+@pytest.fixture(scope="module")
+def node(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
+    root = tmp_path_factory.mktemp("linux-kubelet")
+    why = unavailable(root / "probe")
+    if why is not None:
+        pytest.skip(f"this host cannot run Linux containers: {why}")
+    name = f"linux-{uuid.uuid4().hex[:10]}"
+    with running_node(api_url, name, root) as node:
+        yield node
+    Cgroups(name).remove_node()
+
+
+def _status(api_url: str, ns: str, name: str) -> dict[str, Any]:
+    return dict(httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/{name}").json().get("status") or {})
+
+
+def _exec(kubectl: Kubectl, ns: str, pod: str, *command: str, check: bool = True) -> str:
+    return kubectl("exec", "-n", ns, pod, "--", *command, check=check).stdout
+
+
+def test_node_reports_the_linux_runtime(api_url: str, node: Node) -> None:
+    assert node_runtime(api_url, node.name) == "linux"
+
+
+def test_root_is_the_images_and_cp_lands_inside(kubectl: Kubectl, api_url: str, ns: str, node: Node,
+                                                tmp_path: Path) -> None:
+    """``ls /`` shows busybox's tree, not the host's; ``kubectl cp`` (tar in the container) writes into the pod's
+    own root, so the host's /tmp does not get the file; the container's ID names the linux runtime."""
+    create_pod(api_url, ns, node, "rootfs", {"name": "main", "command": ["sleep", "3600"]})
+    listing = _exec(kubectl, ns, "rootfs", "ls", "/").split()
+    assert {"bin", "etc", "proc", "tmp", "usr"} <= set(listing)
+    assert "work" not in listing and "root" in listing
+    assert _exec(kubectl, ns, "rootfs", "sh", "-c", "test -e /work/wt-linux || echo absent").strip() == "absent"
+    marker = f"kubelab-cp-{uuid.uuid4().hex}"
+    source = tmp_path / "f.txt"
+    source.write_text("copied\n")
+    kubectl("cp", str(source), f"{ns}/rootfs:/tmp/{marker}")
+    assert _exec(kubectl, ns, "rootfs", "cat", f"/tmp/{marker}") == "copied\n"
+    assert not Path(f"/tmp/{marker}").exists()
+    status = _status(api_url, ns, "rootfs")
+    assert status["containerStatuses"][0]["containerID"].startswith("linux://")
+
+
+def test_hostname_and_processes_are_the_pods(kubectl: Kubectl, api_url: str, ns: str, node: Node) -> None:
+    """The hostname is the pod's name; ``ps`` shows the container's own processes, PID 1 its command; with
+    ``shareProcessNamespace`` the containers see each other's."""
+    create_pod(api_url, ns, node, "named", {"name": "main", "command": ["sleep", "3600"]})
+    assert _exec(kubectl, ns, "named", "hostname").strip() == "named"
+    assert _exec(kubectl, ns, "named", "cat", "/etc/hostname").strip() == "named"
+    ps = _exec(kubectl, ns, "named", "ps", "-o", "pid,args").splitlines()[1:]
+    commands = [line.split(None, 1) for line in ps]
+    assert commands[0] == ["1", "sleep 3600"], ps
+    assert all("kubelet" not in c[1] and "etcd" not in c[1] for c in commands), ps
+    assert len(commands) <= 3, ps  # sleep, ps (and the shell kubectl may not start)
+
+
+def test_memory_hog_is_oom_killed(api_url: str, ns: str, node: Node) -> None:
+    """An allocation over ``limits.memory`` ends as ``OOMKilled`` with exit code 137, as on Kubernetes."""
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hog", "namespace": ns},
+            "spec": {"nodeName": node.name, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "hog", "image": "python",
+                                     "command": ["python3", "-c", "a = bytearray(300 * 1024 * 1024); print(len(a))"],
+                                     "resources": {"limits": {"memory": "64Mi"}}}]}}
+    assert httpx.post(f"{api_url}/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+    wait_for(lambda: _status(api_url, ns, "hog").get("phase") == "Failed", what="the hog Failed")
+    terminated = _status(api_url, ns, "hog")["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["reason"], terminated["exitCode"]) == ("OOMKilled", 137)
+
+
+def test_security_context(kubectl: Kubectl, api_url: str, ns: str, node: Node) -> None:
+    """runAsUser and fsGroup show in ``id``; readOnlyRootFilesystem refuses a write outside the volumes;
+    allowPrivilegeEscalation false sets no_new_privs; a non-root user holds no capabilities."""
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "secure", "namespace": ns},
+            "spec": {"nodeName": node.name, "terminationGracePeriodSeconds": 1,
+                     "securityContext": {"runAsUser": 1000, "runAsGroup": 3000, "fsGroup": 2000},
+                     "volumes": [{"name": "scratch", "emptyDir": {}}],
+                     "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"],
+                                     "volumeMounts": [{"name": "scratch", "mountPath": "/data"}],
+                                     "securityContext": {"readOnlyRootFilesystem": True,
+                                                         "allowPrivilegeEscalation": False}}]}}
+    assert httpx.post(f"{api_url}/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+    wait_for(lambda: _status(api_url, ns, "secure").get("phase") == "Running", what="secure Running")
+    ident = _exec(kubectl, ns, "secure", "id")
+    assert "uid=1000" in ident and "gid=3000" in ident and "2000" in ident, ident
+    refused = kubectl("exec", "-n", ns, "secure", "--", "touch", "/x", check=False)
+    assert refused.returncode != 0 and "Read-only file system" in refused.stderr, refused
+    _exec(kubectl, ns, "secure", "sh", "-c", "echo ok > /data/f")
+    assert _exec(kubectl, ns, "secure", "cat", "/data/f") == "ok\n"
+    status = _exec(kubectl, ns, "secure", "cat", "/proc/self/status")
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    assert fields["NoNewPrivs"].strip() == "1" and int(fields["CapEff"].strip(), 16) == 0
+
+
+def test_volumes_mount_at_their_path_read_only_and_sub_path(kubectl: Kubectl, api_url: str, ns: str,
+                                                            node: Node) -> None:
+    """Two containers share an emptyDir at their own mountPaths; ``readOnly`` refuses writes; ``subPath``
+    mounts a directory of the volume."""
+    mounts = [{"name": "shared", "mountPath": "/out"}]
+    reader = [{"name": "shared", "mountPath": "/in", "readOnly": True},
+              {"name": "shared", "mountPath": "/sub", "subPath": "part"}]
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "vols", "namespace": ns},
+            "spec": {"nodeName": node.name, "terminationGracePeriodSeconds": 1,
+                     "volumes": [{"name": "shared", "emptyDir": {}}],
+                     "containers": [
+                         {"name": "writer", "image": "busybox", "volumeMounts": mounts,
+                          "command": ["sh", "-c", "mkdir -p /out/part && echo hi > /out/part/x && sleep 3600"]},
+                         {"name": "reader", "image": "busybox", "volumeMounts": reader, "command": ["sleep", "3600"]}]}}
+    assert httpx.post(f"{api_url}/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+    wait_for(lambda: _status(api_url, ns, "vols").get("phase") == "Running", what="vols Running")
+    wait_for(lambda: kubectl("exec", "-n", ns, "vols", "-c", "reader", "--", "cat", "/sub/x",
+                             check=False).stdout == "hi\n", what="the writer's file under the subPath")
+    assert kubectl("exec", "-n", ns, "vols", "-c", "reader", "--", "cat", "/in/part/x").stdout == "hi\n"
+    refused = kubectl("exec", "-n", ns, "vols", "-c", "reader", "--", "touch", "/in/y", check=False)
+    assert refused.returncode != 0 and "Read-only file system" in refused.stderr
+
+
+def test_pod_deletion_removes_its_sandbox_and_cgroups(api_url: str, ns: str, node: Node) -> None:
+    """Once a pod is gone, its pause process and its cgroups are gone too."""
+    create_pod(api_url, ns, node, "gone", {"name": "main", "command": ["sleep", "3600"]})
+    uid = httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/gone").json()["metadata"]["uid"]
+    sandbox = node.root / "root" / "sandboxes" / uid
+    pause = json.loads((sandbox / "pid.json").read_text())["pid"]
+    cgroups = Cgroups(node.name).pod_dirs(uid)
+    assert cgroups and all(d.is_dir() for d in cgroups)
+    httpx.delete(f"{api_url}/api/v1/namespaces/{ns}/pods/gone")
+    wait_for(lambda: not sandbox.exists() and not any(d.exists() for d in cgroups), what="sandbox and cgroups gone")
+    assert not Path(f"/proc/{pause}").exists()
