@@ -65,6 +65,15 @@ CATALOG: dict[str, ImageConfig] = {
 DEFAULT_LISTEN_PORT = 80  # nginx's ``listen 80``
 
 
+def command_line(container: dict[str, Any]) -> list[str]:
+    """Kubernetes' rule: ``command`` overrides the image's ENTRYPOINT, ``args`` its CMD."""
+    config = lookup(container.get("image", ""))
+    entrypoint, cmd = (config.entrypoint, config.cmd) if config else ([], [])
+    command = list(container.get("command") or []) or list(entrypoint)
+    args = list(container.get("args") or []) if container.get("args") or container.get("command") else list(cmd)
+    return command + args
+
+
 def listen_command(container: dict[str, Any], pod_ip: str) -> dict[str, Any]:
     """The container with its image's default command told where to listen (``<podIP> <port>``), when the image
     serves (``listens``) and the pod spec sets neither ``command`` nor ``args``; any other container as it is."""

@@ -108,8 +108,8 @@ def run(args: argparse.Namespace) -> int:
             for record in state.processes
             for health in (health_of(record, client, supervised),)
         ]
-    print(f"kubelab in {data_dir}: apiserver {state.api_url} ({supervisor_of(state)}), kubeconfig {state.kubeconfig}")
         runtimes = node_runtimes(client, state.api_url)
+    print(f"kubelab in {data_dir}: apiserver {state.api_url} ({supervisor_of(state)}), kubeconfig {state.kubeconfig}")
     print(render_table(HEADERS, rows))
     if runtimes:
         print(f"container runtime: {runtimes}")

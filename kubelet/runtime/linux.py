@@ -135,12 +135,9 @@ def user(security: dict[str, Any], pod_security: dict[str, Any]) -> dict[str, An
     return {"uid": uid, "gid": gid, "groups": sorted(set(groups))}
 
 
-def argv_of(container: dict[str, Any], config: images.ImageConfig | None) -> list[str]:
+def argv_of(container: dict[str, Any]) -> list[str]:
     """Kubernetes' rule over the image's ENTRYPOINT and CMD; this machine's interpreter is the image's python3."""
-    entrypoint, cmd = (config.entrypoint, config.cmd) if config else ([], [])
-    command = list(container.get("command") or []) or list(entrypoint)
-    args = list(container.get("args") or []) if container.get("args") or container.get("command") else list(cmd)
-    argv = command + args
+    argv = images.command_line(container)
     if argv and argv[0] == sys.executable:
         argv[0] = "python3"
     return argv
@@ -183,7 +180,7 @@ class LinuxRuntime(ProcessRuntime):
                  meta: ContainerMeta) -> tuple[list[str], Path, dict[str, str]]:
         """The image's command and environment (PATH...), with the pod's variables over them."""
         image = container.get("image", "")
-        argv = argv_of(container, images.lookup(image))
+        argv = argv_of(container)
         tree = self._rootfs(image)
         hostname = meta.sandbox.hostname if meta.sandbox else meta.pod_name
         return argv, workdir, {**tree.env, "HOSTNAME": hostname, "HOME": "/root", **env}

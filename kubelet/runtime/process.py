@@ -61,12 +61,9 @@ def image_name(image: str) -> str:
 
 
 def container_argv(container: dict[str, Any]) -> list[str]:
-    """Kubernetes' rule: ``command`` overrides the image's ENTRYPOINT, ``args`` its CMD."""
-    config = images.lookup(container.get("image", ""))
-    entrypoint, cmd = (config.entrypoint, config.cmd) if config else ([], [])
-    command = list(container.get("command") or []) or list(entrypoint)
-    args = list(container.get("args") or []) if container.get("args") or container.get("command") else list(cmd)
-    argv = command + args
+    """Kubernetes' rule over the image's ENTRYPOINT and CMD (``images.command_line``), run by this machine's
+    Python where the image is ``python``."""
+    argv = images.command_line(container)
     if argv and argv[0] in ("python", "python3"):
         argv[0] = sys.executable  # the "python" image is this machine's interpreter
     return argv
