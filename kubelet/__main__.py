@@ -20,6 +20,7 @@ from aiohttp import web
 from kubeclient import Clientset
 
 from .hollow import HollowNodes
+from .images import ImageStore
 from .kubelet import Kubelet
 from .node import PROCESS_RUNTIME_VERSION, NodeAgent, machine_capacity
 from .runtime.docker import DockerImages, DockerRuntime, EngineError
@@ -108,9 +109,10 @@ async def run(args: argparse.Namespace) -> None:
         kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
                           runtime=docker, images=images)
     else:
-        linux = choose_linux(args.runtime, root, args.node_name)
+        store = ImageStore(root / "images", args.crashloop_backoff)
+        linux = choose_linux(args.runtime, root, args.node_name, store)
         kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
-                          runtime=linux)
+                          runtime=linux, images=store)
     if docker is not None:
         runtime_version = docker.runtime_version
     else:
@@ -142,7 +144,7 @@ async def run(args: argparse.Namespace) -> None:
             await docker.close()
 
 
-def choose_linux(runtime: str, root: Path, node_name: str) -> LinuxRuntime | None:
+def choose_linux(runtime: str, root: Path, node_name: str, images: ImageStore) -> LinuxRuntime | None:
     """The linux runtime when asked for (exits if this host cannot run it) or, with ``auto``, where it can."""
     if runtime == "process":
         logging.info("runtime: process")
@@ -154,7 +156,7 @@ def choose_linux(runtime: str, root: Path, node_name: str) -> LinuxRuntime | Non
         logging.info("runtime: process (linux containers are not available here: %s)", why)
         return None
     logging.info("runtime: linux (%s)", LINUX_RUNTIME_VERSION)
-    return LinuxRuntime(root, root / "images", node_name)
+    return LinuxRuntime(root, images, node_name)
 
 
 async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict[str, str],

@@ -127,17 +127,38 @@ def security_context(pod: dict[str, Any], container: dict[str, Any]) -> dict[str
     return {**pod, **(container.get("securityContext") or {})}
 
 
-def user(security: dict[str, Any], pod_security: dict[str, Any]) -> dict[str, Any]:
-    uid, gid = int(security.get("runAsUser") or 0), int(security.get("runAsGroup") or 0)
+def image_user(spec: str, tree: Path) -> tuple[int, int]:
+    """An image config's ``User`` (``uid``, ``uid:gid``, ``name`` or ``name:group``) as numbers, names looked up
+    in the image's own /etc/passwd and /etc/group (unknown: root's)."""
+    name, _, group = spec.partition(":")
+
+    def lookup(file: str, key: str, field: int) -> int:
+        if key.isdigit() or not key:
+            return int(key or 0)
+        with contextlib.suppress(OSError, ValueError):
+            for line in (tree / "etc" / file).read_text().splitlines():
+                parts = line.split(":")
+                if len(parts) > field and parts[0] == key:
+                    return int(parts[field])
+        return 0
+    uid = lookup("passwd", name, 2)
+    gid = lookup("group", group, 2) if group else (lookup("passwd", name, 3) if not name.isdigit() else 0)
+    return uid, gid
+
+
+def user(security: dict[str, Any], pod_security: dict[str, Any], image: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+    """The container's uid, gid and groups: runAsUser/runAsGroup over the image's User."""
+    uid = int(security["runAsUser"]) if security.get("runAsUser") is not None else image[0]
+    gid = int(security["runAsGroup"]) if security.get("runAsGroup") is not None else image[1]
     groups = [gid, *(int(g) for g in pod_security.get("supplementalGroups") or [])]
     if pod_security.get("fsGroup") is not None:
         groups.append(int(pod_security["fsGroup"]))
     return {"uid": uid, "gid": gid, "groups": sorted(set(groups))}
 
 
-def argv_of(container: dict[str, Any]) -> list[str]:
+def argv_of(container: dict[str, Any], config: images.ImageConfig | None) -> list[str]:
     """Kubernetes' rule over the image's ENTRYPOINT and CMD; this machine's interpreter is the image's python3."""
-    argv = images.command_line(container)
+    argv = images.command_line(container, config)
     if argv and argv[0] == sys.executable:
         argv[0] = "python3"
     return argv
@@ -161,11 +182,12 @@ class LinuxRuntime(ProcessRuntime):
     name = RUNTIME_NAME
     preload = True
 
-    def __init__(self, root: Path, image_root: Path, node: str, *, overlay: bool = True,
+    def __init__(self, root: Path, image_store: images.ImageStore, node: str, *, overlay: bool = True,
                  network: PodNetwork | None = None) -> None:
         super().__init__(root / "containers")
         self.sandboxes = root / "sandboxes"
-        self.image_root = image_root / "rootfs"
+        self.images = image_store
+        self.image_root = image_store.root / "rootfs"
         self.overlay = overlay  # False: each container's root is a copy of the image's tree
         self.network: PodNetwork = network or HostNetwork()
         self.cgroups = Cgroups(node)
@@ -180,12 +202,16 @@ class LinuxRuntime(ProcessRuntime):
                  meta: ContainerMeta) -> tuple[list[str], Path, dict[str, str]]:
         """The image's command and environment (PATH...), with the pod's variables over them."""
         image = container.get("image", "")
-        argv = argv_of(container)
+        argv = argv_of(container, self.images.config(image))
         tree = self._rootfs(image)
         hostname = meta.sandbox.hostname if meta.sandbox else meta.pod_name
         return argv, workdir, {**tree.env, "HOSTNAME": hostname, "HOME": "/root", **env}
 
     def _rootfs(self, image: str) -> rootfs.Rootfs:
+        config = self.images.config(image)
+        if config is not None and config.rootfs:  # loaded (``kubelab image load``): its tree and its Env
+            env = dict(e.partition("=")[::2] for e in config.env)
+            return rootfs.Rootfs(Path(config.rootfs), env={"PATH": rootfs.DEFAULT_PATH, **env})
         key = images.parse_reference(image).catalog_key
         if not rootfs.supported(key):
             raise RuntimeError(f'image "{image}" has no root file system on this node')
@@ -198,10 +224,12 @@ class LinuxRuntime(ProcessRuntime):
                          meta: ContainerMeta) -> None:
         sandbox = meta.sandbox or SandboxConfig(hostname=meta.pod_name)
         tree = self._rootfs(container.get("image", ""))
+        image = self.images.config(container.get("image", ""))
         pause = await self._sandbox(meta.pod_uid or cid, sandbox)
         security = security_context(sandbox.security, container)
         config: dict[str, Any] = {
-            "root": str(state / "rootfs"), "cwd": container.get("workingDir") or "/",
+            "root": str(state / "rootfs"),
+            "cwd": container.get("workingDir") or (image.working_dir if image else "") or "/",
             "namespaces": {"uts": None if sandbox.host_network else f"/proc/{pause}/ns/uts",
                            "ipc": None if sandbox.host_ipc else f"/proc/{pause}/ns/ipc"},
             "pidNamespace": None if sandbox.host_pid else f"/proc/{pause}/ns/pid" if sandbox.share_pid else "new",
@@ -210,7 +238,8 @@ class LinuxRuntime(ProcessRuntime):
             "oomEvents": self.cgroups.oom_events(meta.pod_uid or cid, cid),
             "mounts": self._mounts(state, container, workdir, tree, self.sandboxes / (meta.pod_uid or cid),
                                    sandbox),
-            "user": user(security, sandbox.security), "capabilities": capabilities(security),
+            "user": user(security, sandbox.security, image_user(image.user if image else "", tree.path)),
+            "capabilities": capabilities(security),
             "privileged": bool(security.get("privileged")),
             "readOnlyRoot": bool(security.get("readOnlyRootFilesystem")),
             "noNewPrivs": security.get("allowPrivilegeEscalation") is False and not security.get("privileged"),

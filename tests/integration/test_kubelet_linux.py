@@ -5,7 +5,12 @@ no static busybox...), with the reason."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import subprocess
+import sys
+import tarfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +19,9 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import Kubectl
+from conftest import ROOT, Kubectl
 from kubelet.runtime.cgroups import Cgroups
+from kubelet.rootfs import static_busybox
 from kubelet.runtime.linux import unavailable
 from support.kubelet import Node, create_pod, node_runtime, running_node
 from support.wait import wait_for
@@ -148,3 +154,62 @@ def test_pod_deletion_removes_its_sandbox_and_cgroups(api_url: str, ns: str, nod
     httpx.delete(f"{api_url}/api/v1/namespaces/{ns}/pods/gone")
     wait_for(lambda: not sandbox.exists() and not any(d.exists() for d in cgroups), what="sandbox and cgroups gone")
     assert not Path(f"/proc/{pause}").exists()
+
+
+def _layer(files: dict[str, bytes | str]) -> bytes:
+    """A layer tarball: ``path: bytes`` is a file (mode 755), ``path: "->target"`` a symlink."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for path, content in files.items():
+            info = tarfile.TarInfo(path)
+            if isinstance(content, str):
+                info.type, info.linkname = tarfile.SYMTYPE, content.removeprefix("->")
+                tar.addfile(info)
+            else:
+                info.size, info.mode = len(content), 0o755
+                tar.addfile(info, io.BytesIO(content))
+    return out.getvalue()
+
+
+def _docker_save(path: Path, tag: str, config: dict[str, Any], layers: list[bytes]) -> None:
+    """A ``docker save`` tarball: manifest.json, the config blob and one directory per layer."""
+    config_body = json.dumps({"architecture": "amd64", "os": "linux", "config": config}).encode()
+    config_name = hashlib.sha256(config_body).hexdigest() + ".json"
+    names = [f"{hashlib.sha256(layer).hexdigest()}/layer.tar" for layer in layers]
+    manifest = json.dumps([{"Config": config_name, "RepoTags": [tag], "Layers": names}]).encode()
+    with tarfile.open(path, "w") as tar:
+        for name, body in [("manifest.json", manifest), (config_name, config_body), *zip(names, layers)]:
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+
+
+def test_loaded_image_runs_with_its_own_entrypoint(api_url: str, ns: str, node: Node, tmp_path: Path) -> None:
+    """``kubelab image load`` of a ``docker save`` tarball the test builds (a static busybox, a script, a second
+    layer whose whiteout deletes a file of the first): the Node lists it in ``status.images``, and a pod runs its
+    Entrypoint/Cmd with its Env, WorkingDir and User, on a root without the deleted file."""
+    busybox = static_busybox()
+    assert busybox is not None
+    base = _layer({"bin/busybox": Path(busybox).read_bytes(), "bin/sh": "->/bin/busybox",
+                   "app/hello.sh": b"echo $GREETING from $(pwd) as $(id -u); ls /app; cat /etc/motd\n",
+                   "app/old.txt": b"deleted above\n", "etc/motd": b"motd of layer one\n"})
+    top = _layer({"app/.wh.old.txt": b"", "etc/motd": b"motd of layer two\n", "app/new.txt": b"added\n"})
+    tag = f"example.com/kubelab/hello:{uuid.uuid4().hex[:8]}"
+    archive = tmp_path / "hello.tar"
+    _docker_save(archive, tag, {"Entrypoint": ["/bin/sh"], "Cmd": ["/app/hello.sh"], "Env": ["GREETING=hi"],
+                                "WorkingDir": "/app", "User": "1000"}, [base, top])
+    done = subprocess.run([sys.executable, "-m", "kubelab", "image", "load", str(archive),
+                           "--root-dir", str(node.root / "root")], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0 and f'Image: "{tag}" loaded' in done.stdout, done
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "loaded", "namespace": ns},
+            "spec": {"nodeName": node.name, "restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": tag, "imagePullPolicy": "IfNotPresent"}]}}
+    assert httpx.post(f"{api_url}/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+    wait_for(lambda: _status(api_url, ns, "loaded").get("phase") == "Succeeded", what="the loaded image's pod done")
+    logs = httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/loaded/log").text
+    assert logs.splitlines() == ["hi from /app as 1000", "hello.sh", "new.txt", "motd of layer two"], logs
+
+    def listed() -> bool:
+        images = httpx.get(f"{api_url}/api/v1/nodes/{node.name}").json()["status"].get("images") or []
+        return any(tag in image["names"] for image in images)
+    wait_for(listed, timeout=30, what="the loaded image in the Node's status.images")
