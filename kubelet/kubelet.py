@@ -10,8 +10,9 @@ first list, then every ``HOUSEKEEPING_SECONDS``, as kubelet's ``HandlePodCleanup
 containers of pods this node no longer has, so nothing is duplicated and nothing is orphaned. Each pod gets its
 own IP from the Node's ``spec.podCIDR`` (``podips``), kept across restarts and released with the pod.
 
-The runtime is a ``cri.Runtime``: the process runtime by default, or with ``--runtime docker`` a
-``docker.DockerRuntime`` that runs real containers through a reachable Docker engine (its ``DockerImages`` pulls).
+The runtime is a ``cri.Runtime``: the process runtime unless given another — ``linux.LinuxRuntime`` (Linux
+containers: namespaces, the image's root file system, cgroups; ``__main__`` picks it where the host allows) or
+``docker.DockerRuntime``, which runs real containers through a reachable Docker engine (its ``DockerImages`` pulls).
 """
 
 from __future__ import annotations

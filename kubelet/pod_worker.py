@@ -219,7 +219,8 @@ class PodWorker:
         even before the init containers are done); one that ran is never started again. A pod that finished
         starts none: its sandbox is gone, as the kubelet's is.
 
-        ``targetContainerName`` asks the runtime to put the debugger in the target's process namespace. The process
+        ``targetContainerName`` asks the runtime to put the debugger in the target's process namespace: the linux
+        runtime does (``kubectl debug --target`` then shows the target's processes). The process
         runtime has no namespaces at all: every container, ephemeral or not, already sees every process of the node
         (``ps``, ``/proc/<pid>/cwd`` is the target's container directory, ``/proc/<pid>/environ`` its environment),
         so there is nothing to join and nothing is done. The docker runtime does not join it either: the debugger

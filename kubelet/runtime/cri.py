@@ -1,7 +1,8 @@
-"""What the kubelet needs from a container runtime, shaped like the CRI: the two runtimes implement it.
+"""What the kubelet needs from a container runtime, shaped like the CRI: the runtimes implement it.
 
-``process.ProcessRuntime`` (the default) runs each container as an OS process under a shim; ``docker.DockerRuntime``
-(``--runtime docker``) runs real containers through a Docker engine. The pod worker, the kubelet's housekeeping,
+``linux.LinuxRuntime`` runs each container as a Linux container (namespaces, an image's root file system, cgroups)
+and ``process.ProcessRuntime`` as an OS process, both under a shim; ``docker.DockerRuntime`` (``--runtime docker``)
+runs real containers through a Docker engine. The pod worker, the kubelet's housekeeping,
 probes, hooks and exec see only these protocols:
 
     Runtime.start / stop        the CRI's CreateContainer + StartContainer / StopContainer (with a grace period)
@@ -9,6 +10,9 @@ probes, hooks and exec see only these protocols:
     Runtime.remove_pods         RemoveContainer (and their state) for pods the node no longer has
     Runtime.exec_target         ExecSync / Exec: where a probe, hook or ``kubectl exec`` of one container runs
     Runtime.attach_socket       Attach: where the container's stdin and output are offered (``kubectl attach``)
+    Runtime.shutdown            the kubelet stops: StopPodSandbox for every pod (the linux runtime's sandboxes)
+    ContainerMeta.sandbox       RunPodSandbox's PodSandboxConfig (hostname, namespaces, security, /etc/hosts), which
+                                a runtime with sandboxes uses when it starts a pod's first container
     Container.wait              ContainerStatus: the exit code once the container exited
 
 Image pulls (PullImage, ListImages) go through an ``images.ImageStore`` (``docker.DockerImages`` for the engine),

@@ -232,7 +232,7 @@ class LinuxRuntime(ProcessRuntime):
             "cwd": container.get("workingDir") or (image.working_dir if image else "") or "/",
             "namespaces": {"uts": None if sandbox.host_network else f"/proc/{pause}/ns/uts",
                            "ipc": None if sandbox.host_ipc else f"/proc/{pause}/ns/ipc"},
-            "pidNamespace": None if sandbox.host_pid else f"/proc/{pause}/ns/pid" if sandbox.share_pid else "new",
+            "pidNamespace": self._pid_namespace(meta, container, sandbox, pause),
             "cgroups": [str(d) for d in self.cgroups.create_container(meta.pod_uid or cid, cid,
                                                                        container.get("resources") or {})],
             "oomEvents": self.cgroups.oom_events(meta.pod_uid or cid, cid),
@@ -258,6 +258,22 @@ class LinuxRuntime(ProcessRuntime):
                 if Path(mount["source"]).is_relative_to(pod_dir / "volumes"):
                     _set_group(Path(mount["source"]), int(sandbox.security["fsGroup"]))
         (state / "config.json").write_text(json.dumps(config))
+
+    def _pid_namespace(self, meta: ContainerMeta, container: dict[str, Any], sandbox: SandboxConfig,
+                       pause: int) -> str | None:
+        """The host's (``hostPID``), the pod's (``shareProcessNamespace``), the target container's (an ephemeral
+        container's ``targetContainerName``: ``kubectl debug --target``), else a new one."""
+        if sandbox.host_pid:
+            return None
+        if sandbox.share_pid:
+            return f"/proc/{pause}/ns/pid"
+        target = container.get("targetContainerName")
+        for state in reversed(self._instances.get((meta.pod_uid, target), []) if target else []):
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                pid = int(json.loads((state / "pid.json").read_text())["pid"])
+                if not (state / "exit.json").exists():
+                    return f"/proc/{pid}/ns/pid"
+        return "new"
 
     def _mounts(self, state: Path, container: dict[str, Any], workdir: Path, tree: rootfs.Rootfs,
                 pod_files: Path, sandbox: SandboxConfig) -> list[dict[str, Any]]:
