@@ -213,3 +213,29 @@ def test_loaded_image_runs_with_its_own_entrypoint(api_url: str, ns: str, node: 
         images = httpx.get(f"{api_url}/api/v1/nodes/{node.name}").json()["status"].get("images") or []
         return any(tag in image["names"] for image in images)
     wait_for(listed, timeout=30, what="the loaded image in the Node's status.images")
+
+
+def test_shared_process_namespace_and_debug_target(kubectl: Kubectl, api_url: str, ns: str, node: Node) -> None:
+    """``shareProcessNamespace``: each container's ``ps`` shows the other's processes, the sandbox as PID 1; an
+    ephemeral container with ``targetContainerName`` (``kubectl debug --target``) sees its target's."""
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "shared", "namespace": ns},
+            "spec": {"nodeName": node.name, "terminationGracePeriodSeconds": 1, "shareProcessNamespace": True,
+                     "containers": [{"name": "a", "image": "busybox", "command": ["sleep", "3601"]},
+                                    {"name": "b", "image": "busybox", "command": ["sleep", "3602"]}]}}
+    assert httpx.post(f"{api_url}/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+    wait_for(lambda: _status(api_url, ns, "shared").get("phase") == "Running", what="shared Running")
+    ps = kubectl("exec", "-n", ns, "shared", "-c", "a", "--", "ps", "-o", "pid,args").stdout
+    assert "sleep 3601" in ps and "sleep 3602" in ps and "\n    1 " in ps, ps
+
+    create_pod(api_url, ns, node, "target", {"name": "main", "command": ["sleep", "3603"]})
+    url = f"{api_url}/api/v1/namespaces/{ns}/pods/target/ephemeralcontainers"
+    pod = httpx.get(url).json()
+    pod["spec"]["ephemeralContainers"] = [{"name": "debugger", "image": "busybox", "targetContainerName": "main",
+                                           "command": ["ps", "-o", "pid,args"]}]
+    assert httpx.put(url, json=pod).status_code == 200
+
+    def debugger_log() -> str:
+        resp = httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/target/log", params={"container": "debugger"})
+        return resp.text if resp.status_code == 200 and "sleep" in resp.text else ""
+    log = wait_for(debugger_log, what="the debugger's ps")
+    assert "    1 sleep 3603" in log, log
