@@ -9,7 +9,7 @@ alive but its health URL fails, ``restarting`` while the supervisor waits out it
 the process is gone and nothing will restart it. RESTARTS counts the supervisor's restarts (a pod's
 ``restartCount``); LAST EXIT says how the previous run ended and when: ``Error (exit 1) 2m ago``,
 ``Completed (exit 0) 5s ago``, ``signal SIGKILL 40s ago``. Exit code 0 only if every row is ok or running.
-A last line names each node's container runtime (``node01 linux://0.1.0``: Linux containers; ``kubelab-process``:
+The first line also names each node's container runtime (``node01 linux://0.1.0``: Linux containers; ``kubelab-process``:
 plain processes), as ``kubectl get nodes -o wide`` shows it.
 """
 
@@ -109,8 +109,8 @@ def run(args: argparse.Namespace) -> int:
             for health in (health_of(record, client, supervised),)
         ]
         runtimes = node_runtimes(client, state.api_url)
-    print(f"kubelab in {data_dir}: apiserver {state.api_url} ({supervisor_of(state)}), kubeconfig {state.kubeconfig}")
+    nodes = f"; container runtime: {runtimes}" if runtimes else ""
+    print(f"kubelab in {data_dir}: apiserver {state.api_url} ({supervisor_of(state)}), kubeconfig {state.kubeconfig}"
+          f"{nodes}")
     print(render_table(HEADERS, rows))
-    if runtimes:
-        print(f"container runtime: {runtimes}")
     return 0 if rows and all(row[3] in ("ok", "running") for row in rows) else 1

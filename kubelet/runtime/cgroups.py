@@ -4,7 +4,7 @@ Which version: the kubelet asks ``statfs("/sys/fs/cgroup")`` for CGROUP2_SUPER_M
 that mount in ``/proc/self/mounts`` says the same (``cgroup2`` → v2; a ``tmpfs`` holding one mount per
 controller → v1, even where an empty cgroup2 hangs at ``/sys/fs/cgroup/unified``, the hybrid layout).
 
-The tree: ``<controller>/kubelab/<node>/pod<uid>/<container id>`` (v1, for memory, cpu and pids) or
+The tree: ``<controller>/kubelab/<node>/pod<uid>/<container id>`` (v1, for memory and cpu) or
 ``kubelab/<node>/pod<uid>/<container id>`` (v2, with the controllers enabled in ``cgroup.subtree_control`` down
 the path). From a container's resources, as the kubelet and runc set them:
 
@@ -29,7 +29,11 @@ from typing import Any, Literal
 from apimachinery.quantity import parse_quantity
 
 ROOT = Path("/sys/fs/cgroup")
-V1_CONTROLLERS = ("memory", "cpu", "pids")
+# Each v1 hierarchy a process joins is one more write to cgroup.procs, which waits for an RCU grace period under
+# a global lock (cgroup_threadgroup_rwsem): with the container's own and its pause's, 30 pods starting at once on
+# two cores spent most of their start-up there. So memory and cpu only (pids is not set by the kubelet either,
+# without --pod-max-pids), and the pause process stays in the kubelet's cgroup.
+V1_CONTROLLERS = ("memory", "cpu")
 CFS_PERIOD = 100_000
 MIN_SHARES = 2
 RMDIR_TRIES = 50
@@ -87,15 +91,15 @@ class Cgroups:
         return dirs
 
     def _enable_v2(self, relative: Path) -> None:
-        """Delegate the memory, cpu and pids controllers down to ``relative``'s children."""
+        """Delegate the memory and cpu controllers down to ``relative``'s children."""
         current = self.root
         for part in relative.parts:
             with contextlib.suppress(OSError):
-                _write(current / "cgroup.subtree_control", "+memory +cpu +pids")
+                _write(current / "cgroup.subtree_control", "+memory +cpu")
             current = current / part
             current.mkdir(exist_ok=True)
         with contextlib.suppress(OSError):
-            _write(current / "cgroup.subtree_control", "+memory +cpu +pids")
+            _write(current / "cgroup.subtree_control", "+memory +cpu")
 
     def create_container(self, pod_uid: str, container_id: str, resources: Mapping[str, Any]) -> list[Path]:
         """The container's cgroups with its limits set; raises ``OSError`` when the kernel refuses one."""
@@ -143,7 +147,11 @@ class Cgroups:
         for d in self.pod_dirs(pod_uid):
             if not d.is_dir():
                 continue
-            for child in [c for c in d.iterdir() if c.is_dir()] + [d]:
+            try:
+                children = [c for c in d.iterdir() if c.is_dir()]
+            except FileNotFoundError:
+                continue
+            for child in children + [d]:
                 _kill_all(child)
                 for _ in range(RMDIR_TRIES):  # busy until the killed processes are gone
                     try:

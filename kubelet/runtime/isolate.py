@@ -4,6 +4,8 @@ The linux runtime writes each container's ``config.json`` into its state directo
 the few fields kubelab uses, see ``linux.container_config``); the shim (``shim.py``) imports this module by path
 and calls, around its fork of the container:
 
+    sandbox(config)      the pod's sandbox (pause), before it forks: new UTS and IPC namespaces, the hostname, and
+                         with ``shareProcessNamespace`` a new PID namespace for its child, the pause process
     before_fork(config)  in the shim: the PID namespace the container will be PID 1 of (a new one), or the pod's
                          (``shareProcessNamespace``: the sandbox's), or the host's (``hostPID``)
     enter(config)        in the child, before exec: the pod's UTS and IPC namespaces (setns into the sandbox's),
@@ -12,7 +14,7 @@ and calls, around its fork of the container:
                          /dev/shm), /sys read-only, the bind mounts (volumes, /etc/hosts, /etc/hostname,
                          /etc/resolv.conf, /dev/termination-log), ``pivot_root``, a read-only root, the user and
                          groups, capabilities, ``no_new_privs``; then the working directory
-    pause()              the sandbox (pause container): holds the pod's namespaces, reaps orphans as PID 1
+    pause()              the pause process: holds the pod's namespaces, reaps orphans as PID 1
     exited(config, code) after the container exited: ``OOMKilled`` when its memory cgroup saw an OOM kill; the
                          container's cgroups are removed
 
@@ -46,6 +48,11 @@ def before_fork(config: dict) -> None:  # type: ignore[type-arg]
         sc.setns(pid_ns, sc.CLONE_NEWPID)
 
 
+def sandbox(config: dict) -> None:  # type: ignore[type-arg]
+    _join_pod(config)
+    before_fork(config)
+
+
 def _join_pod(config: dict) -> None:  # type: ignore[type-arg]
     for kind, flag in (("ipc", sc.CLONE_NEWIPC), ("uts", sc.CLONE_NEWUTS)):
         path = (config.get("namespaces") or {}).get(kind)
@@ -67,8 +74,6 @@ def enter(config: dict) -> None:  # type: ignore[type-arg]
     """Everything between the fork and the exec (see the module docstring); raises ``OSError``."""
     _join_pod(config)
     join_cgroups(config.get("cgroups") or [])
-    if config.get("pause"):
-        return
     sc.unshare(sc.CLONE_NEWNS)
     sc.mount(None, "/", None, sc.MS_REC | sc.MS_PRIVATE)  # nothing mounted here reaches the host
     root = config["root"]

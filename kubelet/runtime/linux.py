@@ -329,10 +329,10 @@ class LinuxRuntime(ProcessRuntime):
                 (d / "resolv.conf").write_text("")
             namespaces = {"uts": None if config.host_network else "new", "ipc": None if config.host_ipc else "new"}
             (d / "config.json").write_text(json.dumps({
-                "pause": True, "hostname": config.hostname, "namespaces": namespaces,
-                "pidNamespace": "new" if config.share_pid and not config.host_pid else None,
-                "cgroups": [str(p) for p in self.cgroups.create_pod(pod_uid)]}))
-            reply = await self._zygote.start(d, d, d / "pause.log", ["pause"], {})
+                "hostname": config.hostname, "namespaces": namespaces,
+                "pidNamespace": "new" if config.share_pid and not config.host_pid else None}))
+            self.cgroups.create_pod(pod_uid)  # the pause process stays out: joining costs (see ``cgroups``)
+            reply = await self._zygote.pause(d)
             if "pid" not in reply:
                 raise RuntimeError(f"failed to create pod sandbox: {reply.get('error')}")
             pid = int(reply["pid"])

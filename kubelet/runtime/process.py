@@ -213,6 +213,14 @@ class ShimZygote:
         ``{"error", "errno"}``."""
         fields = [str(cwd), str(log_path), stdio, str(len(argv)), *argv, *(f"{k}={v}" for k, v in env.items())]
         (state / "spec").write_bytes(b"\0".join(os.fsencode(f) for f in fields))
+        return await self._request(state, os.fsencode(str(state)))
+
+    async def pause(self, state: Path) -> dict[str, Any]:
+        """Have the zygote fork a pod's pause process (``shim.fork_pause``, from ``state/config.json``): its
+        answer is ``{"pid"}`` or ``{"error"}``."""
+        return await self._request(state, b"pause " + os.fsencode(str(state)))
+
+    async def _request(self, state: Path, line: bytes) -> dict[str, Any]:
         key = str(state)
         reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -221,7 +229,7 @@ class ShimZygote:
             replies = self._replies  # this zygote's, registered before the request goes out
             replies[key] = reply
             assert proc.stdin is not None
-            proc.stdin.write(os.fsencode(key) + b"\n")
+            proc.stdin.write(line + b"\n")
             await proc.stdin.drain()
             async with asyncio.timeout(self.REPLY_SECONDS):
                 return await reply

@@ -83,8 +83,7 @@ def spawn(cwd: str, argv: list[str], stdio: tuple[int, int, int], tty: bool = Fa
           config: dict | None = None) -> int:  # type: ignore[type-arg]
     """Fork and exec the container in its own session with ``stdio`` as its fds 0-2 (with ``tty``, a pty's slave,
     made its controlling terminal); raise ``OSError`` if it cannot be executed. With ``config`` (the linux
-    runtime's ``config.json``) the child becomes a Linux container first (``isolate.enter``), or the pod's
-    sandbox (``pause``), which never execs."""
+    runtime's ``config.json``) the child becomes a Linux container first (``isolate.enter``)."""
     status_r, status_w = os.pipe()  # close-on-exec: EOF without data means the exec succeeded
     pid = os.fork()
     if pid == 0:  # the container
@@ -103,9 +102,6 @@ def spawn(cwd: str, argv: list[str], stdio: tuple[int, int, int], tty: bool = Fa
                 os.chdir(cwd)
             else:
                 isolate().enter(config)
-                if config.get("pause"):
-                    os.close(status_w)
-                    os._exit(isolate().pause())
             os.execvpe(argv[0], argv, os.environ)
         except OSError as err:
             os.write(status_w, f"{err.errno or 0} {err.strerror or err}".encode())
@@ -208,7 +204,9 @@ def zygote(preload: bool = False) -> int:
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for line in lines:
-            if line:
+            if line.startswith(b"pause "):
+                fork_pause(os.fsdecode(line[6:]))
+            elif line:
                 _fork_shim(os.fsdecode(line))
     _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
     while True:
@@ -237,6 +235,35 @@ def _fork_shim(state_dir: str) -> None:
         print(to_json({"dir": state_dir, "error": f"the container shim failed: {error}", "errno": 0}), flush=True)
     finally:
         os._exit(code)
+
+
+def fork_pause(state_dir: str) -> None:
+    """A pod's sandbox (the linux runtime's pause container), forked from the zygote without a shim: it has no
+    output to log and nothing to attach to. The child takes the pod's namespaces (``isolate.sandbox``) and forks
+    the pause process itself (PID 1 of the pod's PID namespace with ``shareProcessNamespace``), records its pid
+    in ``DIR/pid.json``, answers the kubelet and exits; the pause process lives on in its own session."""
+    if os.fork() != 0:
+        return
+    try:
+        os.setsid()
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        config = read_config(state_dir) or {}
+        isolate().sandbox(config)
+        pid = os.fork()
+        if pid == 0:
+            os.setpgid(0, 0)  # its own process group, which the kubelet kills with the pod
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            os._exit(isolate().pause())
+        ticks = start_ticks(pid)
+        write_json(os.path.join(state_dir, "pid.json"), {"pid": pid, "start": ticks, "shim": pid, "shimStart": ticks})
+        print(to_json({"dir": state_dir, "pid": pid, "shim": pid}), flush=True)
+    except BaseException as error:  # noqa: BLE001 - the kubelet waits for an answer: it must get one
+        print(to_json({"dir": state_dir, "error": f"the pod sandbox failed: {error}", "errno": 0}), flush=True)
+    finally:
+        os._exit(0)
 
 
 class Attachments:
