@@ -25,7 +25,9 @@ probes, hooks): setns into its namespaces and cgroups, then a fork that becomes 
 Standard library only; nothing may be imported once the root has moved (the host's Python is not in the image).
 """
 
+import errno
 import json
+import time
 import warnings  # noqa: F401 - os.execvpe imports it, and after pivot_root nothing can be imported
 import os
 import sys
@@ -37,11 +39,31 @@ else:  # by path: from the shim, or as ``python -I -S isolate.py`` (which puts n
     import syscalls as sc  # type: ignore[import-not-found,no-redef]
 
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+SANDBOX_SECONDS = 10.0  # how long a container waits for its pod's pause process to be there
 OOM_KILLED = "OOMKilled"
 
 
+def sandbox_pid(sandbox_dir: str) -> int:
+    """The pod's pause process, once the zygote's child has recorded it (it may still be on its way)."""
+    deadline = time.monotonic() + SANDBOX_SECONDS
+    while True:
+        try:
+            with open(os.path.join(sandbox_dir, "pid.json")) as f:
+                return int(json.load(f)["pid"])
+        except (OSError, ValueError, KeyError):
+            if time.monotonic() > deadline:
+                raise OSError(errno.ETIMEDOUT, "the pod sandbox did not start") from None
+            time.sleep(0.001)
+
+
+def _namespace(config: dict, value: str | None, kind: str) -> str | None:  # type: ignore[type-arg]
+    """A namespace of the container's config: "sandbox" is the pause process's, "new" a new one, a path, or
+    ``None`` for the host's."""
+    return f"/proc/{sandbox_pid(config['sandbox'])}/ns/{kind}" if value == "sandbox" else value
+
+
 def before_fork(config: dict) -> None:  # type: ignore[type-arg]
-    pid_ns = config.get("pidNamespace")
+    pid_ns = _namespace(config, config.get("pidNamespace"), "pid")
     if pid_ns == "new":
         sc.unshare(sc.CLONE_NEWPID)
     elif pid_ns:
@@ -55,7 +77,7 @@ def sandbox(config: dict) -> None:  # type: ignore[type-arg]
 
 def _join_pod(config: dict) -> None:  # type: ignore[type-arg]
     for kind, flag in (("ipc", sc.CLONE_NEWIPC), ("uts", sc.CLONE_NEWUTS)):
-        path = (config.get("namespaces") or {}).get(kind)
+        path = _namespace(config, (config.get("namespaces") or {}).get(kind), kind)
         if path == "new":
             sc.unshare(flag)
         elif path:

@@ -192,6 +192,7 @@ class LinuxRuntime(ProcessRuntime):
         self.network: PodNetwork = network or HostNetwork()
         self.cgroups = Cgroups(node)
         self._locks: dict[str, asyncio.Lock] = {}
+        self._pauses: dict[str, asyncio.Future[dict[str, Any]]] = {}  # the zygote's answer, by pod UID
 
     @property
     def runtime_version(self) -> str:
@@ -225,19 +226,19 @@ class LinuxRuntime(ProcessRuntime):
         sandbox = meta.sandbox or SandboxConfig(hostname=meta.pod_name)
         tree = self._rootfs(container.get("image", ""))
         image = self.images.config(container.get("image", ""))
-        pause = await self._sandbox(meta.pod_uid or cid, sandbox)
+        pod_dir = await self._sandbox(meta.pod_uid or cid, sandbox)
         security = security_context(sandbox.security, container)
         config: dict[str, Any] = {
             "root": str(state / "rootfs"),
             "cwd": container.get("workingDir") or (image.working_dir if image else "") or "/",
-            "namespaces": {"uts": None if sandbox.host_network else f"/proc/{pause}/ns/uts",
-                           "ipc": None if sandbox.host_ipc else f"/proc/{pause}/ns/ipc"},
-            "pidNamespace": self._pid_namespace(meta, container, sandbox, pause),
+            "sandbox": str(pod_dir),  # "sandbox" below: the pause process's namespace, once its pid.json is there
+            "namespaces": {"uts": None if sandbox.host_network else "sandbox",
+                           "ipc": None if sandbox.host_ipc else "sandbox"},
+            "pidNamespace": self._pid_namespace(meta, container, sandbox),
             "cgroups": [str(d) for d in self.cgroups.create_container(meta.pod_uid or cid, cid,
                                                                        container.get("resources") or {})],
             "oomEvents": self.cgroups.oom_events(meta.pod_uid or cid, cid),
-            "mounts": self._mounts(state, container, workdir, tree, self.sandboxes / (meta.pod_uid or cid),
-                                   sandbox),
+            "mounts": self._mounts(state, container, workdir, tree, pod_dir, sandbox),
             "user": user(security, sandbox.security, image_user(image.user if image else "", tree.path)),
             "capabilities": capabilities(security),
             "privileged": bool(security.get("privileged")),
@@ -259,14 +260,13 @@ class LinuxRuntime(ProcessRuntime):
                     _set_group(Path(mount["source"]), int(sandbox.security["fsGroup"]))
         (state / "config.json").write_text(json.dumps(config))
 
-    def _pid_namespace(self, meta: ContainerMeta, container: dict[str, Any], sandbox: SandboxConfig,
-                       pause: int) -> str | None:
+    def _pid_namespace(self, meta: ContainerMeta, container: dict[str, Any], sandbox: SandboxConfig) -> str | None:
         """The host's (``hostPID``), the pod's (``shareProcessNamespace``), the target container's (an ephemeral
         container's ``targetContainerName``: ``kubectl debug --target``), else a new one."""
         if sandbox.host_pid:
             return None
         if sandbox.share_pid:
-            return f"/proc/{pause}/ns/pid"
+            return "sandbox"
         target = container.get("targetContainerName")
         for state in reversed(self._instances.get((meta.pod_uid, target), []) if target else []):
             with contextlib.suppress(OSError, ValueError, KeyError):
@@ -310,14 +310,18 @@ class LinuxRuntime(ProcessRuntime):
         return ExecTarget(dict(container.env), container.dir, target.pod_ip, target.ports, enter=enter)
 
     # --- the pod's sandbox ------------------------------------------------------------------------------------
-    async def _sandbox(self, pod_uid: str, config: SandboxConfig) -> int:
-        """The pid of the pod's pause process, started (with its hosts, hostname and resolv.conf) if needed."""
+    async def _sandbox(self, pod_uid: str, config: SandboxConfig) -> Path:
+        """The pod's sandbox directory, its pause process started (with its hosts, hostname and resolv.conf) if
+        needed. The container is not held back for the zygote's answer: its set-up waits for the pause's
+        ``pid.json`` (``isolate.sandbox_pid``), one round trip through the kubelet's event loop less per pod.
+        A network plugin with namespaces of its own gets the answer first, to configure the pod's network before
+        any container starts."""
         lock = self._locks.setdefault(pod_uid, asyncio.Lock())
         async with lock:
             d = self.sandboxes / pod_uid
-            pid = _running_pause(d)
-            if pid is not None:
-                return pid
+            pending = self._pauses.get(pod_uid)
+            if (pending is not None and not pending.done()) or _running_pause(d) is not None:
+                return d
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True)
             hosts = Path("/etc/hosts").read_text() if config.host_network else config.hosts
@@ -332,12 +336,21 @@ class LinuxRuntime(ProcessRuntime):
                 "hostname": config.hostname, "namespaces": namespaces,
                 "pidNamespace": "new" if config.share_pid and not config.host_pid else None}))
             self.cgroups.create_pod(pod_uid)  # the pause process stays out: joining costs (see ``cgroups``)
-            reply = await self._zygote.pause(d)
-            if "pid" not in reply:
+            request = self._pauses[pod_uid] = asyncio.ensure_future(self._zygote.pause(d))
+            if self.network.isolated:
+                self._network_setup(pod_uid, config, await request)
+            else:
+                request.add_done_callback(lambda done: self._network_setup(pod_uid, config, done.result()))
+            return d
+
+    def _network_setup(self, pod_uid: str, config: SandboxConfig, reply: dict[str, Any]) -> None:
+        """The zygote's answer about a pause process: the network plugin's turn (CNI ADD), or the failure."""
+        if "pid" not in reply:
+            log.warning("pod %s: failed to create pod sandbox: %s", pod_uid, reply.get("error"))
+            if self.network.isolated:
                 raise RuntimeError(f"failed to create pod sandbox: {reply.get('error')}")
-            pid = int(reply["pid"])
-            self.network.setup(pod_uid, config, f"/proc/{pid}/ns/net" if self.network.isolated else None)
-            return pid
+            return
+        self.network.setup(pod_uid, config, f"/proc/{reply['pid']}/ns/net" if self.network.isolated else None)
 
     def remove_pods(self, keep: set[str]) -> list[str]:
         """The containers as the process runtime removes them, then each pod's sandbox and cgroups."""
@@ -365,6 +378,7 @@ class LinuxRuntime(ProcessRuntime):
         self.cgroups.remove_pod(d.name)
         shutil.rmtree(d, ignore_errors=True)
         self._locks.pop(d.name, None)
+        self._pauses.pop(d.name, None)
 
 
 def _running_pause(d: Path) -> int | None:

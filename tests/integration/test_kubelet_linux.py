@@ -23,6 +23,7 @@ from conftest import ROOT, Kubectl
 from kubelet.runtime.cgroups import Cgroups
 from kubelet.rootfs import static_busybox
 from kubelet.runtime.linux import unavailable
+from kubelet.runtime.process import start_ticks
 from support.kubelet import Node, create_pod, node_runtime, running_node
 from support.wait import wait_for
 
@@ -153,7 +154,7 @@ def test_pod_deletion_removes_its_sandbox_and_cgroups(api_url: str, ns: str, nod
     assert cgroups and all(d.is_dir() for d in cgroups)
     httpx.delete(f"{api_url}/api/v1/namespaces/{ns}/pods/gone")
     wait_for(lambda: not sandbox.exists() and not any(d.exists() for d in cgroups), what="sandbox and cgroups gone")
-    assert not Path(f"/proc/{pause}").exists()
+    wait_for(lambda: start_ticks(pause) is None, what="the pause process gone")  # killed, and reaped
 
 
 def _layer(files: dict[str, bytes | str]) -> bytes:
