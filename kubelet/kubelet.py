@@ -134,6 +134,7 @@ class Kubelet:
         housekeeping.cancel()
         for worker in list(self.workers.values()):
             worker.task.cancel()
-            await worker._kill_all(2)
+        # At once: a Linux container's PID 1 may ignore SIGTERM and take the whole 2 s before its SIGKILL.
+        await asyncio.gather(*(worker._kill_all(2) for worker in list(self.workers.values())))
         self.runtime.shutdown()
         await self.recorder.close()

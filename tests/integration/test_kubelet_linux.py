@@ -37,7 +37,6 @@ def node(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nod
     name = f"linux-{uuid.uuid4().hex[:10]}"
     with running_node(api_url, name, root) as node:
         yield node
-    Cgroups(name).remove_node()
 
 
 def _status(api_url: str, ns: str, name: str) -> dict[str, Any]:

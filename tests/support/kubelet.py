@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 from kubelab.etcd import free_port
+from kubelet.runtime.cgroups import Cgroups
 from support.process import ComponentProcess
 from support.wait import wait_for
 
@@ -61,6 +62,7 @@ def running_node(api_url: str, name: str, root: Path) -> Iterator[Node]:
                 os.killpg(json.loads(state.read_text())["pid"], signal.SIGKILL)
             except (ProcessLookupError, PermissionError, ValueError):
                 pass
+        Cgroups(node.name).remove_node()  # the linux runtime's, should the kubelet have left any
 
 
 def node_runtime(api_url: str, node: str) -> str:
