@@ -25,7 +25,7 @@ from .kubelet import Kubelet
 from .node import PROCESS_RUNTIME_VERSION, NodeAgent, machine_capacity
 from .runtime.docker import DockerImages, DockerRuntime, EngineError
 from .runtime.linux import RUNTIME_VERSION as LINUX_RUNTIME_VERSION
-from .runtime.linux import LinuxRuntime, unavailable
+from .runtime.linux import LinuxRuntime, probe
 from .server import make_app
 
 
@@ -149,14 +149,15 @@ def choose_linux(runtime: str, root: Path, node_name: str, images: ImageStore) -
     if runtime == "process":
         logging.info("runtime: process")
         return None
-    why = unavailable(root / "tmp")
+    why, overlay = probe(root / "tmp")
     if why is not None:
         if runtime == "linux":
             raise SystemExit(f"--runtime linux: this host cannot run Linux containers: {why}")
         logging.info("runtime: process (linux containers are not available here: %s)", why)
         return None
-    logging.info("runtime: linux (%s)", LINUX_RUNTIME_VERSION)
-    return LinuxRuntime(root, images, node_name)
+    logging.info("runtime: linux (%s, %s)", LINUX_RUNTIME_VERSION,
+                 "overlayfs" if overlay else "a copy of the image per container")
+    return LinuxRuntime(root, images, node_name, overlay=overlay)
 
 
 async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict[str, str],

@@ -247,19 +247,27 @@ def exec_in(state_dir: str, argv: list[str]) -> int:
     return 128 - code if code < 0 else code
 
 
+NO_OVERLAY = 3  # probe's exit code: namespaces work, overlayfs does not (containers get a copy of the image)
+
+
 def probe(scratch: str) -> int:
-    """Whether containers can run here: mount, PID, UTS and IPC namespaces and an overlayfs mount."""
+    """Whether containers can run here: mount, PID, UTS and IPC namespaces (else 1), an overlayfs mount (else
+    ``NO_OVERLAY``); the reason on stderr."""
     try:
         sc.unshare(sc.CLONE_NEWNS | sc.CLONE_NEWUTS | sc.CLONE_NEWIPC | sc.CLONE_NEWPID)
         sc.mount(None, "/", None, sc.MS_REC | sc.MS_PRIVATE)
+    except OSError as err:
+        print(err, file=sys.stderr)
+        return 1
+    try:
         dirs = [os.path.join(scratch, d) for d in ("lower", "upper", "work", "merged")]
         for d in dirs:
             os.makedirs(d, exist_ok=True)
         sc.mount("overlay", dirs[3], "overlay", 0, f"lowerdir={dirs[0]},upperdir={dirs[1]},workdir={dirs[2]}")
         sc.umount(dirs[3])
     except OSError as err:
-        print(err, file=sys.stderr)
-        return 1
+        print(f"overlayfs: {err}", file=sys.stderr)
+        return NO_OVERLAY
     return 0
 
 

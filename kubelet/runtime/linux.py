@@ -52,6 +52,7 @@ VERSION = "0.1.0"
 RUNTIME_VERSION = f"{RUNTIME_NAME}://{VERSION}"  # nodeInfo.containerRuntimeVersion
 ISOLATE = Path(__file__).with_name("isolate.py")
 PROBE_SECONDS = 10.0
+NO_OVERLAY = 3  # isolate.probe's exit code when namespaces work and overlayfs does not
 
 # Capability numbers (linux/capability.h) and containerd's default set for a container that is not privileged.
 CAPABILITIES = {name: number for number, name in enumerate((
@@ -90,23 +91,32 @@ class HostNetwork:
         return None
 
 
-def unavailable(scratch: Path) -> str | None:
-    """Why this host cannot run linux containers (``None``: it can): not Linux, not root, or the kernel refuses
-    mount/PID/UTS/IPC namespaces or an overlayfs mount (tried once, in a child process)."""
+def probe(scratch: Path) -> tuple[str | None, bool]:
+    """(Why this host cannot run linux containers — ``None``: it can —, whether overlayfs works). Not Linux, not
+    root, no static busybox, or the kernel refuses mount/PID/UTS/IPC namespaces: no; no overlayfs: containers
+    get a copy of their image's tree. Tried once, in a child process."""
     if sys.platform != "linux":
-        return f"not Linux ({sys.platform})"
+        return f"not Linux ({sys.platform})", False
     if os.geteuid() != 0:
-        return "the kubelet does not run as root"
+        return "the kubelet does not run as root", False
     if rootfs.static_busybox() is None:
-        return "no static busybox for the images' root file systems (install Debian's busybox-static)"
+        return "no static busybox for the images' root file systems (install Debian's busybox-static)", False
     scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=scratch) as tmp:
         try:
             done = subprocess.run([sys.executable, "-I", "-S", str(ISOLATE), "probe", tmp], capture_output=True,
                                   text=True, timeout=PROBE_SECONDS)
         except (OSError, subprocess.TimeoutExpired) as err:
-            return str(err)
-    return None if done.returncode == 0 else (done.stderr.strip() or f"probe exited {done.returncode}")
+            return str(err), False
+    if done.returncode == NO_OVERLAY:
+        log.info("no overlayfs (%s): each container gets a copy of its image", done.stderr.strip())
+        return None, False
+    return (None if done.returncode == 0 else done.stderr.strip() or f"probe exited {done.returncode}"), True
+
+
+def unavailable(scratch: Path) -> str | None:
+    """Why this host cannot run linux containers, or ``None`` (``probe``)."""
+    return probe(scratch)[0]
 
 
 def capabilities(security: dict[str, Any]) -> list[int]:

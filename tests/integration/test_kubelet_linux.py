@@ -5,6 +5,7 @@ no static busybox...), with the reason."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import json
@@ -21,9 +22,11 @@ import pytest
 
 from conftest import ROOT, Kubectl
 from kubelet.runtime.cgroups import Cgroups
+from kubelet.images import ImageStore
 from kubelet.rootfs import static_busybox
-from kubelet.runtime.linux import unavailable
-from kubelet.runtime.process import start_ticks
+from kubelet.runtime.cri import ContainerMeta, SandboxConfig
+from kubelet.runtime.linux import LinuxRuntime, unavailable
+from kubelet.runtime.process import ContainerProcess, start_ticks
 from support.kubelet import Node, create_pod, node_runtime, running_node
 from support.wait import wait_for
 
@@ -239,3 +242,30 @@ def test_shared_process_namespace_and_debug_target(kubectl: Kubectl, api_url: st
         return resp.text if resp.status_code == 200 and "sleep" in resp.text else ""
     log = wait_for(debugger_log, what="the debugger's ps")
     assert "    1 sleep 3603" in log, log
+
+
+def test_copy_of_the_image_where_there_is_no_overlayfs(tmp_path: Path) -> None:
+    """Without overlayfs each container runs on a copy of its image's tree: its writes stay in its copy."""
+    why = unavailable(tmp_path / "probe")
+    if why is not None:
+        pytest.skip(f"this host cannot run Linux containers: {why}")
+    store = ImageStore(tmp_path / "images")
+    runtime = LinuxRuntime(tmp_path, store, f"copy-{uuid.uuid4().hex[:8]}", overlay=False)
+    pod = {"metadata": {"name": "copied", "namespace": "default", "uid": uuid.uuid4().hex}, "spec": {}}
+    meta = ContainerMeta(pod["metadata"]["uid"], "default", "copied", sandbox=SandboxConfig.from_pod(pod, "127.0.0.1"))
+    container = {"name": "main", "image": "busybox", "command": ["sh", "-c", "echo mine > /tmp/f; cat /proc/mounts"]}
+
+    async def run() -> ContainerProcess:
+        started = await runtime.start(container, tmp_path / "main", {}, tmp_path / "main.log", meta)
+        assert isinstance(started, ContainerProcess)
+        assert await started.wait() == 0
+        return started
+    try:
+        (tmp_path / "main").mkdir()
+        done = asyncio.run(run())
+        log = (tmp_path / "main.log").read_text()
+        assert " / " in log and "overlay" not in log, log
+        assert (done.dir / "rootfs" / "tmp" / "f").read_text() == "mine\n"
+        assert not (store.root / "rootfs" / "busybox" / "tmp" / "f").exists()
+    finally:
+        runtime.remove_pods(set())
