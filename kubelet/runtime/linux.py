@@ -229,7 +229,7 @@ class LinuxRuntime(ProcessRuntime):
         try:
             return rootfs.builtin(key, self.image_root)
         except (rootfs.RootfsError, OSError, subprocess.CalledProcessError) as err:
-            raise RuntimeError(f"failed to create containerd task: {err}") from None
+            raise RuntimeError(f"failed to create the root file system of {image}: {err}") from None
 
     async def _configure(self, state: Path, cid: str, container: dict[str, Any], workdir: Path,
                          meta: ContainerMeta) -> None:
@@ -248,7 +248,7 @@ class LinuxRuntime(ProcessRuntime):
             "cgroups": [str(d) for d in self.cgroups.create_container(meta.pod_uid or cid, cid,
                                                                        container.get("resources") or {})],
             "oomEvents": self.cgroups.oom_events(meta.pod_uid or cid, cid),
-            "mounts": self._mounts(state, container, workdir, tree, pod_dir, sandbox),
+            "mounts": self._mounts(state, container, workdir, tree, pod_dir),
             "user": user(security, sandbox.security, image_user(image.user if image else "", tree.path)),
             "capabilities": capabilities(security),
             "privileged": bool(security.get("privileged")),
@@ -264,9 +264,9 @@ class LinuxRuntime(ProcessRuntime):
         else:
             await asyncio.to_thread(shutil.copytree, tree.path, state / "rootfs", symlinks=True, dirs_exist_ok=True)
         if sandbox.security.get("fsGroup") is not None:
-            pod_dir = workdir.parent.parent
+            volumes = workdir.parent.parent / "volumes"  # the pod's (``volumes.volumes_dir``): not a hostPath
             for mount in config["mounts"]:
-                if Path(mount["source"]).is_relative_to(pod_dir / "volumes"):
+                if Path(mount["source"]).is_relative_to(volumes):
                     _set_group(Path(mount["source"]), int(sandbox.security["fsGroup"]))
         (state / "config.json").write_text(json.dumps(config))
 
@@ -286,7 +286,7 @@ class LinuxRuntime(ProcessRuntime):
         return "new"
 
     def _mounts(self, state: Path, container: dict[str, Any], workdir: Path, tree: rootfs.Rootfs,
-                pod_files: Path, sandbox: SandboxConfig) -> list[dict[str, Any]]:
+                pod_files: Path) -> list[dict[str, Any]]:
         """Image binds, the kubelet-managed files, then the volumes (which may cover them, as on Kubernetes)."""
         mounts = [{"source": b.source, "destination": b.destination, "readOnly": b.read_only} for b in tree.binds]
         termination = state / "termination-log"
