@@ -493,11 +493,12 @@ class PodWorker:
         record.cancel_probes()
         code = 128 - code if code < 0 else code  # killed by signal N: exit code 128 + N, as runtimes report it
         started, cid, reason = record.process.started_at, record.process.container_id, record.process.reason
+        message = record.process.message
         record.process = None
         record.ready = False
         spec = record.spec
         record.status = st.terminated(spec, code, started, now_rfc3339(), record.restarts, record.last,
-                                      init=record.init, container_id=cid, reason=reason)
+                                      init=record.init, container_id=cid, reason=reason, message=message)
         policy = self.pod["spec"].get("restartPolicy", "Always")
         if record.ephemeral:
             restart = False  # ephemeral containers are never restarted

@@ -146,6 +146,11 @@ class Container(Protocol):
         """Why it terminated when the runtime knows more than the exit code (``OOMKilled``), else ``None``."""
         ...
 
+    @property
+    def message(self) -> str | None:
+        """What the container wrote to its ``terminationMessagePath`` (a runtime that mounts one), else ``None``."""
+        ...
+
     async def wait(self) -> int:
         """The exit code once the container exited (safe to call from several tasks, and to cancel)."""
         ...

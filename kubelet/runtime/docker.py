@@ -277,6 +277,7 @@ class DockerContainer:
     cwd: Path | None = None
     exit_known: bool = True
     reason: str | None = None  # the engine's State.OOMKilled is not read: exit codes only
+    message: str | None = None  # nor the termination message file
     _code: int | None = None
     _waiter: asyncio.Task[int] | None = None
     _logs: asyncio.Task[None] | None = None

@@ -49,6 +49,7 @@ SHIM = Path(__file__).with_name("shim.py")
 # as ``containerd://…`` names containerd's containers.
 RUNTIME_NAME = "kubelab-process"
 UNKNOWN_EXIT_CODE = 137  # a container that vanished: kubelet's ContainerStatusUnknown reports 137
+MAX_TERMINATION_MESSAGE = 4096  # the kubelet's maxMessageLength
 POLL_SECONDS = 0.5  # how often an adopted container is checked where pidfd_open is not available
 
 # Kept for callers that predate images.py: image name → (ENTRYPOINT, CMD).
@@ -122,6 +123,16 @@ class ContainerProcess:
     @property
     def returncode(self) -> int | None:
         return self._code
+
+    @property
+    def message(self) -> str | None:
+        """The linux runtime's ``termination-log`` (the container's /dev/termination-log), at most 4096 bytes as
+        the kubelet reads it; the process runtime has none."""
+        try:
+            with open(self.dir / "termination-log", "rb") as f:
+                return f.read(MAX_TERMINATION_MESSAGE).decode(errors="replace") or None
+        except OSError:
+            return None
 
     @property
     def reason(self) -> str | None:

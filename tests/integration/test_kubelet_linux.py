@@ -269,3 +269,15 @@ def test_copy_of_the_image_where_there_is_no_overlayfs(tmp_path: Path) -> None:
         assert not (store.root / "rootfs" / "busybox" / "tmp" / "f").exists()
     finally:
         runtime.remove_pods(set())
+
+
+def test_termination_message(api_url: str, ns: str, node: Node) -> None:
+    """What a container writes to /dev/termination-log is its terminated state's ``message``."""
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bye", "namespace": ns},
+            "spec": {"nodeName": node.name, "restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": "busybox",
+                                     "command": ["sh", "-c", "echo disk full > /dev/termination-log; exit 3"]}]}}
+    assert httpx.post(f"{api_url}/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+    wait_for(lambda: _status(api_url, ns, "bye").get("phase") == "Failed", what="bye Failed")
+    terminated = _status(api_url, ns, "bye")["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"], terminated["message"]) == (3, "Error", "disk full\n")
