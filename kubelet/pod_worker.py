@@ -38,6 +38,7 @@ from . import images
 from . import status as st
 from .backoff import CrashBackoff
 from .env import EnvError, expand_command, pod_env, runtime_env
+from .logs import select
 from .node import machine_capacity
 from .podips import PoolExhausted
 from .probes import PROBE_KINDS, ProbeKind, ProbeWorker, Result, run_hook
@@ -75,6 +76,7 @@ class PodHost(Protocol):
         ...
 
 RETRY_SECONDS = 2.0  # a failed mount or container config is tried again after this long
+FALLBACK_LOG_LINES, FALLBACK_LOG_BYTES = 80, 2048  # MaxContainerTerminationMessageLog{Lines,Length}
 MIN_GRACE_SECONDS = 2.0  # after a preStop hook, a container still gets this long before SIGKILL (as kubelet)
 
 
@@ -493,7 +495,7 @@ class PodWorker:
         record.cancel_probes()
         code = 128 - code if code < 0 else code  # killed by signal N: exit code 128 + N, as runtimes report it
         started, cid, reason = record.process.started_at, record.process.container_id, record.process.reason
-        message = record.process.message
+        message = record.process.message or self._fallback_message(record.spec, code)
         record.process = None
         record.ready = False
         spec = record.spec
@@ -522,6 +524,17 @@ class PodWorker:
                                    f"{spec['name']} in pod {self.pod['metadata']['name']}", spec["name"])
         else:
             record.done = True
+
+    def _fallback_message(self, spec: dict[str, Any], code: int) -> str | None:
+        """``terminationMessagePolicy: FallbackToLogsOnError``: a failed container without a termination message
+        gets the end of its log (the last 80 lines, at most 2 KiB, as the kubelet's)."""
+        if code == 0 or spec.get("terminationMessagePolicy") != "FallbackToLogsOnError":
+            return None
+        try:
+            lines = self.log_path(spec["name"]).read_text(errors="replace").splitlines()
+        except OSError:
+            return None
+        return select(lines, {"tailLines": str(FALLBACK_LOG_LINES)})[-FALLBACK_LOG_BYTES:] or None
 
     def _grace(self) -> float:
         meta = self.pod["metadata"]

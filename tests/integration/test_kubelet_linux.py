@@ -281,3 +281,14 @@ def test_termination_message(api_url: str, ns: str, node: Node) -> None:
     wait_for(lambda: _status(api_url, ns, "bye").get("phase") == "Failed", what="bye Failed")
     terminated = _status(api_url, ns, "bye")["containerStatuses"][0]["state"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"], terminated["message"]) == (3, "Error", "disk full\n")
+
+
+def test_termination_message_falls_back_to_the_log(api_url: str, ns: str, node: Node) -> None:
+    """``FallbackToLogsOnError``: a failed container that wrote no termination message gets its log's end."""
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "logmsg", "namespace": ns},
+            "spec": {"nodeName": node.name, "restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", "echo oops; exit 1"],
+                                     "terminationMessagePolicy": "FallbackToLogsOnError"}]}}
+    assert httpx.post(f"{api_url}/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+    wait_for(lambda: _status(api_url, ns, "logmsg").get("phase") == "Failed", what="logmsg Failed")
+    assert _status(api_url, ns, "logmsg")["containerStatuses"][0]["state"]["terminated"]["message"] == "oops\n"
