@@ -9,8 +9,8 @@ alive but its health URL fails, ``restarting`` while the supervisor waits out it
 the process is gone and nothing will restart it. RESTARTS counts the supervisor's restarts (a pod's
 ``restartCount``); LAST EXIT says how the previous run ended and when: ``Error (exit 1) 2m ago``,
 ``Completed (exit 0) 5s ago``, ``signal SIGKILL 40s ago``. Exit code 0 only if every row is ok or running.
-The first line also names each node's container runtime (``node01 linux://0.1.0``: Linux containers; ``kubelab-process``:
-plain processes), as ``kubectl get nodes -o wide`` shows it.
+The first line also names each node's container runtime (``node01 linux://0.1.0``: Linux containers;
+``kubelab-process``: plain processes), as ``kubectl get nodes -o wide`` shows it.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def sandbox(config: dict) -> None:  # type: ignore[type-arg]
 
 
 def _join_pod(config: dict) -> None:  # type: ignore[type-arg]
-    for kind, flag in (("ipc", sc.CLONE_NEWIPC), ("uts", sc.CLONE_NEWUTS)):
+    for kind, flag in (("ipc", sc.CLONE_NEWIPC), ("uts", sc.CLONE_NEWUTS), ("net", sc.CLONE_NEWNET)):
         path = _namespace(config, (config.get("namespaces") or {}).get(kind), kind)
         if path == "new":
             sc.unshare(flag)
@@ -227,8 +227,8 @@ def exec_in(state_dir: str, argv: list[str]) -> int:
     with open(os.path.join(state_dir, "pid.json")) as f:
         pid = int(json.load(f)["pid"])
     join_cgroups(config.get("cgroups") or [])
-    for kind, flag in (("ipc", sc.CLONE_NEWIPC), ("uts", sc.CLONE_NEWUTS), ("pid", sc.CLONE_NEWPID),
-                       ("mnt", sc.CLONE_NEWNS)):
+    for kind, flag in (("ipc", sc.CLONE_NEWIPC), ("uts", sc.CLONE_NEWUTS), ("net", sc.CLONE_NEWNET),
+                       ("pid", sc.CLONE_NEWPID), ("mnt", sc.CLONE_NEWNS)):
         sc.setns(f"/proc/{pid}/ns/{kind}", flag)
     child = os.fork()
     if child == 0:

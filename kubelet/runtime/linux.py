@@ -67,10 +67,12 @@ DEFAULT_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "N
 
 
 class PodNetwork(Protocol):
-    """Where a network plugin attaches (CNI's ADD and DEL). ``setup`` runs once the pod's sandbox exists, with
-    the path of the network namespace the sandbox holds (``/proc/<pause pid>/ns/net``), or ``None`` while the
-    runtime creates none (``isolated`` False: pods share the host's); it returns the pod's IPs (empty: keep the
-    one ``podips`` gave). ``teardown`` runs before the sandbox is killed."""
+    """Where a network plugin attaches (CNI's ADD and DEL). With ``isolated``, every sandbox but a hostNetwork
+    pod's unshares a network namespace of its own, which its containers and ``kubectl exec`` join, and ``setup``
+    runs with its path (``/proc/<pause pid>/ns/net``) before any container of the pod starts; without, pods share
+    the host's and ``setup`` gets ``None``. It returns the pod's IPs (empty: keep the one ``podips`` gave; the
+    pod worker does not read them yet: reporting them as ``status.podIPs`` is the plugin's part of the work).
+    ``teardown`` runs before the sandbox is killed."""
 
     isolated: bool  # True: every sandbox gets a network namespace of its own for ``setup`` to configure
 
@@ -243,7 +245,8 @@ class LinuxRuntime(ProcessRuntime):
             "cwd": container.get("workingDir") or (image.working_dir if image else "") or "/",
             "sandbox": str(pod_dir),  # "sandbox" below: the pause process's namespace, once its pid.json is there
             "namespaces": {"uts": None if sandbox.host_network else "sandbox",
-                           "ipc": None if sandbox.host_ipc else "sandbox"},
+                           "ipc": None if sandbox.host_ipc else "sandbox",
+                           "net": "sandbox" if self.network.isolated and not sandbox.host_network else None},
             "pidNamespace": self._pid_namespace(meta, container, sandbox),
             "cgroups": [str(d) for d in self.cgroups.create_container(meta.pod_uid or cid, cid,
                                                                        container.get("resources") or {})],
@@ -341,7 +344,8 @@ class LinuxRuntime(ProcessRuntime):
                 shutil.copyfile("/etc/resolv.conf", d / "resolv.conf")
             if not (d / "resolv.conf").exists():
                 (d / "resolv.conf").write_text("")
-            namespaces = {"uts": None if config.host_network else "new", "ipc": None if config.host_ipc else "new"}
+            namespaces = {"uts": None if config.host_network else "new", "ipc": None if config.host_ipc else "new",
+                          "net": "new" if self.network.isolated and not config.host_network else None}
             (d / "config.json").write_text(json.dumps({
                 "hostname": config.hostname, "namespaces": namespaces,
                 "pidNamespace": "new" if config.share_pid and not config.host_pid else None}))

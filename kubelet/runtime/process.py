@@ -258,7 +258,8 @@ class ShimZygote:
         if self._proc is None or self._proc.returncode is not None or self._loop is not loop:
             self._loop = loop  # a zygote's pipes belong to the loop that started it
             self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", "-S", str(SHIM), "--zygote", *(["linux"] if self.preload else []), env={}, stdin=asyncio.subprocess.PIPE,
+                sys.executable, "-I", "-S", str(SHIM), "--zygote", *(["linux"] if self.preload else []), env={},
+                stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, start_new_session=True)
             self._replies = {}  # a zygote that died fails only its own callers
             self._reader = asyncio.create_task(self._read(self._proc, self._replies), name="shim zygote replies")

@@ -500,4 +500,6 @@ def main(state_dir: str, cwd: str, log_path: str, argv: list[str], stdio: str = 
 
 
 if __name__ == "__main__":
-    sys.exit(zygote(sys.argv[2:] == ["linux"]) if sys.argv[1:2] == ["--zygote"] else main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5:]))
+    if sys.argv[1:2] == ["--zygote"]:
+        sys.exit(zygote(preload=sys.argv[2:] == ["linux"]))
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5:]))

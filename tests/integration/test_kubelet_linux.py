@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import io
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -292,3 +293,50 @@ def test_termination_message_falls_back_to_the_log(api_url: str, ns: str, node: 
     assert httpx.post(f"{api_url}/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
     wait_for(lambda: _status(api_url, ns, "logmsg").get("phase") == "Failed", what="logmsg Failed")
     assert _status(api_url, ns, "logmsg")["containerStatuses"][0]["state"]["terminated"]["message"] == "oops\n"
+
+
+class _Plugin:
+    """A network plugin that only records what the runtime tells it (``linux.PodNetwork``)."""
+
+    isolated = True
+
+    def __init__(self) -> None:
+        self.netns: list[str | None] = []
+        self.removed: list[str] = []
+
+    def setup(self, pod_uid: str, sandbox: SandboxConfig, netns: str | None) -> list[str]:
+        self.netns.append(netns)
+        return []
+
+    def teardown(self, pod_uid: str) -> None:
+        self.removed.append(pod_uid)
+
+
+def test_a_network_plugin_gets_the_sandboxs_own_network_namespace(tmp_path: Path) -> None:
+    """With an ``isolated`` network plugin the sandbox holds a network namespace of its own, which the plugin is
+    given before the container starts and the container joins (only ``lo`` there)."""
+    why = unavailable(tmp_path / "probe")
+    if why is not None:
+        pytest.skip(f"this host cannot run Linux containers: {why}")
+    plugin = _Plugin()
+    runtime = LinuxRuntime(tmp_path, ImageStore(tmp_path / "images"), f"net-{uuid.uuid4().hex[:8]}", network=plugin)
+    uid = uuid.uuid4().hex
+    pod = {"metadata": {"name": "netns", "namespace": "default", "uid": uid}, "spec": {}}
+    meta = ContainerMeta(uid, "default", "netns", sandbox=SandboxConfig.from_pod(pod, "127.0.0.1"))
+    container = {"name": "main", "image": "busybox",
+                 "command": ["sh", "-c", "ls /sys/class/net; readlink /proc/self/ns/net"]}
+
+    async def run() -> None:
+        started = await runtime.start(container, tmp_path / "main", {}, tmp_path / "main.log", meta)
+        assert await started.wait() == 0
+    try:
+        (tmp_path / "main").mkdir()
+        asyncio.run(run())
+        netns = plugin.netns[0]
+        assert netns is not None and netns.endswith("/ns/net")
+        lines = [line.split(" ", 3)[3] for line in (tmp_path / "main.log").read_text().splitlines()]
+        assert lines[0] == "lo", lines
+        assert lines[1] != os.readlink("/proc/self/ns/net")
+    finally:
+        runtime.remove_pods(set())
+    assert plugin.removed == [uid]
