@@ -39,6 +39,10 @@ else:  # by path: from the shim, or as ``python -I -S isolate.py`` (which puts n
     import syscalls as sc  # type: ignore[import-not-found,no-redef]
 
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+# runc's defaults for a container that is not privileged: /proc's host-wide knobs read-only (/proc/sys would let
+# the container's root set the host's sysctls, /proc/sysrq-trigger reboot it), kernel internals hidden.
+READONLY_PROC = ("bus", "fs", "irq", "sys", "sysrq-trigger")
+MASKED_PROC = ("acpi", "kcore", "keys", "latency_stats", "timer_list", "timer_stats", "sched_debug", "scsi")
 SANDBOX_SECONDS = 10.0  # how long a container waits for its pod's pause process to be there
 OOM_KILLED = "OOMKilled"
 
@@ -125,7 +129,7 @@ def become(config: dict) -> None:  # type: ignore[type-arg]
     except FileNotFoundError:
         os.makedirs(cwd, exist_ok=True)
         os.chdir(cwd)
-    caps = set(config.get("capabilities") or [])
+    caps = set(config.get("capabilities") or []) & _permitted()  # privileged: all the runtime itself holds
     user = config.get("user") or {}
     uid, gid = int(user.get("uid", 0)), int(user.get("gid", 0))
     for cap in range(sc.LAST_CAP + 1):
@@ -140,10 +144,19 @@ def become(config: dict) -> None:  # type: ignore[type-arg]
         sc.no_new_privs()
 
 
+def _permitted() -> set[int]:
+    """The capabilities this process may pass on (a kubelet in a container may lack some, e.g. SYS_RESOURCE)."""
+    with open("/proc/self/status") as f:
+        mask = next(int(line.split()[1], 16) for line in f if line.startswith("CapPrm:"))
+    return {cap for cap in range(sc.LAST_CAP + 1) if mask >> cap & 1}
+
+
 def _system_mounts(root: str, config: dict) -> None:  # type: ignore[type-arg]
     proc = root + "/proc"
     os.makedirs(proc, exist_ok=True)
     sc.mount("proc", proc, "proc", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC)
+    if not config.get("privileged"):
+        _protect(proc)
     dev = root + "/dev"
     os.makedirs(dev, exist_ok=True)
     sc.mount("tmpfs", dev, "tmpfs", sc.MS_NOSUID, "mode=755,size=65536k")
@@ -165,6 +178,22 @@ def _system_mounts(root: str, config: dict) -> None:  # type: ignore[type-arg]
     except OSError:
         sc.mount("/sys", sys_dir, None, sc.MS_BIND | sc.MS_REC)
         sc.mount(None, sys_dir, None, sc.MS_BIND | sc.MS_REMOUNT | flags)
+    if not config.get("privileged") and os.path.isdir(sys_dir + "/firmware"):
+        sc.mount("tmpfs", sys_dir + "/firmware", "tmpfs", sc.MS_RDONLY)  # runc's masked /sys/firmware
+
+
+def _protect(proc: str) -> None:
+    """runc's readonlyPaths and maskedPaths: /proc's knobs read-only, kernel internals behind /dev/null or an
+    empty read-only tmpfs."""
+    for name in READONLY_PROC:
+        if os.path.exists(f"{proc}/{name}"):
+            bind(f"{proc}/{name}", f"{proc}/{name}", True)
+    for name in MASKED_PROC:
+        path = f"{proc}/{name}"
+        if os.path.isdir(path):
+            sc.mount("tmpfs", path, "tmpfs", sc.MS_RDONLY)
+        elif os.path.exists(path):
+            sc.mount("/dev/null", path, None, sc.MS_BIND)
 
 
 def bind(source: str, target: str, read_only: bool) -> None:

@@ -340,3 +340,19 @@ def test_a_network_plugin_gets_the_sandboxs_own_network_namespace(tmp_path: Path
     finally:
         runtime.remove_pods(set())
     assert plugin.removed == [uid]
+
+
+def test_proc_knobs_are_read_only_unless_privileged(kubectl: Kubectl, api_url: str, ns: str, node: Node) -> None:
+    """As runc: a root container cannot write the host's sysctls (/proc/sys: read-only, as /proc/sysrq-trigger
+    where the kernel has one) and /proc/keys reads as /dev/null; a privileged one has them as they are."""
+    create_pod(api_url, ns, node, "knobs", {"name": "main", "command": ["sleep", "3600"]})
+    refused = kubectl("exec", "-n", ns, "knobs", "--", "sh", "-c",
+                      "cat /proc/sys/kernel/hostname > /proc/sys/kernel/hostname", check=False)
+    assert refused.returncode != 0 and "Read-only file system" in refused.stderr, refused
+    mounts = _exec(kubectl, ns, "knobs", "cat", "/proc/mounts")
+    assert " /proc/sys proc ro," in mounts and " /proc/keys " in mounts, mounts
+    assert _exec(kubectl, ns, "knobs", "cat", "/proc/keys") == ""
+    create_pod(api_url, ns, node, "privileged", {"name": "main", "command": ["sleep", "3600"],
+                                                 "securityContext": {"privileged": True}})
+    mounts = _exec(kubectl, ns, "privileged", "cat", "/proc/mounts")
+    assert " /proc/sys " not in mounts and " /proc/keys " not in mounts, mounts
