@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import io
+import json
 import tarfile
 from pathlib import Path
 
-from kubelet.imagearchive import apply_layer
+from kubelet.imagearchive import apply_layer, load
+from kubelet.images import ImageStore
 from kubelet.runtime import cgroups
 from kubelet.runtime.cri import SandboxConfig
 from kubelet.runtime.linux import CAPABILITIES, DEFAULT_CAPABILITIES, capabilities, image_user, user
@@ -71,3 +75,35 @@ def test_layers_with_whiteouts(tmp_path: Path) -> None:
     files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     assert files == ["a/keep", "b/z", "c"]
     assert (tmp_path / "c").read_bytes() == b"new"
+
+
+def test_oci_layout_archive_loads_into_the_store(tmp_path: Path) -> None:
+    """An OCI image layout (index.json → manifest → config and gzip layers, named by its annotation) becomes a
+    tree and a manifest the image store knows by name, with the config's command, env, working dir and user."""
+    def blob(tar: tarfile.TarFile, body: bytes) -> str:
+        digest = hashlib.sha256(body).hexdigest()
+        info = tarfile.TarInfo(f"blobs/sha256/{digest}")
+        info.size = len(body)
+        tar.addfile(info, io.BytesIO(body))
+        return f"sha256:{digest}"
+
+    archive = tmp_path / "oci.tar"
+    with tarfile.open(archive, "w") as tar:
+        layer = gzip.compress(_layer({"bin/hello": b"#!/bin/sh\n", "etc/motd": b"hi\n"}).getvalue())
+        config = json.dumps({"config": {"Entrypoint": ["/bin/hello"], "Cmd": ["world"], "Env": ["A=b"],
+                                        "WorkingDir": "/srv", "User": "7:8"}}).encode()
+        manifest = json.dumps({"schemaVersion": 2, "config": {"digest": blob(tar, config)},
+                               "layers": [{"digest": blob(tar, layer)}]}).encode()
+        index = json.dumps({"schemaVersion": 2, "manifests": [
+            {"digest": blob(tar, manifest), "annotations": {"io.containerd.image.name": "example.com/hello:2"}}]})
+        info = tarfile.TarInfo("index.json")
+        info.size = len(index)
+        tar.addfile(info, io.BytesIO(index.encode()))
+    assert load(archive, tmp_path / "images") == ["example.com/hello:2"]
+    store = ImageStore(tmp_path / "images")
+    config_of = store.config("example.com/hello:2")
+    assert config_of is not None and store.present("example.com/hello:2")
+    assert (config_of.entrypoint, config_of.cmd, config_of.env, config_of.working_dir, config_of.user) == \
+        (["/bin/hello"], ["world"], ("A=b",), "/srv", "7:8")
+    assert (Path(config_of.rootfs) / "etc" / "motd").read_text() == "hi\n"
+    assert any("example.com/hello:2" in image["names"] for image in store.images())
