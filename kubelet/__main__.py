@@ -1,5 +1,7 @@
 """``python -m kubelet`` / ``kubelab kubelet``: run one node's kubelet (real processes as containers).
 
+``--runtime linux`` (the default where the kubelet runs as root and the kernel allows it: ``--runtime auto``) runs
+each container as a Linux container (``runtime.linux``); ``--runtime process`` as a plain OS process.
 ``--runtime docker`` runs the pods' containers as real containers through the Docker engine at ``DOCKER_HOST``
 (default ``unix:///var/run/docker.sock``) instead; it needs a reachable engine and exits at once without one.
 ``--hollow --count N`` runs N simulated nodes instead (``hollow``: no processes; for scale benchmarks only)."""
@@ -18,9 +20,12 @@ from aiohttp import web
 from kubeclient import Clientset
 
 from .hollow import HollowNodes
+from .images import ImageStore
 from .kubelet import Kubelet
 from .node import PROCESS_RUNTIME_VERSION, NodeAgent, machine_capacity
 from .runtime.docker import DockerImages, DockerRuntime, EngineError
+from .runtime.linux import RUNTIME_VERSION as LINUX_RUNTIME_VERSION
+from .runtime.linux import LinuxRuntime, probe
 from .server import make_app
 
 
@@ -49,9 +54,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--node-lease-renew-interval", type=float, default=10.0, help="seconds between Lease renewals")
     p.add_argument("--node-status-update-frequency", type=float, default=60.0,
                    help="seconds between node status posts")
-    p.add_argument("--runtime", choices=("process", "docker"), default="process",
-                   help="process: each container is an OS process; docker: real containers through the Docker "
-                        "engine at DOCKER_HOST or unix:///var/run/docker.sock (default: %(default)s)")
+    p.add_argument("--runtime", choices=("auto", "linux", "process", "docker"), default="auto",
+                   help="linux: Linux containers (namespaces, the image's root file system, cgroups; needs root); "
+                        "process: each container is an OS process; docker: real containers through the Docker "
+                        "engine at DOCKER_HOST or unix:///var/run/docker.sock; auto: linux where this host allows "
+                        "it, else process (default: %(default)s)")
     p.add_argument("--crashloop-backoff", type=float, default=10.0,
                    help="first CrashLoopBackOff delay in seconds, doubling to 300 (default: %(default)s)")
     p.add_argument("-v", "--v", dest="verbosity", type=int, default=1, help="log verbosity")
@@ -87,6 +94,7 @@ async def run(args: argparse.Namespace) -> None:
         return
     root = Path(args.root_dir).absolute()
     docker = None
+    linux: LinuxRuntime | None = None
     if args.runtime == "docker":
         docker = DockerRuntime(args.node_name)
         images = DockerImages(root / "images", args.crashloop_backoff, engine=docker.engine)
@@ -101,12 +109,19 @@ async def run(args: argparse.Namespace) -> None:
         kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
                           runtime=docker, images=images)
     else:
-        kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff)
+        store = ImageStore(root / "images", args.crashloop_backoff)
+        linux = choose_linux(args.runtime, root, args.node_name, store)
+        kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
+                          runtime=linux, images=store)
+    if docker is not None:
+        runtime_version = docker.runtime_version
+    else:
+        runtime_version = linux.runtime_version if linux is not None else PROCESS_RUNTIME_VERSION
     node = NodeAgent(client, args.node_name, port=args.port, host_ip=args.node_ip, capacity=capacity,
                      labels=labels, taints=_taints(args.register_with_taints),
                      lease_interval=args.node_lease_renew_interval,
                      status_interval=args.node_status_update_frequency, images=kubelet.images,
-                     runtime_version=docker.runtime_version if docker is not None else PROCESS_RUNTIME_VERSION)
+                     runtime_version=runtime_version)
     runner = web.AppRunner(make_app(kubelet, node.registered), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, args.address, args.port).start()
@@ -127,6 +142,22 @@ async def run(args: argparse.Namespace) -> None:
         await client.close()
         if docker is not None:
             await docker.close()
+
+
+def choose_linux(runtime: str, root: Path, node_name: str, images: ImageStore) -> LinuxRuntime | None:
+    """The linux runtime when asked for (exits if this host cannot run it) or, with ``auto``, where it can."""
+    if runtime == "process":
+        logging.info("runtime: process")
+        return None
+    why, overlay = probe(root / "tmp")
+    if why is not None:
+        if runtime == "linux":
+            raise SystemExit(f"--runtime linux: this host cannot run Linux containers: {why}")
+        logging.info("runtime: process (linux containers are not available here: %s)", why)
+        return None
+    logging.info("runtime: linux (%s, %s)", LINUX_RUNTIME_VERSION,
+                 "overlayfs" if overlay else "a copy of the image per container")
+    return LinuxRuntime(root, images, node_name, overlay=overlay)
 
 
 async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict[str, str],

@@ -32,7 +32,6 @@ import json
 import os
 import signal
 import struct
-import sys
 import termios
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -93,9 +92,7 @@ class ExecProcess:
         self.master: int | None = None  # the pty's master side (tty)
 
     async def start(self) -> None:
-        argv = [self.target.rewrite(str(part)) for part in self.options.command]
-        if argv and argv[0] in ("python", "python3"):
-            argv[0] = sys.executable  # as the runtime runs the "python" image
+        argv = self.target.argv(self.options.command)
         common: dict[str, Any] = {"cwd": str(self.target.cwd), "env": self.target.env}
         if self.options.tty:
             master, slave = os.openpty()

@@ -53,6 +53,10 @@ class ImageConfig:
     size: int
     description: str
     listens: bool = False  # its default command serves HTTP: the kubelet appends ``<podIP> <port>`` to it
+    env: tuple[str, ...] = ()  # NAME=value, from a loaded image's config
+    working_dir: str = ""
+    user: str = ""  # uid[:gid] or a name in the image's /etc/passwd
+    rootfs: str = ""  # a loaded image's tree (``imagearchive``); built-in images have none of their own
 
 
 CATALOG: dict[str, ImageConfig] = {
@@ -63,6 +67,16 @@ CATALOG: dict[str, ImageConfig] = {
                          "a stand-in: a static file server on <podIP>:<containerPort> (80)", listens=True),
 }
 DEFAULT_LISTEN_PORT = 80  # nginx's ``listen 80``
+
+
+def command_line(container: dict[str, Any], config: ImageConfig | None = None) -> list[str]:
+    """Kubernetes' rule: ``command`` overrides the image's ENTRYPOINT, ``args`` its CMD (``config``: the image's,
+    a catalog image's by default)."""
+    config = config or lookup(container.get("image", ""))
+    entrypoint, cmd = (config.entrypoint, config.cmd) if config else ([], [])
+    command = list(container.get("command") or []) or list(entrypoint)
+    args = list(container.get("args") or []) if container.get("args") or container.get("command") else list(cmd)
+    return command + args
 
 
 def listen_command(container: dict[str, Any], pod_ip: str) -> dict[str, Any]:
@@ -174,6 +188,7 @@ class ImageStore:
     changed: asyncio.Event = field(default_factory=asyncio.Event)  # set when an image was pulled (node status)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _backoff: dict[tuple[str, str], _BackOff] = field(default_factory=dict)
+    _seen: int = 0  # the store directory's mtime when last looked at (``refresh``)
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -181,10 +196,44 @@ class ImageStore:
     def _manifest(self, digest: str) -> Path:
         return self.root / f"{digest.replace(':', '-')}.json"
 
+    def loaded(self, image: str) -> dict[str, Any] | None:
+        """The manifest of an image imported under that name (``kubelab image load``), or ``None``."""
+        name = normalize(image)
+        for path in self.root.glob("sha256-*.json"):
+            try:
+                manifest = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if manifest.get("rootfs") and name in manifest["names"]:
+                return dict(manifest)
+        return None
+
+    def config(self, image: str) -> ImageConfig | None:
+        """What the image runs: a loaded image's config, else the catalog's."""
+        manifest = self.loaded(image)
+        if manifest is None:
+            return lookup(image)
+        return ImageConfig(list(manifest["entrypoint"]), list(manifest["cmd"]), int(manifest["size"]),
+                           manifest.get("description", ""), env=tuple(manifest.get("env") or ()),
+                           working_dir=manifest.get("workingDir", ""), user=manifest.get("user", ""),
+                           rootfs=manifest["rootfs"])
+
+    def refresh(self) -> None:
+        """Notice images written by another process (``kubelab image load``): ``changed`` when the store's
+        directory changed since last seen."""
+        try:
+            mtime = self.root.stat().st_mtime_ns
+        except OSError:
+            return
+        if mtime != self._seen:
+            if self._seen:
+                self.changed.set()
+            self._seen = mtime
+
     def present(self, image: str) -> bool:
         ref = parse_reference(image)
         if ref.catalog_key not in CATALOG:
-            return False
+            return self.loaded(image) is not None
         path = self._manifest(digest_of(ref))
         if not path.exists():
             return False
@@ -207,6 +256,8 @@ class ImageStore:
         nothing, as a registry pull whose layers are all present (raises ``PullError``)."""
         ref = parse_reference(image)
         config = CATALOG.get(ref.catalog_key)
+        if config is None and (loaded := self.loaded(image)) is not None:
+            return int(loaded["size"]), False  # imported onto the node: there is nothing to fetch
         if config is None:
             raise PullError(f'failed to resolve reference "{ref.name}": {ref.name}: not found (the kubelab image '
                             f"store has {', '.join(sorted(CATALOG))}, under any tag)")

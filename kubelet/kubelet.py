@@ -11,8 +11,9 @@ containers of pods this node no longer has, so nothing is duplicated and nothing
 own IP from the Node's ``spec.podCIDR`` (``podips``), kept across restarts and released with the pod. The
 kubelet is also the ``kubelab.io/local-path`` provisioner of its node (``provisioner``).
 
-The runtime is a ``cri.Runtime``: the process runtime by default, or with ``--runtime docker`` a
-``docker.DockerRuntime`` that runs real containers through a reachable Docker engine (its ``DockerImages`` pulls).
+The runtime is a ``cri.Runtime``: the process runtime unless given another — ``linux.LinuxRuntime`` (Linux
+containers: namespaces, the image's root file system, cgroups; ``__main__`` picks it where the host allows) or
+``docker.DockerRuntime``, which runs real containers through a reachable Docker engine (its ``DockerImages`` pulls).
 """
 
 from __future__ import annotations
@@ -138,5 +139,7 @@ class Kubelet:
         housekeeping.cancel()
         for worker in list(self.workers.values()):
             worker.task.cancel()
-            await worker._kill_all(2)
+        # At once: a Linux container's PID 1 may ignore SIGTERM and take the whole 2 s before its SIGKILL.
+        await asyncio.gather(*(worker._kill_all(2) for worker in list(self.workers.values())))
+        self.runtime.shutdown()
         await self.recorder.close()

@@ -7,6 +7,7 @@ Run by the process runtime as a script (``images.CATALOG``), so it imports nothi
 
 from __future__ import annotations
 
+import signal
 import sys
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
@@ -25,5 +26,8 @@ def serve(host: str, port: int) -> None:
 
 
 if __name__ == "__main__":
+    # nginx stops at SIGTERM (its fast shutdown); in a Linux container the server is PID 1, which would otherwise
+    # ignore it and wait out the pod's grace period.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     argv = sys.argv[1:]
     serve(argv[0] if argv else "0.0.0.0", int(argv[1]) if len(argv) > 1 else 80)

@@ -162,6 +162,8 @@ class NodeAgent:
         next_status = loop.time() + self.status_interval
         next_lease = loop.time()
         while not stop.is_set():
+            if self.images is not None:
+                self.images.refresh()  # an image loaded from outside (``kubelab image load``)
             pulled = self.images is not None and self.images.changed.is_set()
             try:
                 if loop.time() >= next_lease:

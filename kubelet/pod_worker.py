@@ -39,10 +39,11 @@ from . import images
 from . import status as st
 from .backoff import CrashBackoff
 from .env import EnvError, expand_command, pod_env, runtime_env
+from .logs import select
 from .node import machine_capacity
 from .podips import PoolExhausted
 from .probes import PROBE_KINDS, ProbeKind, ProbeWorker, Result, run_hook
-from .runtime.cri import Container, ContainerMeta, ExecTarget
+from .runtime.cri import Container, ContainerMeta, ExecTarget, SandboxConfig
 from .claims import resolve_claims
 from .sources import SourceKind, env_references, volume_references
 from .volumes import VolumeError, mount_container, remove_pod_volumes, setup_volumes
@@ -77,6 +78,7 @@ class PodHost(Protocol):
         ...
 
 RETRY_SECONDS = 2.0  # a failed mount or container config is tried again after this long
+FALLBACK_LOG_LINES, FALLBACK_LOG_BYTES = 80, 2048  # MaxContainerTerminationMessageLog{Lines,Length}
 MIN_GRACE_SECONDS = 2.0  # after a preStop hook, a container still gets this long before SIGKILL (as kubelet)
 
 
@@ -221,7 +223,8 @@ class PodWorker:
         even before the init containers are done); one that ran is never started again. A pod that finished
         starts none: its sandbox is gone, as the kubelet's is.
 
-        ``targetContainerName`` asks the runtime to put the debugger in the target's process namespace. The process
+        ``targetContainerName`` asks the runtime to put the debugger in the target's process namespace: the linux
+        runtime does (``kubectl debug --target`` then shows the target's processes). The process
         runtime has no namespaces at all: every container, ephemeral or not, already sees every process of the node
         (``ps``, ``/proc/<pid>/cwd`` is the target's container directory, ``/proc/<pid>/environ`` its environment),
         so there is nothing to join and nothing is done. The docker runtime does not join it either: the debugger
@@ -345,7 +348,7 @@ class PodWorker:
                 current.replace(self.log_path(spec["name"], previous=True))
         try:
             meta = ContainerMeta(self.uid, self.pod["metadata"]["namespace"], self.pod["metadata"]["name"],
-                                 record.restarts, record.last)
+                                 record.restarts, record.last, SandboxConfig.from_pod(self.pod, self.ip))
             record.process = await self.host.runtime.start(run_spec, self._container_dir(spec), env, current, meta)
         except (OSError, RuntimeError) as err:
             record.status = st.waiting(spec, "CreateContainerError", record.restarts, record.last, str(err))
@@ -427,7 +430,10 @@ class PodWorker:
         cwd = container_dir / spec["workingDir"].lstrip("/") if spec.get("workingDir") else container_dir
         if self.host.runtime.bind_mounts:  # real containers: the runtime mounts the volumes, the image has PATH
             env = dict(defined)
-            return expand_command(spec, defined), env, ExecTarget(env, cwd, self.ip, list(spec.get("ports") or []))
+            run_spec = expand_command(spec, defined)
+            if self.host.runtime.pod_ips:  # on the node's network, the nginx stand-in binds the pod's IP
+                run_spec = images.listen_command(run_spec, self.ip)
+            return run_spec, env, ExecTarget(env, cwd, self.ip, list(spec.get("ports") or []))
         env = runtime_env(self.pod, {name: mounts.rewrite(value) for name, value in defined.items()})
         target = ExecTarget(env, cwd, self.ip, list(spec.get("ports") or []), mounts.rewrite)
         run_spec = images.listen_command(mounts.rewrite_container(expand_command(spec, defined)), self.ip)
@@ -491,12 +497,13 @@ class PodWorker:
         assert record.process is not None
         record.cancel_probes()
         code = 128 - code if code < 0 else code  # killed by signal N: exit code 128 + N, as runtimes report it
-        started, cid = record.process.started_at, record.process.container_id
+        started, cid, reason = record.process.started_at, record.process.container_id, record.process.reason
+        message = record.process.message or self._fallback_message(record.spec, code)
         record.process = None
         record.ready = False
         spec = record.spec
         record.status = st.terminated(spec, code, started, now_rfc3339(), record.restarts, record.last,
-                                      init=record.init, container_id=cid)
+                                      init=record.init, container_id=cid, reason=reason, message=message)
         policy = self.pod["spec"].get("restartPolicy", "Always")
         if record.ephemeral:
             restart = False  # ephemeral containers are never restarted
@@ -520,6 +527,17 @@ class PodWorker:
                                    f"{spec['name']} in pod {self.pod['metadata']['name']}", spec["name"])
         else:
             record.done = True
+
+    def _fallback_message(self, spec: dict[str, Any], code: int) -> str | None:
+        """``terminationMessagePolicy: FallbackToLogsOnError``: a failed container without a termination message
+        gets the end of its log (the last 80 lines, at most 2 KiB, as the kubelet's)."""
+        if code == 0 or spec.get("terminationMessagePolicy") != "FallbackToLogsOnError":
+            return None
+        try:
+            lines = self.log_path(spec["name"]).read_text(errors="replace").splitlines()
+        except OSError:
+            return None
+        return select(lines, {"tailLines": str(FALLBACK_LOG_LINES)})[-FALLBACK_LOG_BYTES:] or None
 
     def _grace(self) -> float:
         meta = self.pod["metadata"]

@@ -22,7 +22,6 @@ import contextlib
 import enum
 import os
 import signal
-import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -46,13 +45,11 @@ class Result(enum.Enum):
 
 
 async def run_exec(command: list[str], target: ExecTarget, timeout: float) -> tuple[Result, str]:
-    argv = [target.rewrite(str(part)) for part in command]
-    if not argv:
+    if not command:
         return Result.UNKNOWN, "exec: no command"
     if target.container is not None:
-        return await _run_in_container(argv, target.container, timeout)
-    if argv[0] in ("python", "python3"):
-        argv[0] = sys.executable  # as the runtime runs the "python" image
+        return await _run_in_container([target.rewrite(str(part)) for part in command], target.container, timeout)
+    argv = target.argv(command)
     try:
         process = await asyncio.create_subprocess_exec(
             *argv, cwd=str(target.cwd), env=target.env, stdin=asyncio.subprocess.DEVNULL,

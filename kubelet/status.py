@@ -189,10 +189,14 @@ def running(container: dict[str, Any], started_at: str, restarts: int,
 
 
 def terminated(container: dict[str, Any], code: int, started_at: str, finished_at: str, restarts: int,
-               last: dict[str, Any] | None = None, *, init: bool = False, container_id: str = "") -> dict[str, Any]:
-    """An init container that exited 0 counts as ready (prober manager's ``UpdatePodStatus``)."""
-    state: dict[str, Any] = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+               last: dict[str, Any] | None = None, *, init: bool = False, container_id: str = "",
+               reason: str | None = None, message: str | None = None) -> dict[str, Any]:
+    """An init container that exited 0 counts as ready (prober manager's ``UpdatePodStatus``); ``reason``: the
+    runtime's own (``OOMKilled``) over Completed/Error."""
+    state: dict[str, Any] = {"exitCode": code, "reason": reason or ("Completed" if code == 0 else "Error"),
                              "startedAt": started_at, "finishedAt": finished_at}
+    if message:
+        state["message"] = message  # the container's termination message
     if container_id:
         state["containerID"] = container_id
     return _container_status(container, {"terminated": state}, restarts, last, ready=init and code == 0,

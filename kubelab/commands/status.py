@@ -9,6 +9,8 @@ alive but its health URL fails, ``restarting`` while the supervisor waits out it
 the process is gone and nothing will restart it. RESTARTS counts the supervisor's restarts (a pod's
 ``restartCount``); LAST EXIT says how the previous run ended and when: ``Error (exit 1) 2m ago``,
 ``Completed (exit 0) 5s ago``, ``signal SIGKILL 40s ago``. Exit code 0 only if every row is ok or running.
+The first line also names each node's container runtime (``node01 linux://0.1.0``: Linux containers;
+``kubelab-process``: plain processes), as ``kubectl get nodes -o wide`` shows it.
 """
 
 from __future__ import annotations
@@ -73,6 +75,17 @@ def supervisor_of(state: ClusterState) -> str:
     return "no supervisor: nothing restarts a component that exits"
 
 
+def node_runtimes(client: httpx.Client, api_url: str) -> str:
+    """Each node's ``status.nodeInfo.containerRuntimeVersion`` (``node01 linux://0.1.0``), or "" when the
+    apiserver does not answer."""
+    try:
+        nodes = client.get(f"{api_url}/api/v1/nodes").json().get("items") or []
+    except (httpx.HTTPError, ValueError):
+        return ""
+    info = ((n["metadata"]["name"], (n.get("status") or {}).get("nodeInfo") or {}) for n in nodes)
+    return ", ".join(f"{name} {i.get('containerRuntimeVersion', '?')}" for name, i in info)
+
+
 def run(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir).absolute()
     state = load_state(data_dir)
@@ -95,6 +108,9 @@ def run(args: argparse.Namespace) -> int:
             for record in state.processes
             for health in (health_of(record, client, supervised),)
         ]
-    print(f"kubelab in {data_dir}: apiserver {state.api_url} ({supervisor_of(state)}), kubeconfig {state.kubeconfig}")
+        runtimes = node_runtimes(client, state.api_url)
+    nodes = f"; container runtime: {runtimes}" if runtimes else ""
+    print(f"kubelab in {data_dir}: apiserver {state.api_url} ({supervisor_of(state)}), kubeconfig {state.kubeconfig}"
+          f"{nodes}")
     print(render_table(HEADERS, rows))
     return 0 if rows and all(row[3] in ("ok", "running") for row in rows) else 1

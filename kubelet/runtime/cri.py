@@ -1,7 +1,8 @@
-"""What the kubelet needs from a container runtime, shaped like the CRI: the two runtimes implement it.
+"""What the kubelet needs from a container runtime, shaped like the CRI: the runtimes implement it.
 
-``process.ProcessRuntime`` (the default) runs each container as an OS process under a shim; ``docker.DockerRuntime``
-(``--runtime docker``) runs real containers through a Docker engine. The pod worker, the kubelet's housekeeping,
+``linux.LinuxRuntime`` runs each container as a Linux container (namespaces, an image's root file system, cgroups)
+and ``process.ProcessRuntime`` as an OS process, both under a shim; ``docker.DockerRuntime`` (``--runtime docker``)
+runs real containers through a Docker engine. The pod worker, the kubelet's housekeeping,
 probes, hooks and exec see only these protocols:
 
     Runtime.start / stop        the CRI's CreateContainer + StartContainer / StopContainer (with a grace period)
@@ -9,6 +10,9 @@ probes, hooks and exec see only these protocols:
     Runtime.remove_pods         RemoveContainer (and their state) for pods the node no longer has
     Runtime.exec_target         ExecSync / Exec: where a probe, hook or ``kubectl exec`` of one container runs
     Runtime.attach_socket       Attach: where the container's stdin and output are offered (``kubectl attach``)
+    Runtime.shutdown            the kubelet stops: StopPodSandbox for every pod (the linux runtime's sandboxes)
+    ContainerMeta.sandbox       RunPodSandbox's PodSandboxConfig (hostname, namespaces, security, /etc/hosts), which
+                                a runtime with sandboxes uses when it starts a pod's first container
     Container.wait              ContainerStatus: the exit code once the container exited
 
 Image pulls (PullImage, ListImages) go through an ``images.ImageStore`` (``docker.DockerImages`` for the engine),
@@ -23,6 +27,7 @@ background.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,14 +35,56 @@ from typing import Any, Protocol
 
 
 @dataclass
+class SandboxConfig:
+    """The CRI's PodSandboxConfig in the fields a runtime with namespaces uses (``from_pod``)."""
+
+    hostname: str = ""
+    pod_ip: str = ""
+    host_network: bool = False
+    host_pid: bool = False
+    host_ipc: bool = False
+    share_pid: bool = False  # shareProcessNamespace: one PID namespace for the pod, the sandbox its PID 1
+    security: dict[str, Any] = field(default_factory=dict)  # the pod's securityContext
+    hosts: str = ""  # the kubelet-managed /etc/hosts
+
+    @classmethod
+    def from_pod(cls, pod: dict[str, Any], pod_ip: str) -> SandboxConfig:
+        spec, meta = pod.get("spec") or {}, pod["metadata"]
+        hostname = (spec.get("hostname") or meta["name"])[:63].rstrip("-.")
+        return cls(hostname, pod_ip, bool(spec.get("hostNetwork")), bool(spec.get("hostPID")),
+                   bool(spec.get("hostIPC")), bool(spec.get("shareProcessNamespace")),
+                   dict(spec.get("securityContext") or {}), managed_hosts(pod, hostname, pod_ip))
+
+
+def managed_hosts(pod: dict[str, Any], hostname: str, pod_ip: str) -> str:
+    """The kubelet's ``/etc/hosts`` for a pod (``managedHostsFileContent``): localhost, the pod's IP with its
+    hostname (and FQDN with ``subdomain``), then ``hostAliases``."""
+    spec, namespace = pod.get("spec") or {}, pod["metadata"].get("namespace", "default")
+    lines = ["# Kubernetes-managed hosts file.", "127.0.0.1\tlocalhost",
+             "::1\tlocalhost ip6-localhost ip6-loopback", "fe00::0\tip6-localnet", "fe00::0\tip6-mcastprefix",
+             "fe00::1\tip6-allnodes", "fe00::2\tip6-allrouters"]
+    if spec.get("subdomain"):
+        lines.append(f"{pod_ip}\t{hostname}.{spec['subdomain']}.{namespace}.svc.cluster.local\t{hostname}")
+    else:
+        lines.append(f"{pod_ip}\t{hostname}")
+    aliases = spec.get("hostAliases") or []
+    if aliases:
+        lines += ["", "# Entries added by HostAliases."]
+        lines += [f"{a.get('ip', '')}\t" + "\t".join(a.get("hostnames") or []) for a in aliases]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
 class ContainerMeta:
-    """What the kubelet labels a container with (the CRI's labels and annotations), kept with it on disk."""
+    """What the kubelet labels a container with (the CRI's labels and annotations), kept with it on disk; with
+    ``sandbox``, the pod's sandbox configuration (namespaces, hostname, security) for a runtime that uses it."""
 
     pod_uid: str = ""
     pod_namespace: str = ""
     pod_name: str = ""
     restart_count: int = 0
     last_state: dict[str, Any] | None = None
+    sandbox: SandboxConfig | None = None
 
 
 class InContainer(Protocol):
@@ -60,6 +107,17 @@ class ExecTarget:
     ports: list[dict[str, Any]] = field(default_factory=list)
     rewrite: Callable[[str], str] = str  # the container's view of mount paths (``volumes.Mounts.rewrite``)
     container: InContainer | None = None
+    enter: list[str] = field(default_factory=list)  # an argv prefix that runs a command inside the container
+
+    def argv(self, command: list[str]) -> list[str]:
+        """The command line that runs ``command`` for this container: inside it (``enter``), or as a host process
+        with mount paths rewritten, ``python`` being this machine's interpreter (the process runtime's image)."""
+        if self.enter:
+            return [*self.enter, *(str(part) for part in command)]
+        argv = [self.rewrite(str(part)) for part in command]
+        if argv and argv[0] in ("python", "python3"):
+            argv[0] = sys.executable
+        return argv
 
 
 class Container(Protocol):
@@ -81,6 +139,16 @@ class Container(Protocol):
     @property
     def returncode(self) -> int | None:
         """The exit code once known (negative: killed by that signal), else ``None``."""
+        ...
+
+    @property
+    def reason(self) -> str | None:
+        """Why it terminated when the runtime knows more than the exit code (``OOMKilled``), else ``None``."""
+        ...
+
+    @property
+    def message(self) -> str | None:
+        """What the container wrote to its ``terminationMessagePath`` (a runtime that mounts one), else ``None``."""
         ...
 
     async def wait(self) -> int:
@@ -122,4 +190,9 @@ class Runtime(Protocol):
     def attach_socket(self, container: Container) -> Path | None:
         """The unix socket (``shim.Attachments``' protocol) that attaches to ``container``'s stdin and output;
         ``None``: this runtime cannot attach."""
+        ...
+
+    def shutdown(self) -> None:
+        """The kubelet stops (its containers already are): release what pods hold beyond their containers (the
+        linux runtime's sandboxes and cgroups)."""
         ...

@@ -276,6 +276,8 @@ class DockerContainer:
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path | None = None
     exit_known: bool = True
+    reason: str | None = None  # the engine's State.OOMKilled is not read: exit codes only
+    message: str | None = None  # nor the termination message file
     _code: int | None = None
     _waiter: asyncio.Task[int] | None = None
     _logs: asyncio.Task[None] | None = None
@@ -495,6 +497,9 @@ class DockerRuntime:
     def attach_socket(self, container: Container) -> Path | None:
         """Not offered (yet): the engine's attach stream would need its own relay; the kubelet says so."""
         return None
+
+    def shutdown(self) -> None:
+        """The engine keeps nothing for a pod beyond its containers."""
 
     def recover(self) -> list[DockerContainer]:
         return list(self._recovered)

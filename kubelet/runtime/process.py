@@ -49,6 +49,7 @@ SHIM = Path(__file__).with_name("shim.py")
 # as ``containerd://…`` names containerd's containers.
 RUNTIME_NAME = "kubelab-process"
 UNKNOWN_EXIT_CODE = 137  # a container that vanished: kubelet's ContainerStatusUnknown reports 137
+MAX_TERMINATION_MESSAGE = 4096  # the kubelet's maxMessageLength
 POLL_SECONDS = 0.5  # how often an adopted container is checked where pidfd_open is not available
 
 # Kept for callers that predate images.py: image name → (ENTRYPOINT, CMD).
@@ -61,12 +62,9 @@ def image_name(image: str) -> str:
 
 
 def container_argv(container: dict[str, Any]) -> list[str]:
-    """Kubernetes' rule: ``command`` overrides the image's ENTRYPOINT, ``args`` its CMD."""
-    config = images.lookup(container.get("image", ""))
-    entrypoint, cmd = (config.entrypoint, config.cmd) if config else ([], [])
-    command = list(container.get("command") or []) or list(entrypoint)
-    args = list(container.get("args") or []) if container.get("args") or container.get("command") else list(cmd)
-    argv = command + args
+    """Kubernetes' rule over the image's ENTRYPOINT and CMD (``images.command_line``), run by this machine's
+    Python where the image is ``python``."""
+    argv = images.command_line(container)
     if argv and argv[0] in ("python", "python3"):
         argv[0] = sys.executable  # the "python" image is this machine's interpreter
     return argv
@@ -113,17 +111,36 @@ class ContainerProcess:
     env: dict[str, str] = field(default_factory=dict)
     shim_pid: int = 0
     exit_known: bool = True
+    runtime_name: str = RUNTIME_NAME
     _code: int | None = None
     _waiter: asyncio.Task[int] | None = None
 
     @property
     def container_id(self) -> str:
         """The instance as a pod status names it: ``kubelab-process://<id>``."""
-        return f"{RUNTIME_NAME}://{self.id}"
+        return f"{self.runtime_name}://{self.id}"
 
     @property
     def returncode(self) -> int | None:
         return self._code
+
+    @property
+    def message(self) -> str | None:
+        """The linux runtime's ``termination-log`` (the container's /dev/termination-log), at most 4096 bytes as
+        the kubelet reads it; the process runtime has none."""
+        try:
+            with open(self.dir / "termination-log", "rb") as f:
+                return f.read(MAX_TERMINATION_MESSAGE).decode(errors="replace") or None
+        except OSError:
+            return None
+
+    @property
+    def reason(self) -> str | None:
+        """What the shim recorded beyond the exit code (``OOMKilled``)."""
+        try:
+            return json.loads((self.dir / "exit.json").read_text()).get("reason") or None
+        except (OSError, ValueError):
+            return None
 
     async def wait(self) -> int:
         """The exit code once the container exited (safe to call from several tasks, and to cancel)."""
@@ -194,7 +211,8 @@ class ShimZygote:
 
     REPLY_SECONDS = 30.0  # a shim that has not answered by then has failed (its shim.log says why)
 
-    def __init__(self) -> None:
+    def __init__(self, preload: bool = False) -> None:
+        self.preload = preload  # the linux runtime's: its shims fork with the container set-up loaded
         self._proc: asyncio.subprocess.Process | None = None
         self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._reader: asyncio.Task[None] | None = None
@@ -206,6 +224,14 @@ class ShimZygote:
         ``{"error", "errno"}``."""
         fields = [str(cwd), str(log_path), stdio, str(len(argv)), *argv, *(f"{k}={v}" for k, v in env.items())]
         (state / "spec").write_bytes(b"\0".join(os.fsencode(f) for f in fields))
+        return await self._request(state, os.fsencode(str(state)))
+
+    async def pause(self, state: Path) -> dict[str, Any]:
+        """Have the zygote fork a pod's pause process (``shim.fork_pause``, from ``state/config.json``): its
+        answer is ``{"pid"}`` or ``{"error"}``."""
+        return await self._request(state, b"pause " + os.fsencode(str(state)))
+
+    async def _request(self, state: Path, line: bytes) -> dict[str, Any]:
         key = str(state)
         reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -214,7 +240,7 @@ class ShimZygote:
             replies = self._replies  # this zygote's, registered before the request goes out
             replies[key] = reply
             assert proc.stdin is not None
-            proc.stdin.write(os.fsencode(key) + b"\n")
+            proc.stdin.write(line + b"\n")
             await proc.stdin.drain()
             async with asyncio.timeout(self.REPLY_SECONDS):
                 return await reply
@@ -232,7 +258,8 @@ class ShimZygote:
         if self._proc is None or self._proc.returncode is not None or self._loop is not loop:
             self._loop = loop  # a zygote's pipes belong to the loop that started it
             self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", "-S", str(SHIM), "--zygote", env={}, stdin=asyncio.subprocess.PIPE,
+                sys.executable, "-I", "-S", str(SHIM), "--zygote", *(["linux"] if self.preload else []), env={},
+                stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, start_new_session=True)
             self._replies = {}  # a zygote that died fails only its own callers
             self._reader = asyncio.create_task(self._read(self._proc, self._replies), name="shim zygote replies")
@@ -260,13 +287,15 @@ class ProcessRuntime:
 
     bind_mounts = False  # containers see volumes through links in their directory, paths rewritten (volumes.py)
     pod_ips = True  # each pod binds its own IP of the node's podCIDR (podips.py)
+    name = RUNTIME_NAME
+    preload = False  # the shim zygote loads the linux runtime's set-up code (``isolate``)
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root  # <root-dir>/containers; None: a throw-away directory per container (no recovery)
         # State directories by (pod UID, container name), so a start looks only at its own container's older
         # instances instead of reading every container's meta.json (quadratic in a burst of pod starts).
         self._instances: dict[tuple[str, str], list[Path]] = {}
-        self._zygote = ShimZygote()
+        self._zygote = ShimZygote(self.preload)
 
     def _new_dir(self) -> tuple[str, Path]:
         cid = secrets.token_hex(32)
@@ -278,13 +307,11 @@ class ProcessRuntime:
     async def start(self, container: dict[str, Any], workdir: Path, env: dict[str, str], log_path: Path,
                     meta: ContainerMeta | None = None) -> ContainerProcess:
         """Start the container under a shim; raises ``FileNotFoundError``/``OSError`` if it cannot be executed."""
-        argv = container_argv(container)
+        meta = meta or ContainerMeta()
+        argv, cwd, env = self._command(container, workdir, env, meta)
         if not argv:
             raise RuntimeError(f'image "{container.get("image")}" has no entrypoint: set command')
-        cwd = workdir / container["workingDir"].lstrip("/") if container.get("workingDir") else workdir
-        cwd.mkdir(parents=True, exist_ok=True)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        meta = meta or ContainerMeta()
         self._remove_instances(meta, container["name"])
         cid, state = self._new_dir()
         if meta.pod_uid:
@@ -293,14 +320,34 @@ class ProcessRuntime:
         (state / "meta.json").write_text(json.dumps({
             "id": cid, "name": container["name"], "image": container.get("image", ""), "startedAt": started_at,
             "cwd": str(cwd), "logPath": str(log_path), "env": env, **asdict(meta)}))
-        reply = await self._zygote.start(state, cwd, log_path, argv, env, stdio_flags(container))
+        try:
+            await self._configure(state, cid, container, workdir, meta)
+            reply = await self._zygote.start(state, cwd, log_path, argv, env, stdio_flags(container))
+        except BaseException:
+            self._discard(state, cid, meta)
+            raise
         if "pid" not in reply:
-            shutil.rmtree(state, ignore_errors=True)
+            self._discard(state, cid, meta)
             if reply.get("errno") == 2:
                 raise FileNotFoundError(2, f'exec: "{argv[0]}": executable file not found in $PATH')
             raise OSError(reply.get("errno") or 0, f'exec: "{argv[0]}": {reply["error"]}')
         return ContainerProcess(container["name"], cid, int(reply["pid"]), started_at, log_path, state, meta,
-                                cwd, env, shim_pid=int(reply["shim"]))
+                                cwd, env, shim_pid=int(reply["shim"]), runtime_name=self.name)
+
+    def _command(self, container: dict[str, Any], workdir: Path, env: dict[str, str],
+                 meta: ContainerMeta) -> tuple[list[str], Path, dict[str, str]]:
+        """What the shim runs: argv, its working directory on the host, its environment."""
+        cwd = workdir / container["workingDir"].lstrip("/") if container.get("workingDir") else workdir
+        cwd.mkdir(parents=True, exist_ok=True)
+        return container_argv(container), cwd, env
+
+    async def _configure(self, state: Path, cid: str, container: dict[str, Any], workdir: Path,
+                         meta: ContainerMeta) -> None:
+        """Anything the container needs besides its process (the process runtime: nothing)."""
+
+    def _discard(self, state: Path, cid: str, meta: ContainerMeta) -> None:
+        """Forget a container that did not start."""
+        shutil.rmtree(state, ignore_errors=True)
 
     async def stop(self, cp: Container, grace: float) -> int:
         """SIGTERM to the container's process group, SIGKILL after ``grace`` seconds; returns the exit code."""
@@ -322,12 +369,15 @@ class ProcessRuntime:
         assert isinstance(container, ContainerProcess)
         return container.dir / ATTACH_SOCKET
 
+    def shutdown(self) -> None:
+        """Nothing outlives the containers here."""
+
     # --- finding containers again -----------------------------------------------------------------------------
     def recover(self) -> list[ContainerProcess]:
         """Every container this runtime recorded: running ones adopted, exited ones with their exit code."""
         found = []
         for state in self._dirs():
-            cp = _load(state)
+            cp = _load(state, self.name)
             if cp is None:
                 shutil.rmtree(state, ignore_errors=True)  # never started (the kubelet died while starting it)
             else:
@@ -359,7 +409,7 @@ class ProcessRuntime:
                 continue  # being created
             if uid in keep:
                 continue
-            cp = _load(state)
+            cp = _load(state, self.name)
             if cp is not None and cp.returncode is None and start_ticks(cp.pid) is not None:
                 log.info("killing container %s of pod %s: its pod is gone", cp.name, uid)
                 _signal_group(cp.pid, signal.SIGKILL)
@@ -370,7 +420,7 @@ class ProcessRuntime:
         return removed
 
 
-def _load(state: Path) -> ContainerProcess | None:
+def _load(state: Path, runtime_name: str = RUNTIME_NAME) -> ContainerProcess | None:
     try:
         meta = json.loads((state / "meta.json").read_text())
         pids = json.loads((state / "pid.json").read_text())
@@ -379,7 +429,8 @@ def _load(state: Path) -> ContainerProcess | None:
     labels = ContainerMeta(meta.get("pod_uid", ""), meta.get("pod_namespace", ""), meta.get("pod_name", ""),
                            int(meta.get("restart_count", 0)), meta.get("last_state"))
     cp = ContainerProcess(meta["name"], meta["id"], int(pids["pid"]), meta["startedAt"], Path(meta["logPath"]),
-                          state, labels, Path(meta["cwd"]), dict(meta.get("env") or {}), shim_pid=int(pids["shim"]))
+                          state, labels, Path(meta["cwd"]), dict(meta.get("env") or {}), shim_pid=int(pids["shim"]),
+                          runtime_name=runtime_name)
     if (state / "exit.json").exists():
         cp._code = cp._read_exit()
     elif start_ticks(cp.pid) != pids["start"] and start_ticks(cp.shim_pid) != pids["shimStart"]:

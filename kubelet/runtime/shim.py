@@ -79,9 +79,11 @@ def write_json(path: str, value: dict[str, int | str]) -> None:
     os.replace(tmp, path)
 
 
-def spawn(cwd: str, argv: list[str], stdio: tuple[int, int, int], tty: bool = False) -> int:
+def spawn(cwd: str, argv: list[str], stdio: tuple[int, int, int], tty: bool = False,
+          config: dict | None = None) -> int:  # type: ignore[type-arg]
     """Fork and exec the container in its own session with ``stdio`` as its fds 0-2 (with ``tty``, a pty's slave,
-    made its controlling terminal); raise ``OSError`` if it cannot be executed."""
+    made its controlling terminal); raise ``OSError`` if it cannot be executed. With ``config`` (the linux
+    runtime's ``config.json``) the child becomes a Linux container first (``isolate.enter``)."""
     status_r, status_w = os.pipe()  # close-on-exec: EOF without data means the exec succeeded
     pid = os.fork()
     if pid == 0:  # the container
@@ -96,10 +98,15 @@ def spawn(cwd: str, argv: list[str], stdio: tuple[int, int, int], tty: bool = Fa
                 import fcntl
                 import termios
                 fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-            os.chdir(cwd)
+            if config is None:
+                os.chdir(cwd)
+            else:
+                isolate().enter(config)
             os.execvpe(argv[0], argv, os.environ)
         except OSError as err:
             os.write(status_w, f"{err.errno or 0} {err.strerror or err}".encode())
+        except BaseException as err:  # noqa: BLE001 - a broken config must reach the kubelet, not vanish
+            os.write(status_w, f"0 {err!r}".encode())
         os._exit(127)
     os.close(status_w)
     data = b""
@@ -141,6 +148,25 @@ class LogWriter:
         return f"{rfc3339_nano(time.time())} {self.stream} {tag} ".encode() + line + b"\n"
 
 
+def isolate():  # type: ignore[no-untyped-def]
+    """``isolate.py`` (the linux runtime's container set-up), imported by path on first use."""
+    module = sys.modules.get("isolate")
+    if module is None:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import isolate as module  # type: ignore[import-not-found,no-redef]
+    return module
+
+
+def read_config(state_dir: str) -> dict | None:  # type: ignore[type-arg]
+    """The linux runtime's ``DIR/config.json``; ``None`` for a process-runtime container."""
+    path = os.path.join(state_dir, "config.json")
+    if not os.path.exists(path):
+        return None
+    import json
+    with open(path) as f:
+        return dict(json.load(f))
+
+
 def read_spec(state_dir: str) -> tuple[str, str, str, list[str], dict[str, str]]:
     """``DIR/spec`` as the kubelet writes it for the zygote: NUL-separated cwd, log path, stdio flags (``stdio``),
     the argument count, the arguments, then ``NAME=value`` environment entries."""
@@ -151,7 +177,7 @@ def read_spec(state_dir: str) -> tuple[str, str, str, list[str], dict[str, str]]
     return fields[0], fields[1], fields[2], argv, dict(entry.partition("=")[::2] for entry in env if entry)
 
 
-def zygote() -> int:
+def zygote(preload: bool = False) -> int:
     """``shim.py --zygote``: one warm interpreter per kubelet that forks a shim per container (an interpreter
     start costs ~10 ms of CPU per container; a fork ~1 ms). Each stdin line names a state directory whose ``spec``
     says what to run; the forked shim answers on stdout as a shim started directly does, with ``dir`` added. The
@@ -166,6 +192,10 @@ def zygote() -> int:
             if pid == 0:
                 return
 
+    if preload:  # the linux runtime's zygote: its shims fork with the set-up code already loaded
+        read_config(os.devnull)
+        isolate()
+        import json  # noqa: F401
     _signal.signal(_signal.SIGCHLD, reap)
     for sig in (_signal.SIGINT, _signal.SIGHUP, _signal.SIGTERM):
         _signal.signal(sig, _signal.SIG_IGN)  # stopping the kubelet's process group must not stop the shims' parent
@@ -174,7 +204,9 @@ def zygote() -> int:
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for line in lines:
-            if line:
+            if line.startswith(b"pause "):
+                fork_pause(os.fsdecode(line[6:]))
+            elif line:
                 _fork_shim(os.fsdecode(line))
     _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
     while True:
@@ -203,6 +235,35 @@ def _fork_shim(state_dir: str) -> None:
         print(to_json({"dir": state_dir, "error": f"the container shim failed: {error}", "errno": 0}), flush=True)
     finally:
         os._exit(code)
+
+
+def fork_pause(state_dir: str) -> None:
+    """A pod's sandbox (the linux runtime's pause container), forked from the zygote without a shim: it has no
+    output to log and nothing to attach to. The child takes the pod's namespaces (``isolate.sandbox``) and forks
+    the pause process itself (PID 1 of the pod's PID namespace with ``shareProcessNamespace``), records its pid
+    in ``DIR/pid.json``, answers the kubelet and exits; the pause process lives on in its own session."""
+    if os.fork() != 0:
+        return
+    try:
+        os.setsid()
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        config = read_config(state_dir) or {}
+        isolate().sandbox(config)
+        pid = os.fork()
+        if pid == 0:
+            os.setpgid(0, 0)  # its own process group, which the kubelet kills with the pod
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            os._exit(isolate().pause())
+        ticks = start_ticks(pid)
+        write_json(os.path.join(state_dir, "pid.json"), {"pid": pid, "start": ticks, "shim": pid, "shimStart": ticks})
+        print(to_json({"dir": state_dir, "pid": pid, "shim": pid}), flush=True)
+    except BaseException as error:  # noqa: BLE001 - the kubelet waits for an answer: it must get one
+        print(to_json({"dir": state_dir, "error": f"the pod sandbox failed: {error}", "errno": 0}), flush=True)
+    finally:
+        os._exit(0)
 
 
 class Attachments:
@@ -371,7 +432,10 @@ def main(state_dir: str, cwd: str, log_path: str, argv: list[str], stdio: str = 
         _signal.signal(sig, _signal.SIG_IGN)  # only the container's own exit ends the shim
     child, outputs, stdin = _stdio(flags)
     try:
-        pid = spawn(cwd, argv, child, tty="tty" in flags)
+        config = read_config(state_dir)
+        if config is not None:
+            isolate().before_fork(config)  # the PID namespace its next child is born into
+        pid = spawn(cwd, argv, child, tty="tty" in flags, config=config)
     except OSError as err:
         print(to_json({"dir": state_dir, "error": err.strerror or str(err), "errno": err.errno or 0}), flush=True)
         return 1
@@ -428,9 +492,14 @@ def main(state_dir: str, cwd: str, log_path: str, argv: list[str], stdio: str = 
     if status is None:
         _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)  # negative: killed by that signal
-    write_json(os.path.join(state_dir, "exit.json"), {"exitCode": code, "finishedAt": rfc3339_nano(time.time())})
+    exit_status: dict[str, int | str] = {"exitCode": code, "finishedAt": rfc3339_nano(time.time())}
+    if config is not None and (reason := isolate().exited(config, code)):
+        exit_status["reason"] = reason
+    write_json(os.path.join(state_dir, "exit.json"), exit_status)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(zygote() if sys.argv[1:] == ["--zygote"] else main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5:]))
+    if sys.argv[1:2] == ["--zygote"]:
+        sys.exit(zygote(preload=sys.argv[2:] == ["linux"]))
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5:]))

@@ -16,6 +16,7 @@ import pytest
 
 from conftest import ROOT, Kubectl
 from kubelab.etcd import free_port
+from support.kubelet import sigterm_exit_code
 from support.wait import wait_for
 
 
@@ -91,35 +92,34 @@ def test_liveness_failure_restarts_the_container(client: httpx.Client, ns: str, 
     assert any(r == "Unhealthy" and m.startswith("Liveness probe failed: cat: ") for r, m in found), found
     assert ("Killing", "Container main failed liveness probe, will be restarted") in found
     last = container_status(client, ns, "live")["lastState"]["terminated"]
-    assert last["exitCode"] == 143 and last["reason"] == "Error"  # sh ended by SIGTERM
+    assert last["exitCode"] == sigterm_exit_code(str(client.base_url), node.name) and last["reason"] == "Error"
 
 
-def test_readiness_gates_ready(client: httpx.Client, ns: str, node: Node) -> None:
+def test_readiness_gates_ready(client: httpx.Client, kubectl: Kubectl, ns: str, node: Node) -> None:
     probe = {"exec": {"command": ["test", "-f", "ready"]}, "periodSeconds": 1, "failureThreshold": 1}
-    pod = create(client, ns, "ready", node, [container("main", "exec sleep 3600", readinessProbe=probe)])
+    create(client, ns, "ready", node, [container("main", "exec sleep 3600", readinessProbe=probe)])
     wait_for(lambda: status(client, ns, "ready").get("phase") == "Running", what="Running")
     assert container_status(client, ns, "ready")["ready"] is False
     assert condition(client, ns, "ready", "Ready") == condition(client, ns, "ready", "ContainersReady") == "False"
-    flag = node.container_dir(pod["metadata"]["uid"], "main") / "ready"
-    flag.write_text("")
+    kubectl("exec", "ready", "-n", ns, "--", "touch", "ready")  # in the container's working directory
     wait_for(lambda: condition(client, ns, "ready", "Ready") == "True", what="Ready")
     assert container_status(client, ns, "ready")["ready"] is True
     assert condition(client, ns, "ready", "ContainersReady") == "True"
-    flag.unlink()
+    kubectl("exec", "ready", "-n", ns, "--", "rm", "ready")
     wait_for(lambda: condition(client, ns, "ready", "Ready") == "False", what="not Ready again")
     assert container_status(client, ns, "ready")["restartCount"] == 0  # readiness never restarts
     assert any(r == "Unhealthy" and m.startswith("Readiness probe failed") for r, m in events(client, ns, "ready"))
 
 
-def test_startup_probe_holds_back_liveness(client: httpx.Client, ns: str, node: Node) -> None:
+def test_startup_probe_holds_back_liveness(client: httpx.Client, kubectl: Kubectl, ns: str, node: Node) -> None:
     startup = {"exec": {"command": ["test", "-f", "started"]}, "periodSeconds": 1, "failureThreshold": 30}
     liveness = {"exec": {"command": ["false"]}, "periodSeconds": 1, "failureThreshold": 1}
-    pod = create(client, ns, "slow", node, [container("main", "exec sleep 3600", startupProbe=startup,
-                                                      livenessProbe=liveness)])
+    create(client, ns, "slow", node, [container("main", "exec sleep 3600", startupProbe=startup,
+                                                livenessProbe=liveness)])
     wait_for(lambda: container_status(client, ns, "slow").get("state", {}).get("running"), what="running")
     cs = container_status(client, ns, "slow")
     assert cs["started"] is False and cs["ready"] is False
-    (node.container_dir(pod["metadata"]["uid"], "main") / "started").write_text("")
+    kubectl("exec", "slow", "-n", ns, "--", "touch", "started")
     wait_for(lambda: container_status(client, ns, "slow").get("restartCount", 0) >= 1, what="liveness restart")
     assert ("Killing", "Container main failed liveness probe, will be restarted") in events(client, ns, "slow")
 
@@ -253,7 +253,8 @@ def test_image_change_restarts_the_container(client: httpx.Client, kubectl: Kube
 
     wait_for(upgraded, what="the new image running")
     cs = container_status(client, ns, "upgrade")
-    assert cs["restartCount"] == 1 and cs["lastState"]["terminated"]["exitCode"] == 143
+    assert cs["restartCount"] == 1
+    assert cs["lastState"]["terminated"]["exitCode"] == sigterm_exit_code(str(client.base_url), node.name)
     assert ("Killing", "Container main definition changed, will be restarted") in events(client, ns, "upgrade")
     assert status(client, ns, "upgrade")["phase"] == "Running"
 

@@ -219,10 +219,11 @@ def test_killed_kubelet_adopts_its_containers(client: httpx.Client, kubectl: Kub
                                               kubelet: KubeletProcess) -> None:
     marker = f"sleep 6{os.getpid() % 1000:03d}"
     client.post(f"/api/v1/namespaces/{ns}/pods",
-                json=pod(ns, "keep", f"{ns}-node", ["sh", "-c", f"echo pid $$$$; exec {marker}"]))
+                json=pod(ns, "keep", f"{ns}-node", ["sh", "-c", f"echo started; exec {marker}"]))
     wait_for(lambda: running(client, ns, "keep"), what="Running")
-    line = wait_for(lambda: kubectl("logs", "keep", "-n", ns).stdout, what="the pid in the log")
-    pid = int(line.split()[1])
+    line = wait_for(lambda: kubectl("logs", "keep", "-n", ns).stdout, what="the container's log")
+    # The host's pid of the container (inside a Linux container it is PID 1 of its own namespace).
+    pid = json.loads(next((kubelet.root / "containers").glob("*/pid.json")).read_text())["pid"]
     before = container_status(client, ns, "keep")
     kubelet.kill()
     kubelet.start()
@@ -246,11 +247,11 @@ def test_container_that_exits_while_the_kubelet_is_down(client: httpx.Client, ns
     kubelet.kill()
     pids = [json.loads(p.read_text())["pid"] for p in (kubelet.root / "containers").glob("*/pid.json")]
     assert len(pids) == 1
-    os.kill(pids[0], signal.SIGTERM)
+    os.kill(pids[0], signal.SIGKILL)  # SIGKILL: a Linux container's PID 1 ignores SIGTERM without a handler
     kubelet.start()
     wait_for(lambda: get_pod(client, ns, "gone")["status"]["phase"] == "Failed", what="Failed")
     terminated = container_status(client, ns, "gone")["state"]["terminated"]
-    assert (terminated["exitCode"], terminated["reason"]) == (143, "Error")
+    assert (terminated["exitCode"], terminated["reason"]) == (137, "Error")
 
 
 def _cmdline(proc: Path) -> str:

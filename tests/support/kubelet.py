@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 from kubelab.etcd import free_port
+from kubelet.runtime.cgroups import Cgroups
 from support.process import ComponentProcess
 from support.wait import wait_for
 
@@ -55,11 +56,29 @@ def running_node(api_url: str, name: str, root: Path) -> Iterator[Node]:
         yield node
     finally:
         node.kubelet.stop()
-        for state in (node.root / "root" / "containers").glob("*/pid.json"):
+        root = node.root / "root"  # the containers, and the linux runtime's pod sandboxes (pause processes)
+        for state in [*root.glob("containers/*/pid.json"), *root.glob("sandboxes/*/pid.json")]:
             try:
                 os.killpg(json.loads(state.read_text())["pid"], signal.SIGKILL)
             except (ProcessLookupError, PermissionError, ValueError):
                 pass
+        Cgroups(node.name).remove_node()  # the linux runtime's, should the kubelet have left any
+
+
+def node_runtime(api_url: str, node: str) -> str:
+    """The node's container runtime as its status names it: ``linux`` or ``kubelab-process`` (``docker``)."""
+    def version() -> str:
+        resp = httpx.get(f"{api_url}/api/v1/nodes/{node}")
+        info = resp.json()["status"]["nodeInfo"] if resp.status_code == 200 else {}
+        return str(info.get("containerRuntimeVersion") or "")
+    return wait_for(version, what=f"node {node} registered").split("://")[0]
+
+
+def sigterm_exit_code(api_url: str, node: str) -> int:
+    """The exit code of a container whose ``sleep`` got SIGTERM: 143 for a host process; in a Linux container
+    ``sleep`` is PID 1 of its namespace, which ignores a signal it has no handler for, so the kubelet's SIGKILL
+    after the grace period ends it (137), as on Kubernetes."""
+    return 137 if node_runtime(api_url, node) == "linux" else 143
 
 
 def create_pod(api_url: str, ns: str, node: Node, name: str, *containers: dict[str, object]) -> None:
