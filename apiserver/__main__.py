@@ -14,6 +14,8 @@ from .app import Config, create_app
 from .storage.encryptionconfig import EncryptionConfigError
 from .storage.etcd3 import EtcdTLS, uses_tls
 from .registry.store import ETCD_MAX_REQUEST_BYTES
+from .serviceaccount.config import DEFAULT_ISSUER, ServiceAccountConfig
+from .serviceaccount.keys import KeyFileError
 from .spdy.upgrade import HttpToolsProtocol
 
 
@@ -46,6 +48,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--etcd-max-request-bytes", type=int, default=ETCD_MAX_REQUEST_BYTES,
                         help="etcd's --max-request-bytes: an object whose stored form (with its key) is larger is "
                              "refused with 413 before it is written (default: %(default)s, etcd's default)")
+    accounts = parser.add_argument_group("service accounts")
+    accounts.add_argument("--service-account-signing-key-file", default=None, metavar="FILE",
+                          help="the PEM private key (RSA or ECDSA) that signs service-account tokens (default: a key "
+                               "made at start-up, valid for this run only)")
+    accounts.add_argument("--service-account-key-file", action="append", default=[], metavar="FILE",
+                          help="PEM keys (public or private) that verify service-account tokens; repeatable "
+                               "(default: the signing key's)")
+    accounts.add_argument("--service-account-issuer", action="append", default=[], metavar="URL",
+                          help="the issuer (iss) of service-account tokens; repeatable: the first signs, all are "
+                               f"accepted (default: {DEFAULT_ISSUER})")
+    accounts.add_argument("--api-audiences", default="", metavar="AUDIENCES",
+                          help="comma-separated audiences of this API: tokens must name one (default: the issuer)")
+    accounts.add_argument("--service-account-max-token-expiration", type=_duration, default=0, metavar="DURATION",
+                          help="the longest token TokenRequest issues (Go duration; default: no maximum)")
+    accounts.add_argument("--service-account-extend-token-expiration", type=_bool, default=True, metavar="BOOL",
+                          help="pods' projected tokens (3607 s) live a year, warning after their requested "
+                               "expiration (default: %(default)s)")
+    accounts.add_argument("--service-account-jwks-uri", default="", metavar="URL",
+                          help="jwks_uri in /.well-known/openid-configuration (default: "
+                               "https://<advertise address>/openid/v1/jwks)")
+    parser.add_argument("--disable-admission-plugins", default="", metavar="PLUGINS",
+                        help="comma-separated admission plugins to turn off, such as ServiceAccount (as kube's "
+                             "integration tests do)")
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=1,
                         help="log verbosity: 0 warnings, 1 info, 2+ debug and access log (default: %(default)s)")
     return parser.parse_args(argv)
@@ -56,6 +81,18 @@ def _duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "t"):
+        return True
+    if text.lower() in ("false", "0", "f"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {text!r}")
+
+
+def _list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -79,9 +116,21 @@ def main(argv: list[str] | None = None) -> None:
         encryption_provider_config=args.encryption_provider_config,
         etcd_compaction_interval=args.etcd_compaction_interval,
         etcd_max_request_bytes=args.etcd_max_request_bytes,
+        service_accounts=ServiceAccountConfig(
+            signing_key_file=args.service_account_signing_key_file,
+            key_files=args.service_account_key_file,
+            issuers=args.service_account_issuer or [DEFAULT_ISSUER],
+            api_audiences=_list(args.api_audiences),
+            max_token_expiration=int(args.service_account_max_token_expiration),
+            extend_token_expiration=args.service_account_extend_token_expiration,
+            jwks_uri=args.service_account_jwks_uri),
+        disable_admission_plugins=_list(args.disable_admission_plugins),
     )
     try:
         app = create_app(config)
+    except (KeyFileError, OSError) as err:
+        print(f"Error: service account keys: {err}", file=sys.stderr)
+        sys.exit(1)
     except EncryptionConfigError as err:
         print(f"Error: {err}", file=sys.stderr)
         sys.exit(1)

@@ -39,6 +39,7 @@ from .apiextensions.controller import CRDController
 from .apiextensions.openapi import custom_openapi
 from .apiextensions.schemavalidation import RuleValidator
 from .apiextensions.strategy import CustomResourceStrategy
+from .admission.serviceaccount import NAME as SERVICE_ACCOUNT_PLUGIN, ServiceAccountAdmission
 from .authentication import AuthenticationMiddleware
 from .autoregister import AutoRegister, served_group_versions
 from .handlers import discovery, openapi, proxy
@@ -56,6 +57,11 @@ from .registry.endpointslices import endpoint_slice_address, kubernetes_endpoint
 from .registry.masterleases import MasterLeases
 from .registry.services import kubernetes_service
 from .registry.store import ETCD_MAX_REQUEST_BYTES
+from .registry.tokenreviews import TokenReviewStrategy
+from .serviceaccount import config as service_account_config
+from .serviceaccount.config import ServiceAccountConfig
+from .serviceaccount.oidc import CACHE_CONTROL, CONFIGURATION_PATH, JWKS_CONTENT_TYPE, JWKS_PATH
+from .serviceaccount.tokenrequest import TokenRequests
 from .storage import encryptionconfig, maintenance
 from .storage.etcd3 import EtcdStorage, EtcdTLS, SpaceExceeded, StorageError
 from .storage.format import NewerStorageFormat, check_storage_format
@@ -73,6 +79,8 @@ class Config:
     encryption_provider_config: str | None = None  # an EncryptionConfiguration file (encryption at rest)
     etcd_compaction_interval: float = maintenance.DEFAULT_COMPACTION_INTERVAL  # seconds; 0 disables
     etcd_max_request_bytes: int = ETCD_MAX_REQUEST_BYTES  # etcd's --max-request-bytes: larger objects are 413
+    service_accounts: ServiceAccountConfig = field(default_factory=ServiceAccountConfig)
+    disable_admission_plugins: list[str] = field(default_factory=list)  # --disable-admission-plugins
 
 
 def advertised_ip(config: Config) -> str:
@@ -141,14 +149,23 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     sources = Sources(registry)
     webhook_client = WebhookClient(sources)
     conditions = WebhookMatchConditions()
-    # kube-apiserver's order: LimitRanger … webhooks, policies … ResourceQuota last (it charges usage).
-    admission = AdmissionChain([LimitRangerDefaults(sources),
+    accounts = service_account_config.build(config.service_accounts,
+                                            lambda resource, ns, name: sources.get("", resource, ns, name),
+                                            config.advertise_address, add_warning)
+    token_authenticators = [accounts.authenticator]
+    token_reviews = registry.virtual[("authentication.k8s.io", "tokenreviews")].strategy
+    assert isinstance(token_reviews, TokenReviewStrategy)
+    token_reviews.authenticators, token_reviews.api_audiences = token_authenticators, accounts.issuer.api_audiences
+    service_account_admission = ([] if SERVICE_ACCOUNT_PLUGIN in config.disable_admission_plugins
+                                 else [ServiceAccountAdmission(sources)])
+    # kube-apiserver's order: LimitRanger, ServiceAccount … webhooks, policies … ResourceQuota last (it charges usage).
+    admission = AdmissionChain([LimitRangerDefaults(sources), *service_account_admission,
                                 MutatingWebhooks(sources, webhook_client, add_warning, conditions)],
                                [LimitRangerValidation(sources),
                                 ValidatingAdmissionPolicies(sources, add_warning),
                                 ValidatingWebhooks(sources, webhook_client, add_warning, conditions),
                                 ResourceQuotaAdmission(sources, registry)])
-    handler = RESTHandler(registry, admission=admission)
+    handler = RESTHandler(registry, admission=admission, token_requests=TokenRequests(accounts.issuer, registry))
 
     def served_groups() -> dict[str, Any]:
         """``/apis``: the stored groups, then the ones served without storage (metrics.k8s.io)."""
@@ -241,6 +258,16 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     async def version() -> Response:
         return json_response(discovery.version_info())
 
+    # --- service-account issuer discovery (OpenID Connect) ----------------------------------------------------
+    @app.get(CONFIGURATION_PATH, include_in_schema=False)
+    async def openid_configuration() -> Response:
+        return Response(accounts.discovery.configuration, media_type="application/json",
+                        headers={"Cache-Control": CACHE_CONTROL})
+
+    @app.get(JWKS_PATH, include_in_schema=False)
+    async def openid_jwks() -> Response:
+        return Response(accounts.discovery.jwks, media_type=JWKS_CONTENT_TYPE, headers={"Cache-Control": CACHE_CONTROL})
+
     # --- discovery ------------------------------------------------------------------------------------------
     def listing(group: str, version: str) -> dict[str, Any] | None:
         if group == metrics_api.GROUP:
@@ -301,7 +328,8 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     async def not_found(path: str) -> Response:
         raise errors.NotFound("the server could not find the requested resource")
 
-    return WarningMiddleware(AuthenticationMiddleware(ResourceRouter(app, handler, registry, metrics)))
+    return WarningMiddleware(AuthenticationMiddleware(ResourceRouter(app, handler, registry, metrics),
+                                                      token_authenticators))
 
 
 class ResourceRouter:

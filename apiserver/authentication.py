@@ -12,15 +12,21 @@ user as kube-apiserver's ``WithImpersonation`` filter does (the allow-all author
 * a user other than ``system:anonymous`` is also put in ``system:authenticated``, unless the groups already name
   ``system:authenticated`` or ``system:unauthenticated``.
 
+A bearer token (``Authorization: Bearer …``) is offered to the ``TokenAuthenticator``s in order (the
+service-account JWTs, ``apiserver.serviceaccount``); the first that knows it names the user, who is also put in
+``system:authenticated``. A token that none accepts is a 401 ``Unauthorized``, as kube-apiserver answers (anonymous
+is only for requests without credentials).
+
 ``AuthenticationMiddleware`` works the user out once per request and keeps it in a context variable, as
 kube-apiserver keeps it in the request context; ``request_user()`` reads it wherever it is needed (the reviews).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 import orjson
@@ -76,8 +82,46 @@ def service_account_groups(username: str) -> tuple[str, ...]:
     return ("system:serviceaccounts", f"system:serviceaccounts:{parts[2]}")
 
 
-def user_from_headers(headers: list[tuple[bytes, bytes]]) -> UserInfo:
-    """The anonymous user, or whom the impersonation headers name (raw ASGI headers, names lower-case)."""
+class TokenAuthenticator(Protocol):
+    """kube's ``authenticator.Token``: the user a bearer token stands for, or None when it is not this
+    authenticator's kind of token. A token of its kind that fails may raise an exception whose message says why
+    (TokenReview's ``status.error``)."""
+
+    async def authenticate_token(self, token: str) -> UserInfo | None: ...
+
+
+def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The token of an ``Authorization: Bearer`` header (kube's ``bearertoken`` authenticator), or None."""
+    for name, raw in headers:
+        if name == b"authorization":
+            scheme, _, token = raw.decode("latin-1").strip().partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+    return None
+
+
+def authenticated(user: UserInfo) -> UserInfo:
+    """The user as the chain reports it: in ``system:authenticated`` (kube's group adder)."""
+    if ALL_AUTHENTICATED in user.groups:
+        return user
+    return replace(user, groups=(*user.groups, ALL_AUTHENTICATED))
+
+
+async def authenticate_token(authenticators: Sequence[TokenAuthenticator], token: str) -> UserInfo:
+    """The first authenticator's answer; ``Unauthorized`` when none accepts the token."""
+    for authenticator in authenticators:
+        try:
+            user = await authenticator.authenticate_token(token)
+        except Exception:  # its kind of token, refused: the request is unauthorized
+            raise errors.Unauthorized("Unauthorized") from None
+        if user is not None:
+            return authenticated(user)
+    raise errors.Unauthorized("Unauthorized")
+
+
+def user_from_headers(headers: list[tuple[bytes, bytes]], user: UserInfo = ANONYMOUS) -> UserInfo:
+    """``user`` (the authenticated one, anonymous by default), or whom the impersonation headers name (raw ASGI
+    headers, names lower-case)."""
     username = ""
     groups: list[str] = []
     uid = ""
@@ -99,7 +143,7 @@ def user_from_headers(headers: list[tuple[bytes, bytes]]) -> UserInfo:
         if groups or uid or extra:
             requested = [*(f"Group {g}" for g in groups), *(f"UserExtra {k}" for k in extra), *(["UID"] if uid else [])]
             raise errors.InternalError(f"requested {orjson.dumps(requested).decode()} without impersonating a user")
-        return ANONYMOUS
+        return user
     if not groups:
         groups = list(service_account_groups(username))
     if username != ANONYMOUS_USER and ALL_AUTHENTICATED not in groups and ALL_UNAUTHENTICATED not in groups:
@@ -108,17 +152,24 @@ def user_from_headers(headers: list[tuple[bytes, bytes]]) -> UserInfo:
 
 
 class AuthenticationMiddleware:
-    """Pure ASGI middleware: sets the request's user for the handlers (a bad impersonation is a 500 Status)."""
+    """Pure ASGI middleware: sets the request's user for the handlers (a refused token is a 401 Status, a bad
+    impersonation a 500)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, token_authenticators: Sequence[TokenAuthenticator] = ()) -> None:
         self.app = app
+        self.token_authenticators = list(token_authenticators)
+
+    async def authenticate(self, headers: list[tuple[bytes, bytes]]) -> UserInfo:
+        token = bearer_token(headers) if self.token_authenticators else None
+        user = ANONYMOUS if token is None else await authenticate_token(self.token_authenticators, token)
+        return user_from_headers(headers, user)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         try:
-            user = user_from_headers(scope.get("headers") or [])
+            user = await self.authenticate(scope.get("headers") or [])
         except errors.StatusError as err:
             body = err.to_json()
             await send({"type": "http.response.start", "status": err.code,

@@ -38,6 +38,10 @@ class ApiServer:
         self.extra = extra or []
         if not any(a.startswith("--etcd-compaction-interval") for a in self.extra):
             self.extra = [*self.extra, "--etcd-compaction-interval", "0"]
+        # Pods need no service account unless a test asks for the plugin (kube's integration framework does the
+        # same): the session runs no controller-manager to make `default` accounts and the root CA ConfigMap.
+        if not any(a.startswith("--disable-admission-plugins") for a in self.extra):
+            self.extra = [*self.extra, "--disable-admission-plugins", "ServiceAccount"]
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 30.0) -> None:

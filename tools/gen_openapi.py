@@ -130,7 +130,7 @@ RESOURCES = (
     Resource("", "v1", "ResourceQuota", "resourcequotas", True, ALL_VERBS, ("status",)),
     Resource("", "v1", "Secret", "secrets", True, ALL_VERBS),
     Resource("", "v1", "Service", "services", True, ALL_VERBS, ("status",)),
-    Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ALL_VERBS),
+    Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ALL_VERBS, ("token",)),
     Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
              False, ALL_VERBS),
     Resource("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False,
@@ -147,6 +147,7 @@ RESOURCES = (
     Resource("apps", "v1", "Deployment", "deployments", True, ALL_VERBS, ("scale", "status")),
     Resource("apps", "v1", "ReplicaSet", "replicasets", True, ALL_VERBS, ("scale", "status")),
     Resource("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False, ("create",)),
+    Resource("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", False, ("create",)),
     Resource("authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews", True,
              ("create",)),
     Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False,
@@ -171,9 +172,10 @@ SUBRESOURCES = {
     "log": Subresource(("get",), produces=("text/plain",)),
     "scale": Subresource(("get", "put", "patch"), GVK("autoscaling", "v1", "Scale")),
     "status": Subresource(("get", "put", "patch")),
+    "token": Subresource(("post",), GVK("authentication.k8s.io", "v1", "TokenRequest")),
 }
 # Kinds that are request/response bodies of subresources and need their own definition.
-SUBRESOURCE_MODELS = {"Eviction": "V1Eviction", "Scale": "V1Scale"}
+SUBRESOURCE_MODELS = {"Eviction": "V1Eviction", "Scale": "V1Scale", "TokenRequest": "AuthenticationV1TokenRequest"}
 # Media types this apiserver speaks; kube-apiserver adds yaml, protobuf and cbor.
 PRODUCES = ("application/json",)
 PRODUCES_WATCH = ("application/json", "application/json;stream=watch")

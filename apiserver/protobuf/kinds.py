@@ -1,7 +1,7 @@
 """Which protobuf message a request body holds, from the ``runtime.Unknown`` envelope's apiVersion and kind.
 
 One row per kind this apiserver accepts as a body: the served resources (create/update), the subresource bodies
-(``Binding``, ``Eviction``, ``Scale``), the create-only reviews (``SelfSubjectAccessReview`` …) and
+(``Binding``, ``Eviction``, ``Scale``, ``TokenRequest``), the create-only reviews (``SelfSubjectAccessReview`` …) and
 ``DeleteOptions``. client-go registers ``DeleteOptions`` in every group
 version, so it arrives as ``v1``, ``apps/v1``, ``policy/v1`` … and is accepted under any apiVersion.
 """
@@ -56,6 +56,8 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("authorization.k8s.io/v1", "SubjectAccessReview"): authorizationv1.SubjectAccessReview,
     ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): authorizationv1.LocalSubjectAccessReview,
     ("authentication.k8s.io/v1", "SelfSubjectReview"): authenticationv1.SelfSubjectReview,
+    ("authentication.k8s.io/v1", "TokenReview"): authenticationv1.TokenReview,
+    ("authentication.k8s.io/v1", "TokenRequest"): authenticationv1.TokenRequest,
 }
 ANY_VERSION: dict[str, type[Message]] = {"DeleteOptions": metav1.DeleteOptions}
 

@@ -50,6 +50,7 @@ from apiserver.registry.selfsubjectreviews import SelfSubjectReviewStrategy
 from apiserver.registry.serviceaccounts import ServiceAccountStrategy
 from apiserver.registry.services import ServiceStrategy
 from apiserver.registry.strategy import Strategy
+from apiserver.registry.tokenreviews import TokenReviewStrategy
 from apiserver.registry.webhookconfigurations import (
     MutatingWebhookConfigurationStrategy,
     ValidatingWebhookConfigurationStrategy,
@@ -89,6 +90,7 @@ def all_strategies() -> list[Strategy]:
         ValidatingAdmissionPolicyBindingStrategy(),
         APIServiceStrategy(),
         SelfSubjectReviewStrategy(),
+        TokenReviewStrategy(),
         LocalSubjectAccessReviewStrategy(),
         SelfSubjectAccessReviewStrategy(),
         SelfSubjectRulesReviewStrategy(),

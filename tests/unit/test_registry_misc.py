@@ -68,6 +68,7 @@ def test_all_strategies_cover_the_served_resources() -> None:
          False, (), ("api-extensions",)),
         ("apiregistration.k8s.io", "apiservices", "APIService", False, (), ("api-extensions",)),
         ("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview", False, (), ()),
+        ("authentication.k8s.io", "tokenreviews", "TokenReview", False, (), ()),
         ("authorization.k8s.io", "localsubjectaccessreviews", "LocalSubjectAccessReview", True, (), ()),
         ("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, (), ()),
         ("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False, (), ()),
