@@ -61,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--leader-elect-resource-name", default="kube-controller-manager",
                    help="name of the leader Lease (default: kube-controller-manager)")
     g = p.add_argument_group("controllers")
+    g.add_argument("--root-ca-file", default=None, metavar="FILE",
+                   help="the cluster's root CA bundle, published as ConfigMap kube-root-ca.crt in every namespace "
+                        "(root-ca-certificate-publisher-controller; not started without it)")
     g.add_argument("--concurrent-replicaset-syncs", type=int, default=5,
                    help="ReplicaSets synced concurrently (default: 5)")
     g.add_argument("--concurrent-rc-syncs", "--concurrent_rc_syncs", dest="concurrent_rc_syncs", type=int, default=5,

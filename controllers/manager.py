@@ -168,6 +168,15 @@ def _resourcequota(ctx: Context) -> Controller:
                                    resync_period=o.resource_quota_sync_period)
 
 
+def _rootcacertpublisher(ctx: Context) -> Controller | None:
+    from controllers.rootcacertpublisher import RootCACertPublisher
+    if not ctx.options.root_ca_file:  # kube-controller-manager always has a CA; kubelab's plain-HTTP clusters do not
+        log.info("no --root-ca-file: root-ca-certificate-publisher-controller not started")
+        return None
+    with open(ctx.options.root_ca_file, "rb") as f:
+        return RootCACertPublisher(ctx.clientset, ctx.factory, f.read())
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
@@ -184,6 +193,7 @@ CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "garbage-collector-controller": (("garbagecollector",), _garbagecollector),
     "namespace-controller": (("namespace",), _namespace),
     "serviceaccount-controller": (("serviceaccount",), _serviceaccount),
+    "root-ca-certificate-publisher-controller": (("root-ca-cert-publisher",), _rootcacertpublisher),
     "endpoints-controller": (("endpoint", "endpoint-controller"), _endpoint),
     "endpointslice-controller": (("endpointslice",), _endpointslice),
     "endpointslice-mirroring-controller": (("endpointslicemirroring",), _endpointslicemirroring),
