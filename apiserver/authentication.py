@@ -12,15 +12,28 @@ user as kube-apiserver's ``WithImpersonation`` filter does (the allow-all author
 * a user other than ``system:anonymous`` is also put in ``system:authenticated``, unless the groups already name
   ``system:authenticated`` or ``system:unauthenticated``.
 
+Before impersonation, ``RequestAuthenticator`` finds who the request really comes from, as kube-apiserver's
+authenticator union does (``apiserver.authenticators`` holds the credential checks):
+
+* a client certificate the TLS handshake verified against ``--client-ca-file``: CN the user, O the groups
+  (the certificate travels in the scope under ``PEER_CERT``, put there by ``apiserver.serving``);
+* ``Authorization: Bearer <token>``: each registered ``TokenAuthenticator`` in turn (``--token-auth-file`` first,
+  then service-account tokens); a token none of them knows is a 401 ``Unauthorized`` Status, as kube answers,
+  even when anonymous requests are allowed;
+* no credential: ``system:anonymous`` in ``system:unauthenticated`` when ``--anonymous-auth`` (the default), else
+  401. A request on the plain-HTTP port (kube's old insecure port) without a credential is never refused here;
+* an authenticated user gets ``system:authenticated`` (kube's ``AuthenticatedGroupAdder``).
+
 ``AuthenticationMiddleware`` works the user out once per request and keeps it in a context variable, as
 kube-apiserver keeps it in the request context; ``request_user()`` reads it wherever it is needed (the reviews).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 import orjson
@@ -35,6 +48,7 @@ IMPERSONATE_USER = b"impersonate-user"
 IMPERSONATE_GROUP = b"impersonate-group"
 IMPERSONATE_UID = b"impersonate-uid"
 IMPERSONATE_EXTRA = b"impersonate-extra-"
+PEER_CERT = "kubelab.peercert"  # scope key: the verified client certificate (``ssl.SSLSocket.getpeercert()``)
 
 
 @dataclass(frozen=True)
@@ -107,27 +121,107 @@ def user_from_headers(headers: list[tuple[bytes, bytes]]) -> UserInfo:
     return UserInfo(username, tuple(groups), uid, extra)
 
 
-class AuthenticationMiddleware:
-    """Pure ASGI middleware: sets the request's user for the handlers (a bad impersonation is a 500 Status)."""
+class TokenAuthenticator(Protocol):
+    """kube's ``authenticator.Token``: who a bearer token belongs to, or None when this authenticator does not know
+    it (the chain then asks the next one)."""
 
-    def __init__(self, app: Any) -> None:
+    async def authenticate_token(self, token: str) -> UserInfo | None: ...
+
+
+def with_authenticated_group(user: UserInfo) -> UserInfo:
+    """kube's ``AuthenticatedGroupAdder``: ``system:authenticated`` for every user but the anonymous one."""
+    if user.username == ANONYMOUS_USER or ALL_AUTHENTICATED in user.groups:
+        return user
+    return UserInfo(user.username, (*user.groups, ALL_AUTHENTICATED), user.uid, user.extra)
+
+
+def user_from_peer_cert(cert: dict[str, Any]) -> UserInfo | None:
+    """kube's x509 ``CommonNameUserConversion``: CN the user, each O a group (None without a CN)."""
+    common_name = ""
+    groups: list[str] = []
+    for rdn in cert.get("subject") or ():
+        for key, value in rdn:
+            if key == "commonName":
+                common_name = value
+            elif key == "organizationName":
+                groups.append(value)
+    return UserInfo(common_name, tuple(groups)) if common_name else None
+
+
+def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The token of ``Authorization: Bearer <token>`` (None without one, as kube's bearer-token authenticator)."""
+    for name, value in headers:
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").strip().partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+            return None
+    return None
+
+
+class RequestAuthenticator:
+    """kube-apiserver's authenticator union for one server: x509, then the token authenticators, then anonymous.
+
+    ``tokens`` may be extended after construction (the service-account token authenticator needs the registry)."""
+
+    def __init__(self, tokens: Sequence[TokenAuthenticator] = (), *, anonymous: bool = True) -> None:
+        self.tokens: list[TokenAuthenticator] = list(tokens)
+        self.anonymous = anonymous
+
+    async def authenticate(self, scope: dict[str, Any]) -> UserInfo:
+        """The request's user before impersonation; raises ``Unauthorized`` as kube answers 401."""
+        cert = scope.get(PEER_CERT)
+        if cert:
+            user = user_from_peer_cert(cert)
+            if user is not None:
+                return with_authenticated_group(user)
+        token = bearer_token(scope.get("headers") or [])
+        if token is not None:
+            for authenticator in self.tokens:
+                user = await authenticator.authenticate_token(token)
+                if user is not None:
+                    return with_authenticated_group(user)
+            raise errors.Unauthorized("Unauthorized")
+        if self.anonymous or scope.get("scheme") in ("http", "ws"):
+            return ANONYMOUS
+        raise errors.Unauthorized("Unauthorized")
+
+
+def _impersonates(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(name.startswith(b"impersonate-") for name, _ in headers)
+
+
+class AuthenticationMiddleware:
+    """Pure ASGI middleware: sets the request's user for the handlers; a refused credential is a 401 Status and
+    a bad impersonation a 500 (a refused websocket gets the same answer before the upgrade)."""
+
+    def __init__(self, app: Any, authenticator: RequestAuthenticator | None = None) -> None:
         self.app = app
+        self.authenticator = authenticator or RequestAuthenticator()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         try:
-            user = user_from_headers(scope.get("headers") or [])
+            user = await self.authenticator.authenticate(scope)
+            headers = scope.get("headers") or []
+            if _impersonates(headers):
+                user = user_from_headers(headers)
         except errors.StatusError as err:
-            body = err.to_json()
-            await send({"type": "http.response.start", "status": err.code,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            await _refuse(scope, send, err)
             return
         token = _user.set(user)
         try:
             await self.app(scope, receive, send)
         finally:
             _user.reset(token)
+
+
+async def _refuse(scope: dict[str, Any], send: Any, err: errors.StatusError) -> None:
+    """The Status as the response (for a websocket: the denial response of ASGI's ``websocket.http.response``)."""
+    body = err.to_json()
+    prefix = "websocket.http.response" if scope["type"] == "websocket" else "http.response"
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": f"{prefix}.start", "status": err.code, "headers": headers})
+    await send({"type": f"{prefix}.body", "body": body})
