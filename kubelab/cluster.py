@@ -50,7 +50,8 @@ from kubelab.net import free_ports_from
 from kubelab.state import ClusterState, ProcessRecord
 from kubelab.supervisor import StartupFailed, Supervised, Supervisor, Unit
 
-__all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "Cluster", "Progress", "StartupError", "stop_records"]
+__all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "SECURE_PORT", "Cluster", "Progress", "StartupError",
+           "stop_records"]
 
 KUBELET_BASE_PORT = 10250
 SECURE_PORT = 6443  # kube-apiserver's --secure-port

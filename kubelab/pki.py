@@ -200,7 +200,8 @@ def ensure_rsa_key_pair(key_path: Path, pub_path: Path, bits: int = 2048) -> Non
     if key_path.is_file() and pub_path.is_file():
         return
     key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
-    write_private(key_path, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+    write_private(key_path, key.private_bytes(serialization.Encoding.PEM,
+                                              serialization.PrivateFormat.TraditionalOpenSSL,
                                               serialization.NoEncryption()))
     write_private(pub_path, key.public_key().public_bytes(serialization.Encoding.PEM,
                                                           serialization.PublicFormat.SubjectPublicKeyInfo), mode=0o644)

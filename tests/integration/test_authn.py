@@ -35,8 +35,9 @@ class SecureServer:
         (root / "tokens.csv").write_text(TOKENS)
         self.secure_port = free_port()
         self.url = f"https://127.0.0.1:{self.secure_port}"
-        self.server = ApiServer(etcd.url, root, extra=["--secure-port", str(self.secure_port), *self.pki.apiserver_flags(),
-                                                       "--token-auth-file", str(root / "tokens.csv"), *extra])
+        flags = ["--secure-port", str(self.secure_port), *self.pki.apiserver_flags(),
+                 "--token-auth-file", str(root / "tokens.csv"), *extra]
+        self.server = ApiServer(etcd.url, root, extra=flags)
 
     def kubeconfig(self, identity: Identity) -> Path:
         return write_kubeconfig(self.root / f"{identity.file}.conf", self.url, ca=self.pki.ca_cert,
@@ -180,7 +181,8 @@ def test_each_component_comes_as_its_own_identity(kubectl_bin: str, tmp_path: Pa
             assert oct(path.stat().st_mode & 0o777) == "0o600"
         # The components reach the apiserver over HTTPS with those identities: the node is Ready and a pod runs.
         cluster.kubectl("run", "web", "--image=busybox", "--restart=Never", "--", "sleep", "3600")
-        cluster.wait_for({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"}}, "jsonpath={.status.phase}=Running", timeout=60)
+        web = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"}}
+        cluster.wait_for(web, "jsonpath={.status.phase}=Running", timeout=60)
         # kubectl's zero-config plain port still answers without credentials
         plain = subprocess.run([kubectl_bin, "-s", cluster.api_url, "get", "nodes", "-o", "name"], capture_output=True,
                                text=True, env={"HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "none")})
