@@ -40,7 +40,8 @@ from .apiextensions.openapi import custom_openapi
 from .apiextensions.schemavalidation import RuleValidator
 from .apiextensions.strategy import CustomResourceStrategy
 from .admission.serviceaccount import NAME as SERVICE_ACCOUNT_PLUGIN, ServiceAccountAdmission
-from .authentication import AuthenticationMiddleware
+from .authentication import AuthenticationMiddleware, RequestAuthenticator, TokenAuthenticator
+from .authenticators.tokenfile import TokenFile
 from .autoregister import AutoRegister, served_group_versions
 from .handlers import discovery, openapi, proxy
 from .handlers.request import limit_body, parse_path
@@ -75,7 +76,9 @@ class Config:
     etcd_tls: EtcdTLS | None = None  # --etcd-cafile, --etcd-certfile, --etcd-keyfile
     advertise_address: str = "127.0.0.1:8080"
     watch_cache_size: int = 10_000
-    port: int = 8080  # where it serves: the default/kubernetes Service's targetPort
+    port: int = 8080  # where it serves (the secure port when it serves HTTPS): the kubernetes Service's targetPort
+    token_auth_file: str | None = None  # --token-auth-file: static bearer tokens (kube's CSV)
+    anonymous_auth: bool = True  # --anonymous-auth: credential-less HTTPS requests are system:anonymous, else 401
     encryption_provider_config: str | None = None  # an EncryptionConfiguration file (encryption at rest)
     etcd_compaction_interval: float = maintenance.DEFAULT_COMPACTION_INTERVAL  # seconds; 0 disables
     etcd_max_request_bytes: int = ETCD_MAX_REQUEST_BYTES  # etcd's --max-request-bytes: larger objects are 413
@@ -135,9 +138,17 @@ async def defragment_members(config: Config, storage: EtcdStorage) -> None:
             await member.close()
 
 
+def authenticator_for(config: Config) -> RequestAuthenticator:
+    """The authenticator union of ``config``; raises ``TokenFileError`` for an unusable ``--token-auth-file``."""
+    tokens: list[TokenAuthenticator] = [TokenFile.load(config.token_auth_file)] if config.token_auth_file else []
+    return RequestAuthenticator(tokens, anonymous=config.anonymous_auth)
+
+
 def create_app(config: Config, rule_validator: RuleValidator | None = None) -> WarningMiddleware:
-    """The apiserver's ASGI app; raises ``EncryptionConfigError`` when the encryption configuration is unusable.
+    """The apiserver's ASGI app; raises ``EncryptionConfigError`` when the encryption configuration is unusable
+    and ``TokenFileError`` for an unusable token file.
     ``rule_validator`` evaluates CRDs' ``x-kubernetes-validations`` (default: CEL, ``apiextensions.celrules``)."""
+    authenticator = authenticator_for(config)
     encryption = (encryptionconfig.load(config.encryption_provider_config)
                   if config.encryption_provider_config else None)
     storage = EtcdStorage(config.etcd_servers, tls=config.etcd_tls)
@@ -152,10 +163,10 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     accounts = service_account_config.build(config.service_accounts,
                                             lambda resource, ns, name: sources.get("", resource, ns, name),
                                             config.advertise_address, add_warning)
-    token_authenticators = [accounts.authenticator]
+    authenticator.tokens.append(accounts.authenticator)  # after --token-auth-file, as kube-apiserver's union
     token_reviews = registry.virtual[("authentication.k8s.io", "tokenreviews")].strategy
     assert isinstance(token_reviews, TokenReviewStrategy)
-    token_reviews.authenticators, token_reviews.api_audiences = token_authenticators, accounts.issuer.api_audiences
+    token_reviews.authenticators, token_reviews.api_audiences = authenticator.tokens, accounts.issuer.api_audiences
     service_account_admission = ([] if SERVICE_ACCOUNT_PLUGIN in config.disable_admission_plugins
                                  else [ServiceAccountAdmission(sources)])
     # kube-apiserver's order: LimitRanger, ServiceAccount … webhooks, policies … ResourceQuota last (it charges usage).
@@ -328,8 +339,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     async def not_found(path: str) -> Response:
         raise errors.NotFound("the server could not find the requested resource")
 
-    return WarningMiddleware(AuthenticationMiddleware(ResourceRouter(app, handler, registry, metrics),
-                                                      token_authenticators))
+    return WarningMiddleware(AuthenticationMiddleware(ResourceRouter(app, handler, registry, metrics), authenticator))
 
 
 class ResourceRouter:

@@ -12,10 +12,17 @@ user as kube-apiserver's ``WithImpersonation`` filter does (the allow-all author
 * a user other than ``system:anonymous`` is also put in ``system:authenticated``, unless the groups already name
   ``system:authenticated`` or ``system:unauthenticated``.
 
-A bearer token (``Authorization: Bearer …``) is offered to the ``TokenAuthenticator``s in order (the
-service-account JWTs, ``apiserver.serviceaccount``); the first that knows it names the user, who is also put in
-``system:authenticated``. A token that none accepts is a 401 ``Unauthorized``, as kube-apiserver answers (anonymous
-is only for requests without credentials).
+Before impersonation, ``RequestAuthenticator`` finds who the request really comes from, as kube-apiserver's
+authenticator union does (``apiserver.authenticators`` holds the credential checks):
+
+* a client certificate the TLS handshake verified against ``--client-ca-file``: CN the user, O the groups
+  (the certificate travels in the scope under ``PEER_CERT``, put there by ``apiserver.serving``);
+* ``Authorization: Bearer <token>``: each registered ``TokenAuthenticator`` in turn (``--token-auth-file`` first,
+  then service-account tokens); a token none of them knows is a 401 ``Unauthorized`` Status, as kube answers,
+  even when anonymous requests are allowed;
+* no credential: ``system:anonymous`` in ``system:unauthenticated`` when ``--anonymous-auth`` (the default), else
+  401. A request on the plain-HTTP port (kube's old insecure port) without a credential is never refused here;
+* an authenticated user gets ``system:authenticated`` (kube's ``AuthenticatedGroupAdder``).
 
 ``AuthenticationMiddleware`` works the user out once per request and keeps it in a context variable, as
 kube-apiserver keeps it in the request context; ``request_user()`` reads it wherever it is needed (the reviews).
@@ -25,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import unquote
 
@@ -41,6 +48,7 @@ IMPERSONATE_USER = b"impersonate-user"
 IMPERSONATE_GROUP = b"impersonate-group"
 IMPERSONATE_UID = b"impersonate-uid"
 IMPERSONATE_EXTRA = b"impersonate-extra-"
+PEER_CERT = "kubelab.peercert"  # scope key: the verified client certificate (``ssl.SSLSocket.getpeercert()``)
 
 
 @dataclass(frozen=True)
@@ -82,46 +90,8 @@ def service_account_groups(username: str) -> tuple[str, ...]:
     return ("system:serviceaccounts", f"system:serviceaccounts:{parts[2]}")
 
 
-class TokenAuthenticator(Protocol):
-    """kube's ``authenticator.Token``: the user a bearer token stands for, or None when it is not this
-    authenticator's kind of token. A token of its kind that fails may raise an exception whose message says why
-    (TokenReview's ``status.error``)."""
-
-    async def authenticate_token(self, token: str) -> UserInfo | None: ...
-
-
-def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
-    """The token of an ``Authorization: Bearer`` header (kube's ``bearertoken`` authenticator), or None."""
-    for name, raw in headers:
-        if name == b"authorization":
-            scheme, _, token = raw.decode("latin-1").strip().partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                return token.strip()
-    return None
-
-
-def authenticated(user: UserInfo) -> UserInfo:
-    """The user as the chain reports it: in ``system:authenticated`` (kube's group adder)."""
-    if ALL_AUTHENTICATED in user.groups:
-        return user
-    return replace(user, groups=(*user.groups, ALL_AUTHENTICATED))
-
-
-async def authenticate_token(authenticators: Sequence[TokenAuthenticator], token: str) -> UserInfo:
-    """The first authenticator's answer; ``Unauthorized`` when none accepts the token."""
-    for authenticator in authenticators:
-        try:
-            user = await authenticator.authenticate_token(token)
-        except Exception:  # its kind of token, refused: the request is unauthorized
-            raise errors.Unauthorized("Unauthorized") from None
-        if user is not None:
-            return authenticated(user)
-    raise errors.Unauthorized("Unauthorized")
-
-
-def user_from_headers(headers: list[tuple[bytes, bytes]], user: UserInfo = ANONYMOUS) -> UserInfo:
-    """``user`` (the authenticated one, anonymous by default), or whom the impersonation headers name (raw ASGI
-    headers, names lower-case)."""
+def user_from_headers(headers: list[tuple[bytes, bytes]]) -> UserInfo:
+    """The anonymous user, or whom the impersonation headers name (raw ASGI headers, names lower-case)."""
     username = ""
     groups: list[str] = []
     uid = ""
@@ -143,7 +113,7 @@ def user_from_headers(headers: list[tuple[bytes, bytes]], user: UserInfo = ANONY
         if groups or uid or extra:
             requested = [*(f"Group {g}" for g in groups), *(f"UserExtra {k}" for k in extra), *(["UID"] if uid else [])]
             raise errors.InternalError(f"requested {orjson.dumps(requested).decode()} without impersonating a user")
-        return user
+        return ANONYMOUS
     if not groups:
         groups = list(service_account_groups(username))
     if username != ANONYMOUS_USER and ALL_AUTHENTICATED not in groups and ALL_UNAUTHENTICATED not in groups:
@@ -151,34 +121,107 @@ def user_from_headers(headers: list[tuple[bytes, bytes]], user: UserInfo = ANONY
     return UserInfo(username, tuple(groups), uid, extra)
 
 
+class TokenAuthenticator(Protocol):
+    """kube's ``authenticator.Token``: who a bearer token belongs to, or None when this authenticator does not know
+    it (the chain then asks the next one)."""
+
+    async def authenticate_token(self, token: str) -> UserInfo | None: ...
+
+
+def with_authenticated_group(user: UserInfo) -> UserInfo:
+    """kube's ``AuthenticatedGroupAdder``: ``system:authenticated`` for every user but the anonymous one."""
+    if user.username == ANONYMOUS_USER or ALL_AUTHENTICATED in user.groups:
+        return user
+    return UserInfo(user.username, (*user.groups, ALL_AUTHENTICATED), user.uid, user.extra)
+
+
+def user_from_peer_cert(cert: dict[str, Any]) -> UserInfo | None:
+    """kube's x509 ``CommonNameUserConversion``: CN the user, each O a group (None without a CN)."""
+    common_name = ""
+    groups: list[str] = []
+    for rdn in cert.get("subject") or ():
+        for key, value in rdn:
+            if key == "commonName":
+                common_name = value
+            elif key == "organizationName":
+                groups.append(value)
+    return UserInfo(common_name, tuple(groups)) if common_name else None
+
+
+def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The token of ``Authorization: Bearer <token>`` (None without one, as kube's bearer-token authenticator)."""
+    for name, value in headers:
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").strip().partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+            return None
+    return None
+
+
+class RequestAuthenticator:
+    """kube-apiserver's authenticator union for one server: x509, then the token authenticators, then anonymous.
+
+    ``tokens`` may be extended after construction (the service-account token authenticator needs the registry)."""
+
+    def __init__(self, tokens: Sequence[TokenAuthenticator] = (), *, anonymous: bool = True) -> None:
+        self.tokens: list[TokenAuthenticator] = list(tokens)
+        self.anonymous = anonymous
+
+    async def authenticate(self, scope: dict[str, Any]) -> UserInfo:
+        """The request's user before impersonation; raises ``Unauthorized`` as kube answers 401."""
+        cert = scope.get(PEER_CERT)
+        if cert:
+            user = user_from_peer_cert(cert)
+            if user is not None:
+                return with_authenticated_group(user)
+        token = bearer_token(scope.get("headers") or [])
+        if token is not None:
+            for authenticator in self.tokens:
+                user = await authenticator.authenticate_token(token)
+                if user is not None:
+                    return with_authenticated_group(user)
+            raise errors.Unauthorized("Unauthorized")
+        if self.anonymous or scope.get("scheme") in ("http", "ws"):
+            return ANONYMOUS
+        raise errors.Unauthorized("Unauthorized")
+
+
+def _impersonates(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(name.startswith(b"impersonate-") for name, _ in headers)
+
+
 class AuthenticationMiddleware:
-    """Pure ASGI middleware: sets the request's user for the handlers (a refused token is a 401 Status, a bad
-    impersonation a 500)."""
+    """Pure ASGI middleware: sets the request's user for the handlers; a refused credential is a 401 Status and
+    a bad impersonation a 500 (a refused websocket gets the same answer before the upgrade)."""
 
-    def __init__(self, app: Any, token_authenticators: Sequence[TokenAuthenticator] = ()) -> None:
+    def __init__(self, app: Any, authenticator: RequestAuthenticator | None = None) -> None:
         self.app = app
-        self.token_authenticators = list(token_authenticators)
-
-    async def authenticate(self, headers: list[tuple[bytes, bytes]]) -> UserInfo:
-        token = bearer_token(headers) if self.token_authenticators else None
-        user = ANONYMOUS if token is None else await authenticate_token(self.token_authenticators, token)
-        return user_from_headers(headers, user)
+        self.authenticator = authenticator or RequestAuthenticator()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         try:
-            user = await self.authenticate(scope.get("headers") or [])
+            user = await self.authenticator.authenticate(scope)
+            headers = scope.get("headers") or []
+            if _impersonates(headers):
+                user = user_from_headers(headers)
         except errors.StatusError as err:
-            body = err.to_json()
-            await send({"type": "http.response.start", "status": err.code,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            await _refuse(scope, send, err)
             return
         token = _user.set(user)
         try:
             await self.app(scope, receive, send)
         finally:
             _user.reset(token)
+
+
+async def _refuse(scope: dict[str, Any], send: Any, err: errors.StatusError) -> None:
+    """The Status as the response (for a websocket: the denial response of ASGI's ``websocket.http.response``)."""
+    body = err.to_json()
+    prefix = "websocket.http.response" if scope["type"] == "websocket" else "http.response"
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": f"{prefix}.start", "status": err.code, "headers": headers})
+    await send({"type": f"{prefix}.body", "body": body})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import time
@@ -32,6 +33,8 @@ class ApiServer:
         self.etcd_url = etcd_url
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.health_url = f"{self.url}/healthz"  # a server without a plain port is probed over HTTPS ...
+        self.verify: ssl.SSLContext | bool = True  # ... with a context that trusts it
         self.log_path = log_dir / f"apiserver-{self.port}.log"
         # No compaction unless a test asks for it: the session runs longer than kube's 5 min interval, and tests
         # such as `kubelab trace` replay objects' history from etcd (compaction has its own tests).
@@ -56,7 +59,7 @@ class ApiServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"apiserver exited ({self.proc.returncode}):\n{self.log_path.read_text()[-4000:]}")
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                if httpx.get(self.health_url, timeout=1, verify=self.verify).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from apimachinery import errors
 
-from ..authentication import TokenAuthenticator, UserInfo, authenticated
+from ..authentication import TokenAuthenticator, UserInfo, with_authenticated_group
 from .strategy import Object
 from .virtual import VirtualStrategy
 
@@ -44,7 +44,7 @@ async def review(authenticators: Sequence[TokenAuthenticator], api_audiences: Se
             failures.append(str(err))
             continue
         if found is not None:
-            status: Object = {"authenticated": True, "user": authenticated(found[0]).to_dict()}
+            status: Object = {"authenticated": True, "user": with_authenticated_group(found[0]).to_dict()}
             if found[1]:
                 status["audiences"] = found[1]
             return status

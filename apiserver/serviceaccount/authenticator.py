@@ -8,12 +8,15 @@ audiences a TokenReview asks for. A token of ours that fails is refused with the
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from ..authentication import UserInfo
 from . import claims as claims_
 from .claims import Getter, TokenInvalid
 from .keys import InvalidJWS, PublicKey, looks_like_jwt, unverified_claims, verify
+
+log = logging.getLogger(__name__)
 
 
 class ServiceAccountAuthenticator:
@@ -27,7 +30,12 @@ class ServiceAccountAuthenticator:
         self.get = get
 
     async def authenticate_token(self, token: str) -> UserInfo | None:
-        found = self.authenticate(token, self.api_audiences)
+        """The request path: None for a token not ours and for ours that fails (the union answers 401)."""
+        try:
+            found = self.authenticate(token, self.api_audiences)
+        except TokenInvalid as err:
+            log.debug("service account token refused: %s", err)
+            return None
         return found[0] if found is not None else None
 
     def authenticate(self, token: str, audiences: Sequence[str]) -> tuple[UserInfo, list[str]] | None:
