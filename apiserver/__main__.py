@@ -11,6 +11,7 @@ import uvicorn
 from apimachinery.meta import parse_duration
 
 from .app import Config, create_app
+from .authorizer import parse_modes
 from .storage.encryptionconfig import EncryptionConfigError
 from .storage.etcd3 import EtcdTLS, uses_tls
 from .registry.store import ETCD_MAX_REQUEST_BYTES
@@ -46,9 +47,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--etcd-max-request-bytes", type=int, default=ETCD_MAX_REQUEST_BYTES,
                         help="etcd's --max-request-bytes: an object whose stored form (with its key) is larger is "
                              "refused with 413 before it is written (default: %(default)s, etcd's default)")
+    parser.add_argument("--authorization-mode", type=_modes, default="AlwaysAllow", metavar="MODES",
+                        help="ordered comma list of authorizers: AlwaysAllow, AlwaysDeny, Node, RBAC (kubelab up "
+                             "passes Node,RBAC; default: %(default)s)")
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=1,
                         help="log verbosity: 0 warnings, 1 info, 2+ debug and access log (default: %(default)s)")
     return parser.parse_args(argv)
+
+
+def _modes(text: str) -> list[str]:
+    try:
+        return parse_modes(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _duration(text: str) -> float:
@@ -79,6 +90,7 @@ def main(argv: list[str] | None = None) -> None:
         encryption_provider_config=args.encryption_provider_config,
         etcd_compaction_interval=args.etcd_compaction_interval,
         etcd_max_request_bytes=args.etcd_max_request_bytes,
+        authorization_modes=args.authorization_mode,
     )
     try:
         app = create_app(config)

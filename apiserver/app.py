@@ -39,7 +39,17 @@ from .apiextensions.controller import CRDController
 from .apiextensions.openapi import custom_openapi
 from .apiextensions.schemavalidation import RuleValidator
 from .apiextensions.strategy import CustomResourceStrategy
+from .admission.noderestriction import NodeRestriction
 from .authentication import AuthenticationMiddleware
+from .authorizer import AlwaysAllow, AlwaysDeny, Member, configure
+from .authz import filter as authz_filter
+from .authz.escalation import EscalationCheck
+from .authz.node import NodeAuthorizer
+from .authz.nodegraph import NodeGraph
+from .authz.policy import NODE_RULES
+from .authz.rbac import RBACAuthorizer
+from .authz.reconcile import reconcile as reconcile_policy
+from .authz.rules import compile_rules
 from .autoregister import AutoRegister, served_group_versions
 from .handlers import discovery, openapi, proxy
 from .handlers.request import limit_body, parse_path
@@ -73,6 +83,14 @@ class Config:
     encryption_provider_config: str | None = None  # an EncryptionConfiguration file (encryption at rest)
     etcd_compaction_interval: float = maintenance.DEFAULT_COMPACTION_INTERVAL  # seconds; 0 disables
     etcd_max_request_bytes: int = ETCD_MAX_REQUEST_BYTES  # etcd's --max-request-bytes: larger objects are 413
+    authorization_modes: list[str] = field(default_factory=lambda: ["AlwaysAllow"])  # --authorization-mode
+
+
+def authorizers(modes: list[str], sources: Sources, rbac: RBACAuthorizer, graph: NodeGraph) -> list[Member]:
+    """``--authorization-mode``'s members, in order."""
+    by_mode: dict[str, Member] = {"AlwaysAllow": AlwaysAllow(), "AlwaysDeny": AlwaysDeny(), "RBAC": rbac,
+                                  "Node": NodeAuthorizer(graph, compile_rules(NODE_RULES))}
+    return [by_mode[mode] for mode in modes]
 
 
 def advertised_ip(config: Config) -> str:
@@ -139,12 +157,16 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap,
                         leases=leases, encryption=encryption, max_request_bytes=config.etcd_max_request_bytes)
     sources = Sources(registry)
+    rbac, graph = RBACAuthorizer(sources), NodeGraph()
+    configure(authorizers(config.authorization_modes, sources, rbac, graph))
     webhook_client = WebhookClient(sources)
     conditions = WebhookMatchConditions()
     # kube-apiserver's order: LimitRanger … webhooks, policies … ResourceQuota last (it charges usage).
     admission = AdmissionChain([LimitRangerDefaults(sources),
                                 MutatingWebhooks(sources, webhook_client, add_warning, conditions)],
-                               [LimitRangerValidation(sources),
+                               [EscalationCheck(sources, rbac),
+                                NodeRestriction(),
+                                LimitRangerValidation(sources),
                                 ValidatingAdmissionPolicies(sources, add_warning),
                                 ValidatingWebhooks(sources, webhook_client, add_warning, conditions),
                                 ResourceQuotaAdmission(sources, registry)])
@@ -175,6 +197,9 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
             raise SystemExit(1) from None  # the message above says it all: no traceback of the cause
         await defragment_members(config, storage)
         await registry.start()
+        await reconcile_policy(registry)
+        if "Node" in config.authorization_modes:
+            graph.start(registry.get("", "pods").cache)
         await crd_controller.start()
         autoregister.start()
         policy_status.start()
@@ -191,6 +216,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
         finally:
             ready["ok"] = False
             await crd_controller.stop()
+            await graph.stop()
             if compactor is not None:
                 compactor.cancel()
                 await asyncio.gather(compactor, return_exceptions=True)
@@ -301,7 +327,9 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     async def not_found(path: str) -> Response:
         raise errors.NotFound("the server could not find the requested resource")
 
-    return WarningMiddleware(AuthenticationMiddleware(ResourceRouter(app, handler, registry, metrics)))
+    router = ResourceRouter(app, handler, registry, metrics)
+    return WarningMiddleware(AuthenticationMiddleware(authz_filter.AuthorizationMiddleware(router),
+                                                      check=authz_filter.check))
 
 
 class ResourceRouter:

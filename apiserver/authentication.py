@@ -1,25 +1,31 @@
-"""Who a request comes as: kube-apiserver's authentication and impersonation filters, for a server without credentials.
+"""Who a request comes as: kube-apiserver's authentication and impersonation filters.
 
-kubelab checks no credentials, so every request is authenticated as kube-apiserver's anonymous authenticator
-reports it: user ``system:anonymous`` in group ``system:unauthenticated``. Impersonation headers then change the
-user as kube-apiserver's ``WithImpersonation`` filter does (the allow-all authorizer lets anyone impersonate), so
-``kubectl --as alice --as-group dev auth whoami`` answers ``alice`` in ``dev``:
+``authenticate`` says who sent a request. Requests on the plain-HTTP port carry no credentials and are treated as
+kube-apiserver's old insecure port treated them: user ``system:unsecured`` in ``system:masters`` and
+``system:authenticated`` (full rights under any authorization mode). Impersonation headers then change the user as
+kube-apiserver's ``WithImpersonation`` filter does, each part checked against the ``impersonate`` verb
+(``ImpersonationCheck``, given by the app: the authorizer's), so ``kubectl --as alice --as-group dev auth whoami``
+answers ``alice`` in ``dev``:
 
-* ``Impersonate-User`` names the user; ``system:serviceaccount:<ns>:<name>`` also brings the service account groups
-  when no group is given;
-* ``Impersonate-Group`` (repeated), ``Impersonate-Uid`` and ``Impersonate-Extra-<key>`` (lower-cased key, each value
-  one entry) add to it; without ``Impersonate-User`` they are an error (500, as kube-apiserver answers);
+* ``Impersonate-User`` names the user (resource ``users``); ``system:serviceaccount:<ns>:<name>`` is checked as
+  that service account (``serviceaccounts`` in ``<ns>``) and also brings the service account groups when no group
+  is given;
+* ``Impersonate-Group`` (repeated, ``groups``), ``Impersonate-Uid`` (``uids``) and ``Impersonate-Extra-<key>``
+  (lower-cased key, each value one entry; ``userextras/<key>``) add to it; without ``Impersonate-User`` they are an
+  error (500, as kube-apiserver answers);
 * a user other than ``system:anonymous`` is also put in ``system:authenticated``, unless the groups already name
   ``system:authenticated`` or ``system:unauthenticated``.
 
 ``AuthenticationMiddleware`` works the user out once per request and keeps it in a context variable, as
-kube-apiserver keeps it in the request context; ``request_user()`` reads it wherever it is needed (the reviews).
+kube-apiserver keeps it in the request context; ``request_user()`` reads it wherever it is needed (the reviews,
+admission, the authorization filter).
 """
 
 from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
@@ -59,6 +65,10 @@ class UserInfo:
 
 
 ANONYMOUS = UserInfo(ANONYMOUS_USER, (ALL_UNAUTHENTICATED,))
+UNSECURED = UserInfo("system:unsecured", ("system:masters", ALL_AUTHENTICATED))
+AUTHENTICATION_GROUP = "authentication.k8s.io"
+# Raises a StatusError (403) unless the user may do the ``impersonate`` request the attributes describe.
+ImpersonationCheck = Callable[[UserInfo, dict[str, Any]], None]
 
 _user: ContextVar[UserInfo] = ContextVar("user", default=ANONYMOUS)
 
@@ -76,8 +86,34 @@ def service_account_groups(username: str) -> tuple[str, ...]:
     return ("system:serviceaccounts", f"system:serviceaccounts:{parts[2]}")
 
 
-def user_from_headers(headers: list[tuple[bytes, bytes]]) -> UserInfo:
-    """The anonymous user, or whom the impersonation headers name (raw ASGI headers, names lower-case)."""
+def authenticate(scope: dict[str, Any]) -> UserInfo:
+    """Who sent the request: on the plain-HTTP port, with no credentials, the old insecure port's user."""
+    return UNSECURED
+
+
+def impersonation_attributes(username: str, groups: list[str], uid: str,
+                             extra: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """The ``impersonate`` checks an impersonation needs (kube's ``buildImpersonationRequests``)."""
+    checks: list[dict[str, Any]] = []
+    parts = username.split(":")
+    if service_account_groups(username):
+        checks.append({"verb": "impersonate", "group": "", "resource": "serviceaccounts", "namespace": parts[2],
+                       "name": parts[3]})
+    else:
+        checks.append({"verb": "impersonate", "group": "", "resource": "users", "name": username})
+    checks.extend({"verb": "impersonate", "group": "", "resource": "groups", "name": g} for g in groups)
+    for key, values in extra.items():
+        checks.extend({"verb": "impersonate", "group": AUTHENTICATION_GROUP, "resource": "userextras",
+                       "subresource": key, "name": value} for value in values)
+    if uid:
+        checks.append({"verb": "impersonate", "group": AUTHENTICATION_GROUP, "resource": "uids", "name": uid})
+    return checks
+
+
+def user_from_headers(headers: list[tuple[bytes, bytes]], requester: UserInfo = ANONYMOUS,
+                      check: ImpersonationCheck | None = None) -> UserInfo:
+    """``requester``, or whom the impersonation headers name (raw ASGI headers, names lower-case) once ``check``
+    allows each part."""
     username = ""
     groups: list[str] = []
     uid = ""
@@ -99,7 +135,10 @@ def user_from_headers(headers: list[tuple[bytes, bytes]]) -> UserInfo:
         if groups or uid or extra:
             requested = [*(f"Group {g}" for g in groups), *(f"UserExtra {k}" for k in extra), *(["UID"] if uid else [])]
             raise errors.InternalError(f"requested {orjson.dumps(requested).decode()} without impersonating a user")
-        return ANONYMOUS
+        return requester
+    if check is not None:
+        for attributes in impersonation_attributes(username, groups, uid, extra):
+            check(requester, attributes)
     if not groups:
         groups = list(service_account_groups(username))
     if username != ANONYMOUS_USER and ALL_AUTHENTICATED not in groups and ALL_UNAUTHENTICATED not in groups:
@@ -108,26 +147,37 @@ def user_from_headers(headers: list[tuple[bytes, bytes]]) -> UserInfo:
 
 
 class AuthenticationMiddleware:
-    """Pure ASGI middleware: sets the request's user for the handlers (a bad impersonation is a 500 Status)."""
+    """Pure ASGI middleware: sets the request's user for the handlers (a refused impersonation is kube's 403, a
+    malformed one a 500 Status)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, check: ImpersonationCheck | None = None) -> None:
         self.app = app
+        self.check = check
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         try:
-            user = user_from_headers(scope.get("headers") or [])
+            user = user_from_headers(scope.get("headers") or [], authenticate(scope), self.check)
         except errors.StatusError as err:
-            body = err.to_json()
-            await send({"type": "http.response.start", "status": err.code,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            await send_status(scope, send, err)
             return
         token = _user.set(user)
         try:
             await self.app(scope, receive, send)
         finally:
             _user.reset(token)
+
+
+async def send_status(scope: dict[str, Any], send: Any, err: errors.StatusError) -> None:
+    """Answer with a Status before the app runs; a websocket upgrade gets the same HTTP response where the server
+    supports it (ASGI's websocket.http.response), else the upgrade is refused (403)."""
+    body = err.to_json()
+    if scope["type"] == "websocket" and "websocket.http.response" not in (scope.get("extensions") or {}):
+        await send({"type": "websocket.close", "code": 1008, "reason": err.message[:120]})
+        return
+    prefix = "websocket.http" if scope["type"] == "websocket" else "http"
+    await send({"type": f"{prefix}.response.start", "status": err.code,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": f"{prefix}.response.body", "body": body})

@@ -22,6 +22,7 @@ from .gen.k8s_io.api.coordination.v1 import generated_pb2 as coordinationv1
 from .gen.k8s_io.api.core.v1 import generated_pb2 as corev1
 from .gen.k8s_io.api.discovery.v1 import generated_pb2 as discoveryv1
 from .gen.k8s_io.api.policy.v1 import generated_pb2 as policyv1
+from .gen.k8s_io.api.rbac.v1 import generated_pb2 as rbacv1
 from .gen.k8s_io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as metav1
 
 KINDS: dict[tuple[str, str], type[Message]] = {
@@ -56,6 +57,10 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("authorization.k8s.io/v1", "SubjectAccessReview"): authorizationv1.SubjectAccessReview,
     ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): authorizationv1.LocalSubjectAccessReview,
     ("authentication.k8s.io/v1", "SelfSubjectReview"): authenticationv1.SelfSubjectReview,
+    ("rbac.authorization.k8s.io/v1", "Role"): rbacv1.Role,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): rbacv1.ClusterRole,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): rbacv1.RoleBinding,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): rbacv1.ClusterRoleBinding,
 }
 ANY_VERSION: dict[str, type[Message]] = {"DeleteOptions": metav1.DeleteOptions}
 
