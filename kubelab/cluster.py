@@ -246,6 +246,7 @@ class Cluster:
             "--port", str(self.port),
             "--bind-address", "127.0.0.1",
             "--encryption-provider-config", str(ensure_encryption_config(self.data_dir)),
+            "--authorization-mode", "Node,RBAC",
         ]  # fmt: skip
         return self._spawn(component, component.name, args, port=self.port)
 

@@ -38,6 +38,9 @@ class ApiServer:
         self.extra = extra or []
         if not any(a.startswith("--etcd-compaction-interval") for a in self.extra):
             self.extra = [*self.extra, "--etcd-compaction-interval", "0"]
+        # As `kubelab up` runs it: the plain port's requests are system:masters, impersonated ones meet RBAC.
+        if not any(a.startswith("--authorization-mode") for a in self.extra):
+            self.extra = [*self.extra, "--authorization-mode", "Node,RBAC"]
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 30.0) -> None:
