@@ -7,9 +7,11 @@ All run from the same process against the same etcd, at concurrency 1 and 50:
 - apiserver: ``POST /api/v1/namespaces/<ns>/pods`` over HTTP with aiohttp (decode, default, validate, etcd
   transaction, watch cache fan-out, encode).
 Each figure is the median of ``--repeat`` runs; ratios are apiserver / baseline. Target: >= 0.5 of raw puts at
-concurrency 50.
+concurrency 50. The apiserver authorizes as ``kubelab up``'s does (``--authorization-mode Node,RBAC``); the plain
+port's user is ``system:masters``, so ``--as USER`` measures the whole RBAC path instead: each create impersonates
+USER, whom a RoleBinding in the namespace grants ``create`` on pods.
 
-    python bench/api.py [--count 2000] [--repeat 3] [--master URL --etcd URL]
+    python bench/api.py [--count 2000] [--repeat 3] [--master URL --etcd URL] [--authorization-mode MODES] [--as USER]
 """
 
 from __future__ import annotations
@@ -97,6 +99,21 @@ async def through_apiserver(master: str, count: int, concurrency: int) -> float:
     return await creates(master, "/api/v1/namespaces/{ns}/pods", pod, count, concurrency)
 
 
+IMPERSONATE: dict[str, str] = {}  # --as: the Impersonate-User header every create carries
+
+
+async def grant_creates(session: aiohttp.ClientSession, ns: str, user: str) -> None:
+    """A Role allowing pod creates in ``ns`` and its RoleBinding to ``user`` (for ``--as``)."""
+    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}"
+    role = {"metadata": {"name": "bench"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}]}
+    binding = {"metadata": {"name": "bench"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                                          "name": "bench"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
+    for path, body in ((f"{rbac}/roles", role), (f"{rbac}/rolebindings", binding)):
+        async with session.post(path, json=body) as resp:
+            assert resp.status == 201, await resp.text()
+
+
 async def creates(master: str, path: str, make: Callable[[str], dict], count: int, concurrency: int) -> float:
     """``count`` POSTs of ``make(name)`` to ``path`` (``{ns}``: a fresh namespace) with ``concurrency`` in flight;
     returns creates/second."""
@@ -105,8 +122,10 @@ async def creates(master: str, path: str, make: Callable[[str], dict], count: in
     async with aiohttp.ClientSession(master, connector=connector) as session:
         async with session.post("/api/v1/namespaces", json={"metadata": {"name": ns}}) as resp:
             assert resp.status == 201, await resp.text()
+        if IMPERSONATE:
+            await grant_creates(session, ns, IMPERSONATE["Impersonate-User"])
         bodies = [orjson.dumps(make(f"p{i}")) for i in range(count)]
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", **IMPERSONATE}
         url = path.format(ns=ns)
 
         async def create(i: int) -> None:
@@ -118,13 +137,13 @@ async def creates(master: str, path: str, make: Callable[[str], dict], count: in
         return await run_concurrently(count, concurrency, create)
 
 
-def start_cluster(tmp: Path) -> tuple[EtcdServer, subprocess.Popen[bytes], str]:
+def start_cluster(tmp: Path, authorization_mode: str) -> tuple[EtcdServer, subprocess.Popen[bytes], str]:
     etcd = EtcdServer(tmp / "etcd", log_path=tmp / "etcd.log")
     etcd.start()
     port = free_port()
     log = open(tmp / "apiserver.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "apiserver", "--etcd-servers", etcd.url, "--port", str(port),
-                             "-v", "0"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+                             "--authorization-mode", authorization_mode, "-v", "0"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     master = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -137,13 +156,14 @@ def start_cluster(tmp: Path) -> tuple[EtcdServer, subprocess.Popen[bytes], str]:
 
 
 @contextmanager
-def cluster(master: str | None, etcd_url: str | None = None) -> Iterator[tuple[str, str | None]]:
+def cluster(master: str | None, etcd_url: str | None = None,
+            authorization_mode: str = "Node,RBAC") -> Iterator[tuple[str, str | None]]:
     """``master`` (and its etcd) when given, else an etcd and an apiserver of the benchmark's own, stopped after."""
     if master:
         yield master, etcd_url
         return
     with tempfile.TemporaryDirectory(prefix="kubelab-bench-") as tmp:
-        etcd, proc, url = start_cluster(Path(tmp))
+        etcd, proc, url = start_cluster(Path(tmp), authorization_mode)
         try:
             yield url, etcd.url
         finally:
@@ -158,10 +178,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--master", help="use a running apiserver (also pass --etcd)")
     parser.add_argument("--etcd", help="the etcd that apiserver uses")
+    parser.add_argument("--authorization-mode", default="Node,RBAC", help="the benchmark's own apiserver's")
+    parser.add_argument("--as", dest="user", help="impersonate USER, granted pod creates by RBAC")
     args = parser.parse_args()
+    if args.user:
+        IMPERSONATE["Impersonate-User"] = args.user
 
     assert args.etcd or not args.master, "--master needs --etcd"
-    with cluster(args.master, args.etcd) as (master, etcd_url):
+    with cluster(args.master, args.etcd, args.authorization_mode) as (master, etcd_url):
         assert etcd_url is not None
         print(f"{'concurrency':>11} {'etcd puts/s':>12} {'etcd txn/s':>11} {'apiserver creates/s':>20} "
               f"{'vs put':>7} {'vs txn':>7}")
