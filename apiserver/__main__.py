@@ -11,6 +11,7 @@ from apimachinery.meta import parse_duration
 from .app import Config, create_app
 from .authenticators.tokenfile import TokenFileError
 from .serving import Listener, TLSFiles, serve
+from .authorizer import parse_modes
 from .storage.encryptionconfig import EncryptionConfigError
 from .storage.etcd3 import EtcdTLS, uses_tls
 from .registry.store import ETCD_MAX_REQUEST_BYTES
@@ -87,6 +88,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--disable-admission-plugins", default="", metavar="PLUGINS",
                         help="comma-separated admission plugins to turn off, such as ServiceAccount (as kube's "
                              "integration tests do)")
+    parser.add_argument("--authorization-mode", type=_modes, default="AlwaysAllow", metavar="MODES",
+                        help="ordered comma list of authorizers: AlwaysAllow, AlwaysDeny, Node, RBAC (kubelab up "
+                             "passes Node,RBAC; default: %(default)s)")
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=1,
                         help="log verbosity: 0 warnings, 1 info, 2+ debug and access log (default: %(default)s)")
     return parser.parse_args(argv)
@@ -112,6 +116,11 @@ def listeners(args: argparse.Namespace) -> list[Listener]:
         out.append(Listener(args.insecure_bind_address or ("127.0.0.1" if secure else args.bind_address),
                             args.insecure_port))
     return out
+def _modes(text: str) -> list[str]:
+    try:
+        return parse_modes(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _duration(text: str) -> float:
@@ -164,6 +173,7 @@ def main(argv: list[str] | None = None) -> None:
             extend_token_expiration=args.service_account_extend_token_expiration,
             jwks_uri=args.service_account_jwks_uri),
         disable_admission_plugins=_list(args.disable_admission_plugins),
+        authorization_modes=args.authorization_mode,
     )
     try:
         app = create_app(config)

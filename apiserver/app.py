@@ -42,6 +42,16 @@ from .apiextensions.strategy import CustomResourceStrategy
 from .admission.serviceaccount import NAME as SERVICE_ACCOUNT_PLUGIN, ServiceAccountAdmission
 from .authentication import AuthenticationMiddleware, RequestAuthenticator, TokenAuthenticator
 from .authenticators.tokenfile import TokenFile
+from .admission.noderestriction import NodeRestriction
+from .authorizer import AlwaysAllow, AlwaysDeny, Member, configure
+from .authz import filter as authz_filter
+from .authz.escalation import EscalationCheck
+from .authz.node import NodeAuthorizer
+from .authz.nodegraph import NodeGraph
+from .authz.policy import NODE_RULES
+from .authz.rbac import RBACAuthorizer
+from .authz.reconcile import reconcile as reconcile_policy
+from .authz.rules import compile_rules
 from .autoregister import AutoRegister, served_group_versions
 from .handlers import discovery, openapi, proxy
 from .handlers.request import limit_body, parse_path
@@ -84,6 +94,14 @@ class Config:
     etcd_max_request_bytes: int = ETCD_MAX_REQUEST_BYTES  # etcd's --max-request-bytes: larger objects are 413
     service_accounts: ServiceAccountConfig = field(default_factory=ServiceAccountConfig)
     disable_admission_plugins: list[str] = field(default_factory=list)  # --disable-admission-plugins
+    authorization_modes: list[str] = field(default_factory=lambda: ["AlwaysAllow"])  # --authorization-mode
+
+
+def authorizers(modes: list[str], sources: Sources, rbac: RBACAuthorizer, graph: NodeGraph) -> list[Member]:
+    """``--authorization-mode``'s members, in order."""
+    by_mode: dict[str, Member] = {"AlwaysAllow": AlwaysAllow(), "AlwaysDeny": AlwaysDeny(), "RBAC": rbac,
+                                  "Node": NodeAuthorizer(graph, compile_rules(NODE_RULES))}
+    return [by_mode[mode] for mode in modes]
 
 
 def advertised_ip(config: Config) -> str:
@@ -158,6 +176,8 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     registry = Registry(all_strategies(), storage, config.watch_cache_size, decoder, add_warning, bootstrap,
                         leases=leases, encryption=encryption, max_request_bytes=config.etcd_max_request_bytes)
     sources = Sources(registry)
+    rbac, graph = RBACAuthorizer(sources), NodeGraph()
+    configure(authorizers(config.authorization_modes, sources, rbac, graph))
     webhook_client = WebhookClient(sources)
     conditions = WebhookMatchConditions()
     accounts = service_account_config.build(config.service_accounts,
@@ -172,7 +192,9 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     # kube-apiserver's order: LimitRanger, ServiceAccount … webhooks, policies … ResourceQuota last (it charges usage).
     admission = AdmissionChain([LimitRangerDefaults(sources), *service_account_admission,
                                 MutatingWebhooks(sources, webhook_client, add_warning, conditions)],
-                               [LimitRangerValidation(sources),
+                               [EscalationCheck(sources, rbac),
+                                NodeRestriction(),
+                                LimitRangerValidation(sources),
                                 ValidatingAdmissionPolicies(sources, add_warning),
                                 ValidatingWebhooks(sources, webhook_client, add_warning, conditions),
                                 ResourceQuotaAdmission(sources, registry)])
@@ -203,6 +225,9 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
             raise SystemExit(1) from None  # the message above says it all: no traceback of the cause
         await defragment_members(config, storage)
         await registry.start()
+        await reconcile_policy(registry)
+        if "Node" in config.authorization_modes:
+            graph.start(registry.get("", "pods").cache)
         await crd_controller.start()
         autoregister.start()
         policy_status.start()
@@ -219,6 +244,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
         finally:
             ready["ok"] = False
             await crd_controller.stop()
+            await graph.stop()
             if compactor is not None:
                 compactor.cancel()
                 await asyncio.gather(compactor, return_exceptions=True)
@@ -339,7 +365,9 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     async def not_found(path: str) -> Response:
         raise errors.NotFound("the server could not find the requested resource")
 
-    return WarningMiddleware(AuthenticationMiddleware(ResourceRouter(app, handler, registry, metrics), authenticator))
+    router = ResourceRouter(app, handler, registry, metrics)
+    return WarningMiddleware(AuthenticationMiddleware(authz_filter.AuthorizationMiddleware(router), authenticator,
+                                                      check=authz_filter.check))
 
 
 class ResourceRouter:

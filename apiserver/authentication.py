@@ -1,14 +1,15 @@
-"""Who a request comes as: kube-apiserver's authentication and impersonation filters, for a server without credentials.
+"""Who a request comes as: kube-apiserver's authentication and impersonation filters.
 
-kubelab checks no credentials, so every request is authenticated as kube-apiserver's anonymous authenticator
-reports it: user ``system:anonymous`` in group ``system:unauthenticated``. Impersonation headers then change the
-user as kube-apiserver's ``WithImpersonation`` filter does (the allow-all authorizer lets anyone impersonate), so
+Impersonation headers change the authenticated user as kube-apiserver's ``WithImpersonation`` filter does, each
+part checked against the ``impersonate`` verb (``ImpersonationCheck``, given by the app: the authorizer's), so
 ``kubectl --as alice --as-group dev auth whoami`` answers ``alice`` in ``dev``:
 
-* ``Impersonate-User`` names the user; ``system:serviceaccount:<ns>:<name>`` also brings the service account groups
-  when no group is given;
-* ``Impersonate-Group`` (repeated), ``Impersonate-Uid`` and ``Impersonate-Extra-<key>`` (lower-cased key, each value
-  one entry) add to it; without ``Impersonate-User`` they are an error (500, as kube-apiserver answers);
+* ``Impersonate-User`` names the user (resource ``users``); ``system:serviceaccount:<ns>:<name>`` is checked as
+  that service account (``serviceaccounts`` in ``<ns>``) and also brings the service account groups when no group
+  is given;
+* ``Impersonate-Group`` (repeated, ``groups``), ``Impersonate-Uid`` (``uids``) and ``Impersonate-Extra-<key>``
+  (lower-cased key, each value one entry; ``userextras/<key>``) add to it; without ``Impersonate-User`` they are an
+  error (500, as kube-apiserver answers);
 * a user other than ``system:anonymous`` is also put in ``system:authenticated``, unless the groups already name
   ``system:authenticated`` or ``system:unauthenticated``.
 
@@ -20,17 +21,19 @@ authenticator union does (``apiserver.authenticators`` holds the credential chec
 * ``Authorization: Bearer <token>``: each registered ``TokenAuthenticator`` in turn (``--token-auth-file`` first,
   then service-account tokens); a token none of them knows is a 401 ``Unauthorized`` Status, as kube answers,
   even when anonymous requests are allowed;
-* no credential: ``system:anonymous`` in ``system:unauthenticated`` when ``--anonymous-auth`` (the default), else
-  401. A request on the plain-HTTP port (kube's old insecure port) without a credential is never refused here;
+* no credential: on the plain-HTTP port, kube's old insecure port's user ``system:unsecured`` in
+  ``system:masters`` (full rights under any authorization mode); over HTTPS ``system:anonymous`` in
+  ``system:unauthenticated`` when ``--anonymous-auth`` (the default), else 401;
 * an authenticated user gets ``system:authenticated`` (kube's ``AuthenticatedGroupAdder``).
 
 ``AuthenticationMiddleware`` works the user out once per request and keeps it in a context variable, as
-kube-apiserver keeps it in the request context; ``request_user()`` reads it wherever it is needed (the reviews).
+kube-apiserver keeps it in the request context; ``request_user()`` reads it wherever it is needed (the reviews,
+admission, the authorization filter).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -73,6 +76,10 @@ class UserInfo:
 
 
 ANONYMOUS = UserInfo(ANONYMOUS_USER, (ALL_UNAUTHENTICATED,))
+UNSECURED = UserInfo("system:unsecured", ("system:masters", ALL_AUTHENTICATED))
+AUTHENTICATION_GROUP = "authentication.k8s.io"
+# Raises a StatusError (403) unless the user may do the ``impersonate`` request the attributes describe.
+ImpersonationCheck = Callable[[UserInfo, dict[str, Any]], None]
 
 _user: ContextVar[UserInfo] = ContextVar("user", default=ANONYMOUS)
 
@@ -90,8 +97,29 @@ def service_account_groups(username: str) -> tuple[str, ...]:
     return ("system:serviceaccounts", f"system:serviceaccounts:{parts[2]}")
 
 
-def user_from_headers(headers: list[tuple[bytes, bytes]]) -> UserInfo:
-    """The anonymous user, or whom the impersonation headers name (raw ASGI headers, names lower-case)."""
+def impersonation_attributes(username: str, groups: list[str], uid: str,
+                             extra: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """The ``impersonate`` checks an impersonation needs (kube's ``buildImpersonationRequests``)."""
+    checks: list[dict[str, Any]] = []
+    parts = username.split(":")
+    if service_account_groups(username):
+        checks.append({"verb": "impersonate", "group": "", "resource": "serviceaccounts", "namespace": parts[2],
+                       "name": parts[3]})
+    else:
+        checks.append({"verb": "impersonate", "group": "", "resource": "users", "name": username})
+    checks.extend({"verb": "impersonate", "group": "", "resource": "groups", "name": g} for g in groups)
+    for key, values in extra.items():
+        checks.extend({"verb": "impersonate", "group": AUTHENTICATION_GROUP, "resource": "userextras",
+                       "subresource": key, "name": value} for value in values)
+    if uid:
+        checks.append({"verb": "impersonate", "group": AUTHENTICATION_GROUP, "resource": "uids", "name": uid})
+    return checks
+
+
+def user_from_headers(headers: list[tuple[bytes, bytes]], requester: UserInfo = ANONYMOUS,
+                      check: ImpersonationCheck | None = None) -> UserInfo:
+    """``requester``, or whom the impersonation headers name (raw ASGI headers, names lower-case) once ``check``
+    allows each part."""
     username = ""
     groups: list[str] = []
     uid = ""
@@ -113,7 +141,10 @@ def user_from_headers(headers: list[tuple[bytes, bytes]]) -> UserInfo:
         if groups or uid or extra:
             requested = [*(f"Group {g}" for g in groups), *(f"UserExtra {k}" for k in extra), *(["UID"] if uid else [])]
             raise errors.InternalError(f"requested {orjson.dumps(requested).decode()} without impersonating a user")
-        return ANONYMOUS
+        return requester
+    if check is not None:
+        for attributes in impersonation_attributes(username, groups, uid, extra):
+            check(requester, attributes)
     if not groups:
         groups = list(service_account_groups(username))
     if username != ANONYMOUS_USER and ALL_AUTHENTICATED not in groups and ALL_UNAUTHENTICATED not in groups:
@@ -182,7 +213,9 @@ class RequestAuthenticator:
                 if user is not None:
                     return with_authenticated_group(user)
             raise errors.Unauthorized("Unauthorized")
-        if self.anonymous or scope.get("scheme") in ("http", "ws"):
+        if scope.get("scheme") in ("http", "ws"):
+            return UNSECURED
+        if self.anonymous:
             return ANONYMOUS
         raise errors.Unauthorized("Unauthorized")
 
@@ -195,9 +228,11 @@ class AuthenticationMiddleware:
     """Pure ASGI middleware: sets the request's user for the handlers; a refused credential is a 401 Status and
     a bad impersonation a 500 (a refused websocket gets the same answer before the upgrade)."""
 
-    def __init__(self, app: Any, authenticator: RequestAuthenticator | None = None) -> None:
+    def __init__(self, app: Any, authenticator: RequestAuthenticator | None = None,
+                 check: ImpersonationCheck | None = None) -> None:
         self.app = app
         self.authenticator = authenticator or RequestAuthenticator()
+        self.check = check
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -207,9 +242,9 @@ class AuthenticationMiddleware:
             user = await self.authenticator.authenticate(scope)
             headers = scope.get("headers") or []
             if _impersonates(headers):
-                user = user_from_headers(headers)
+                user = user_from_headers(headers, user, self.check)
         except errors.StatusError as err:
-            await _refuse(scope, send, err)
+            await send_status(scope, send, err)
             return
         token = _user.set(user)
         try:
@@ -218,10 +253,14 @@ class AuthenticationMiddleware:
             _user.reset(token)
 
 
-async def _refuse(scope: dict[str, Any], send: Any, err: errors.StatusError) -> None:
-    """The Status as the response (for a websocket: the denial response of ASGI's ``websocket.http.response``)."""
+async def send_status(scope: dict[str, Any], send: Any, err: errors.StatusError) -> None:
+    """Answer with a Status before the app runs; a websocket upgrade gets the same HTTP response where the server
+    supports it (ASGI's websocket.http.response), else the upgrade is refused (403)."""
     body = err.to_json()
-    prefix = "websocket.http.response" if scope["type"] == "websocket" else "http.response"
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": f"{prefix}.start", "status": err.code, "headers": headers})
-    await send({"type": f"{prefix}.body", "body": body})
+    if scope["type"] == "websocket" and "websocket.http.response" not in (scope.get("extensions") or {}):
+        await send({"type": "websocket.close", "code": 1008, "reason": err.message[:120]})
+        return
+    prefix = "websocket.http" if scope["type"] == "websocket" else "http"
+    await send({"type": f"{prefix}.response.start", "status": err.code,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": f"{prefix}.response.body", "body": body})

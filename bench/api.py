@@ -10,9 +10,12 @@ All run from the same process against the same etcd, at concurrency 1 and 50:
   authentication, and whatever authorization the apiserver runs), and its ratio to the plain port in the same run
   (target: >= 0.9).
 Each figure is the median of ``--repeat`` runs; ratios are apiserver / baseline. Target: >= 0.5 of raw puts at
-concurrency 50.
+concurrency 50. The apiserver authorizes as ``kubelab up``'s does (``--authorization-mode Node,RBAC``); the plain
+port's user is ``system:masters``, so ``--as USER`` measures the whole RBAC path instead: each create impersonates
+USER, whom a RoleBinding in the namespace grants ``create`` on pods.
 
     python bench/api.py [--count 2000] [--repeat 3] [--https] [--master URL --etcd URL [--kubeconfig FILE]]
+                        [--authorization-mode MODES] [--as USER]
 """
 
 from __future__ import annotations
@@ -104,6 +107,21 @@ async def through_apiserver(master: str, count: int, concurrency: int, tls: ssl.
     return await creates(master, "/api/v1/namespaces/{ns}/pods", pod, count, concurrency, tls)
 
 
+IMPERSONATE: dict[str, str] = {}  # --as: the Impersonate-User header every create carries
+
+
+async def grant_creates(session: aiohttp.ClientSession, ns: str, user: str) -> None:
+    """A Role allowing pod creates in ``ns`` and its RoleBinding to ``user`` (for ``--as``)."""
+    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}"
+    role = {"metadata": {"name": "bench"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}]}
+    binding = {"metadata": {"name": "bench"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                                          "name": "bench"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
+    for path, body in ((f"{rbac}/roles", role), (f"{rbac}/rolebindings", binding)):
+        async with session.post(path, json=body) as resp:
+            assert resp.status == 201, await resp.text()
+
+
 async def creates(master: str, path: str, make: Callable[[str], dict], count: int, concurrency: int,
                   tls: ssl.SSLContext | None = None) -> float:
     """``count`` POSTs of ``make(name)`` to ``path`` (``{ns}``: a fresh namespace) with ``concurrency`` in flight;
@@ -113,8 +131,10 @@ async def creates(master: str, path: str, make: Callable[[str], dict], count: in
     async with aiohttp.ClientSession(master, connector=connector) as session:
         async with session.post("/api/v1/namespaces", json={"metadata": {"name": ns}}) as resp:
             assert resp.status == 201, await resp.text()
+        if IMPERSONATE:
+            await grant_creates(session, ns, IMPERSONATE["Impersonate-User"])
         bodies = [orjson.dumps(make(f"p{i}")) for i in range(count)]
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", **IMPERSONATE}
         url = path.format(ns=ns)
 
         async def create(i: int) -> None:
@@ -126,8 +146,11 @@ async def creates(master: str, path: str, make: Callable[[str], dict], count: in
         return await run_concurrently(count, concurrency, create)
 
 
-def start_cluster(tmp: Path, https: bool = False) -> tuple[EtcdServer, subprocess.Popen[bytes], str]:
-    """An etcd and an apiserver; ``https``: the apiserver also serves HTTPS, described by ``tmp/kubeconfig``."""
+def start_cluster(tmp: Path, https: bool = False,
+                  authorization_mode: str = "Node,RBAC") -> tuple[EtcdServer, subprocess.Popen[bytes], str]:
+    """An etcd and an apiserver; ``https``: the apiserver also serves HTTPS, described by ``tmp/kubeconfig``. Its
+    pods need no service account (no controller-manager makes ``default``): ServiceAccount admission is off, as in
+    kube's integration benchmarks."""
     etcd = EtcdServer(tmp / "etcd", log_path=tmp / "etcd.log")
     etcd.start()
     port = free_port()
@@ -140,7 +163,9 @@ def start_cluster(tmp: Path, https: bool = False) -> tuple[EtcdServer, subproces
                          client=pki.client(ADMIN))
     log = open(tmp / "apiserver.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "apiserver", "--etcd-servers", etcd.url, "--port", str(port),
-                             *secure, "-v", "0"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+                             *secure, "--authorization-mode", authorization_mode,
+                             "--disable-admission-plugins", "ServiceAccount", "-v", "0"],
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     master = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -154,14 +179,14 @@ def start_cluster(tmp: Path, https: bool = False) -> tuple[EtcdServer, subproces
 
 @contextmanager
 def cluster(master: str | None, etcd_url: str | None = None, https: bool = False,
-            kubeconfig: str | None = None) -> Iterator[tuple[str, str | None]]:
+            kubeconfig: str | None = None, authorization_mode: str = "Node,RBAC") -> Iterator[tuple[str, str | None]]:
     """``master`` (and its etcd) when given, else an etcd and an apiserver of the benchmark's own, stopped after.
     ``https``: an own apiserver serves HTTPS too; its kubeconfig is written to ``kubeconfig``."""
     if master:
         yield master, etcd_url
         return
     with tempfile.TemporaryDirectory(prefix="kubelab-bench-") as tmp:
-        etcd, proc, url = start_cluster(Path(tmp), https)
+        etcd, proc, url = start_cluster(Path(tmp), https, authorization_mode)
         if https and kubeconfig:
             Path(kubeconfig).write_bytes((Path(tmp) / "kubeconfig").read_bytes())
         try:
@@ -182,13 +207,17 @@ def main() -> None:
                         help="also create over HTTPS with a client certificate (an own apiserver, or the server and "
                              "credentials of --kubeconfig), compared with the plain port in the same run")
     parser.add_argument("--kubeconfig", help="with --master and --https: the running apiserver's HTTPS kubeconfig")
+    parser.add_argument("--authorization-mode", default="Node,RBAC", help="the benchmark's own apiserver's")
+    parser.add_argument("--as", dest="user", help="impersonate USER, granted pod creates by RBAC")
     args = parser.parse_args()
+    if args.user:
+        IMPERSONATE["Impersonate-User"] = args.user
 
     assert args.etcd or not args.master, "--master needs --etcd"
     assert not (args.master and args.https) or args.kubeconfig, "--master --https needs --kubeconfig"
     with tempfile.TemporaryDirectory(prefix="kubelab-bench-") as scratch:
         kubeconfig = args.kubeconfig if args.master else str(Path(scratch) / "kubeconfig")
-        with cluster(args.master, args.etcd, args.https, kubeconfig) as (master, etcd_url):
+        with cluster(args.master, args.etcd, args.https, kubeconfig, args.authorization_mode) as (master, etcd_url):
             assert etcd_url is not None
             run(args, master, etcd_url, kubeconfig if args.https else None)
 

@@ -177,6 +177,11 @@ def _rootcacertpublisher(ctx: Context) -> Controller | None:
         return RootCACertPublisher(ctx.clientset, ctx.factory, f.read())
 
 
+def _clusterroleaggregation(ctx: Context) -> Controller:
+    from controllers.clusterroleaggregation import ClusterRoleAggregationController
+    return ClusterRoleAggregationController(ctx.clientset, ctx.factory)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
@@ -200,6 +205,7 @@ CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "disruption-controller": (("disruption",), _disruption),
     "resourcequota-controller": (("resourcequota",), _resourcequota),
     "horizontal-pod-autoscaler-controller": (("horizontalpodautoscaling",), _horizontal),
+    "clusterrole-aggregation-controller": (("clusterrole-aggregation",), _clusterroleaggregation),
 }
 
 

@@ -268,6 +268,7 @@ class Cluster:
             "--bind-address", "127.0.0.1",
             *self.pki.apiserver_flags(),
             "--encryption-provider-config", str(ensure_encryption_config(self.data_dir)),
+            "--authorization-mode", "Node,RBAC",
         ]  # fmt: skip
         return self._spawn(component, component.name, args, port=self.port)
 

@@ -45,6 +45,9 @@ class ApiServer:
         # same): the session runs no controller-manager to make `default` accounts and the root CA ConfigMap.
         if not any(a.startswith("--disable-admission-plugins") for a in self.extra):
             self.extra = [*self.extra, "--disable-admission-plugins", "ServiceAccount"]
+        # As `kubelab up` runs it: the plain port's requests are system:masters, impersonated ones meet RBAC.
+        if not any(a.startswith("--authorization-mode") for a in self.extra):
+            self.extra = [*self.extra, "--authorization-mode", "Node,RBAC"]
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 30.0) -> None:

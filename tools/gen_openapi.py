@@ -114,7 +114,7 @@ GROUP_VERSIONS = (("", "v1"), ("admissionregistration.k8s.io", "v1"), ("apiexten
                   ("apiregistration.k8s.io", "v1"), ("apps", "v1"),
                   ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
                   ("autoscaling", "v1"), ("autoscaling", "v2"), ("batch", "v1"), ("coordination.k8s.io", "v1"),
-                  ("discovery.k8s.io", "v1"), ("policy", "v1"))
+                  ("discovery.k8s.io", "v1"), ("policy", "v1"), ("rbac.authorization.k8s.io", "v1"))
 RESOURCES = (
     Resource("", "v1", "Binding", "bindings", True, ("create",)),
     Resource("", "v1", "ConfigMap", "configmaps", True, ALL_VERBS),
@@ -161,6 +161,10 @@ RESOURCES = (
     Resource("batch", "v1", "CronJob", "cronjobs", True, ALL_VERBS, ("status",)),
     Resource("batch", "v1", "Job", "jobs", True, ALL_VERBS, ("status",)),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
+    Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False, ALL_VERBS),
+    Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False, ALL_VERBS),
+    Resource("rbac.authorization.k8s.io", "v1", "Role", "roles", True, ALL_VERBS),
+    Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True, ALL_VERBS),
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, ALL_VERBS),
     Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ALL_VERBS, ("status",)),
 )

@@ -22,6 +22,7 @@ from .gen.k8s_io.api.coordination.v1 import generated_pb2 as coordinationv1
 from .gen.k8s_io.api.core.v1 import generated_pb2 as corev1
 from .gen.k8s_io.api.discovery.v1 import generated_pb2 as discoveryv1
 from .gen.k8s_io.api.policy.v1 import generated_pb2 as policyv1
+from .gen.k8s_io.api.rbac.v1 import generated_pb2 as rbacv1
 from .gen.k8s_io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as metav1
 
 KINDS: dict[tuple[str, str], type[Message]] = {
@@ -58,6 +59,10 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("authentication.k8s.io/v1", "SelfSubjectReview"): authenticationv1.SelfSubjectReview,
     ("authentication.k8s.io/v1", "TokenReview"): authenticationv1.TokenReview,
     ("authentication.k8s.io/v1", "TokenRequest"): authenticationv1.TokenRequest,
+    ("rbac.authorization.k8s.io/v1", "Role"): rbacv1.Role,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): rbacv1.ClusterRole,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): rbacv1.RoleBinding,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): rbacv1.ClusterRoleBinding,
 }
 ANY_VERSION: dict[str, type[Message]] = {"DeleteOptions": metav1.DeleteOptions}
 

@@ -41,6 +41,12 @@ from apiserver.registry.limitranges import LimitRangeStrategy
 from apiserver.registry.namespaces import NamespaceStrategy
 from apiserver.registry.nodes import NodeStrategy
 from apiserver.registry.poddisruptionbudgets import PodDisruptionBudgetStrategy
+from apiserver.registry.rbac import (
+    ClusterRoleBindingStrategy,
+    ClusterRoleStrategy,
+    RoleBindingStrategy,
+    RoleStrategy,
+)
 from apiserver.registry.pods import PodStrategy
 from apiserver.registry.replicasets import ReplicaSetStrategy
 from apiserver.registry.replicationcontrollers import ReplicationControllerStrategy
@@ -89,6 +95,10 @@ def all_strategies() -> list[Strategy]:
         ValidatingAdmissionPolicyStrategy(),
         ValidatingAdmissionPolicyBindingStrategy(),
         APIServiceStrategy(),
+        ClusterRoleBindingStrategy(),
+        ClusterRoleStrategy(),
+        RoleBindingStrategy(),
+        RoleStrategy(),
         SelfSubjectReviewStrategy(),
         TokenReviewStrategy(),
         LocalSubjectAccessReviewStrategy(),
