@@ -180,7 +180,9 @@ class Cluster:
             if is_available(component):
                 identity = CONTROLLER_MANAGER if name == "controller-manager" else SCHEDULER
                 conf = self._kubeconfig(self.data_dir / f"{name}.conf", identity)
-                tier.append(self._spawn(component, name, ["--kubeconfig", str(conf)]))
+                # The controller-manager publishes the CA as kube-root-ca.crt for pods' in-cluster clients.
+                ca = ["--root-ca-file", str(self.pki.ca_cert)] if name == "controller-manager" else []
+                tier.append(self._spawn(component, name, ["--kubeconfig", str(conf), *ca]))
             else:
                 self.skipped.append(component)
         kubelet = COMPONENTS["kubelet"]
@@ -267,6 +269,7 @@ class Cluster:
             "--secure-port", str(self.secure_port),
             "--bind-address", "127.0.0.1",
             *self.pki.apiserver_flags(),
+            *self.pki.service_account_flags(),
             "--encryption-provider-config", str(ensure_encryption_config(self.data_dir)),
             "--authorization-mode", "Node,RBAC",
         ]  # fmt: skip

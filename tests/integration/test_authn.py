@@ -122,9 +122,13 @@ def test_a_client_certificate_of_another_ca_is_refused(secure: SecureServer, tmp
 
 
 def test_anonymous_over_https(secure: SecureServer) -> None:
+    """Anonymous, and under RBAC (as kube's bootstrap policy) allowed only the public info, not even whoami."""
     resp = httpx.post(f"{secure.url}{WHOAMI}", json=SELF_REVIEW, verify=secure.verify())
-    assert resp.status_code == 201, resp.text
-    assert resp.json()["status"]["userInfo"] == {"username": "system:anonymous", "groups": ["system:unauthenticated"]}
+    assert resp.status_code == 403, resp.text
+    assert resp.json()["message"] == ('selfsubjectreviews.authentication.k8s.io is forbidden: User "system:anonymous" '
+                                      'cannot create resource "selfsubjectreviews" in API group '
+                                      '"authentication.k8s.io" at the cluster scope')
+    assert httpx.get(f"{secure.url}/version", verify=secure.verify()).status_code == 200
 
 
 def test_serving_certificate_names(secure: SecureServer) -> None:
