@@ -61,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--leader-elect-resource-name", default="kube-controller-manager",
                    help="name of the leader Lease (default: kube-controller-manager)")
     g = p.add_argument_group("controllers")
+    p.add_argument("--use-service-account-credentials", type=_bool, nargs="?", const=True, default=False,
+                   metavar="BOOL", help="each controller writes as its own service account kube-system/<name>, "
+                   "with a token from TokenRequest (kubelab up passes it; default: false)")
     g.add_argument("--root-ca-file", default=None, metavar="FILE",
                    help="the cluster's root CA bundle, published as ConfigMap kube-root-ca.crt in every namespace "
                         "(root-ca-certificate-publisher-controller; not started without it)")

@@ -25,6 +25,7 @@ from datetime import timedelta
 from dataclasses import dataclass
 
 from kubeclient import Clientset, InformerFactory, LeaderElector
+from kubeclient.config import build_config
 
 from controllers.base import Controller
 from controllers.healthz import HealthServer
@@ -236,13 +237,20 @@ def enabled_controllers(spec: list[str]) -> list[str]:
 
 
 async def run_controllers(clientset: Clientset, options: argparse.Namespace, stop: asyncio.Event) -> None:
-    """Build the enabled controllers over one informer factory and run them until ``stop`` is set."""
+    """Build the enabled controllers over one informer factory and run them until ``stop`` is set; with
+    ``--use-service-account-credentials`` each writes as its own service account (``credentials``)."""
     factory = InformerFactory(clientset)
     ctx = Context(clientset, factory, options)
+    credentials = None
+    if options.use_service_account_credentials:
+        from controllers.credentials import ServiceAccountCredentials
+        credentials = ServiceAccountCredentials(clientset, build_config(
+            master=options.master, kubeconfig=options.kubeconfig, user_agent="kube-controller-manager"))
     controllers = []
     for name in enabled_controllers(options.controllers):
         try:
-            controller = CONTROLLERS[name][1](ctx)
+            own = ctx if credentials is None else Context(await credentials.clientset(name), factory, options)
+            controller = CONTROLLERS[name][1](own)
         except ImportError as err:  # not written yet (issue 5): say so, run the others
             log.warning("controller %s is not available in this build (%s); not started", name, err)
             continue
@@ -251,10 +259,13 @@ async def run_controllers(clientset: Clientset, options: argparse.Namespace, sto
     factory.start(stop)
     log.info("started controllers: %s", ", ".join(c.name for c in controllers))
     try:
-        await asyncio.gather(*(c.run(stop) for c in controllers))
+        await asyncio.gather(*(c.run(stop) for c in controllers),
+                             *([credentials.run(stop)] if credentials is not None else []))
     finally:
         stop.set()
         await factory.shutdown()
+        if credentials is not None:
+            await credentials.close()
         for c in controllers:
             recorder = getattr(c, "recorder", None)
             if recorder is not None:

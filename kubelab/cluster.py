@@ -180,9 +180,11 @@ class Cluster:
             if is_available(component):
                 identity = CONTROLLER_MANAGER if name == "controller-manager" else SCHEDULER
                 conf = self._kubeconfig(self.data_dir / f"{name}.conf", identity)
-                # The controller-manager publishes the CA as kube-root-ca.crt for pods' in-cluster clients.
-                ca = ["--root-ca-file", str(self.pki.ca_cert)] if name == "controller-manager" else []
-                tier.append(self._spawn(component, name, ["--kubeconfig", str(conf), *ca]))
+                # As kubeadm: the controllers write as their own service accounts, and the CA is published as
+                # kube-root-ca.crt for pods' in-cluster clients.
+                own = ["--use-service-account-credentials", "--root-ca-file", str(self.pki.ca_cert)] \
+                    if name == "controller-manager" else []
+                tier.append(self._spawn(component, name, ["--kubeconfig", str(conf), *own]))
             else:
                 self.skipped.append(component)
         kubelet = COMPONENTS["kubelet"]

@@ -255,7 +255,7 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         f"--service-account-key-file {pki}/sa.pub --service-account-signing-key-file {pki}/sa.key "
         f"--encryption-provider-config {data_dir / 'encryption-config.yaml'} --authorization-mode Node,RBAC")
     assert args_of("controller-manager") == \
-        f"--kubeconfig {data_dir}/controller-manager.conf --root-ca-file {pki}/ca.crt"
+        f"--kubeconfig {data_dir}/controller-manager.conf --use-service-account-credentials --root-ca-file {pki}/ca.crt"
     assert args_of("scheduler") == f"--kubeconfig {data_dir}/scheduler.conf"
     kubelet_ports = [records["kubelet-node01"].port, records["kubelet-node02"].port]
     assert kubelet_ports[0] is not None and kubelet_ports[0] >= 10250
