@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from apimachinery import errors
 
+from ..authentication import request_user
 from ..authz.node import node_name
 from .attributes import Attributes
 
@@ -22,7 +23,8 @@ MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 class NodeRestriction:
     def configured(self) -> bool:
-        return True
+        """Asked per request: only a kubelet's identity is concerned."""
+        return node_name(request_user()) is not None
 
     def handles(self, attrs: Attributes) -> bool:
         return attrs.group == "" and attrs.resource in ("nodes", "pods") and node_name(attrs.user) is not None
