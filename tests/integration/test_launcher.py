@@ -178,7 +178,7 @@ STAND_IN = """
 import argparse, http.server, os, sys, time
 parser = argparse.ArgumentParser()
 for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--bind-address", "--master",
-             "--node-name", "--root-dir", "--encryption-provider-config"):
+             "--node-name", "--root-dir", "--encryption-provider-config", "--authorization-mode"):
     parser.add_argument(flag)
 parser.add_argument("--port", type=int)
 args = parser.parse_args()
@@ -246,7 +246,8 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
     assert args_of("apiserver") == (
         f"--etcd-servers {state.etcd_url} --etcd-cafile {pki}/etcd/ca.crt --etcd-certfile "
         f"{pki}/apiserver-etcd-client.crt --etcd-keyfile {pki}/apiserver-etcd-client.key --port {port} "
-        f"--bind-address 127.0.0.1 --encryption-provider-config {data_dir / 'encryption-config.yaml'}")
+        f"--bind-address 127.0.0.1 --encryption-provider-config {data_dir / 'encryption-config.yaml'} "
+        f"--authorization-mode Node,RBAC")
     assert args_of("controller-manager") == f"--master {api}"
     assert args_of("scheduler") == f"--master {api}"
     kubelet_ports = [records["kubelet-node01"].port, records["kubelet-node02"].port]
