@@ -182,8 +182,10 @@ import argparse, http.server, os, sys, time
 parser = argparse.ArgumentParser()
 for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--bind-address", "--master",
              "--node-name", "--root-dir", "--encryption-provider-config", "--kubeconfig", "--secure-port",
-             "--tls-cert-file", "--tls-private-key-file", "--client-ca-file"):
+             "--tls-cert-file", "--tls-private-key-file", "--client-ca-file", "--authorization-mode",
+             "--service-account-key-file", "--service-account-signing-key-file", "--root-ca-file"):
     parser.add_argument(flag)
+parser.add_argument("--use-service-account-credentials", action="store_true")
 parser.add_argument("--port", "--insecure-port", type=int)
 args = parser.parse_args()
 print("ARGS", " ".join(sys.argv[1:]), flush=True)

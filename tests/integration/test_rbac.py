@@ -210,7 +210,12 @@ def test_a_node_reads_only_what_its_pods_use(kubectl: Kubectl, client: httpx.Cli
     wait_for(lambda: kubectl("-n", ns, "get", "secret", "used", *NODE1, check=False).returncode != 0,
              what="the edge to go with the pod")
     # NodeRestriction: its own Node and pods only.
-    kubectl("label", "node", "rbac-n1", "a=b", *NODE1)
+    kubectl("label", "node", "rbac-n1", "a=b", "topology.kubernetes.io/zone=z1", *NODE1)
+    assert forbidden(kubectl, "label", "node", "rbac-n1", "node-restriction.kubernetes.io/trusted=yes", *NODE1) == (
+        'Error from server (Forbidden): nodes "rbac-n1" is forbidden: is not allowed to modify labels: '
+        "node-restriction.kubernetes.io/trusted")
+    assert forbidden(kubectl, "taint", "node", "rbac-n1", "k=v:NoSchedule", *NODE1).endswith(
+        'node "rbac-n1" is not allowed to modify taints')
     assert forbidden(kubectl, "label", "node", "rbac-n2", "a=b", *NODE1) == (
         'Error from server (Forbidden): nodes "rbac-n2" is forbidden: node "rbac-n1" is not allowed to modify node '
         '"rbac-n2"')

@@ -29,13 +29,16 @@ KUBELAB_SERVICES = {"apiserver": "apiserver", "controller-manager": "controller-
 # Flags compose adds to the launcher's: a fixed health port, so Docker's health check knows where to look, and
 # the scheduler's debug server on every interface, so `kubelab explain` reaches it from another container; the
 # apiserver's plain port as the components' server (below).
-COMPOSE_ONLY_FLAGS = {"--healthz-port", "--bind-address", "--master"}
+COMPOSE_ONLY_FLAGS = {"--healthz-port", "--bind-address", "--master", "--disable-admission-plugins"}
 # The launcher writes a fresh encryption key per data dir; compose has no such step (a key in the repository would be
 # no secret), so its apiserver stores Secrets unencrypted, as a kube-apiserver without the flag does. Likewise it
 # has no PKI in the containers yet (as its etcd): no HTTPS port, and the components reach the apiserver's plain port
-# with --master instead of a kubeconfig with their own client certificate.
+# with --master instead of a kubeconfig with their own client certificate; without a CA to publish as
+# kube-root-ca.crt, pods get no service-account volume (the apiserver's ServiceAccount admission is off) and the
+# controllers need no service accounts of their own.
 LAUNCHER_ONLY_FLAGS = {"--encryption-provider-config", "--secure-port", "--tls-cert-file", "--tls-private-key-file",
-                       "--client-ca-file", "--kubeconfig"}
+                       "--client-ca-file", "--kubeconfig", "--service-account-key-file",
+                       "--service-account-signing-key-file", "--root-ca-file", "--use-service-account-credentials"}
 FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)")
 
 
