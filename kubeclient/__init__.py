@@ -41,6 +41,7 @@ from kubeclient.informer import (
 )
 from kubeclient.leaderelection import LeaderElector
 from kubeclient.resources import (
+    CERTIFICATE_SIGNING_REQUESTS,
     CONFIG_MAPS,
     CONTROLLER_REVISIONS,
     CRON_JOBS,
@@ -63,6 +64,7 @@ from kubeclient.resources import (
     SECRETS,
     SERVICE_ACCOUNTS,
     SERVICES,
+    SUBJECT_ACCESS_REVIEWS,
     Resource,
     parse_path,
     resource_for,
@@ -82,12 +84,12 @@ from kubeclient.workqueue import (
 )
 
 __all__ = [
-    "CONFIG_MAPS", "CONTROLLER_REVISIONS", "CRON_JOBS", "DAEMON_SETS", "DEPLOYMENTS", "ENDPOINTS", "ENDPOINT_SLICES",
+    "CERTIFICATE_SIGNING_REQUESTS", "CONFIG_MAPS", "CONTROLLER_REVISIONS", "CRON_JOBS", "DAEMON_SETS", "DEPLOYMENTS", "ENDPOINTS", "ENDPOINT_SLICES",
     "EVENTS", "HORIZONTAL_POD_AUTOSCALERS", "JOBS", "LEASES", "NAMESPACES", "NAMESPACE_INDEX", "NODES",
     "NODE_NAME_INDEX",
     "PATCH_CONTENT_TYPES", "POD_DISRUPTION_BUDGETS", "PODS", "REAL_CLOCK", "REPLICATION_CONTROLLERS", "REPLICA_SETS",
     "RESOURCE_QUOTAS", "RESOURCES", "SECRETS",
-    "SERVICE_ACCOUNTS", "SERVICES",
+    "SERVICE_ACCOUNTS", "SERVICES", "SUBJECT_ACCESS_REVIEWS",
     "Backoff", "BucketRateLimiter", "Clientset", "Clock", "Config", "ConfigError", "DelayingQueue", "Delta",
     "DeletedFinalStateUnknown", "EventRecorder", "FakeAPIServer", "IndexFunc", "Indexer", "InformerFactory",
     "ItemExponentialFailureRateLimiter", "LeaderElector", "ListWatch", "ListerWatcher", "MaxOfRateLimiter", "Object",

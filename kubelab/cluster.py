@@ -165,7 +165,7 @@ class Cluster:
         them, after showing the error).
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.pki = make_cluster_pki(self.data_dir / "pki")
+        self.pki = pki = make_cluster_pki(self.data_dir / "pki")
         self._kubeconfig(Path(self.state.kubeconfig), ADMIN)
         self._start_etcd()
         apiserver = COMPONENTS["apiserver"]
@@ -180,7 +180,8 @@ class Cluster:
             if is_available(component):
                 identity = CONTROLLER_MANAGER if name == "controller-manager" else SCHEDULER
                 conf = self._kubeconfig(self.data_dir / f"{name}.conf", identity)
-                tier.append(self._spawn(component, name, ["--kubeconfig", str(conf)]))
+                signing = pki.signing_flags() if name == "controller-manager" else []
+                tier.append(self._spawn(component, name, ["--kubeconfig", str(conf), *signing]))
             else:
                 self.skipped.append(component)
         kubelet = COMPONENTS["kubelet"]

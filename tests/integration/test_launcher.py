@@ -182,7 +182,8 @@ import argparse, http.server, os, sys, time
 parser = argparse.ArgumentParser()
 for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--bind-address", "--master",
              "--node-name", "--root-dir", "--encryption-provider-config", "--kubeconfig", "--secure-port",
-             "--tls-cert-file", "--tls-private-key-file", "--client-ca-file"):
+             "--tls-cert-file", "--tls-private-key-file", "--client-ca-file", "--cluster-signing-cert-file",
+             "--cluster-signing-key-file"):
     parser.add_argument(flag)
 parser.add_argument("--port", "--insecure-port", type=int)
 args = parser.parse_args()
@@ -253,7 +254,8 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         f"--secure-port {state.secure_url.rsplit(':', 1)[1]} --bind-address 127.0.0.1 "
         f"--tls-cert-file {pki}/apiserver.crt --tls-private-key-file {pki}/apiserver.key --client-ca-file {pki}/ca.crt "
         f"--encryption-provider-config {data_dir / 'encryption-config.yaml'}")
-    assert args_of("controller-manager") == f"--kubeconfig {data_dir}/controller-manager.conf"
+    assert args_of("controller-manager") == (f"--kubeconfig {data_dir}/controller-manager.conf --cluster-signing-cert-file "
+                                             f"{pki}/ca.crt --cluster-signing-key-file {pki}/ca.key")
     assert args_of("scheduler") == f"--kubeconfig {data_dir}/scheduler.conf"
     kubelet_ports = [records["kubelet-node01"].port, records["kubelet-node02"].port]
     assert kubelet_ports[0] is not None and kubelet_ports[0] >= 10250

@@ -35,7 +35,7 @@ COMPOSE_ONLY_FLAGS = {"--healthz-port", "--bind-address", "--master"}
 # has no PKI in the containers yet (as its etcd): no HTTPS port, and the components reach the apiserver's plain port
 # with --master instead of a kubeconfig with their own client certificate.
 LAUNCHER_ONLY_FLAGS = {"--encryption-provider-config", "--secure-port", "--tls-cert-file", "--tls-private-key-file",
-                       "--client-ca-file", "--kubeconfig"}
+                       "--client-ca-file", "--kubeconfig", "--cluster-signing-cert-file", "--cluster-signing-key-file"}
 FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)")
 
 
