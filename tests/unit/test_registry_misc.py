@@ -56,6 +56,7 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("batch", "jobs", "Job", True, (), ("all",)),
         ("batch", "cronjobs", "CronJob", True, ("cj",), ("all",)),
         ("coordination.k8s.io", "leases", "Lease", True, (), ()),
+        ("certificates.k8s.io", "certificatesigningrequests", "CertificateSigningRequest", False, ("csr",), ()),
         ("discovery.k8s.io", "endpointslices", "EndpointSlice", True, (), ()),
         ("policy", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), ()),
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False,
