@@ -182,7 +182,9 @@ class RequestAuthenticator:
                 if user is not None:
                     return with_authenticated_group(user)
             raise errors.Unauthorized("Unauthorized")
-        if self.anonymous or scope.get("scheme") in ("http", "ws"):
+        if scope.get("scheme") in ("http", "ws"):
+            return ANONYMOUS  # the plain port (kube's old insecure port): whoever can reach the loopback
+        if self.anonymous:
             return ANONYMOUS
         raise errors.Unauthorized("Unauthorized")
 
