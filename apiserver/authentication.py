@@ -214,7 +214,7 @@ class RequestAuthenticator:
                     return with_authenticated_group(user)
             raise errors.Unauthorized("Unauthorized")
         if scope.get("scheme") in ("http", "ws"):
-            return UNSECURED
+            return UNSECURED  # the plain port (kube's old insecure port): whoever can reach the loopback, full rights
         if self.anonymous:
             return ANONYMOUS
         raise errors.Unauthorized("Unauthorized")

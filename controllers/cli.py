@@ -136,6 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="quotas synced at once")
     g.add_argument("--terminated-pod-gc-threshold", type=int, default=12500,
                    help="terminated pods kept before the pod GC deletes the oldest; <= 0 disables (default: 12500)")
+    g.add_argument("--cluster-signing-cert-file", default=None, metavar="FILE",
+                   help="the CA certificate the CSR signing controller issues with (kubeadm: the cluster CA)")
+    g.add_argument("--cluster-signing-key-file", default=None, metavar="FILE",
+                   help="the key of --cluster-signing-cert-file (without both, CSRs are not signed)")
+    g.add_argument("--cluster-signing-duration", type=duration, default=365 * 24 * 3600.0,
+                   help="the longest validity of an issued certificate (kube: 8760h0m0s)")
     p.add_argument("--healthz-port", type=int, default=0,
                    help="serve /healthz on 127.0.0.1:PORT (0: any free port, as the scheduler; <0: off)")
     p.add_argument("-v", "--v", dest="verbosity", type=int, default=1,

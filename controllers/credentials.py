@@ -52,6 +52,8 @@ CLIENT_NAMES = {
     "resourcequota-controller": "resourcequota-controller",
     "horizontal-pod-autoscaler-controller": "horizontal-pod-autoscaler",
     "clusterrole-aggregation-controller": "clusterrole-aggregation-controller",
+    "certificatesigningrequest-signing-controller": "certificate-controller",
+    "certificatesigningrequest-approving-controller": "certificate-controller",
 }
 
 

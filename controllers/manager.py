@@ -183,6 +183,22 @@ def _clusterroleaggregation(ctx: Context) -> Controller:
     return ClusterRoleAggregationController(ctx.clientset, ctx.factory)
 
 
+def _csrsigning(ctx: Context) -> Controller | None:
+    from controllers.csrsigning import Authority, CSRSigningController
+    o = ctx.options
+    if not (o.cluster_signing_cert_file and o.cluster_signing_key_file):
+        log.warning("certificatesigningrequest-signing-controller not started: no --cluster-signing-cert-file "
+                    "and --cluster-signing-key-file")
+        return None
+    authority = Authority.load(o.cluster_signing_cert_file, o.cluster_signing_key_file, o.cluster_signing_duration)
+    return CSRSigningController(ctx.clientset, ctx.factory, authority)
+
+
+def _csrapproving(ctx: Context) -> Controller:
+    from controllers.csrapproving import CSRApprovingController
+    return CSRApprovingController(ctx.clientset, ctx.factory)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
@@ -207,6 +223,8 @@ CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "resourcequota-controller": (("resourcequota",), _resourcequota),
     "horizontal-pod-autoscaler-controller": (("horizontalpodautoscaling",), _horizontal),
     "clusterrole-aggregation-controller": (("clusterrole-aggregation",), _clusterroleaggregation),
+    "certificatesigningrequest-signing-controller": (("csrsigning",), _csrsigning),
+    "certificatesigningrequest-approving-controller": (("csrapproving",), _csrapproving),
 }
 
 

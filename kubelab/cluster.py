@@ -165,7 +165,7 @@ class Cluster:
         them, after showing the error).
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.pki = make_cluster_pki(self.data_dir / "pki")
+        self.pki = pki = make_cluster_pki(self.data_dir / "pki")
         self._kubeconfig(Path(self.state.kubeconfig), ADMIN)
         self._start_etcd()
         apiserver = COMPONENTS["apiserver"]
@@ -180,9 +180,9 @@ class Cluster:
             if is_available(component):
                 identity = CONTROLLER_MANAGER if name == "controller-manager" else SCHEDULER
                 conf = self._kubeconfig(self.data_dir / f"{name}.conf", identity)
-                # As kubeadm: the controllers write as their own service accounts, and the CA is published as
-                # kube-root-ca.crt for pods' in-cluster clients.
-                own = ["--use-service-account-credentials", "--root-ca-file", str(self.pki.ca_cert)] \
+                # As kubeadm: the controllers write as their own service accounts, the CA is published as
+                # kube-root-ca.crt for pods' in-cluster clients and signs approved CSRs.
+                own = ["--use-service-account-credentials", "--root-ca-file", str(pki.ca_cert), *pki.signing_flags()] \
                     if name == "controller-manager" else []
                 tier.append(self._spawn(component, name, ["--kubeconfig", str(conf), *own]))
             else:

@@ -83,6 +83,10 @@ class ClusterPKI:
         return ["--tls-cert-file", str(self.apiserver.cert), "--tls-private-key-file", str(self.apiserver.key),
                 "--client-ca-file", str(self.ca_cert)]
 
+    def signing_flags(self) -> list[str]:
+        """kube-controller-manager's flags for the CSR signer: the cluster CA signs the certificates it issues."""
+        return ["--cluster-signing-cert-file", str(self.ca_cert), "--cluster-signing-key-file", str(self.ca.pair.key)]
+
     def service_account_flags(self) -> list[str]:
         """kube-apiserver's service-account token flags for the key pair (for the token authenticator)."""
         return ["--service-account-key-file", str(self.sa_pub), "--service-account-signing-key-file", str(self.sa_key)]

@@ -113,8 +113,9 @@ ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "up
 GROUP_VERSIONS = (("", "v1"), ("admissionregistration.k8s.io", "v1"), ("apiextensions.k8s.io", "v1"),
                   ("apiregistration.k8s.io", "v1"), ("apps", "v1"),
                   ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
-                  ("autoscaling", "v1"), ("autoscaling", "v2"), ("batch", "v1"), ("coordination.k8s.io", "v1"),
-                  ("discovery.k8s.io", "v1"), ("policy", "v1"), ("rbac.authorization.k8s.io", "v1"))
+                  ("autoscaling", "v1"), ("autoscaling", "v2"), ("batch", "v1"), ("certificates.k8s.io", "v1"),
+                  ("coordination.k8s.io", "v1"), ("discovery.k8s.io", "v1"), ("policy", "v1"),
+                  ("rbac.authorization.k8s.io", "v1"))
 RESOURCES = (
     Resource("", "v1", "Binding", "bindings", True, ("create",)),
     Resource("", "v1", "ConfigMap", "configmaps", True, ALL_VERBS),
@@ -160,6 +161,8 @@ RESOURCES = (
              model="V2HorizontalPodAutoscaler"),
     Resource("batch", "v1", "CronJob", "cronjobs", True, ALL_VERBS, ("status",)),
     Resource("batch", "v1", "Job", "jobs", True, ALL_VERBS, ("status",)),
+    Resource("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests", False, ALL_VERBS,
+             ("approval", "status")),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False, ALL_VERBS),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False, ALL_VERBS),
@@ -169,6 +172,7 @@ RESOURCES = (
     Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ALL_VERBS, ("status",)),
 )
 SUBRESOURCES = {
+    "approval": Subresource(("get", "put", "patch")),
     "attach": Subresource(("get", "post"), GVK("", "v1", "PodAttachOptions"), connect=True, produces=("*/*",)),
     "binding": Subresource(("post",), GVK("", "v1", "Binding")),
     "eviction": Subresource(("post",), GVK("policy", "v1", "Eviction")),

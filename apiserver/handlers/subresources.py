@@ -48,7 +48,7 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
     sub = info.subresource
     method = request.method
     assert info.name is not None
-    if sub in ("status", "ephemeralcontainers"):  # the whole object, where only what the subresource owns changes
+    if sub in ("status", "ephemeralcontainers", "approval"):  # the whole object; only what the subresource owns changes
         if method == "GET":
             co = await store.get(info.namespace, info.name)
             return rest.render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)

@@ -18,6 +18,7 @@ from .gen.k8s_io.api.authorization.v1 import generated_pb2 as authorizationv1
 from .gen.k8s_io.api.autoscaling.v1 import generated_pb2 as autoscalingv1
 from .gen.k8s_io.api.autoscaling.v2 import generated_pb2 as autoscalingv2
 from .gen.k8s_io.api.batch.v1 import generated_pb2 as batchv1
+from .gen.k8s_io.api.certificates.v1 import generated_pb2 as certificatesv1
 from .gen.k8s_io.api.coordination.v1 import generated_pb2 as coordinationv1
 from .gen.k8s_io.api.core.v1 import generated_pb2 as corev1
 from .gen.k8s_io.api.discovery.v1 import generated_pb2 as discoveryv1
@@ -46,6 +47,7 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("batch/v1", "Job"): batchv1.Job,
     ("batch/v1", "CronJob"): batchv1.CronJob,
     ("coordination.k8s.io/v1", "Lease"): coordinationv1.Lease,
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"): certificatesv1.CertificateSigningRequest,
     ("discovery.k8s.io/v1", "EndpointSlice"): discoveryv1.EndpointSlice,
     ("policy/v1", "Eviction"): policyv1.Eviction,
     ("policy/v1", "PodDisruptionBudget"): policyv1.PodDisruptionBudget,

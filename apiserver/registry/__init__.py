@@ -23,6 +23,7 @@ from apiserver.registry.accessreviews import (
     SelfSubjectRulesReviewStrategy,
     SubjectAccessReviewStrategy,
 )
+from apiserver.registry.certificatesigningrequests import CertificateSigningRequestStrategy
 from apiserver.registry.configmaps import ConfigMapStrategy
 from apiserver.registry.controllerrevisions import ControllerRevisionStrategy
 from apiserver.registry.customresourcedefinitions import CustomResourceDefinitionStrategy
@@ -105,5 +106,6 @@ def all_strategies() -> list[Strategy]:
         SelfSubjectAccessReviewStrategy(),
         SelfSubjectRulesReviewStrategy(),
         SubjectAccessReviewStrategy(),
+        CertificateSigningRequestStrategy(),
         CustomResourceDefinitionStrategy(),
     ]

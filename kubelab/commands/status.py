@@ -95,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
             for record in state.processes
             for health in (health_of(record, client, supervised),)
         ]
-    print(f"kubelab in {data_dir}: apiserver {state.api_url} ({supervisor_of(state)}), kubeconfig {state.kubeconfig}")
+    secure = f" and {state.secure_url}" if state.secure_url else ""
+    print(f"kubelab in {data_dir}: apiserver {state.api_url}{secure} ({supervisor_of(state)}), "
+          f"kubeconfig {state.kubeconfig}")
     print(render_table(HEADERS, rows))
     return 0 if rows and all(row[3] in ("ok", "running") for row in rows) else 1

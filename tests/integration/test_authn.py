@@ -4,12 +4,14 @@ the kubeconfigs kubelab writes; and a whole cluster whose components each come a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import ssl
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiohttp
 import httpx
 import pytest
 from kubernetes import client as k8s
@@ -160,8 +162,23 @@ def test_without_anonymous_auth_a_request_without_credentials_is_401(etcd: EtcdS
         assert _whoami(admin, env={"KUBECONFIG": str(server.kubeconfig(ADMIN))})[1] == ["Username", "kubernetes-admin"]
         with pytest.raises(httpx.ConnectError):
             httpx.get(server.server.url)  # --insecure-port 0: no plain port
+        # a websocket upgrade (exec) is authenticated before it is accepted
+        exec_url = f"{server.url}/api/v1/namespaces/default/pods/nope/exec?command=true&stdout=1"
+        assert asyncio.run(_upgrade_status(exec_url, server.verify())) == 401
+        # the admin gets past authentication to the pod lookup, whose refusal closes the websocket before it opens
+        assert asyncio.run(_upgrade_status(exec_url, server.server.verify)) == 403
     finally:
         server.server.stop()
+
+
+async def _upgrade_status(url: str, context: ssl.SSLContext) -> int:
+    """The HTTP status a websocket upgrade is refused with (101 when it is accepted)."""
+    async with aiohttp.ClientSession() as session:
+        try:
+            async with session.ws_connect(url, ssl=context, protocols=["v5.channel.k8s.io"]):
+                return 101
+        except aiohttp.WSServerHandshakeError as err:
+            return err.status
 
 
 # ---- a whole cluster: every component its own identity, over HTTPS --------------------------------------------
@@ -187,6 +204,8 @@ def test_each_component_comes_as_its_own_identity(kubectl_bin: str, tmp_path: Pa
         cluster.kubectl("run", "web", "--image=busybox", "--restart=Never", "--", "sleep", "3600")
         web = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"}}
         cluster.wait_for(web, "jsonpath={.status.phase}=Running", timeout=60)
+        # exec upgrades to a websocket over the same TLS connection: it is authenticated too
+        assert cluster.kubectl("exec", "web", "--", "echo", "hi").stdout == "hi\n"
         # kubectl's zero-config plain port still answers without credentials
         plain = subprocess.run([kubectl_bin, "-s", cluster.api_url, "get", "nodes", "-o", "name"], capture_output=True,
                                text=True, env={"HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "none")})

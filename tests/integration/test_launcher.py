@@ -183,7 +183,8 @@ parser = argparse.ArgumentParser()
 for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--bind-address", "--master",
              "--node-name", "--root-dir", "--encryption-provider-config", "--kubeconfig", "--secure-port",
              "--tls-cert-file", "--tls-private-key-file", "--client-ca-file", "--authorization-mode",
-             "--service-account-key-file", "--service-account-signing-key-file", "--root-ca-file"):
+             "--service-account-key-file", "--service-account-signing-key-file", "--root-ca-file",
+             "--cluster-signing-cert-file", "--cluster-signing-key-file"):
     parser.add_argument(flag)
 parser.add_argument("--use-service-account-credentials", action="store_true")
 parser.add_argument("--port", "--insecure-port", type=int)
@@ -256,8 +257,9 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         f"--tls-cert-file {pki}/apiserver.crt --tls-private-key-file {pki}/apiserver.key --client-ca-file {pki}/ca.crt "
         f"--service-account-key-file {pki}/sa.pub --service-account-signing-key-file {pki}/sa.key "
         f"--encryption-provider-config {data_dir / 'encryption-config.yaml'} --authorization-mode Node,RBAC")
-    assert args_of("controller-manager") == \
-        f"--kubeconfig {data_dir}/controller-manager.conf --use-service-account-credentials --root-ca-file {pki}/ca.crt"
+    assert args_of("controller-manager") == (
+        f"--kubeconfig {data_dir}/controller-manager.conf --use-service-account-credentials --root-ca-file {pki}/ca.crt "
+        f"--cluster-signing-cert-file {pki}/ca.crt --cluster-signing-key-file {pki}/ca.key")
     assert args_of("scheduler") == f"--kubeconfig {data_dir}/scheduler.conf"
     kubelet_ports = [records["kubelet-node01"].port, records["kubelet-node02"].port]
     assert kubelet_ports[0] is not None and kubelet_ports[0] >= 10250

@@ -38,7 +38,8 @@ COMPOSE_ONLY_FLAGS = {"--healthz-port", "--bind-address", "--master", "--disable
 # controllers need no service accounts of their own.
 LAUNCHER_ONLY_FLAGS = {"--encryption-provider-config", "--secure-port", "--tls-cert-file", "--tls-private-key-file",
                        "--client-ca-file", "--kubeconfig", "--service-account-key-file",
-                       "--service-account-signing-key-file", "--root-ca-file", "--use-service-account-credentials"}
+                       "--service-account-signing-key-file", "--root-ca-file", "--use-service-account-credentials",
+                       "--cluster-signing-cert-file", "--cluster-signing-key-file"}
 FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)")
 
 

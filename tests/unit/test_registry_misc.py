@@ -60,6 +60,7 @@ def test_all_strategies_cover_the_served_resources() -> None:
         ("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", False, (), ()),
         ("rbac.authorization.k8s.io", "rolebindings", "RoleBinding", True, (), ()),
         ("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", False, (), ()),
+        ("certificates.k8s.io", "certificatesigningrequests", "CertificateSigningRequest", False, ("csr",), ()),
         ("discovery.k8s.io", "endpointslices", "EndpointSlice", True, (), ()),
         ("policy", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), ()),
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False,
