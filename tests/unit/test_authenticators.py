@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from apimachinery import errors
-from apiserver.authentication import ANONYMOUS, PEER_CERT, RequestAuthenticator, UserInfo, bearer_token, \
+from apiserver.authentication import ANONYMOUS, PEER_CERT, UNSECURED, RequestAuthenticator, UserInfo, bearer_token, \
     user_from_peer_cert
 from apiserver.authenticators.tokenfile import TokenFile, TokenFileError
 
@@ -53,4 +53,4 @@ def test_the_union(tmp_path: Path) -> None:
     closed = RequestAuthenticator(anonymous=False)
     with pytest.raises(errors.Unauthorized):
         authenticate(closed)
-    assert authenticate(closed, scheme="http") == ANONYMOUS  # the plain port asks for no credentials
+    assert authenticate(closed, scheme="http") == UNSECURED  # the plain port: no credentials, full rights
