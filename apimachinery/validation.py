@@ -231,6 +231,13 @@ def is_dns1123_label(value: str) -> list[str]:
     return errs
 
 
+def path_segment_problems(name: str) -> list[str]:
+    """``path.IsValidPathSegmentName``: a name that is one URL path segment."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
+
 def is_dns1123_subdomain(value: str) -> list[str]:
     errs = []
     if len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:

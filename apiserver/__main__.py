@@ -6,16 +6,18 @@ import argparse
 import logging
 import sys
 
-import uvicorn
-
 from apimachinery.meta import parse_duration
 
 from .app import Config, create_app
 from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ
+from .authenticators.tokenfile import TokenFileError
+from .serving import Listener, TLSFiles, serve
+from .authorizer import parse_modes
 from .storage.encryptionconfig import EncryptionConfigError
 from .storage.etcd3 import EtcdTLS, uses_tls
 from .registry.store import ETCD_MAX_REQUEST_BYTES
-from .spdy.upgrade import HttpToolsProtocol
+from .serviceaccount.config import DEFAULT_ISSUER, ServiceAccountConfig
+from .serviceaccount.keys import KeyFileError
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -30,10 +32,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--etcd-certfile", default=None, help="SSL certification file used to secure etcd "
                         "communication")
     parser.add_argument("--etcd-keyfile", default=None, help="SSL key file used to secure etcd communication")
-    parser.add_argument("--port", "--secure-port", dest="port", type=int, default=8080,
-                        help="port to serve plain HTTP on (default: %(default)s, kubectl's default server)")
+    parser.add_argument("--insecure-port", "--port", dest="insecure_port", type=int, default=8080,
+                        help="port to serve plain HTTP on, without authentication: kube-apiserver's old insecure "
+                             "port (removed in 1.24), kept for kubectl's default server; 0 turns it off "
+                             "(default: %(default)s)")
+    parser.add_argument("--insecure-bind-address", default=None,
+                        help="address of the plain-HTTP port (default: 127.0.0.1 when serving HTTPS, else "
+                             "--bind-address)")
+    parser.add_argument("--secure-port", type=int, default=6443,
+                        help="port to serve HTTPS on, when --tls-cert-file is given; 0 turns it off "
+                             "(default: %(default)s)")
     parser.add_argument("--bind-address", default="127.0.0.1",
                         help="address to listen on (default: %(default)s)")
+    parser.add_argument("--tls-cert-file", default=None, help="the HTTPS serving certificate (PEM)")
+    parser.add_argument("--tls-private-key-file", default=None, help="the key of --tls-cert-file (PEM)")
+    parser.add_argument("--client-ca-file", default=None,
+                        help="CA bundle: a client certificate it signed authenticates as its CN (user) and O (groups)")
+    parser.add_argument("--token-auth-file", default=None, metavar="FILE",
+                        help="static bearer tokens, CSV: token,user,uid[,\"group1,group2\"]")
+    parser.add_argument("--anonymous-auth", type=_boolean, nargs="?", const=True, default=True, metavar="BOOL",
+                        help="requests on the secure port without credentials are system:anonymous (else 401) "
+                             "(default: true)")
     parser.add_argument("--advertise-address", default=None,
                         help="address:port advertised in /api (default: bind address and port)")
     parser.add_argument("--watch-cache-size", type=int, default=10_000,
@@ -51,9 +70,62 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="where ComponentStatus 'scheduler' is probed (default: %(default)s)")
     parser.add_argument("--controller-manager-healthz-url", default=DEFAULT_CONTROLLER_MANAGER_HEALTHZ,
                         help="where ComponentStatus 'controller-manager' is probed (default: %(default)s)")
+    accounts = parser.add_argument_group("service accounts")
+    accounts.add_argument("--service-account-signing-key-file", default=None, metavar="FILE",
+                          help="the PEM private key (RSA or ECDSA) that signs service-account tokens (default: a key "
+                               "made at start-up, valid for this run only)")
+    accounts.add_argument("--service-account-key-file", action="append", default=[], metavar="FILE",
+                          help="PEM keys (public or private) that verify service-account tokens; repeatable "
+                               "(default: the signing key's)")
+    accounts.add_argument("--service-account-issuer", action="append", default=[], metavar="URL",
+                          help="the issuer (iss) of service-account tokens; repeatable: the first signs, all are "
+                               f"accepted (default: {DEFAULT_ISSUER})")
+    accounts.add_argument("--api-audiences", default="", metavar="AUDIENCES",
+                          help="comma-separated audiences of this API: tokens must name one (default: the issuer)")
+    accounts.add_argument("--service-account-max-token-expiration", type=_duration, default=0, metavar="DURATION",
+                          help="the longest token TokenRequest issues (Go duration; default: no maximum)")
+    accounts.add_argument("--service-account-extend-token-expiration", type=_boolean, default=True, metavar="BOOL",
+                          help="pods' projected tokens (3607 s) live a year, warning after their requested "
+                               "expiration (default: %(default)s)")
+    accounts.add_argument("--service-account-jwks-uri", default="", metavar="URL",
+                          help="jwks_uri in /.well-known/openid-configuration (default: "
+                               "https://<advertise address>/openid/v1/jwks)")
+    parser.add_argument("--disable-admission-plugins", default="", metavar="PLUGINS",
+                        help="comma-separated admission plugins to turn off, such as ServiceAccount (as kube's "
+                             "integration tests do)")
+    parser.add_argument("--authorization-mode", type=_modes, default="AlwaysAllow", metavar="MODES",
+                        help="ordered comma list of authorizers: AlwaysAllow, AlwaysDeny, Node, RBAC (kubelab up "
+                             "passes Node,RBAC; default: %(default)s)")
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=1,
                         help="log verbosity: 0 warnings, 1 info, 2+ debug and access log (default: %(default)s)")
     return parser.parse_args(argv)
+
+
+def _boolean(text: str) -> bool:
+    """Go's ``strconv.ParseBool``, as kube's boolean flags take it (``--anonymous-auth=false``)."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean value {text!r}")
+
+
+def listeners(args: argparse.Namespace) -> list[Listener]:
+    """The HTTPS listener (when there is a certificate and a secure port), then the plain one (unless port 0)."""
+    secure = bool(args.tls_cert_file) and args.secure_port > 0
+    out = []
+    if secure:
+        out.append(Listener(args.bind_address, args.secure_port,
+                            TLSFiles(args.tls_cert_file, args.tls_private_key_file, args.client_ca_file)))
+    if args.insecure_port > 0:
+        out.append(Listener(args.insecure_bind_address or ("127.0.0.1" if secure else args.bind_address),
+                            args.insecure_port))
+    return out
+def _modes(text: str) -> list[str]:
+    try:
+        return parse_modes(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _duration(text: str) -> float:
@@ -61,6 +133,10 @@ def _duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -75,33 +151,46 @@ def main(argv: list[str] | None = None) -> None:
         uses_tls(servers, tls)
     except ValueError as err:
         sys.exit(f"kubelab apiserver: {err}")
+    if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+        sys.exit("kubelab apiserver: --tls-cert-file and --tls-private-key-file go together")
+    serving = listeners(args)
+    if not serving:
+        sys.exit("kubelab apiserver: nothing to serve: --insecure-port is 0 and there is no HTTPS port "
+                 "(--tls-cert-file, --secure-port)")
+    served_port = serving[0].port  # the secure port when there is one: what the kubernetes Service targets
     config = Config(
         etcd_servers=servers,
         etcd_tls=tls,
-        advertise_address=args.advertise_address or f"{args.bind_address}:{args.port}",
+        advertise_address=args.advertise_address or f"{serving[0].host}:{served_port}",
         watch_cache_size=args.watch_cache_size,
-        port=args.port,
+        port=served_port,
         encryption_provider_config=args.encryption_provider_config,
         etcd_compaction_interval=args.etcd_compaction_interval,
         etcd_max_request_bytes=args.etcd_max_request_bytes,
         scheduler_healthz_url=args.scheduler_healthz_url,
         controller_manager_healthz_url=args.controller_manager_healthz_url,
+        token_auth_file=args.token_auth_file,
+        anonymous_auth=args.anonymous_auth,
+        service_accounts=ServiceAccountConfig(
+            signing_key_file=args.service_account_signing_key_file,
+            key_files=args.service_account_key_file,
+            issuers=args.service_account_issuer or [DEFAULT_ISSUER],
+            api_audiences=_list(args.api_audiences),
+            max_token_expiration=int(args.service_account_max_token_expiration),
+            extend_token_expiration=args.service_account_extend_token_expiration,
+            jwks_uri=args.service_account_jwks_uri),
+        disable_admission_plugins=_list(args.disable_admission_plugins),
+        authorization_modes=args.authorization_mode,
     )
     try:
         app = create_app(config)
-    except EncryptionConfigError as err:
+    except (KeyFileError, OSError) as err:
+        print(f"Error: service account keys: {err}", file=sys.stderr)
+        sys.exit(1)
+    except (EncryptionConfigError, TokenFileError) as err:
         print(f"Error: {err}", file=sys.stderr)
         sys.exit(1)
-    uvicorn.run(
-        app,
-        host=args.bind_address,
-        port=args.port,
-        loop="uvloop",
-        http=HttpToolsProtocol,  # httptools, plus SPDY/3.1 upgrades for old kubectl's exec (apiserver.spdy.upgrade)
-        access_log=args.verbosity >= 2,
-        log_level="info" if args.verbosity >= 1 else "warning",
-        timeout_graceful_shutdown=2,
-    )
+    serve(app, serving, verbosity=args.verbosity)
 
 
 if __name__ == "__main__":

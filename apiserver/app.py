@@ -44,9 +44,21 @@ from .apiextensions.controller import CRDController
 from .apiextensions.openapi import custom_openapi
 from .apiextensions.schemavalidation import RuleValidator
 from .apiextensions.strategy import CustomResourceStrategy
-from .authentication import AuthenticationMiddleware
 from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ, component_probes
 from . import flowcontrol
+from .admission.serviceaccount import NAME as SERVICE_ACCOUNT_PLUGIN, ServiceAccountAdmission
+from .authentication import AuthenticationMiddleware, RequestAuthenticator, TokenAuthenticator
+from .authenticators.tokenfile import TokenFile
+from .admission.noderestriction import NodeRestriction
+from .authorizer import AlwaysAllow, AlwaysDeny, Member, configure
+from .authz import filter as authz_filter
+from .authz.escalation import EscalationCheck
+from .authz.node import NodeAuthorizer
+from .authz.nodegraph import NodeGraph
+from .authz.policy import NODE_RULES
+from .authz.rbac import RBACAuthorizer
+from .authz.reconcile import reconcile as reconcile_policy
+from .authz.rules import compile_rules
 from .autoregister import AutoRegister, served_group_versions
 from .handlers import discovery, openapi, proxy
 from .handlers.request import limit_body, parse_path
@@ -65,6 +77,11 @@ from .registry.masterleases import MasterLeases
 from .registry.priorityclasses import SYSTEM_PRIORITY_CLASSES
 from .registry.services import kubernetes_service
 from .registry.store import ETCD_MAX_REQUEST_BYTES
+from .registry.tokenreviews import TokenReviewStrategy
+from .serviceaccount import config as service_account_config
+from .serviceaccount.config import ServiceAccountConfig
+from .serviceaccount.oidc import CACHE_CONTROL, CONFIGURATION_PATH, JWKS_CONTENT_TYPE, JWKS_PATH
+from .serviceaccount.tokenrequest import TokenRequests
 from .storage import encryptionconfig, maintenance
 from .storage.etcd3 import EtcdStorage, EtcdTLS, SpaceExceeded, StorageError
 from .storage.format import NewerStorageFormat, check_storage_format
@@ -78,12 +95,24 @@ class Config:
     etcd_tls: EtcdTLS | None = None  # --etcd-cafile, --etcd-certfile, --etcd-keyfile
     advertise_address: str = "127.0.0.1:8080"
     watch_cache_size: int = 10_000
-    port: int = 8080  # where it serves: the default/kubernetes Service's targetPort
+    port: int = 8080  # where it serves (the secure port when it serves HTTPS): the kubernetes Service's targetPort
+    token_auth_file: str | None = None  # --token-auth-file: static bearer tokens (kube's CSV)
+    anonymous_auth: bool = True  # --anonymous-auth: credential-less HTTPS requests are system:anonymous, else 401
     encryption_provider_config: str | None = None  # an EncryptionConfiguration file (encryption at rest)
     etcd_compaction_interval: float = maintenance.DEFAULT_COMPACTION_INTERVAL  # seconds; 0 disables
     etcd_max_request_bytes: int = ETCD_MAX_REQUEST_BYTES  # etcd's --max-request-bytes: larger objects are 413
     scheduler_healthz_url: str = DEFAULT_SCHEDULER_HEALTHZ  # probed for ComponentStatus "scheduler"
     controller_manager_healthz_url: str = DEFAULT_CONTROLLER_MANAGER_HEALTHZ
+    service_accounts: ServiceAccountConfig = field(default_factory=ServiceAccountConfig)
+    disable_admission_plugins: list[str] = field(default_factory=list)  # --disable-admission-plugins
+    authorization_modes: list[str] = field(default_factory=lambda: ["AlwaysAllow"])  # --authorization-mode
+
+
+def authorizers(modes: list[str], sources: Sources, rbac: RBACAuthorizer, graph: NodeGraph) -> list[Member]:
+    """``--authorization-mode``'s members, in order."""
+    by_mode: dict[str, Member] = {"AlwaysAllow": AlwaysAllow(), "AlwaysDeny": AlwaysDeny(), "RBAC": rbac,
+                                  "Node": NodeAuthorizer(graph, compile_rules(NODE_RULES))}
+    return [by_mode[mode] for mode in modes]
 
 
 def advertised_ip(config: Config) -> str:
@@ -145,9 +174,17 @@ async def defragment_members(config: Config, storage: EtcdStorage) -> None:
             await member.close()
 
 
+def authenticator_for(config: Config) -> RequestAuthenticator:
+    """The authenticator union of ``config``; raises ``TokenFileError`` for an unusable ``--token-auth-file``."""
+    tokens: list[TokenAuthenticator] = [TokenFile.load(config.token_auth_file)] if config.token_auth_file else []
+    return RequestAuthenticator(tokens, anonymous=config.anonymous_auth)
+
+
 def create_app(config: Config, rule_validator: RuleValidator | None = None) -> WarningMiddleware:
-    """The apiserver's ASGI app; raises ``EncryptionConfigError`` when the encryption configuration is unusable.
+    """The apiserver's ASGI app; raises ``EncryptionConfigError`` when the encryption configuration is unusable
+    and ``TokenFileError`` for an unusable token file.
     ``rule_validator`` evaluates CRDs' ``x-kubernetes-validations`` (default: CEL, ``apiextensions.celrules``)."""
+    authenticator = authenticator_for(config)
     encryption = (encryptionconfig.load(config.encryption_provider_config)
                   if config.encryption_provider_config else None)
     storage = EtcdStorage(config.etcd_servers, tls=config.etcd_tls)
@@ -162,20 +199,35 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     registry = Registry(strategies, storage, config.watch_cache_size, decoder, add_warning, bootstrap,
                         leases=leases, encryption=encryption, max_request_bytes=config.etcd_max_request_bytes)
     sources = Sources(registry)
+    rbac, graph = RBACAuthorizer(sources), NodeGraph()
+    configure(authorizers(config.authorization_modes, sources, rbac, graph))
     webhook_client = WebhookClient(sources)
     conditions = WebhookMatchConditions()
-    # kube-apiserver's order: LimitRanger, Priority, DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
-    # DefaultIngressClass … webhooks, policies … ResourceQuota last (it charges usage).
+    accounts = service_account_config.build(config.service_accounts,
+                                            lambda resource, ns, name: sources.get("", resource, ns, name),
+                                            config.advertise_address, add_warning)
+    authenticator.tokens.append(accounts.authenticator)  # after --token-auth-file, as kube-apiserver's union
+    token_reviews = registry.virtual[("authentication.k8s.io", "tokenreviews")].strategy
+    assert isinstance(token_reviews, TokenReviewStrategy)
+    token_reviews.authenticators, token_reviews.api_audiences = authenticator.tokens, accounts.issuer.api_audiences
+    service_account_admission = ([] if SERVICE_ACCOUNT_PLUGIN in config.disable_admission_plugins
+                                 else [ServiceAccountAdmission(sources)])
+    # kube-apiserver's order: LimitRanger, ServiceAccount, NodeRestriction, Priority, DefaultStorageClass,
+    # StorageObjectInUseProtection, PersistentVolumeClaimResize, RuntimeClass, DefaultIngressClass … webhooks,
+    # policies … ResourceQuota last (it charges usage).
     priority, runtime_class = Priority(sources), RuntimeClass(sources)
-    admission = AdmissionChain([LimitRangerDefaults(sources), priority, DefaultStorageClass(sources),
-                                StorageObjectInUseProtection(), runtime_class, DefaultIngressClass(sources),
+    admission = AdmissionChain([LimitRangerDefaults(sources), *service_account_admission, priority,
+                                DefaultStorageClass(sources), StorageObjectInUseProtection(), runtime_class,
+                                DefaultIngressClass(sources),
                                 MutatingWebhooks(sources, webhook_client, add_warning, conditions)],
-                               [LimitRangerValidation(sources), priority, PersistentVolumeClaimResize(sources),
+                               [EscalationCheck(sources, rbac),
+                                NodeRestriction(),
+                                LimitRangerValidation(sources), priority, PersistentVolumeClaimResize(sources),
                                 runtime_class,
                                 ValidatingAdmissionPolicies(sources, add_warning),
                                 ValidatingWebhooks(sources, webhook_client, add_warning, conditions),
                                 ResourceQuotaAdmission(sources, registry)])
-    handler = RESTHandler(registry, admission=admission)
+    handler = RESTHandler(registry, admission=admission, token_requests=TokenRequests(accounts.issuer, registry))
 
     def served_groups() -> dict[str, Any]:
         """``/apis``: the stored groups, then the ones served without storage (metrics.k8s.io)."""
@@ -203,6 +255,9 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
             raise SystemExit(1) from None  # the message above says it all: no traceback of the cause
         await defragment_members(config, storage)
         await registry.start()
+        await reconcile_policy(registry)
+        if "Node" in config.authorization_modes:
+            graph.start(registry.get("", "pods").cache)
         await crd_controller.start()
         autoregister.start()
         policy_status.start()
@@ -220,6 +275,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
         finally:
             ready["ok"] = False
             await crd_controller.stop()
+            await graph.stop()
             if compactor is not None:
                 compactor.cancel()
                 await asyncio.gather(compactor, return_exceptions=True)
@@ -270,6 +326,16 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     @app.get("/version", include_in_schema=False)
     async def version() -> Response:
         return json_response(discovery.version_info())
+
+    # --- service-account issuer discovery (OpenID Connect) ----------------------------------------------------
+    @app.get(CONFIGURATION_PATH, include_in_schema=False)
+    async def openid_configuration() -> Response:
+        return Response(accounts.discovery.configuration, media_type="application/json",
+                        headers={"Cache-Control": CACHE_CONTROL})
+
+    @app.get(JWKS_PATH, include_in_schema=False)
+    async def openid_jwks() -> Response:
+        return Response(accounts.discovery.jwks, media_type=JWKS_CONTENT_TYPE, headers={"Cache-Control": CACHE_CONTROL})
 
     # --- discovery ------------------------------------------------------------------------------------------
     def listing(group: str, version: str) -> dict[str, Any] | None:
@@ -331,7 +397,9 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     async def not_found(path: str) -> Response:
         raise errors.NotFound("the server could not find the requested resource")
 
-    return WarningMiddleware(AuthenticationMiddleware(ResourceRouter(app, handler, registry, metrics)))
+    router = ResourceRouter(app, handler, registry, metrics)
+    return WarningMiddleware(AuthenticationMiddleware(authz_filter.AuthorizationMiddleware(router), authenticator,
+                                                      check=authz_filter.check))
 
 
 class ResourceRouter:

@@ -5,17 +5,24 @@ All run from the same process against the same etcd, at concurrency 1 and 50:
 - baseline "txn": the conditional create the apiserver itself must do (a transaction on ``create_revision == 0``,
   as kube-apiserver does), through the same aetcd client — etcd serves these several times slower than puts;
 - apiserver: ``POST /api/v1/namespaces/<ns>/pods`` over HTTP with aiohttp (decode, default, validate, etcd
-  transaction, watch cache fan-out, encode).
+  transaction, watch cache fan-out, encode);
+- with ``--https``, also over HTTPS on the secure port with the admin client certificate (TLS, x509
+  authentication, and whatever authorization the apiserver runs), and its ratio to the plain port in the same run
+  (target: >= 0.9).
 Each figure is the median of ``--repeat`` runs; ratios are apiserver / baseline. Target: >= 0.5 of raw puts at
-concurrency 50.
+concurrency 50. The apiserver authorizes as ``kubelab up``'s does (``--authorization-mode Node,RBAC``); the plain
+port's user is ``system:masters``, so ``--as USER`` measures the whole RBAC path instead: each create impersonates
+USER, whom a RoleBinding in the namespace grants ``create`` on pods.
 
-    python bench/api.py [--count 2000] [--repeat 3] [--master URL --etcd URL]
+    python bench/api.py [--count 2000] [--repeat 3] [--https] [--master URL --etcd URL [--kubeconfig FILE]]
+                        [--authorization-mode MODES] [--as USER]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import ssl
 import statistics
 import subprocess
 import sys
@@ -35,7 +42,10 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kubeclient.config import load_kubeconfig  # noqa: E402
+from kubelab.clusterpki import ADMIN, make_cluster_pki  # noqa: E402
 from kubelab.etcd import EtcdServer, free_port  # noqa: E402
+from kubelab.kubeconfig import write_kubeconfig  # noqa: E402
 
 
 def pod(name: str) -> dict:
@@ -93,20 +103,38 @@ async def raw_etcd_txn(etcd_url: str, count: int, concurrency: int) -> float:
     return rate
 
 
-async def through_apiserver(master: str, count: int, concurrency: int) -> float:
-    return await creates(master, "/api/v1/namespaces/{ns}/pods", pod, count, concurrency)
+async def through_apiserver(master: str, count: int, concurrency: int, tls: ssl.SSLContext | None = None) -> float:
+    return await creates(master, "/api/v1/namespaces/{ns}/pods", pod, count, concurrency, tls)
 
 
-async def creates(master: str, path: str, make: Callable[[str], dict], count: int, concurrency: int) -> float:
+IMPERSONATE: dict[str, str] = {}  # --as: the Impersonate-User header every create carries
+
+
+async def grant_creates(session: aiohttp.ClientSession, ns: str, user: str) -> None:
+    """A Role allowing pod creates in ``ns`` and its RoleBinding to ``user`` (for ``--as``)."""
+    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}"
+    role = {"metadata": {"name": "bench"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}]}
+    binding = {"metadata": {"name": "bench"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                                          "name": "bench"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
+    for path, body in ((f"{rbac}/roles", role), (f"{rbac}/rolebindings", binding)):
+        async with session.post(path, json=body) as resp:
+            assert resp.status == 201, await resp.text()
+
+
+async def creates(master: str, path: str, make: Callable[[str], dict], count: int, concurrency: int,
+                  tls: ssl.SSLContext | None = None) -> float:
     """``count`` POSTs of ``make(name)`` to ``path`` (``{ns}``: a fresh namespace) with ``concurrency`` in flight;
-    returns creates/second."""
+    returns creates/second. ``tls``: the client's TLS context for an ``https`` master (CA and client certificate)."""
     ns = f"bench-{uuid.uuid4().hex[:8]}"
-    connector = aiohttp.TCPConnector(limit=concurrency + 5)
+    connector = aiohttp.TCPConnector(limit=concurrency + 5, ssl=tls if tls is not None else True)
     async with aiohttp.ClientSession(master, connector=connector) as session:
         async with session.post("/api/v1/namespaces", json={"metadata": {"name": ns}}) as resp:
             assert resp.status == 201, await resp.text()
+        if IMPERSONATE:
+            await grant_creates(session, ns, IMPERSONATE["Impersonate-User"])
         bodies = [orjson.dumps(make(f"p{i}")) for i in range(count)]
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", **IMPERSONATE}
         url = path.format(ns=ns)
 
         async def create(i: int) -> None:
@@ -118,13 +146,26 @@ async def creates(master: str, path: str, make: Callable[[str], dict], count: in
         return await run_concurrently(count, concurrency, create)
 
 
-def start_cluster(tmp: Path) -> tuple[EtcdServer, subprocess.Popen[bytes], str]:
+def start_cluster(tmp: Path, https: bool = False,
+                  authorization_mode: str = "Node,RBAC") -> tuple[EtcdServer, subprocess.Popen[bytes], str]:
+    """An etcd and an apiserver; ``https``: the apiserver also serves HTTPS, described by ``tmp/kubeconfig``. Its
+    pods need no service account (no controller-manager makes ``default``): ServiceAccount admission is off, as in
+    kube's integration benchmarks."""
     etcd = EtcdServer(tmp / "etcd", log_path=tmp / "etcd.log")
     etcd.start()
     port = free_port()
+    secure: list[str] = []
+    if https:
+        pki = make_cluster_pki(tmp / "pki")
+        secure_port = free_port()
+        secure = ["--secure-port", str(secure_port), *pki.apiserver_flags()]
+        write_kubeconfig(tmp / "kubeconfig", f"https://127.0.0.1:{secure_port}", ca=pki.ca_cert,
+                         client=pki.client(ADMIN))
     log = open(tmp / "apiserver.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "apiserver", "--etcd-servers", etcd.url, "--port", str(port),
-                             "-v", "0"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+                             *secure, "--authorization-mode", authorization_mode,
+                             "--disable-admission-plugins", "ServiceAccount", "-v", "0"],
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     master = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -137,13 +178,17 @@ def start_cluster(tmp: Path) -> tuple[EtcdServer, subprocess.Popen[bytes], str]:
 
 
 @contextmanager
-def cluster(master: str | None, etcd_url: str | None = None) -> Iterator[tuple[str, str | None]]:
-    """``master`` (and its etcd) when given, else an etcd and an apiserver of the benchmark's own, stopped after."""
+def cluster(master: str | None, etcd_url: str | None = None, https: bool = False,
+            kubeconfig: str | None = None, authorization_mode: str = "Node,RBAC") -> Iterator[tuple[str, str | None]]:
+    """``master`` (and its etcd) when given, else an etcd and an apiserver of the benchmark's own, stopped after.
+    ``https``: an own apiserver serves HTTPS too; its kubeconfig is written to ``kubeconfig``."""
     if master:
         yield master, etcd_url
         return
     with tempfile.TemporaryDirectory(prefix="kubelab-bench-") as tmp:
-        etcd, proc, url = start_cluster(Path(tmp))
+        etcd, proc, url = start_cluster(Path(tmp), https, authorization_mode)
+        if https and kubeconfig:
+            Path(kubeconfig).write_bytes((Path(tmp) / "kubeconfig").read_bytes())
         try:
             yield url, etcd.url
         finally:
@@ -158,22 +203,45 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--master", help="use a running apiserver (also pass --etcd)")
     parser.add_argument("--etcd", help="the etcd that apiserver uses")
+    parser.add_argument("--https", action="store_true",
+                        help="also create over HTTPS with a client certificate (an own apiserver, or the server and "
+                             "credentials of --kubeconfig), compared with the plain port in the same run")
+    parser.add_argument("--kubeconfig", help="with --master and --https: the running apiserver's HTTPS kubeconfig")
+    parser.add_argument("--authorization-mode", default="Node,RBAC", help="the benchmark's own apiserver's")
+    parser.add_argument("--as", dest="user", help="impersonate USER, granted pod creates by RBAC")
     args = parser.parse_args()
+    if args.user:
+        IMPERSONATE["Impersonate-User"] = args.user
 
     assert args.etcd or not args.master, "--master needs --etcd"
-    with cluster(args.master, args.etcd) as (master, etcd_url):
-        assert etcd_url is not None
-        print(f"{'concurrency':>11} {'etcd puts/s':>12} {'etcd txn/s':>11} {'apiserver creates/s':>20} "
-              f"{'vs put':>7} {'vs txn':>7}")
-        for concurrency, count in ((1, max(args.count // 4, 100)), (50, args.count)):
-            put = statistics.median(asyncio.run(raw_etcd(etcd_url, count, concurrency))
-                                    for _ in range(args.repeat))
-            txn = statistics.median(asyncio.run(raw_etcd_txn(etcd_url, count, concurrency))
-                                    for _ in range(args.repeat))
-            api = statistics.median(asyncio.run(through_apiserver(master, count, concurrency))
-                                    for _ in range(args.repeat))
-            print(f"{concurrency:>11} {put:>12.0f} {txn:>11.0f} {api:>20.0f} {api / put:>7.2f} {api / txn:>7.2f}")
-        print(f"(median of {args.repeat} runs; {args.count} creates per run at concurrency 50)")
+    assert not (args.master and args.https) or args.kubeconfig, "--master --https needs --kubeconfig"
+    with tempfile.TemporaryDirectory(prefix="kubelab-bench-") as scratch:
+        kubeconfig = args.kubeconfig if args.master else str(Path(scratch) / "kubeconfig")
+        with cluster(args.master, args.etcd, args.https, kubeconfig, args.authorization_mode) as (master, etcd_url):
+            assert etcd_url is not None
+            run(args, master, etcd_url, kubeconfig if args.https else None)
+
+
+def run(args: argparse.Namespace, master: str, etcd_url: str, kubeconfig: str | None) -> None:
+    """One table row per concurrency: the baselines, the plain port and (with a kubeconfig) HTTPS."""
+    secure = load_kubeconfig(kubeconfig) if kubeconfig else None
+    tls = secure.ssl_context() if secure else None
+    print(f"{'concurrency':>11} {'etcd puts/s':>12} {'etcd txn/s':>11} {'apiserver creates/s':>20} "
+          f"{'vs put':>7} {'vs txn':>7}" + (f" {'https creates/s':>16} {'https/plain':>11}" if secure else ""))
+    for concurrency, count in ((1, max(args.count // 4, 100)), (50, args.count)):
+        put = statistics.median(asyncio.run(raw_etcd(etcd_url, count, concurrency))
+                                for _ in range(args.repeat))
+        txn = statistics.median(asyncio.run(raw_etcd_txn(etcd_url, count, concurrency))
+                                for _ in range(args.repeat))
+        api = statistics.median(asyncio.run(through_apiserver(master, count, concurrency))
+                                for _ in range(args.repeat))
+        line = f"{concurrency:>11} {put:>12.0f} {txn:>11.0f} {api:>20.0f} {api / put:>7.2f} {api / txn:>7.2f}"
+        if secure:
+            rate = statistics.median(asyncio.run(through_apiserver(secure.host, count, concurrency, tls))
+                                     for _ in range(args.repeat))
+            line += f" {rate:>16.0f} {rate / api:>11.2f}"
+        print(line)
+    print(f"(median of {args.repeat} runs; {args.count} creates per run at concurrency 50)")
 
 if __name__ == "__main__":
     main()

@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--leader-elect-resource-name", default="kube-controller-manager",
                    help="name of the leader Lease (default: kube-controller-manager)")
     g = p.add_argument_group("controllers")
+    p.add_argument("--use-service-account-credentials", type=_bool, nargs="?", const=True, default=False,
+                   metavar="BOOL", help="each controller writes as its own service account kube-system/<name>, "
+                   "with a token from TokenRequest (kubelab up passes it; default: false)")
+    g.add_argument("--root-ca-file", default=None, metavar="FILE",
+                   help="the cluster's root CA bundle, published as ConfigMap kube-root-ca.crt in every namespace "
+                        "(root-ca-certificate-publisher-controller; not started without it)")
     g.add_argument("--concurrent-replicaset-syncs", type=int, default=5,
                    help="ReplicaSets synced concurrently (default: 5)")
     g.add_argument("--concurrent-rc-syncs", "--concurrent_rc_syncs", dest="concurrent_rc_syncs", type=int, default=5,
@@ -132,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="quotas synced at once")
     g.add_argument("--terminated-pod-gc-threshold", type=int, default=12500,
                    help="terminated pods kept before the pod GC deletes the oldest; <= 0 disables (default: 12500)")
+    g.add_argument("--cluster-signing-cert-file", default=None, metavar="FILE",
+                   help="the CA certificate the CSR signing controller issues with (kubeadm: the cluster CA)")
+    g.add_argument("--cluster-signing-key-file", default=None, metavar="FILE",
+                   help="the key of --cluster-signing-cert-file (without both, CSRs are not signed)")
+    g.add_argument("--cluster-signing-duration", type=duration, default=365 * 24 * 3600.0,
+                   help="the longest validity of an issued certificate (kube: 8760h0m0s)")
     p.add_argument("--healthz-port", type=int, default=0,
                    help="serve /healthz on BIND-ADDRESS:PORT (0: any free port, as the scheduler; <0: off)")
     p.add_argument("--bind-address", default="127.0.0.1",

@@ -25,6 +25,7 @@ from datetime import timedelta
 from dataclasses import dataclass
 
 from kubeclient import Clientset, InformerFactory, LeaderElector
+from kubeclient.config import build_config
 
 from controllers.base import Controller
 from controllers.healthz import HealthServer
@@ -191,6 +192,34 @@ def _pvprotection(ctx: Context) -> Controller:
 def _volumeexpand(ctx: Context) -> Controller:
     from controllers.volumeexpand import ExpandController
     return ExpandController(ctx.clientset, ctx.factory)
+def _rootcacertpublisher(ctx: Context) -> Controller | None:
+    from controllers.rootcacertpublisher import RootCACertPublisher
+    if not ctx.options.root_ca_file:  # kube-controller-manager always has a CA; kubelab's plain-HTTP clusters do not
+        log.info("no --root-ca-file: root-ca-certificate-publisher-controller not started")
+        return None
+    with open(ctx.options.root_ca_file, "rb") as f:
+        return RootCACertPublisher(ctx.clientset, ctx.factory, f.read())
+
+
+def _clusterroleaggregation(ctx: Context) -> Controller:
+    from controllers.clusterroleaggregation import ClusterRoleAggregationController
+    return ClusterRoleAggregationController(ctx.clientset, ctx.factory)
+
+
+def _csrsigning(ctx: Context) -> Controller | None:
+    from controllers.csrsigning import Authority, CSRSigningController
+    o = ctx.options
+    if not (o.cluster_signing_cert_file and o.cluster_signing_key_file):
+        log.warning("certificatesigningrequest-signing-controller not started: no --cluster-signing-cert-file "
+                    "and --cluster-signing-key-file")
+        return None
+    authority = Authority.load(o.cluster_signing_cert_file, o.cluster_signing_key_file, o.cluster_signing_duration)
+    return CSRSigningController(ctx.clientset, ctx.factory, authority)
+
+
+def _csrapproving(ctx: Context) -> Controller:
+    from controllers.csrapproving import CSRApprovingController
+    return CSRApprovingController(ctx.clientset, ctx.factory)
 
 
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
@@ -210,6 +239,7 @@ CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "garbage-collector-controller": (("garbagecollector",), _garbagecollector),
     "namespace-controller": (("namespace",), _namespace),
     "serviceaccount-controller": (("serviceaccount",), _serviceaccount),
+    "root-ca-certificate-publisher-controller": (("root-ca-cert-publisher",), _rootcacertpublisher),
     "endpoints-controller": (("endpoint", "endpoint-controller"), _endpoint),
     "endpointslice-controller": (("endpointslice",), _endpointslice),
     "endpointslice-mirroring-controller": (("endpointslicemirroring",), _endpointslicemirroring),
@@ -220,6 +250,9 @@ CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "persistentvolume-expander-controller": (("persistentvolume-expander",), _volumeexpand),
     "persistentvolumeclaim-protection-controller": (("pvc-protection",), _pvcprotection),
     "persistentvolume-protection-controller": (("pv-protection",), _pvprotection),
+    "clusterrole-aggregation-controller": (("clusterrole-aggregation",), _clusterroleaggregation),
+    "certificatesigningrequest-signing-controller": (("csrsigning",), _csrsigning),
+    "certificatesigningrequest-approving-controller": (("csrapproving",), _csrapproving),
 }
 
 
@@ -250,13 +283,20 @@ def enabled_controllers(spec: list[str]) -> list[str]:
 
 
 async def run_controllers(clientset: Clientset, options: argparse.Namespace, stop: asyncio.Event) -> None:
-    """Build the enabled controllers over one informer factory and run them until ``stop`` is set."""
+    """Build the enabled controllers over one informer factory and run them until ``stop`` is set; with
+    ``--use-service-account-credentials`` each writes as its own service account (``credentials``)."""
     factory = InformerFactory(clientset)
     ctx = Context(clientset, factory, options)
+    credentials = None
+    if options.use_service_account_credentials:
+        from controllers.credentials import ServiceAccountCredentials
+        credentials = ServiceAccountCredentials(clientset, build_config(
+            master=options.master, kubeconfig=options.kubeconfig, user_agent="kube-controller-manager"))
     controllers = []
     for name in enabled_controllers(options.controllers):
         try:
-            controller = CONTROLLERS[name][1](ctx)
+            own = ctx if credentials is None else Context(await credentials.clientset(name), factory, options)
+            controller = CONTROLLERS[name][1](own)
         except ImportError as err:  # not written yet (issue 5): say so, run the others
             log.warning("controller %s is not available in this build (%s); not started", name, err)
             continue
@@ -265,10 +305,13 @@ async def run_controllers(clientset: Clientset, options: argparse.Namespace, sto
     factory.start(stop)
     log.info("started controllers: %s", ", ".join(c.name for c in controllers))
     try:
-        await asyncio.gather(*(c.run(stop) for c in controllers))
+        await asyncio.gather(*(c.run(stop) for c in controllers),
+                             *([credentials.run(stop)] if credentials is not None else []))
     finally:
         stop.set()
         await factory.shutdown()
+        if credentials is not None:
+            await credentials.close()
         for c in controllers:
             recorder = getattr(c, "recorder", None)
             if recorder is not None:

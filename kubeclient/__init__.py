@@ -41,6 +41,8 @@ from kubeclient.informer import (
 )
 from kubeclient.leaderelection import LeaderElector
 from kubeclient.resources import (
+    CERTIFICATE_SIGNING_REQUESTS,
+    CLUSTER_ROLES,
     CONFIG_MAPS,
     CONTROLLER_REVISIONS,
     CRON_JOBS,
@@ -67,6 +69,7 @@ from kubeclient.resources import (
     SERVICES,
     STATEFUL_SETS,
     STORAGE_CLASSES,
+    SUBJECT_ACCESS_REVIEWS,
     Resource,
     parse_path,
     resource_for,
@@ -86,13 +89,14 @@ from kubeclient.workqueue import (
 )
 
 __all__ = [
-    "CONFIG_MAPS", "CONTROLLER_REVISIONS", "CRON_JOBS", "DAEMON_SETS", "DEPLOYMENTS", "ENDPOINTS", "ENDPOINT_SLICES",
-    "EVENTS", "HORIZONTAL_POD_AUTOSCALERS", "JOBS", "LEASES", "NAMESPACES", "NAMESPACE_INDEX", "NODES",
+    "CERTIFICATE_SIGNING_REQUESTS", "CONFIG_MAPS", "CONTROLLER_REVISIONS", "CRON_JOBS", "DAEMON_SETS", "DEPLOYMENTS",
+    "ENDPOINTS", "ENDPOINT_SLICES", "EVENTS", "HORIZONTAL_POD_AUTOSCALERS", "CLUSTER_ROLES", "JOBS", "LEASES",
+    "NAMESPACES", "NAMESPACE_INDEX", "NODES",
     "NODE_NAME_INDEX",
     "PATCH_CONTENT_TYPES", "PERSISTENT_VOLUMES", "PERSISTENT_VOLUME_CLAIMS", "POD_DISRUPTION_BUDGETS", "PODS",
     "REAL_CLOCK", "REPLICATION_CONTROLLERS", "REPLICA_SETS",
     "RESOURCE_QUOTAS", "RESOURCES", "SECRETS",
-    "SERVICE_ACCOUNTS", "SERVICES", "STATEFUL_SETS", "STORAGE_CLASSES",
+    "SERVICE_ACCOUNTS", "SERVICES", "STATEFUL_SETS", "STORAGE_CLASSES", "SUBJECT_ACCESS_REVIEWS",
     "Backoff", "BucketRateLimiter", "Clientset", "Clock", "Config", "ConfigError", "DelayingQueue", "Delta",
     "DeletedFinalStateUnknown", "EventRecorder", "FakeAPIServer", "IndexFunc", "Indexer", "InformerFactory",
     "ItemExponentialFailureRateLimiter", "LeaderElector", "ListWatch", "ListerWatcher", "MaxOfRateLimiter", "Object",

@@ -96,9 +96,11 @@ class ResourceClient:
             return await self.rest.request("POST", self.resource.path(ns, self._name(obj), subresource), body=obj)
         return await self.rest.request("POST", self.resource.path(ns), body=obj)
 
-    async def update(self, obj: Object) -> Object:
-        """PUT the whole object; ``metadata.resourceVersion`` (if set) makes it conditional (409 on mismatch)."""
-        return await self.rest.request("PUT", self.resource.path(self._ns(None, obj), self._name(obj)), body=obj)
+    async def update(self, obj: Object, *, subresource: str | None = None) -> Object:
+        """PUT the whole object (to ``subresource``, such as a CSR's ``approval``); ``metadata.resourceVersion``
+        (if set) makes it conditional (409 on mismatch)."""
+        path = self.resource.path(self._ns(None, obj), self._name(obj), subresource)
+        return await self.rest.request("PUT", path, body=obj)
 
     async def update_status(self, obj: Object) -> Object:
         """PUT to ``/status``: only ``status`` changes; conditional on ``metadata.resourceVersion`` like update."""

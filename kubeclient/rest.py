@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -99,8 +99,11 @@ class RESTClient:
         connect_timeout: float = 10.0,
         max_retries: int = 3,
         max_retry_after: float = 10.0,
+        token_source: Callable[[], str] | None = None,
     ) -> None:
         self.config = config
+        # A bearer token that changes (a service account's, refreshed before it expires): asked on every request.
+        self.token_source = token_source
         self._base = config.host.rstrip("/")
         headers = {"Accept": "application/json", "User-Agent": config.user_agent}
         if config.token:
@@ -119,6 +122,9 @@ class RESTClient:
                    user_agent: str = "kubelab", **kwargs: Any) -> RESTClient:
         """Build from the ``--master`` / ``--kubeconfig`` flags (see ``kubeclient.config.build_config``)."""
         return cls(build_config(master=master, kubeconfig=kubeconfig, user_agent=user_agent), **kwargs)
+
+    def _auth_header(self) -> dict[str, str] | None:
+        return {"Authorization": f"Bearer {self.token_source()}"} if self.token_source is not None else None
 
     @property
     def host(self) -> str:
@@ -149,10 +155,10 @@ class RESTClient:
         url = self._base + path
         what = f"{verb} {path}"
         data: bytes | None = None
-        headers: dict[str, str] | None = None
+        headers = self._auth_header()
         if body is not None:
             data = body if isinstance(body, bytes) else orjson.dumps(body)
-            headers = {"Content-Type": content_type or "application/json"}
+            headers = {**(headers or {}), "Content-Type": content_type or "application/json"}
         session = self._get_session()
         attempt = 0
         while True:
@@ -184,7 +190,7 @@ class RESTClient:
                                         sock_connect=self._connect_timeout)
         session = self._get_session()
         try:
-            async with session.get(url, params=params, timeout=timeout) as resp:
+            async with session.get(url, params=params, timeout=timeout, headers=self._auth_header()) as resp:
                 if resp.status >= 300:
                     raise status_error(resp.status, await resp.read(), resp.reason)
                 buf = bytearray()

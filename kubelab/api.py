@@ -116,6 +116,7 @@ class Cluster:
             hollow_nodes=self.hollow_nodes,
             extra_args=self.extra_args,
             kubelet_base_port=None,
+            secure_port=None,
         )
         try:
             self._engine.start()
@@ -173,8 +174,14 @@ class Cluster:
         return self.running.api_url
 
     @property
+    def secure_url(self) -> str:
+        """The apiserver's HTTPS URL, the kubeconfig's server (``api_url`` is the plain-HTTP port)."""
+        return self.running.secure_url
+
+    @property
     def kubeconfig(self) -> Path:
-        """A kubeconfig (context ``kubelab``) for kubectl, the Python client, kopf: ``KUBECONFIG=...``."""
+        """A kubeconfig (context ``kubelab``) for kubectl, the Python client, kopf: ``KUBECONFIG=...``: HTTPS, with
+        the cluster CA and the admin client certificate (``kubernetes-admin`` in ``system:masters``)."""
         return Path(self.running.state.kubeconfig)
 
     @property

@@ -44,12 +44,15 @@ from kubelab.encryption import ensure_encryption_config
 from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer, free_port
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.etcdcluster import local_cluster, record_run
+from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, HOLLOW_NODES, SCHEDULER, ClusterPKI, Identity, \
+    kubelet_identity, make_cluster_pki
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
 from kubelab.state import ClusterState, ProcessRecord
 from kubelab.supervisor import StartupFailed, Supervised, Supervisor, Unit
 
-__all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "Cluster", "Progress", "StartupError", "stop_records"]
+__all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "SECURE_PORT", "Cluster", "Progress", "StartupError",
+           "stop_records"]
 
 KUBELET_BASE_PORT = 10250
 # kind's default class, with the provisioner every kubelet runs for its node (kubelet/provisioner.py).
@@ -61,6 +64,7 @@ DEFAULT_STORAGE_CLASS = {
 # kube's secure ports of the controller-manager and the scheduler: where their /healthz is served (plain HTTP here)
 # and where the apiserver probes them for ComponentStatuses.
 HEALTHZ_PORTS = {"controller-manager": 10257, "scheduler": 10259}
+SECURE_PORT = 6443  # kube-apiserver's --secure-port
 POD_CIDR_TIMEOUT = 30.0  # seconds the node IPAM controller may take to give every Node its podCIDR
 CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need them
 CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet")  # the last tier: a cluster may leave any out
@@ -116,13 +120,15 @@ class Cluster:
         hollow_nodes: int = 0,
         extra_args: Mapping[str, Sequence[str]] | None = None,
         kubelet_base_port: int | None = KUBELET_BASE_PORT,
+        secure_port: int | None = SECURE_PORT,
     ) -> None:
         """Raises IncompatibleEtcd (or FileNotFoundError) when no etcd found can run the data dir's etcd.
 
         ``components``: which of ``CLIENT_COMPONENTS`` to start besides etcd and the apiserver (default: all);
         ``hollow_nodes``: one more kubelet process run with ``--hollow --count N``; ``extra_args``: flags appended
         to a component's command line, by component name; ``kubelet_base_port`` None: kubelets on ports the
-        kernel picks (several clusters on one machine), else the first free ones from it (kube's 10250).
+        kernel picks (several clusters on one machine), else the first free ones from it (kube's 10250);
+        ``secure_port``: the apiserver's HTTPS port, the first free one from it (None: one the kernel picks).
         """
         unknown = set(components or ()) - set(CLIENT_COMPONENTS)
         if unknown:
@@ -140,6 +146,10 @@ class Cluster:
         self.hollow_nodes = hollow_nodes
         self.extra_args = {name: list(args) for name, args in (extra_args or {}).items()}
         self.kubelet_base_port = kubelet_base_port
+        self.secure_port = (free_ports_from(secure_port, 1, avoid={port})[0] if secure_port is not None
+                            else free_port())
+        self.secure_url = f"https://127.0.0.1:{self.secure_port}"
+        self.pki: ClusterPKI | None = None
         self.etcd = local_cluster(self.data_dir, etcd_members, binary=etcd_binary, tls=etcd_tls, log_dir=self.logs,
                                   client_ports=[etcd_ports[0]] if etcd_ports else None,
                                   quota_backend_bytes=etcd_quota_backend_bytes)
@@ -151,6 +161,7 @@ class Cluster:
             etcd_client_port=first.client_port,
             etcd_peer_port=first.peer_port,
             kubeconfig=str(self.data_dir / "kubeconfig"),
+            secure_url=self.secure_url,
         )
         self.skipped: list[Component] = []  # components whose package has no __main__.py yet
         self.healthz_ports: dict[str, int] = {}  # chosen at start
@@ -165,7 +176,8 @@ class Cluster:
         them, after showing the error).
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        write_kubeconfig(self.state.kubeconfig, self.api_url)
+        self.pki = pki = make_cluster_pki(self.data_dir / "pki")
+        self._kubeconfig(Path(self.state.kubeconfig), ADMIN)
         self._start_etcd()
         apiserver = COMPONENTS["apiserver"]
         if not is_available(apiserver):
@@ -178,7 +190,13 @@ class Cluster:
             if name not in self.components:
                 continue
             if is_available(component):
-                tier.append(self._spawn(component, name, ["--master", self.api_url,
+                identity = CONTROLLER_MANAGER if name == "controller-manager" else SCHEDULER
+                conf = self._kubeconfig(self.data_dir / f"{name}.conf", identity)
+                # As kubeadm: the controllers write as their own service accounts, the CA is published as
+                # kube-root-ca.crt for pods' in-cluster clients and signs approved CSRs.
+                own = ["--use-service-account-credentials", "--root-ca-file", str(pki.ca_cert), *pki.signing_flags()] \
+                    if name == "controller-manager" else []
+                tier.append(self._spawn(component, name, ["--kubeconfig", str(conf), *own,
                                                           "--healthz-port", str(self.healthz_ports[name])]))
             else:
                 self.skipped.append(component)
@@ -260,22 +278,33 @@ class Cluster:
         self.supervisor.adopt(unit, record, process.Spawned(record.name, member.pid, member.log_path))
         member.detach()  # the supervisor owns its lifetime now, not EtcdServer's finalizer
 
+    def _kubeconfig(self, path: Path, identity: Identity) -> Path:
+        """A kubeconfig for ``identity``: the HTTPS server, the cluster CA and the identity's client certificate."""
+        assert self.pki is not None
+        return write_kubeconfig(path, self.secure_url, ca=self.pki.ca_cert, client=self.pki.client(identity))
+
     def _spawn_apiserver(self, component: Component) -> _Pending:
+        assert self.pki is not None
         args = [
             *self.etcd.apiserver_flags(),
-            "--port", str(self.port),
+            "--insecure-port", str(self.port),
+            "--secure-port", str(self.secure_port),
             "--bind-address", "127.0.0.1",
+            *self.pki.apiserver_flags(),
+            *self.pki.service_account_flags(),
             "--encryption-provider-config", str(ensure_encryption_config(self.data_dir)),
             *(arg for name, port in self.healthz_ports.items()
               for arg in (f"--{name}-healthz-url", f"http://127.0.0.1:{port}/healthz")),
+            "--authorization-mode", "Node,RBAC",
         ]  # fmt: skip
         return self._spawn(component, component.name, args, port=self.port)
 
     def _spawn_kubelet(self, component: Component, node: str, port: int) -> _Pending:
         root = self.data_dir / "kubelet" / node
         root.mkdir(parents=True, exist_ok=True)
+        conf = self._kubeconfig(root / "kubelet.conf", kubelet_identity(node))
         args = [
-            "--master", self.api_url,
+            "--kubeconfig", str(conf),
             "--node-name", node,
             "--port", str(port),
             "--root-dir", str(root),
@@ -299,8 +328,9 @@ class Cluster:
         root = self.data_dir / "kubelet" / "hollow"
         root.mkdir(parents=True, exist_ok=True)
         port = self._kubelet_ports(1)[0]
+        conf = self._kubeconfig(root / "kubelet.conf", HOLLOW_NODES)
         args = [
-            "--master", self.api_url,
+            "--kubeconfig", str(conf),
             "--hollow", "--count", str(self.hollow_nodes),
             "--port", str(port),
             "--root-dir", str(root),

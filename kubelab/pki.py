@@ -24,10 +24,10 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["CertificateAuthority", "KeyPair", "write_private"]
+__all__ = ["CertificateAuthority", "KeyPair", "ensure_rsa_key_pair", "write_private"]
 
 CA_VALIDITY = datetime.timedelta(days=3650)  # kubeadm: 10 years for CAs
 CERT_VALIDITY = datetime.timedelta(days=365)  # kubeadm: 1 year for leaf certificates
@@ -191,3 +191,17 @@ class CertificateAuthority:
             present = []
         fresh = cert.not_valid_after_utc - datetime.datetime.now(datetime.UTC) > RENEW_BEFORE
         return fresh and cert.subject == subject and set(present) == set(sans)
+
+
+def ensure_rsa_key_pair(key_path: Path, pub_path: Path, bits: int = 2048) -> None:
+    """An RSA key at ``key_path`` (PKCS#1 PEM, 0600) and its public key at ``pub_path`` (PKIX PEM), made once and
+    never rotated: kubeadm's ``sa.key``/``sa.pub``, which sign and check service-account tokens (RSA, because
+    tokens already issued must stay valid, and RS256 is what every JWT library accepts)."""
+    if key_path.is_file() and pub_path.is_file():
+        return
+    key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
+    write_private(key_path, key.private_bytes(serialization.Encoding.PEM,
+                                              serialization.PrivateFormat.TraditionalOpenSSL,
+                                              serialization.NoEncryption()))
+    write_private(pub_path, key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                          serialization.PublicFormat.SubjectPublicKeyInfo), mode=0o644)

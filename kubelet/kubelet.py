@@ -34,6 +34,8 @@ from .podips import PodIPs
 from .provisioner import LocalPathProvisioner
 from .runtime.cri import Container, Runtime
 from .runtime.process import ProcessRuntime
+from .serviceenv import MasterServiceEnv
+from .token import TokenManager
 
 log = logging.getLogger(__name__)
 HOUSEKEEPING_SECONDS = 2.0
@@ -69,6 +71,8 @@ class Kubelet:
         # Pod IPs from the Node's podCIDR (the host IP without one, or with a runtime that has its own network).
         self.pod_ips = PodIPs(root_dir / "podips", client if self.runtime.pod_ips else None, node_name, host_ip)
         self.recorder = EventRecorder(client.events, "kubelet", node_name)
+        self.tokens = TokenManager(client)
+        self.master_service_env = MasterServiceEnv(client)
         self.workers: dict[str, PodWorker] = {}  # by pod UID
         self._removals: set[asyncio.Task[None]] = set()  # force-deleted pods being removed (kept from the GC)
         self.informer = SharedInformer(client.pods, field_selector=f"spec.nodeName={node_name}")

@@ -45,8 +45,10 @@ from .podips import PoolExhausted
 from .probes import PROBE_KINDS, ProbeKind, ProbeWorker, Result, run_hook
 from .runtime.cri import Container, ContainerMeta, ExecTarget, SandboxConfig
 from .claims import resolve_claims
+from .projected import projected_references, token_keys
+from .token import TokenKey
 from .sources import SourceKind, env_references, volume_references
-from .volumes import VolumeError, mount_container, remove_pod_volumes, setup_volumes
+from .volumes import VolumeError, mount_container, refresh_written_volumes, remove_pod_volumes, setup_volumes
 
 if TYPE_CHECKING:
     from kubeclient import Clientset
@@ -54,6 +56,8 @@ if TYPE_CHECKING:
     from .images import ImageStore
     from .podips import PodIPs
     from .runtime.cri import Runtime
+    from .serviceenv import MasterServiceEnv
+    from .token import TokenManager
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +75,8 @@ class PodHost(Protocol):
     images: ImageStore
     pod_ips: PodIPs
     recovered: dict[tuple[str, str], Container]  # containers found after a kubelet restart, until adopted
+    tokens: TokenManager  # service-account tokens of projected volumes
+    master_service_env: MasterServiceEnv  # KUBERNETES_SERVICE_HOST … for every container
 
     def event(self, pod: dict[str, Any], kind: str, reason: str, message: str,
               container: str | None = None) -> None:
@@ -79,6 +85,7 @@ class PodHost(Protocol):
 
 RETRY_SECONDS = 2.0  # a failed mount or container config is tried again after this long
 FALLBACK_LOG_LINES, FALLBACK_LOG_BYTES = 80, 2048  # MaxContainerTerminationMessageLog{Lines,Length}
+VOLUME_RESYNC_SECONDS = 60.0  # projected and downwardAPI volumes are rewritten this often (tokens, ConfigMaps)
 MIN_GRACE_SECONDS = 2.0  # after a preStop hook, a container still gets this long before SIGKILL (as kubelet)
 
 
@@ -128,6 +135,7 @@ class PodWorker:
         self.pod_ip: str | None = None  # once the sandbox has it (``_setup_network``)
         self.start_time = now_rfc3339()
         self._retry_at = 0.0  # when a failed volume set-up is tried again
+        self._resync_at = 0.0  # when the projected volumes are next rewritten (0: none to rewrite)
         self._changed = asyncio.Event()
         self.task = asyncio.create_task(self._run(), name=f"pod {self.key}")
 
@@ -174,6 +182,7 @@ class PodWorker:
         waits.extend(running)
         due = [r.restart_at for r in self.containers.values() if r.process is None and not r.done and r.restart_at]
         due += [self._retry_at] if self._retry_at else []
+        due += [self._resync_at] if self._resync_at else []
         timeout = max(0.0, min(due) - loop.time()) if due else None
         done, pending = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         for fut in pending:
@@ -200,6 +209,8 @@ class PodWorker:
             return
         if self.volumes is None and not await self._setup_volumes(now):
             return
+        if self._resync_at and now >= self._resync_at:
+            await self._resync_volumes(now)
         await self._start_ephemeral(ephemeral, now)
         if not self._initialized():
             for container in inits:
@@ -276,16 +287,45 @@ class PodWorker:
             any(r.has_started or (self.uid, r.spec["name"]) in self.host.recovered for r in apps)
 
     async def _setup_volumes(self, now: float) -> bool:
-        sources = await self._sources(volume_references(self.pod["spec"].get("volumes") or []))
+        sources = await self._sources(volume_references(self.pod["spec"].get("volumes") or []) |
+                                      projected_references(self.pod))
         try:
             claims = await resolve_claims(self.host.client, self.pod)
-            self.volumes = setup_volumes(self.pod, self.dir, sources, claims)
-        except VolumeError as err:
+            tokens = await self._tokens()
+            self.volumes = setup_volumes(self.pod, self.dir, sources, claims, tokens=tokens, pod_ip=self.ip,
+                                         host_ip=self.host.host_ip, allocatable=machine_capacity())
+        except (VolumeError, errors.StatusError) as err:
             self.host.event(self.pod, "Warning", "FailedMount", str(err))
             self._retry_at = now + RETRY_SECONDS
             return False
         self._retry_at = 0.0
+        if any(v.get("projected") is not None or v.get("downwardAPI") is not None
+               for v in self.pod["spec"].get("volumes") or []):
+            self._resync_at = now + VOLUME_RESYNC_SECONDS
         return True
+
+    async def _tokens(self) -> dict[TokenKey, str]:
+        """The service-account tokens of the pod's projected volumes (cached by the kubelet until due a refresh);
+        a failed TokenRequest is the mount's failure (``FailedMount``, retried)."""
+        tokens: dict[TokenKey, str] = {}
+        for volume, key in token_keys(self.pod):
+            if key not in tokens:
+                try:
+                    tokens[key] = await self.host.tokens.token(key)
+                except errors.StatusError as err:
+                    raise VolumeError(f'MountVolume.SetUp failed for volume "{volume}" : failed to fetch token: '
+                                      f"{err}") from None
+        return tokens
+
+    async def _resync_volumes(self, now: float) -> None:
+        """The kubelet's periodic remount: projected and downwardAPI volumes rewritten with fresh tokens and data."""
+        self._resync_at = now + VOLUME_RESYNC_SECONDS
+        try:
+            sources = await self._sources(projected_references(self.pod))
+            refresh_written_volumes(self.pod, self.dir, sources, await self._tokens(), pod_ip=self.ip,
+                                    host_ip=self.host.host_ip, allocatable=machine_capacity())
+        except (VolumeError, errors.StatusError) as err:
+            log.warning("pod %s: volumes not refreshed: %s (retried)", self.key, err)
 
     async def _sources(self, refs: Iterable[tuple[SourceKind, str]]) -> dict[tuple[SourceKind, str], Any]:
         """The named ConfigMaps and Secrets of the pod's namespace (``None`` for one that does not exist)."""
@@ -443,8 +483,9 @@ class PodWorker:
         """The variables the pod spec defines for this container (``env.pod_env``), ConfigMaps and Secrets fetched
         first."""
         sources = await self._sources(env_references(spec))
-        return pod_env(self.pod, spec, pod_ip=self.ip, host_ip=self.host.host_ip,
-                       sources=sources, allocatable=machine_capacity())
+        defined = pod_env(self.pod, spec, pod_ip=self.ip, host_ip=self.host.host_ip,
+                          sources=sources, allocatable=machine_capacity())
+        return {**await self.host.master_service_env.get(), **defined}  # the pod's own variables win
 
     async def _post_start(self, record: ContainerRecord) -> bool:
         """Run the postStart hook (bounded by the grace period); on failure kill the container, as kubelet does."""
@@ -573,11 +614,13 @@ class PodWorker:
         """The pod is gone from the API (force-deleted): kill its containers at once and delete its volumes."""
         await self._kill_all(0)
         remove_pod_volumes(self.dir)
+        self.host.tokens.forget(self.uid)
         self.host.pod_ips.release(self.uid)
 
     async def _terminate(self) -> None:
         await self._kill_all(self._grace())
         remove_pod_volumes(self.dir)
+        self.host.tokens.forget(self.uid)
         self.host.pod_ips.release(self.uid)
         meta = self.pod["metadata"]
         try:

@@ -1,11 +1,13 @@
-"""Pod volumes for the process runtime: ``emptyDir``, ``hostPath``, ``configMap`` and ``secret``, and how containers
-see them.
+"""Pod volumes for the process runtime: ``emptyDir``, ``hostPath``, ``configMap``, ``secret``, ``projected`` and
+``downwardAPI``, and how containers see them.
 
 Where the data lives (as the kubelet lays it out)::
 
     <root>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>/     an emptyDir (mode 0777), removed with the pod
     <root>/pods/<uid>/volumes/kubernetes.io~configmap/<name>/     a configMap volume (one file per key)
     <root>/pods/<uid>/volumes/kubernetes.io~secret/<name>/        a secret volume (one file per key, decoded)
+    <root>/pods/<uid>/volumes/kubernetes.io~projected/<name>/     a projected volume (``projected``), written
+    <root>/pods/<uid>/volumes/kubernetes.io~downward-api/<name>/  and rewritten whole by ``atomicwriter``
     <hostPath.path>                                               a hostPath, used in place (checked per ``type``)
     <the PV's hostPath.path or local.path>                        a persistentVolumeClaim: its bound volume's path
 
@@ -36,11 +38,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from . import atomicwriter
+from .projected import DEFAULT_MODE as PROJECTED_DEFAULT_MODE, ProjectionError, Tokens, downward_files, projected_files
 from .sources import SourceKind, Sources, volume_kind
 
 log = logging.getLogger(__name__)
 
 EMPTY_DIR = "kubernetes.io~empty-dir"
+PROJECTED = "kubernetes.io~projected"
+DOWNWARD_API = "kubernetes.io~downward-api"
 DEFAULT_MODE = 0o644  # ConfigMapVolumeSourceDefaultMode, SecretVolumeSourceDefaultMode
 
 
@@ -53,17 +59,23 @@ def volumes_dir(pod_dir: Path) -> Path:
 
 
 def setup_volumes(pod: Mapping[str, Any], pod_dir: Path, sources: Sources | None = None,
-                  claims: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Path]:
+                  claims: Mapping[str, Mapping[str, Any]] | None = None, *,
+                  tokens: Tokens | None = None, pod_ip: str = "", host_ip: str = "",
+                  allocatable: Mapping[str, str] | None = None) -> dict[str, Path]:
     """Set up every volume of the pod (idempotent) and return volume name → the directory or file on the host.
 
-    ``sources`` holds the ConfigMaps and Secrets the volumes project (``sources.volume_references``); ``claims``
-    the PersistentVolume behind each ``persistentVolumeClaim`` volume (``claims.resolve_claims``)."""
+    ``sources`` holds the ConfigMaps and Secrets the volumes project (``sources.volume_references``,
+    ``projected.projected_references``); ``claims`` the PersistentVolume behind each ``persistentVolumeClaim``
+    volume (``claims.resolve_claims``); ``tokens`` the service-account tokens (``projected.token_keys``)."""
     paths: dict[str, Path] = {}
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         name = volume["name"]
         kind = volume_kind(volume)
         try:
-            if volume.get("hostPath") is not None:
+            if volume.get("projected") is not None or volume.get("downwardAPI") is not None:
+                paths[name] = _written_volume(pod, volume, pod_dir, sources or {}, tokens or {}, pod_ip, host_ip,
+                                              allocatable or {})
+            elif volume.get("hostPath") is not None:
                 paths[name] = host_path(volume["hostPath"])
             elif volume.get("persistentVolumeClaim") is not None and claims and name in claims:
                 paths[name] = persistent_volume_path(claims[name])
@@ -78,6 +90,37 @@ def setup_volumes(pod: Mapping[str, Any], pod_dir: Path, sources: Sources | None
         except VolumeError as err:
             raise VolumeError(f'MountVolume.SetUp failed for volume "{name}" : {err}') from None
     return paths
+
+
+def refresh_written_volumes(pod: Mapping[str, Any], pod_dir: Path, sources: Sources, tokens: Tokens, *,
+                            pod_ip: str = "", host_ip: str = "", allocatable: Mapping[str, str] | None = None) -> None:
+    """Rewrite the projected and downwardAPI volumes with current data (refreshed tokens, changed ConfigMaps);
+    the kubelet's periodic remount. Unchanged files are not touched."""
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        if volume.get("projected") is not None or volume.get("downwardAPI") is not None:
+            try:
+                _written_volume(pod, volume, pod_dir, sources, tokens, pod_ip, host_ip, allocatable or {})
+            except VolumeError as err:
+                log.warning("volume %s not refreshed: %s", volume["name"], err)
+
+
+def _written_volume(pod: Mapping[str, Any], volume: Mapping[str, Any], pod_dir: Path, sources: Sources,
+                    tokens: Tokens, pod_ip: str, host_ip: str, allocatable: Mapping[str, str]) -> Path:
+    """A projected or downwardAPI volume, its payload put in place by the atomic writer."""
+    try:
+        if volume.get("projected") is not None:
+            target = volumes_dir(pod_dir) / PROJECTED / volume["name"]
+            payload = projected_files(pod, volume["projected"], sources, tokens, pod_ip=pod_ip, host_ip=host_ip,
+                                      allocatable=allocatable)
+        else:
+            source = volume["downwardAPI"]
+            target = volumes_dir(pod_dir) / DOWNWARD_API / volume["name"]
+            payload = downward_files(pod, source.get("items") or [], source.get("defaultMode", PROJECTED_DEFAULT_MODE),
+                                     pod_ip=pod_ip, host_ip=host_ip, allocatable=allocatable)
+        atomicwriter.write(target, payload)
+    except (ProjectionError, atomicwriter.PayloadError) as err:
+        raise VolumeError(str(err)) from None
+    return target
 
 
 def _empty_dir(path: Path) -> Path:

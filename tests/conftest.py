@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import time
@@ -32,12 +33,21 @@ class ApiServer:
         self.etcd_url = etcd_url
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.health_url = f"{self.url}/healthz"  # a server without a plain port is probed over HTTPS ...
+        self.verify: ssl.SSLContext | bool = True  # ... with a context that trusts it
         self.log_path = log_dir / f"apiserver-{self.port}.log"
         # No compaction unless a test asks for it: the session runs longer than kube's 5 min interval, and tests
         # such as `kubelab trace` replay objects' history from etcd (compaction has its own tests).
         self.extra = extra or []
         if not any(a.startswith("--etcd-compaction-interval") for a in self.extra):
             self.extra = [*self.extra, "--etcd-compaction-interval", "0"]
+        # Pods need no service account unless a test asks for the plugin (kube's integration framework does the
+        # same): the session runs no controller-manager to make `default` accounts and the root CA ConfigMap.
+        if not any(a.startswith("--disable-admission-plugins") for a in self.extra):
+            self.extra = [*self.extra, "--disable-admission-plugins", "ServiceAccount"]
+        # As `kubelab up` runs it: the plain port's requests are system:masters, impersonated ones meet RBAC.
+        if not any(a.startswith("--authorization-mode") for a in self.extra):
+            self.extra = [*self.extra, "--authorization-mode", "Node,RBAC"]
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 30.0) -> None:
@@ -52,7 +62,7 @@ class ApiServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"apiserver exited ({self.proc.returncode}):\n{self.log_path.read_text()[-4000:]}")
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                if httpx.get(self.health_url, timeout=1, verify=self.verify).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

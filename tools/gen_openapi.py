@@ -113,10 +113,11 @@ ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "up
 GROUP_VERSIONS = (("", "v1"), ("admissionregistration.k8s.io", "v1"), ("apiextensions.k8s.io", "v1"),
                   ("apiregistration.k8s.io", "v1"), ("apps", "v1"),
                   ("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
-                  ("autoscaling", "v1"), ("autoscaling", "v2"), ("batch", "v1"), ("coordination.k8s.io", "v1"),
-                  ("discovery.k8s.io", "v1"), ("events.k8s.io", "v1"),
+                  ("autoscaling", "v1"), ("autoscaling", "v2"), ("batch", "v1"), ("certificates.k8s.io", "v1"),
+                  ("coordination.k8s.io", "v1"), ("discovery.k8s.io", "v1"), ("events.k8s.io", "v1"),
                   ("flowcontrol.apiserver.k8s.io", "v1"), ("networking.k8s.io", "v1"),
-                  ("node.k8s.io", "v1"), ("policy", "v1"), ("scheduling.k8s.io", "v1"), ("storage.k8s.io", "v1"))
+                  ("node.k8s.io", "v1"), ("policy", "v1"), ("rbac.authorization.k8s.io", "v1"),
+                  ("scheduling.k8s.io", "v1"), ("storage.k8s.io", "v1"))
 RESOURCES = (
     Resource("", "v1", "Binding", "bindings", True, ("create",)),
     Resource("", "v1", "ComponentStatus", "componentstatuses", False, ("get", "list")),
@@ -136,7 +137,7 @@ RESOURCES = (
     Resource("", "v1", "ResourceQuota", "resourcequotas", True, ALL_VERBS, ("status",)),
     Resource("", "v1", "Secret", "secrets", True, ALL_VERBS),
     Resource("", "v1", "Service", "services", True, ALL_VERBS, ("status",)),
-    Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ALL_VERBS),
+    Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ALL_VERBS, ("token",)),
     Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
              False, ALL_VERBS),
     Resource("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False,
@@ -154,6 +155,7 @@ RESOURCES = (
     Resource("apps", "v1", "ReplicaSet", "replicasets", True, ALL_VERBS, ("scale", "status")),
     Resource("apps", "v1", "StatefulSet", "statefulsets", True, ALL_VERBS, ("scale", "status")),
     Resource("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False, ("create",)),
+    Resource("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", False, ("create",)),
     Resource("authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews", True,
              ("create",)),
     Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False,
@@ -166,7 +168,13 @@ RESOURCES = (
              model="V2HorizontalPodAutoscaler"),
     Resource("batch", "v1", "CronJob", "cronjobs", True, ALL_VERBS, ("status",)),
     Resource("batch", "v1", "Job", "jobs", True, ALL_VERBS, ("status",)),
+    Resource("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests", False, ALL_VERBS,
+             ("approval", "status")),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True, ALL_VERBS),
+    Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False, ALL_VERBS),
+    Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False, ALL_VERBS),
+    Resource("rbac.authorization.k8s.io", "v1", "Role", "roles", True, ALL_VERBS),
+    Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True, ALL_VERBS),
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, ALL_VERBS),
     Resource("events.k8s.io", "v1", "Event", "events", True, ALL_VERBS, model="EventsV1Event"),
     Resource("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas", False, ALL_VERBS, ("status",)),
@@ -185,6 +193,7 @@ RESOURCES = (
     Resource("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, ALL_VERBS),
 )
 SUBRESOURCES = {
+    "approval": Subresource(("get", "put", "patch")),
     "attach": Subresource(("get", "post"), GVK("", "v1", "PodAttachOptions"), connect=True, produces=("*/*",)),
     "binding": Subresource(("post",), GVK("", "v1", "Binding")),
     "eviction": Subresource(("post",), GVK("policy", "v1", "Eviction")),
@@ -192,9 +201,10 @@ SUBRESOURCES = {
     "log": Subresource(("get",), produces=("text/plain",)),
     "scale": Subresource(("get", "put", "patch"), GVK("autoscaling", "v1", "Scale")),
     "status": Subresource(("get", "put", "patch")),
+    "token": Subresource(("post",), GVK("authentication.k8s.io", "v1", "TokenRequest")),
 }
 # Kinds that are request/response bodies of subresources and need their own definition.
-SUBRESOURCE_MODELS = {"Eviction": "V1Eviction", "Scale": "V1Scale"}
+SUBRESOURCE_MODELS = {"Eviction": "V1Eviction", "Scale": "V1Scale", "TokenRequest": "AuthenticationV1TokenRequest"}
 # Media types this apiserver speaks; kube-apiserver adds yaml, protobuf and cbor.
 PRODUCES = ("application/json",)
 PRODUCES_WATCH = ("application/json", "application/json;stream=watch")

@@ -24,7 +24,8 @@ EXEMPT_GROUP = "admissionregistration.k8s.io"
 
 class MutatingPlugin(Protocol):
     def configured(self) -> bool:
-        """Whether any configuration exists at all (nothing configured: the plugin never acts)."""
+        """Whether any configuration exists at all (nothing configured: the plugin never acts). Asked during the
+        request, so a plugin that acts only for some users may answer for the requesting one."""
 
     def concerns(self, group: str, resource: str) -> bool:
         """Whether requests to this resource can ever need the plugin (cheap: checked on every write)."""

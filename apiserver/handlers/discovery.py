@@ -28,6 +28,7 @@ SUBRESOURCE_VERBS: dict[str, tuple[str, list[str]]] = {
     "portforward": ("PodPortForwardOptions", ["create", "get"]),
     "finalize": ("", ["update"]),
     "ephemeralcontainers": ("", ["get", "patch", "update"]),
+    "approval": ("", ["get", "patch", "update"]),
 }
 SUBRESOURCE_GROUPS = {"scale": ("autoscaling", "v1"), "eviction": ("policy", "v1")}
 

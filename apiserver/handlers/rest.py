@@ -31,6 +31,7 @@ from ..registry.registry import Registry
 from ..registry.store import DeleteOptions, ResourceStore, filter_for
 from ..registry.strategy import Strategy
 from ..registry.virtual import VirtualStore
+from ..serviceaccount.tokenrequest import TokenRequests
 from ..storage.cacher import CachedObject
 from ..storage.etcd3 import Compacted
 from .request import (
@@ -149,10 +150,12 @@ def check_verb(verbs: tuple[str, ...], method: str, named: bool, watch: bool) ->
 class RESTHandler:
     """Dispatches a parsed request to the verb that serves it."""
 
-    def __init__(self, registry: Registry, kubelet_client: Any = None, admission: AdmissionChain | None = None) -> None:
+    def __init__(self, registry: Registry, kubelet_client: Any = None, admission: AdmissionChain | None = None,
+                 token_requests: TokenRequests | None = None) -> None:
         self.registry = registry
         self.kubelet_client = kubelet_client
         self.admission = admission
+        self.token_requests = token_requests  # serviceaccounts/<name>/token (None: this apiserver issues none)
 
     def admission_for(self, operation: Operation, store: ResourceStore, info: RequestInfo, name: str,
                       options_kind: str, dry_run: bool, field_manager: str | None = None,
@@ -320,7 +323,7 @@ class RESTHandler:
         obj = decode_object(await request.body(), request.headers.get("content-type"), strategy.kind,
                             strategy.api_version)
         dry_run_requested(request.query_params)  # checked as for any create; nothing is written either way
-        co = store.create(obj, info.namespace, request_user(), field_validation_mode(request.query_params))
+        co = await store.create_async(obj, info.namespace, request_user(), field_validation_mode(request.query_params))
         return json_response(co.raw, 201)
 
     async def read_computed(self, request: Request, info: RequestInfo, store: ReadOnlyStore) -> Response:

@@ -9,6 +9,7 @@ proxies ``log``/``exec``, served by ``handlers.proxy``).
   makes the applier own the parent's ``.spec.replicas``.
 - ``binding``: POST a ``Binding`` to assign an unbound pod to a node (409 if it is already assigned); sets
   ``spec.nodeName`` and the ``PodScheduled`` condition in one write, as kube-apiserver's BindingREST does.
+- ``token`` (serviceaccounts): POST a TokenRequest, answered with a signed token (``serviceaccount.tokenrequest``).
 - ``eviction``: POST a ``policy/v1`` (or ``v1beta1``) Eviction: the pod is deleted with the eviction's
   DeleteOptions when its PodDisruptionBudget allows (``registry.eviction``).
 
@@ -30,7 +31,8 @@ from apimachinery.meta import now_rfc3339
 from ..admission import AdmissionChain
 from ..fieldmanager import Writer, manager_of
 from ..registry.eviction import Evictor
-from ..registry.store import DeleteOptions, ResourceStore
+from ..registry.store import DeleteOptions, ResourceStore, kubernetes_order
+from ..serviceaccount.tokenrequest import TokenRequests
 from .admit import admit_object
 from .request import APPLY_PATCH, bool_param, media_type
 
@@ -46,7 +48,7 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
     sub = info.subresource
     method = request.method
     assert info.name is not None
-    if sub in ("status", "ephemeralcontainers"):  # the whole object, where only what the subresource owns changes
+    if sub in ("status", "ephemeralcontainers", "approval"):  # the whole object; only what the subresource owns changes
         if method == "GET":
             co = await store.get(info.namespace, info.name)
             return rest.render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
@@ -63,6 +65,8 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
         return await bind(request, store, info.namespace, info.name, body, handler.admission)
     elif sub == "eviction" and method == "POST":
         return await _evict(handler, request, info, store)
+    elif sub == "token" and method == "POST" and handler.token_requests is not None:
+        return await _token(handler.token_requests, request, info)
     elif sub in ("log", "exec", "attach", "portforward"):
         from . import proxy
 
@@ -127,6 +131,19 @@ async def bind(request: Request, pods: ResourceStore, namespace: str | None, nam
     # One write for nodeName and the condition: a watcher never sees a bound pod without PodScheduled.
     await pods.guaranteed_update(namespace, pod_name, assign, subresource="binding")
     return rest.json_response(rest.success_status(201), 201)
+
+
+# --- token ---------------------------------------------------------------------------------------------------------
+async def _token(tokens: TokenRequests, request: Request, info: RequestInfo) -> Response:
+    """``serviceaccounts/<name>/token``: a TokenRequest answered with a signed token (``serviceaccount.tokenrequest``)."""
+    from . import rest
+    from .request import decode_object
+
+    body = decode_object(await request.body(), request.headers.get("content-type"), "TokenRequest",
+                         "authentication.k8s.io/v1")
+    assert info.name is not None and info.namespace is not None
+    answer = await tokens.create(body, info.namespace, info.name)
+    return rest.json_response(kubernetes_order(answer), 201)
 
 
 # --- eviction ---------------------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ _DISCOVERY = "k8s.io.api.discovery.v1"
 _BATCH = "k8s.io.api.batch.v1"
 _AUTOSCALING = "k8s.io.api.autoscaling.v1"
 _AUTOSCALING_V2 = "k8s.io.api.autoscaling.v2"
+_CERTIFICATES = "k8s.io.api.certificates.v1"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -118,6 +119,7 @@ SPECIAL_TYPES: Mapping[str, Callable[[Any], Any]] = {
     f"{_META}.Duration": _duration,
     f"{_META}.FieldsV1": _fields_v1,
     f"{_META}.Verbs": _verbs,
+    f"{_CERTIFICATES}.ExtraValue": _verbs,  # a []string in Go and JSON, wrapped only for protobuf
     "k8s.io.apimachinery.pkg.api.resource.Quantity": _quantity,
     "k8s.io.apimachinery.pkg.api.resource.QuantityValue": _quantity,
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": _int_or_string,
@@ -211,6 +213,7 @@ KEEP_ZERO: frozenset[tuple[str, str]] = frozenset(
     # autoscaling/v1 and v2: HorizontalPodAutoscalers (``minReplicas: 0`` is refused, not defaulted)
     | _fields(f"{_AUTOSCALING}.HorizontalPodAutoscalerSpec", "minReplicas", "targetCPUUtilizationPercentage")
     | _fields(f"{_AUTOSCALING}.HorizontalPodAutoscalerStatus", "observedGeneration", "currentCPUUtilizationPercentage")
+    | _fields(f"{_CERTIFICATES}.CertificateSigningRequestSpec", "expirationSeconds")
     | _fields(f"{_AUTOSCALING_V2}.HorizontalPodAutoscalerSpec", "minReplicas")
     | _fields(f"{_AUTOSCALING_V2}.HorizontalPodAutoscalerStatus", "observedGeneration")
     | _fields(f"{_AUTOSCALING_V2}.HPAScalingRules", "stabilizationWindowSeconds", "selectPolicy")

@@ -1,7 +1,7 @@
 """Which protobuf message a request body holds, from the ``runtime.Unknown`` envelope's apiVersion and kind.
 
 One row per kind this apiserver accepts as a body: the served resources (create/update), the subresource bodies
-(``Binding``, ``Eviction``, ``Scale``), the create-only reviews (``SelfSubjectAccessReview`` …) and
+(``Binding``, ``Eviction``, ``Scale``, ``TokenRequest``), the create-only reviews (``SelfSubjectAccessReview`` …) and
 ``DeleteOptions``. client-go registers ``DeleteOptions`` in every group
 version, so it arrives as ``v1``, ``apps/v1``, ``policy/v1`` … and is accepted under any apiVersion.
 """
@@ -18,12 +18,14 @@ from .gen.k8s_io.api.authorization.v1 import generated_pb2 as authorizationv1
 from .gen.k8s_io.api.autoscaling.v1 import generated_pb2 as autoscalingv1
 from .gen.k8s_io.api.autoscaling.v2 import generated_pb2 as autoscalingv2
 from .gen.k8s_io.api.batch.v1 import generated_pb2 as batchv1
+from .gen.k8s_io.api.certificates.v1 import generated_pb2 as certificatesv1
 from .gen.k8s_io.api.coordination.v1 import generated_pb2 as coordinationv1
 from .gen.k8s_io.api.core.v1 import generated_pb2 as corev1
 from .gen.k8s_io.api.discovery.v1 import generated_pb2 as discoveryv1
 from .gen.k8s_io.api.networking.v1 import generated_pb2 as networkingv1
 from .gen.k8s_io.api.policy.v1 import generated_pb2 as policyv1
 from .gen.k8s_io.api.scheduling.v1 import generated_pb2 as schedulingv1
+from .gen.k8s_io.api.rbac.v1 import generated_pb2 as rbacv1
 from .gen.k8s_io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as metav1
 
 KINDS: dict[tuple[str, str], type[Message]] = {
@@ -51,6 +53,7 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("batch/v1", "Job"): batchv1.Job,
     ("batch/v1", "CronJob"): batchv1.CronJob,
     ("coordination.k8s.io/v1", "Lease"): coordinationv1.Lease,
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"): certificatesv1.CertificateSigningRequest,
     ("discovery.k8s.io/v1", "EndpointSlice"): discoveryv1.EndpointSlice,
     ("networking.k8s.io/v1", "Ingress"): networkingv1.Ingress,
     ("networking.k8s.io/v1", "IngressClass"): networkingv1.IngressClass,
@@ -66,6 +69,12 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("authorization.k8s.io/v1", "SubjectAccessReview"): authorizationv1.SubjectAccessReview,
     ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): authorizationv1.LocalSubjectAccessReview,
     ("authentication.k8s.io/v1", "SelfSubjectReview"): authenticationv1.SelfSubjectReview,
+    ("authentication.k8s.io/v1", "TokenReview"): authenticationv1.TokenReview,
+    ("authentication.k8s.io/v1", "TokenRequest"): authenticationv1.TokenRequest,
+    ("rbac.authorization.k8s.io/v1", "Role"): rbacv1.Role,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): rbacv1.ClusterRole,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): rbacv1.RoleBinding,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): rbacv1.ClusterRoleBinding,
 }
 ANY_VERSION: dict[str, type[Message]] = {"DeleteOptions": metav1.DeleteOptions}
 

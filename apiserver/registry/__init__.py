@@ -25,6 +25,7 @@ from apiserver.registry.accessreviews import (
     SubjectAccessReviewStrategy,
 )
 from apiserver.registry.componentstatuses import ComponentStatusStrategy
+from apiserver.registry.certificatesigningrequests import CertificateSigningRequestStrategy
 from apiserver.registry.configmaps import ConfigMapStrategy
 from apiserver.registry.controllerrevisions import ControllerRevisionStrategy
 from apiserver.registry.csi import (
@@ -56,6 +57,12 @@ from apiserver.registry.nodes import NodeStrategy
 from apiserver.registry.poddisruptionbudgets import PodDisruptionBudgetStrategy
 from apiserver.registry.persistentvolumeclaims import PersistentVolumeClaimStrategy
 from apiserver.registry.persistentvolumes import PersistentVolumeStrategy
+from apiserver.registry.rbac import (
+    ClusterRoleBindingStrategy,
+    ClusterRoleStrategy,
+    RoleBindingStrategy,
+    RoleStrategy,
+)
 from apiserver.registry.pods import PodStrategy
 from apiserver.registry.podtemplates import PodTemplateStrategy
 from apiserver.registry.priorityclasses import PriorityClassStrategy
@@ -71,6 +78,7 @@ from apiserver.registry.services import ServiceStrategy
 from apiserver.registry.statefulsets import StatefulSetStrategy
 from apiserver.registry.storageclasses import StorageClassStrategy
 from apiserver.registry.strategy import Strategy
+from apiserver.registry.tokenreviews import TokenReviewStrategy
 from apiserver.registry.webhookconfigurations import (
     MutatingWebhookConfigurationStrategy,
     ValidatingWebhookConfigurationStrategy,
@@ -127,10 +135,16 @@ def all_strategies() -> list[Strategy]:
         ValidatingAdmissionPolicyStrategy(),
         ValidatingAdmissionPolicyBindingStrategy(),
         APIServiceStrategy(),
+        ClusterRoleBindingStrategy(),
+        ClusterRoleStrategy(),
+        RoleBindingStrategy(),
+        RoleStrategy(),
         SelfSubjectReviewStrategy(),
+        TokenReviewStrategy(),
         LocalSubjectAccessReviewStrategy(),
         SelfSubjectAccessReviewStrategy(),
         SelfSubjectRulesReviewStrategy(),
         SubjectAccessReviewStrategy(),
+        CertificateSigningRequestStrategy(),
         CustomResourceDefinitionStrategy(),
     ]

@@ -23,6 +23,7 @@ from apimachinery.validation import (
     is_dns1123_subdomain,
     is_qualified_name,
     not_supported,
+    path_segment_problems,
     required,
     validate_label_selector,
 )
@@ -52,13 +53,6 @@ _CEL_RESERVED = frozenset({"true", "false", "null", "in", "as", "break", "const"
 def policy_variables(spec: Object) -> tuple[str, ...]:
     """What a policy's expressions may name: ``params`` only when it has a paramKind."""
     return (*BASE_VARIABLES, "params") if spec.get("paramKind") else BASE_VARIABLES
-
-
-def path_segment_problems(name: str) -> list[str]:
-    """``path.ValidatePathSegmentName``."""
-    if name in (".", ".."):
-        return [f"may not be '{name}'"]
-    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
 
 
 def default_match_resources(match: Object) -> None:

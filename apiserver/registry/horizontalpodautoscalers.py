@@ -21,7 +21,14 @@ from typing import Any
 
 from apimachinery.errors import Cause
 from apimachinery.quantity import parse_quantity
-from apimachinery.validation import forbidden, invalid, not_supported, required, validate_nonnegative
+from apimachinery.validation import (
+    forbidden,
+    invalid,
+    not_supported,
+    path_segment_problems,
+    required,
+    validate_nonnegative,
+)
 from apiserver.registry.strategy import AGE_COLUMN, NAME_COLUMN, Object, Strategy, TableColumn
 from apiserver.registry.tables import since
 
@@ -78,13 +85,6 @@ def set_defaults(obj: Object) -> None:
 
 # --- validation ------------------------------------------------------------------------------------------------
 
-def _path_segment_problems(value: str) -> list[str]:
-    """``IsValidPathSegmentName``."""
-    if value in (".", ".."):
-        return [f"may not be '{value}'"]
-    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
-
-
 def validate_cross_version_ref(ref: Mapping[str, Any] | None, path: str) -> list[Cause]:
     causes: list[Cause] = []
     ref = ref or {}
@@ -92,7 +92,7 @@ def validate_cross_version_ref(ref: Mapping[str, Any] | None, path: str) -> list
         value = ref.get(key) or ""
         if not value:
             causes.append(required(f"{path}.{key}"))
-        causes.extend(invalid(f"{path}.{key}", value, msg) for msg in _path_segment_problems(value))
+        causes.extend(invalid(f"{path}.{key}", value, msg) for msg in path_segment_problems(value))
     return causes
 
 
@@ -123,7 +123,7 @@ def _validate_metric_name(metric: Mapping[str, Any] | None, path: str) -> list[C
     name = (metric or {}).get("name") or ""
     if not name:
         return [required(f"{path}.name", "must specify a metric name")]
-    return [invalid(f"{path}.name", name, msg) for msg in _path_segment_problems(name)]
+    return [invalid(f"{path}.name", name, msg) for msg in path_segment_problems(name)]
 
 
 def _one_of(target: Mapping[str, Any], path: str, keys: tuple[str, str], missing: str, both: str) -> list[Cause]:

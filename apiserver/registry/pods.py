@@ -202,10 +202,9 @@ def default_pod(pod: Object) -> None:
 
 
 def admit_pod(pod: Object) -> None:
-    """The create-time mutating admission a default cluster applies to every pod."""
+    """The create-time mutating admission a default cluster applies to every pod (the service account is the
+    ServiceAccount admission plugin's, ``apiserver.admission.serviceaccount``)."""
     spec = pod["spec"]
-    if not spec.get("serviceAccountName"):  # ServiceAccount admission
-        spec["serviceAccountName"] = spec["serviceAccount"] = "default"
     _add_default_tolerations(spec)
 
 

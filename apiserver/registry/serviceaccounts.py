@@ -32,6 +32,7 @@ class ServiceAccountStrategy(Strategy):
     singular = "serviceaccount"
     short_names = ("sa",)
     bumps_generation = False
+    subresources = ("token",)  # TokenRequest (apiserver.serviceaccount.tokenrequest)
 
     def prepare_for_create(self, obj: Object) -> None:
         clean_secret_references(obj)

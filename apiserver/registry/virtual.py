@@ -33,6 +33,10 @@ class VirtualStrategy(Strategy):
         """The response object: ``obj`` (validated, its namespace set) with ``status`` filled in."""
         raise NotImplementedError
 
+    async def answer_async(self, obj: Object, user: UserInfo) -> Object:
+        """``answer`` for strategies that wait on something (TokenReview asks the authenticators)."""
+        return self.answer(obj, user)
+
 
 def empty_metadata(meta: dict[str, Any], *allowed: str) -> bool:
     """Whether ``metadata`` holds nothing but zero values, ``managedFields`` and ``allowed`` keys (Go's
@@ -51,6 +55,17 @@ class VirtualStore:
 
     def create(self, obj: Object, namespace: str | None, user: UserInfo,
                field_validation: str = "Ignore") -> CachedObject:
+        self._admit(obj, namespace, field_validation)
+        return self._answered(self.strategy.answer(obj, user))
+
+    async def create_async(self, obj: Object, namespace: str | None, user: UserInfo,
+                           field_validation: str = "Ignore") -> CachedObject:
+        """``create`` for every strategy, those whose answer waits too (the REST handler's path)."""
+        self._admit(obj, namespace, field_validation)
+        return self._answered(await self.strategy.answer_async(obj, user))
+
+    def _admit(self, obj: Object, namespace: str | None, field_validation: str) -> None:
+        """Decode, namespace, apiVersion/kind and validation: what every create does before answering."""
         strategy = self.strategy
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -72,7 +87,10 @@ class VirtualStore:
         causes = strategy.validate(obj)
         if causes:
             raise errors.invalid(strategy.kind, meta.get("name") or "", causes, strategy.group)
-        answer = kubernetes_order(strategy.answer(obj, user))
+
+    @staticmethod
+    def _answered(answer: Object) -> CachedObject:
+        answer = kubernetes_order(answer)
         answer_meta = answer.setdefault("metadata", {})
         answer_meta.setdefault("creationTimestamp", None)  # what Go writes for a zero metav1.Time
         return CachedObject(answer_meta.get("name") or "", answer, orjson.dumps(answer), 0, {}, {})

@@ -33,6 +33,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("trace", "kubelab.commands.trace", "show the 13 steps of the creation flow as they happened for a pod"),
     Command("explain", "kubelab.commands.explain", "show why the scheduler placed a pod where it did, or could not"),
     Command("image", "kubelab.commands.image", "load an image tarball (docker save, OCI layout) onto the nodes"),
+    Command("user", "kubelab.commands.user", "give a user a client certificate and a kubeconfig (through a CSR)"),
     *(Command(c.name, "kubelab.commands.component", f"run {c.summary}", passthrough=True) for c in COMPONENTS.values()),
 )
 

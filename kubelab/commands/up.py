@@ -24,7 +24,7 @@ from pathlib import Path
 from types import FrameType
 
 from kubelab import process
-from kubelab.cluster import Cluster, Progress, StartupError, stop_records
+from kubelab.cluster import SECURE_PORT, Cluster, Progress, StartupError, stop_records
 from kubelab.detach import Console, run_detached
 from kubelab.etcd import QUOTA_BACKEND_BYTES, etcd_version
 from kubelab.etcdcluster import IncompatibleEtcd
@@ -67,6 +67,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=_port, default=DEFAULT_PORT,
         help="apiserver port on 127.0.0.1 (default 8080, where kubectl looks without a kubeconfig)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--secure-port", type=_port, default=SECURE_PORT,
+        help=f"the apiserver's HTTPS port on 127.0.0.1, the written kubeconfig's server (default {SECURE_PORT}, or the "
+             "next free one)",
     )  # fmt: skip
     parser.add_argument(
         "--data-dir", default=DEFAULT_DATA_DIR,
@@ -187,6 +192,7 @@ def _run(args: argparse.Namespace, console: Console | None) -> int:
             changed=lambda: _save(data_dir, cluster),
             etcd_members=args.etcd_members,
             etcd_tls=args.etcd_tls,
+            secure_port=args.secure_port,
         )
     except (FileNotFoundError, IncompatibleEtcd) as e:
         _fail(str(e))
@@ -315,7 +321,8 @@ def _print_ready(cluster: Cluster, args: argparse.Namespace, seconds: float) -> 
     kubeconfig = _shown(Path(cluster.state.kubeconfig))
     for component in cluster.skipped:
         print(f"  - {component.name:<20} not started: package {component.package!r} has no __main__.py yet")
-    print(f"\nkubelab is up in {seconds:.1f}s: apiserver {cluster.api_url}, {args.nodes} node(s).")
+    print(f"\nkubelab is up in {seconds:.1f}s: apiserver {cluster.secure_url} (HTTPS, the kubeconfig's) and "
+          f"{cluster.api_url} (plain HTTP, no authentication), {args.nodes} node(s).")
     if args.port == DEFAULT_PORT:
         print("  kubectl get nodes                  (kubectl's default server is http://localhost:8080)")
     else:

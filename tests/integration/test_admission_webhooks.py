@@ -120,7 +120,7 @@ def test_mutating_webhook_by_url_labels_pods(client: httpx.Client, ns: str, serv
     assert request["kind"] == {"group": "", "version": "v1", "kind": "Pod"}
     assert request["resource"] == {"group": "", "version": "v1", "resource": "pods"}
     assert request["requestKind"] == request["kind"] and request["requestResource"] == request["resource"]
-    assert request["userInfo"]["username"] == "system:anonymous"
+    assert request["userInfo"]["username"] == "system:unsecured"
     assert request["options"]["kind"] == "CreateOptions" and request["oldObject"] is None
     assert request["object"]["metadata"]["labels"] == {"app": "web"}
 

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import yaml
 import pytest
 
 from kubelab import process
@@ -156,7 +157,9 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
 
     state = load_state(data_dir)
     assert state is not None
-    assert (data_dir / "kubeconfig").read_text().count(f"http://127.0.0.1:{port}") == 1
+    kubeconfig = yaml.safe_load((data_dir / "kubeconfig").read_text())  # HTTPS, the CA and the admin certificate
+    assert state.secure_url is not None and kubeconfig["clusters"][0]["cluster"]["server"] == state.secure_url
+    assert set(kubeconfig["users"][0]["user"]) == {"client-certificate-data", "client-key-data"}
 
     # Secrets are encrypted at rest with the data dir's own key (a file only its owner reads).
     assert (data_dir / "encryption-config.yaml").stat().st_mode & 0o777 == 0o600
@@ -188,9 +191,13 @@ import argparse, http.server, os, sys, time
 parser = argparse.ArgumentParser()
 for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--bind-address", "--master",
              "--node-name", "--root-dir", "--encryption-provider-config", "--healthz-port",
-             "--controller-manager-healthz-url", "--scheduler-healthz-url"):
+             "--controller-manager-healthz-url", "--scheduler-healthz-url", "--kubeconfig", "--secure-port",
+             "--tls-cert-file", "--tls-private-key-file", "--client-ca-file", "--authorization-mode",
+             "--service-account-key-file", "--service-account-signing-key-file", "--root-ca-file",
+             "--cluster-signing-cert-file", "--cluster-signing-key-file"):
     parser.add_argument(flag)
-parser.add_argument("--port", type=int)
+parser.add_argument("--use-service-account-credentials", action="store_true")
+parser.add_argument("--port", "--insecure-port", type=int)
 args = parser.parse_args()
 print("ARGS", " ".join(sys.argv[1:]), flush=True)
 if os.environ.get("STAND_IN_FAIL") == os.path.basename(os.path.dirname(__file__)):
@@ -245,7 +252,6 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
     assert state is not None
     records = {r.name: r for r in state.processes}
     assert list(records)[:2] == ["etcd", "apiserver"]
-    api = f"http://127.0.0.1:{port}"
 
     def args_of(name: str) -> str:
         log = (data_dir / "logs" / f"{name}.log").read_text()
@@ -254,21 +260,31 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
     pki = data_dir / "pki"
     # The controller-manager and the scheduler serve /healthz on kube's ports (the first free from 10257, 10259),
     # and the apiserver is told where, for its ComponentStatuses.
-    healthz = {name: int(args_of(name).removeprefix(f"--master {api} --healthz-port "))
+    healthz = {name: int(args_of(name).rsplit("--healthz-port ", 1)[1])
                for name in ("controller-manager", "scheduler")}
     assert healthz["controller-manager"] >= 10257 and healthz["scheduler"] >= 10259
     assert state.etcd_url.startswith("https://")  # etcd is secured by default, the apiserver its client
+    assert state.secure_url is not None and state.secure_url.startswith("https://127.0.0.1:")
     assert args_of("apiserver") == (
         f"--etcd-servers {state.etcd_url} --etcd-cafile {pki}/etcd/ca.crt --etcd-certfile "
-        f"{pki}/apiserver-etcd-client.crt --etcd-keyfile {pki}/apiserver-etcd-client.key --port {port} "
-        f"--bind-address 127.0.0.1 --encryption-provider-config {data_dir / 'encryption-config.yaml'} "
+        f"{pki}/apiserver-etcd-client.crt --etcd-keyfile {pki}/apiserver-etcd-client.key --insecure-port {port} "
+        f"--secure-port {state.secure_url.rsplit(':', 1)[1]} --bind-address 127.0.0.1 "
+        f"--tls-cert-file {pki}/apiserver.crt --tls-private-key-file {pki}/apiserver.key --client-ca-file {pki}/ca.crt "
+        f"--service-account-key-file {pki}/sa.pub --service-account-signing-key-file {pki}/sa.key "
+        f"--encryption-provider-config {data_dir / 'encryption-config.yaml'} "
         f"--controller-manager-healthz-url http://127.0.0.1:{healthz['controller-manager']}/healthz "
-        f"--scheduler-healthz-url http://127.0.0.1:{healthz['scheduler']}/healthz")
+        f"--scheduler-healthz-url http://127.0.0.1:{healthz['scheduler']}/healthz --authorization-mode Node,RBAC")
+    assert args_of("controller-manager") == (
+        f"--kubeconfig {data_dir}/controller-manager.conf --use-service-account-credentials --root-ca-file {pki}/ca.crt "
+        f"--cluster-signing-cert-file {pki}/ca.crt --cluster-signing-key-file {pki}/ca.key "
+        f"--healthz-port {healthz['controller-manager']}")
+    assert args_of("scheduler") == f"--kubeconfig {data_dir}/scheduler.conf --healthz-port {healthz['scheduler']}"
     kubelet_ports = [records["kubelet-node01"].port, records["kubelet-node02"].port]
     assert kubelet_ports[0] is not None and kubelet_ports[0] >= 10250
     for node, kport in zip(("node01", "node02"), kubelet_ports, strict=True):
         root = data_dir / "kubelet" / node
-        assert args_of(f"kubelet-{node}") == f"--master {api} --node-name {node} --port {kport} --root-dir {root}"
+        assert args_of(f"kubelet-{node}") == (f"--kubeconfig {root}/kubelet.conf --node-name {node} --port {kport} "
+                                              f"--root-dir {root}")
         assert root.is_dir()
         # The stand-in printed its health URL, so the launcher polls it instead of "alive".
         assert records[f"kubelet-{node}"].health_url == f"http://127.0.0.1:{kport}/healthz"

@@ -528,7 +528,8 @@ CHECKS: dict[str, list[Check]] = {
                                 and all(r["CPU(cores)"][0].isdigit() for r in rows))],
     "kubectl top pods --containers": [shows(lambda rows: any(r["POD"].startswith("web-") and r["MEMORY(bytes)"]
                                                              .endswith("Mi") for r in rows))],
-    "kubectl cluster-info": [prints("Kubernetes control plane is running at http://127.0.0.1:")],
+    # the test's KUBECONFIG is the one `kubelab up` writes: HTTPS (the page's reader, without one, sees localhost:8080)
+    "kubectl cluster-info": [prints("Kubernetes control plane is running at https://127.0.0.1:")],
     "ls .kubelab/logs/": [prints("apiserver.log", "controller-manager.log", "scheduler.log", "kubelet-node01.log")],
     "tail -n 20 .kubelab/logs/kubelet-node01.log": [shows_text(lambda out: bool(out.strip()))],
     # 7

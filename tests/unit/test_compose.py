@@ -27,11 +27,19 @@ SERVICES: dict[str, Any] = COMPOSE["services"]
 KUBELAB_SERVICES = {"apiserver": "apiserver", "controller-manager": "controller-manager", "scheduler": "scheduler",
                     "node01": "kubelet", "node02": "kubelet"}
 # Flags compose adds to the launcher's: a fixed health port, so Docker's health check knows where to look, and
-# the scheduler's debug server on every interface, so `kubelab explain` reaches it from another container.
-COMPOSE_ONLY_FLAGS = {"--healthz-port", "--bind-address"}
+# the scheduler's debug server on every interface, so `kubelab explain` reaches it from another container; the
+# apiserver's plain port as the components' server (below).
+COMPOSE_ONLY_FLAGS = {"--healthz-port", "--bind-address", "--master", "--disable-admission-plugins"}
 # The launcher writes a fresh encryption key per data dir; compose has no such step (a key in the repository would be
-# no secret), so its apiserver stores Secrets unencrypted, as a kube-apiserver without the flag does.
-LAUNCHER_ONLY_FLAGS = {"--encryption-provider-config"}
+# no secret), so its apiserver stores Secrets unencrypted, as a kube-apiserver without the flag does. Likewise it
+# has no PKI in the containers yet (as its etcd): no HTTPS port, and the components reach the apiserver's plain port
+# with --master instead of a kubeconfig with their own client certificate; without a CA to publish as
+# kube-root-ca.crt, pods get no service-account volume (the apiserver's ServiceAccount admission is off) and the
+# controllers need no service accounts of their own.
+LAUNCHER_ONLY_FLAGS = {"--encryption-provider-config", "--secure-port", "--tls-cert-file", "--tls-private-key-file",
+                       "--client-ca-file", "--kubeconfig", "--service-account-key-file",
+                       "--service-account-signing-key-file", "--root-ca-file", "--use-service-account-credentials",
+                       "--cluster-signing-cert-file", "--cluster-signing-key-file"}
 FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)")
 
 
@@ -109,7 +117,7 @@ def test_each_service_runs_the_launcher_s_command(service: str, launcher_argv: d
     if component == "kubelet":  # the same node names; ports differ (one container per kubelet: no clash)
         assert compose["--node-name"] == launcher["--node-name"] == service
     if component == "apiserver":
-        assert compose["--port"] == launcher["--port"] == "8080"
+        assert compose["--insecure-port"] == launcher["--insecure-port"] == "8080"
 
 
 @pytest.mark.parametrize("component", sorted(set(KUBELAB_SERVICES.values())))
@@ -130,7 +138,7 @@ def test_health_checks_poll_each_component_s_healthz() -> None:
     for service in KUBELAB_SERVICES:
         spec = SERVICES[service]
         test = " ".join(spec["healthcheck"]["test"])
-        port = flags(spec["command"])["--healthz-port" if service != "apiserver" else "--port"]
+        port = flags(spec["command"])["--healthz-port" if service != "apiserver" else "--insecure-port"]
         assert f"http://127.0.0.1:{port}/healthz" in test, service
         if service != "apiserver":
             assert spec["depends_on"] == {"apiserver": {"condition": "service_healthy"}}

@@ -46,11 +46,10 @@ def test_created_pod_carries_kubernetes_defaults() -> None:
     pod = created(make_pod())
     spec, container = pod["spec"], pod["spec"]["containers"][0]
     assert {k: spec[k] for k in ("restartPolicy", "dnsPolicy", "schedulerName", "terminationGracePeriodSeconds",
-                                 "securityContext", "enableServiceLinks",
-                                 "serviceAccountName", "serviceAccount")} == {
+                                 "securityContext", "enableServiceLinks")} == {
         "restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler",
-        "terminationGracePeriodSeconds": 30, "securityContext": {}, "enableServiceLinks": True,
-        "serviceAccountName": "default", "serviceAccount": "default"}
+        "terminationGracePeriodSeconds": 30, "securityContext": {}, "enableServiceLinks": True}
+    assert "serviceAccountName" not in spec  # the ServiceAccount admission plugin's default
     assert container == {"name": "app", "image": "nginx:1.25", "imagePullPolicy": "IfNotPresent", "resources": {},
                          "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}
     assert pod["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
@@ -408,7 +407,7 @@ def test_graceful_delete_seconds() -> None:
 
 def test_selectable_fields() -> None:
     pod = stored_pod()
-    pod["spec"]["nodeName"] = "n1"
+    pod["spec"].update(nodeName="n1", serviceAccountName="default")
     pod["status"].update(phase="Running", podIPs=[{"ip": "10.244.1.2"}])
     assert STRATEGY.selectable_fields(pod) == {
         "metadata.name": "web", "metadata.namespace": "default", "spec.nodeName": "n1",

@@ -46,7 +46,7 @@ def test_table_and_registration() -> None:
     assert [c.name for c in SA.columns()] == ["Name", "Secrets", "Age"]
     assert SA.row(obj) == ["builder", 2, "5m"]
     assert SA.row(account("default"))[:2] == ["default", 0]
-    assert SA.short_names == ("sa",) and SA.namespaced and not SA.bumps_generation and SA.subresources == ()
+    assert SA.short_names == ("sa",) and SA.namespaced and not SA.bumps_generation and SA.subresources == ("token",)
     core = [s.resource for s in all_strategies() if not s.group]
     assert core.index("serviceaccounts") == core.index("secrets") + 1
 

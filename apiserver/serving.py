@@ -1,0 +1,132 @@
+"""Serve one app on the secure (HTTPS) port and the plain-HTTP port at once, from one process and one event loop.
+
+kube-apiserver serves HTTPS on ``--secure-port``; until 1.24 it also served its "insecure port" (plain HTTP, on
+127.0.0.1, no authentication). kubelab keeps that plain port, so kubectl's zero-config default
+(``http://localhost:8080``) works on a fresh cluster; ``--insecure-port 0`` turns it off.
+
+Two ``uvicorn.Server``\\ s share the app: the first one listed runs the app's lifespan (etcd, caches), and the others
+start accepting connections only once it has started, so no request reaches a registry that is not ready. Signals
+are caught once for all of them (uvicorn's own handlers would each replace the other's).
+
+The TLS listener asks for a client certificate (``CERT_OPTIONAL``) and verifies it against ``--client-ca-file``
+during the handshake; the protocol classes here put the verified certificate into each request's scope under
+``apiserver.authentication.PEER_CERT`` for the x509 authenticator. One difference from kube: Python's ``ssl`` cannot
+ask for a certificate without verifying it, so a certificate from an unknown CA fails the handshake (kube accepts
+the connection and answers 401).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import ssl
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+
+from .authentication import PEER_CERT
+from .spdy.upgrade import HttpToolsProtocol, WebSocketProtocol
+
+__all__ = ["Listener", "TLSFiles", "serve"]
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """``--tls-cert-file``, ``--tls-private-key-file`` and ``--client-ca-file`` (None: no client certificates)."""
+
+    cert: str
+    key: str
+    client_ca: str | None = None
+
+
+@dataclass(frozen=True)
+class Listener:
+    host: str
+    port: int
+    tls: TLSFiles | None = None
+
+
+class _PeerCertWebSocketProtocol(WebSocketProtocol):
+    """The websocket protocol with the connection's verified client certificate in the scope."""
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self.peer_cert = transport.get_extra_info("peercert")
+
+    def handle_connect(self, event: Any) -> None:
+        super().handle_connect(event)
+        scope = getattr(self, "scope", None)
+        if scope is not None and self.peer_cert:
+            scope[PEER_CERT] = self.peer_cert
+
+
+class PeerCertHttpToolsProtocol(HttpToolsProtocol):
+    """The apiserver's HTTP protocol with the connection's verified client certificate in each request's scope."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.ws_protocol_class is not None:
+            self.ws_protocol_class = _PeerCertWebSocketProtocol
+        self.peer_cert: dict[str, Any] | None = None
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.peer_cert = transport.get_extra_info("peercert") or None
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self.peer_cert:
+            self.scope[PEER_CERT] = self.peer_cert  # type: ignore[literal-required]
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield  # ``serve`` catches the signals for every server
+
+
+def _config(app: Any, listener: Listener, *, lifespan: bool, verbosity: int) -> uvicorn.Config:
+    tls = listener.tls
+    return uvicorn.Config(
+        app, host=listener.host, port=listener.port,
+        http=PeerCertHttpToolsProtocol if tls else HttpToolsProtocol,  # SPDY/3.1 upgrades too (apiserver.spdy)
+        lifespan="on" if lifespan else "off",
+        access_log=verbosity >= 2, log_level="info" if verbosity >= 1 else "warning",
+        timeout_graceful_shutdown=2,
+        ssl_certfile=tls.cert if tls else None, ssl_keyfile=tls.key if tls else None,
+        ssl_ca_certs=tls.client_ca if tls else None,
+        ssl_cert_reqs=ssl.CERT_OPTIONAL if tls and tls.client_ca else ssl.CERT_NONE,
+    )  # fmt: skip
+
+
+async def _serve_all(servers: list[_Server]) -> None:
+    loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        for server in servers:
+            server.should_exit = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop)
+    first, rest = servers[0], servers[1:]
+    main = asyncio.create_task(first.serve())
+    while not first.started and not main.done():
+        await asyncio.sleep(0.01)
+    others = [asyncio.create_task(server.serve()) for server in rest if not main.done()]
+    try:
+        await main
+    finally:
+        stop()
+        await asyncio.gather(*others, return_exceptions=True)
+
+
+def serve(app: Any, listeners: list[Listener], *, verbosity: int = 1) -> None:
+    """Serve ``app`` on every listener until SIGINT/SIGTERM (the first listener's server runs the lifespan)."""
+    import uvloop
+
+    servers = [_Server(_config(app, listener, lifespan=index == 0, verbosity=verbosity))
+               for index, listener in enumerate(listeners)]
+    uvloop.run(_serve_all(servers))

@@ -1,0 +1,112 @@
+"""``--use-service-account-credentials``: each controller writes as its own service account, as kubeadm runs
+kube-controller-manager (kube's ``clientbuilder.DynamicControllerClientBuilder``).
+
+For a controller the manager ensures the ServiceAccount ``kube-system/<client name>`` (kube's names:
+``replicaset-controller``, ``node-controller``, ``root-ca-cert-publisher`` …, which the bootstrap policy binds to
+``system:controller:<client name>``), asks TokenRequest for a token and gives the controller a clientset that
+sends it. The shared informers keep the manager's own identity (``system:kube-controller-manager`` may list and
+watch everything), so only the controllers' writes change hands. Tokens last an hour and are requested again once
+80 % of that has passed; a failed refresh is retried at the next tick while the old token still works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+
+from apimachinery.errors import AlreadyExists, StatusError
+from kubeclient import Clientset
+from kubeclient.config import Config
+from kubeclient.rest import RESTClient
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = "kube-system"
+TOKEN_SECONDS = 3600
+REFRESH_FRACTION = 0.8
+TICK_SECONDS = 30.0
+
+# controller (the manager's canonical name) → kube's client / service account name
+CLIENT_NAMES = {
+    "replicationcontroller-controller": "replication-controller",
+    "replicaset-controller": "replicaset-controller",
+    "deployment-controller": "deployment-controller",
+    "node-ipam-controller": "node-controller",
+    "daemonset-controller": "daemon-set-controller",
+    "job-controller": "job-controller",
+    "cronjob-controller": "cronjob-controller",
+    "ttl-after-finished-controller": "ttl-after-finished-controller",
+    "node-lifecycle-controller": "node-controller",
+    "taint-eviction-controller": "node-controller",
+    "pod-garbage-collector-controller": "pod-garbage-collector",
+    "garbage-collector-controller": "generic-garbage-collector",
+    "namespace-controller": "namespace-controller",
+    "serviceaccount-controller": "service-account-controller",
+    "root-ca-certificate-publisher-controller": "root-ca-cert-publisher",
+    "endpoints-controller": "endpoint-controller",
+    "endpointslice-controller": "endpointslice-controller",
+    "endpointslice-mirroring-controller": "endpointslicemirroring-controller",
+    "disruption-controller": "disruption-controller",
+    "resourcequota-controller": "resourcequota-controller",
+    "horizontal-pod-autoscaler-controller": "horizontal-pod-autoscaler",
+    "clusterrole-aggregation-controller": "clusterrole-aggregation-controller",
+    "certificatesigningrequest-signing-controller": "certificate-controller",
+    "certificatesigningrequest-approving-controller": "certificate-controller",
+}
+
+
+@dataclasses.dataclass
+class _Token:
+    value: str
+    refresh_at: float
+
+
+class ServiceAccountCredentials:
+    """Clientsets that authenticate as the controllers' service accounts, their tokens kept fresh."""
+
+    def __init__(self, root: Clientset, config: Config) -> None:
+        self.root = root  # the manager's own identity: makes the accounts and requests their tokens
+        self.config = config  # the manager's connection (server, CA), which the controllers' clients reuse
+        self.tokens: dict[str, _Token] = {}
+        self.clientsets: list[Clientset] = []
+
+    async def clientset(self, controller: str) -> Clientset:
+        """The clientset ``controller`` writes with (its service account made first if missing)."""
+        name = CLIENT_NAMES.get(controller, controller)
+        if name not in self.tokens:
+            try:
+                await self.root.service_accounts.create({"metadata": {"name": name}}, NAMESPACE)
+            except AlreadyExists:
+                pass
+            self.tokens[name] = await self._request(name)
+        config = dataclasses.replace(self.config, token=None, cert_file=None, cert_data=None, key_file=None,
+                                     key_data=None, user_agent=f"kube-controller-manager/{name}")
+        clientset = Clientset(RESTClient(config, token_source=lambda: self.tokens[name].value))
+        self.clientsets.append(clientset)
+        return clientset
+
+    async def _request(self, name: str) -> _Token:
+        answer = await self.root.service_accounts.create(
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": {"name": name},
+             "spec": {"expirationSeconds": TOKEN_SECONDS}}, NAMESPACE, subresource="token")
+        return _Token(answer["status"]["token"], time.monotonic() + TOKEN_SECONDS * REFRESH_FRACTION)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Refresh the tokens that are due until ``stop``."""
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), TICK_SECONDS)
+            except TimeoutError:
+                pass
+            for name, token in list(self.tokens.items()):
+                if time.monotonic() >= token.refresh_at and not stop.is_set():
+                    try:
+                        self.tokens[name] = await self._request(name)
+                    except StatusError as err:
+                        log.warning("refreshing the token of %s/%s failed (retried): %s", NAMESPACE, name, err)
+
+    async def close(self) -> None:
+        for clientset in self.clientsets:
+            await clientset.close()

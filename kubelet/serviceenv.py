@@ -1,0 +1,56 @@
+"""``KUBERNETES_SERVICE_HOST`` and friends: where in-cluster clients find the apiserver.
+
+The kubelet gives every container the variables of the ``kubernetes`` Service (``getServiceEnvVarMap`` adds the
+master service in every namespace). On a real cluster they name the Service's ClusterIP and port, which kube-proxy
+routes to the apiserver. kubelab's process runtime has no proxy in front of ClusterIPs, so the variables name
+where the ClusterIP would lead: the first address and port of the ``default/kubernetes`` Endpoints, which the
+apiserver keeps pointed at its own advertised address and serving port, reachable from a host process. Read once
+per kubelet (the apiserver's address does not move while it runs) and again after a failure.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from apimachinery import errors
+from kubeclient import Clientset
+
+log = logging.getLogger(__name__)
+
+
+def service_env(name: str, host: str, port: int, port_name: str = "", protocol: str = "TCP") -> dict[str, str]:
+    """The Docker-links style variables of one Service port, as the kubelet writes them (``envvars.FromServices``)."""
+    prefix = name.upper().replace("-", "_")
+    proto = protocol.lower()
+    env = {f"{prefix}_SERVICE_HOST": host, f"{prefix}_SERVICE_PORT": str(port)}
+    if port_name:
+        env[f"{prefix}_SERVICE_PORT_{port_name.upper().replace('-', '_')}"] = str(port)
+    url = f"{proto}://{host}:{port}"
+    env[f"{prefix}_PORT"] = url
+    base = f"{prefix}_PORT_{port}_{protocol.upper()}"
+    env.update({base: url, f"{base}_PROTO": proto, f"{base}_PORT": str(port), f"{base}_ADDR": host})
+    return env
+
+
+class MasterServiceEnv:
+    """The ``kubernetes`` Service's variables, from its Endpoints."""
+
+    def __init__(self, client: Clientset) -> None:
+        self.client = client
+        self.env: dict[str, str] | None = None
+
+    async def get(self) -> dict[str, str]:
+        if self.env is None:
+            try:
+                endpoints = await self.client.endpoints.get("kubernetes", "default")
+            except errors.StatusError as err:
+                log.warning("no default/kubernetes Endpoints, containers get no KUBERNETES_SERVICE_*: %s", err)
+                return {}
+            for subset in endpoints.get("subsets") or []:
+                addresses, ports = subset.get("addresses") or [], subset.get("ports") or []
+                if addresses and ports:
+                    port = next((p for p in ports if p.get("name") == "https"), ports[0])
+                    self.env = service_env("kubernetes", addresses[0]["ip"], int(port["port"]), "https",
+                                           port.get("protocol") or "TCP")
+                    break
+        return dict(self.env or {})
