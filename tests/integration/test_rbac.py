@@ -296,3 +296,20 @@ def test_a_policy_asks_the_authorizer(client: httpx.Client, ns: str) -> None:
     finally:
         client.delete(f"{admission}/validatingadmissionpolicybindings/{name}")
         client.delete(f"{admission}/validatingadmissionpolicies/{name}")
+
+
+def test_python_client(api: k8s.ApiClient, ns: str) -> None:
+    rbac = k8s.RbacAuthorizationV1Api(api)
+    assert rbac.read_cluster_role("admin").aggregation_rule.cluster_role_selectors[0].match_labels == {
+        "rbac.authorization.k8s.io/aggregate-to-admin": "true"}
+    rbac.create_namespaced_role(ns, k8s.V1Role(metadata=k8s.V1ObjectMeta(name="py"), rules=[
+        k8s.V1PolicyRule(api_groups=[""], resources=["services"], verbs=["list"])]))
+    made = rbac.create_namespaced_role_binding(ns, k8s.V1RoleBinding(
+        metadata=k8s.V1ObjectMeta(name="py"), role_ref=k8s.V1RoleRef(api_group="rbac.authorization.k8s.io",
+                                                                      kind="Role", name="py"),
+        subjects=[k8s.RbacV1Subject(kind="ServiceAccount", name="builder", namespace=ns)]))
+    assert made.subjects[0].api_group is None
+    review = k8s.AuthorizationV1Api(api).create_subject_access_review(k8s.V1SubjectAccessReview(
+        spec=k8s.V1SubjectAccessReviewSpec(user=f"system:serviceaccount:{ns}:builder", resource_attributes=
+                                           k8s.V1ResourceAttributes(namespace=ns, verb="list", resource="services"))))
+    assert review.status.allowed and review.status.reason.endswith(f'to ServiceAccount "builder/{ns}"')
