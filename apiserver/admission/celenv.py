@@ -2,7 +2,7 @@
 
 ``object``, ``oldObject`` (null where the operation has none), ``request`` (the AdmissionRequest's fields),
 ``params`` (a policy's parameter object, else null), ``namespaceObject`` (the request's Namespace, null for
-cluster-scoped resources), ``authorizer`` (answered by the allow-all authorizer this apiserver runs) and
+cluster-scoped resources), ``authorizer`` (answered by the apiserver's authorizer for the requesting user) and
 ``variables`` (a policy's named variables). Compiled programs are cached by expression, since the same rules are
 evaluated on every request.
 """
@@ -37,7 +37,7 @@ def request_value(attrs: Attributes) -> Object:
 def activation(attrs: Attributes, sources: Sources | None = None, params: Object | None = None) -> dict[str, Any]:
     """The variables' values for ``attrs`` (``namespaceObject`` needs ``sources``)."""
     values: dict[str, Any] = {"object": attrs.obj, "oldObject": attrs.old, "request": request_value(attrs),
-                              "authorizer": cel.authorizer(), "params": params, "namespaceObject": None}
+                              "authorizer": cel.authorizer(attrs.user), "params": params, "namespaceObject": None}
     if sources is not None and attrs.namespace and attrs.namespaced:
         values["namespaceObject"] = sources.get("", "namespaces", None, attrs.namespace)
     return values

@@ -109,7 +109,13 @@ class NodeGraph:
             self._pods.clear()
             self._edges.clear()
             while (event := await watcher.next()) is not None:
-                kind, co = event
-                self.set_pod(co.key, None if kind == "DELETED" else co.obj)
+                # Everything already queued in one go: under a burst of pod writes the graph wakes once per
+                # burst, not once per pod.
+                while event is not None:
+                    kind, co = event
+                    self.set_pod(co.key, None if kind == "DELETED" else co.obj)
+                    event = watcher.queue.get_nowait() if not watcher.queue.empty() else None
+                if watcher.closed and watcher.queue.empty():
+                    break
             log.info("node graph: pod watch closed, starting again")
             await asyncio.sleep(0.1)

@@ -15,8 +15,8 @@ The evaluator brings CEL's standard definitions and the ``strings``/``lists``/``
 * optional selection and indexing (``a.?b``, ``a[?k]``, rewritten by ``render``); the optional type and its
   functions (``optional.of``, ``orValue``, ``hasValue``…) are the evaluator's;
 * the ``authorizer`` variable's builder (``group``, ``resource``, ``subresource``, ``namespace``, ``name``,
-  ``path``, ``serviceAccount``, ``check``, ``allowed``, ``reason``, ``errored``, ``error``) answered by an
-  allow-all authorizer, as this apiserver has (``--authorization-mode=AlwaysAllow``).
+  ``path``, ``serviceAccount``, ``check``, ``allowed``, ``reason``, ``errored``, ``error``) answered by the
+  apiserver's authorizer (``--authorization-mode``) for the request's user, or the service account named.
 
 The evaluator only passes CEL's own values to Python, so the opaque Kubernetes types (Quantity, URL, IP, CIDR,
 the authorizer's builders) travel as maps tagged with ``TYPE_KEY``; member calls arrive with their receiver as
@@ -33,6 +33,8 @@ from urllib.parse import urlsplit
 
 from apimachinery.quantity import Quantity, parse_quantity
 
+from ..authentication import ALL_AUTHENTICATED, SERVICE_ACCOUNT_PREFIX, UserInfo, service_account_groups
+from ..authorizer import AUTHORIZER
 from . import engine
 
 if TYPE_CHECKING:
@@ -311,10 +313,11 @@ def masked(value: Value) -> dict[str, Any]:
     return _tagged("cidr", value=str(ipaddress.ip_interface(_expect(value, "cidr", "masked")["value"]).network))
 
 
-# --- authorizer (allow-all) -------------------------------------------------------------------------------------
-def authorizer() -> dict[str, Any]:
-    """The ``authorizer`` variable: kubelab authorizes every request (``AlwaysAllow``)."""
-    return _tagged("authorizer")
+# --- authorizer ---------------------------------------------------------------------------------------------------
+def authorizer(user: UserInfo | None = None) -> dict[str, Any]:
+    """The ``authorizer`` variable for the request's ``user`` (its name and groups travel in the tagged map)."""
+    user = user or UserInfo("")
+    return _tagged("authorizer", username=user.username, groups=list(user.groups))
 
 
 def _builder(step: str) -> Callable[..., dict[str, Any]]:
@@ -329,9 +332,22 @@ def _builder(step: str) -> Callable[..., dict[str, Any]]:
 
 
 def check(receiver: Value, verb: Value) -> dict[str, Any]:
+    """Ask the apiserver's authorizer about the request the builder describes."""
     if _kind(receiver) not in ("pathcheck", "resourcecheck", "groupcheck"):
         raise LibraryError("no such overload: check")
-    return _tagged("decision", allowed=True, reason="", verb=verb)
+    user = UserInfo(receiver.get("username") or "", tuple(receiver.get("groups") or ()))
+    if receiver.get("serviceAccount"):
+        namespace, name = (list(receiver["serviceAccount"]) + ["", ""])[:2]
+        username = f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}"
+        user = UserInfo(username, (*service_account_groups(username), ALL_AUTHENTICATED))
+
+    def first(step: str) -> str:
+        return str((receiver.get(step) or [""])[0])
+
+    attributes = {"verb": verb, "path": first("path")} if "path" in receiver else {
+        "verb": verb, **{step: first(step) for step in ("group", "resource", "subresource", "namespace", "name")}}
+    decision = AUTHORIZER.authorize(user, attributes)
+    return _tagged("decision", allowed=decision.allowed, reason=decision.reason, verb=verb)
 
 
 def _decision(field: str) -> Callable[[Value], Value]:

@@ -2,7 +2,7 @@
 
 kube-apiserver's ``pkg/registry/authentication/selfsubjectreview`` ignores the body's content and answers a new
 object: ``metadata.creationTimestamp`` now and ``status.userInfo`` the user the request was authenticated as
-(here ``system:anonymous`` in ``system:unauthenticated``, or whom the impersonation headers name).
+(on the plain port ``system:unsecured`` in ``system:masters``, or whom the impersonation headers name).
 """
 
 from __future__ import annotations

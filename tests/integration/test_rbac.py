@@ -256,3 +256,60 @@ def test_other_kubectl_versions(api_url: str, tmp_path: Path, reader: str, versi
     assert forbidden(k, "-n", reader, "get", "secrets", *ALICE).endswith(
         f'User "alice" cannot list resource "secrets" in API group "" in the namespace "{reader}"')
     assert "pod-reader" in k("-n", reader, "get", "roles").stdout
+
+
+def test_a_policy_asks_the_authorizer(client: httpx.Client, ns: str) -> None:
+    """A ValidatingAdmissionPolicy's ``authorizer`` answers for the requesting user: only those who may read
+    secrets in the namespace may create config maps named ``secret-*`` (a made-up rule)."""
+    admission = "/apis/admissionregistration.k8s.io/v1"
+    name = f"authz-{ns}"
+    policy = {"metadata": {"name": name}, "spec": {
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                                "resources": ["configmaps"]}],
+                             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}},
+        "validations": [{"expression": "!object.metadata.name.startsWith('secret-') || authorizer.group('')"
+                                       ".resource('secrets').namespace(request.namespace).check('get').allowed()",
+                         "message": "may not read secrets"}]}}
+    binding = {"metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
+    role = {"metadata": {"name": "cm-writer"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]}
+    rb = {"metadata": {"name": "alice-cm"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                                        "name": "cm-writer"},
+          "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}
+    assert client.post(f"{RBAC}/namespaces/{ns}/roles", json=role).status_code == 201
+    assert client.post(f"{RBAC}/namespaces/{ns}/rolebindings", json=rb).status_code == 201
+    assert client.post(f"{admission}/validatingadmissionpolicies", json=policy).status_code == 201
+    assert client.post(f"{admission}/validatingadmissionpolicybindings", json=binding).status_code == 201
+    try:
+        as_alice = {"Impersonate-User": "alice"}
+
+        def refused() -> httpx.Response | None:
+            resp = client.post(f"/api/v1/namespaces/{ns}/configmaps", params={"dryRun": "All"}, headers=as_alice,
+                               json={"metadata": {"name": "secret-x"}})
+            return resp if resp.status_code == 422 else None
+
+        assert "may not read secrets" in wait_for(refused, timeout=10, what="the policy to refuse").json()["message"]
+        assert client.post(f"/api/v1/namespaces/{ns}/configmaps", headers=as_alice,
+                           json={"metadata": {"name": "plain"}}).status_code == 201
+        assert client.post(f"/api/v1/namespaces/{ns}/configmaps",
+                           json={"metadata": {"name": "secret-y"}}).status_code == 201  # system:masters may
+    finally:
+        client.delete(f"{admission}/validatingadmissionpolicybindings/{name}")
+        client.delete(f"{admission}/validatingadmissionpolicies/{name}")
+
+
+def test_python_client(api: k8s.ApiClient, ns: str) -> None:
+    rbac = k8s.RbacAuthorizationV1Api(api)
+    assert rbac.read_cluster_role("admin").aggregation_rule.cluster_role_selectors[0].match_labels == {
+        "rbac.authorization.k8s.io/aggregate-to-admin": "true"}
+    rbac.create_namespaced_role(ns, k8s.V1Role(metadata=k8s.V1ObjectMeta(name="py"), rules=[
+        k8s.V1PolicyRule(api_groups=[""], resources=["services"], verbs=["list"])]))
+    made = rbac.create_namespaced_role_binding(ns, k8s.V1RoleBinding(
+        metadata=k8s.V1ObjectMeta(name="py"), role_ref=k8s.V1RoleRef(api_group="rbac.authorization.k8s.io",
+                                                                      kind="Role", name="py"),
+        subjects=[k8s.RbacV1Subject(kind="ServiceAccount", name="builder", namespace=ns)]))
+    assert made.subjects[0].api_group is None
+    review = k8s.AuthorizationV1Api(api).create_subject_access_review(k8s.V1SubjectAccessReview(
+        spec=k8s.V1SubjectAccessReviewSpec(user=f"system:serviceaccount:{ns}:builder", resource_attributes=
+                                           k8s.V1ResourceAttributes(namespace=ns, verb="list", resource="services"))))
+    assert review.status.allowed and review.status.reason.endswith(f'to ServiceAccount "builder/{ns}"')
