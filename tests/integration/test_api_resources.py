@@ -2,7 +2,7 @@
 gates, and ``kubectl apply --prune`` works with kubectl's default allowlist (which names kinds from every group).
 
 ``KUBE_1_32`` is kube-apiserver v1.32's table (no metrics-server, no aggregated APIs, beta groups off);
-``BUILT_ELSEWHERE`` lists the kinds other branches build, skipped until they are merged. kubelab also serves
+kubelab also serves
 ``metrics.k8s.io`` (its built-in metrics API, what metrics-server adds to a kube cluster): ``EXTRA_IN_KUBELAB``.
 Rows of custom resources (other test modules' CRDs) are left out of the comparison.
 """
@@ -80,17 +80,6 @@ storageclasses sc storage.k8s.io/v1 false StorageClass ALL -
 volumeattachments - storage.k8s.io/v1 false VolumeAttachment ALL -
 """
 
-# (name, apiVersion) of the kinds other branches build (statefulset, storage, rbac, authn, satoken): skipped for now.
-BUILT_ELSEWHERE = {
-    ("statefulsets", "apps/v1"),
-    ("persistentvolumeclaims", "v1"), ("persistentvolumes", "v1"),
-    ("storageclasses", "storage.k8s.io/v1"), ("csidrivers", "storage.k8s.io/v1"), ("csinodes", "storage.k8s.io/v1"),
-    ("csistoragecapacities", "storage.k8s.io/v1"), ("volumeattachments", "storage.k8s.io/v1"),
-    ("clusterrolebindings", "rbac.authorization.k8s.io/v1"), ("clusterroles", "rbac.authorization.k8s.io/v1"),
-    ("rolebindings", "rbac.authorization.k8s.io/v1"), ("roles", "rbac.authorization.k8s.io/v1"),
-    ("certificatesigningrequests", "certificates.k8s.io/v1"),
-    ("tokenreviews", "authentication.k8s.io/v1"),
-}
 EXTRA_IN_KUBELAB = {("nodes", "metrics.k8s.io/v1beta1"), ("pods", "metrics.k8s.io/v1beta1")}
 
 Row = tuple[str, str, str, str, str, str, str]
@@ -127,9 +116,9 @@ def kubelab_rows(kubectl: Kubectl) -> dict[tuple[str, str], Row]:
 
 
 def test_api_resources_match_kube_1_32(kubectl: Kubectl) -> None:
-    expected = {key: row for key, row in kube_rows().items() if key not in BUILT_ELSEWHERE}
+    expected = {key: row for key, row in kube_rows().items()}
     served = {key: row for key, row in kubelab_rows(kubectl).items()
-              if key not in EXTRA_IN_KUBELAB and key not in BUILT_ELSEWHERE}
+              if key not in EXTRA_IN_KUBELAB}
     assert sorted(set(expected) - set(served)) == [], "served by kube 1.32, missing here"
     assert sorted(set(served) - set(expected)) == [], "served here, not by kube 1.32"
     assert [served[key] for key in expected] == list(expected.values())
@@ -143,8 +132,6 @@ def test_prune_with_the_default_allowlist(kubectl: Kubectl, ns: str) -> None:
     kubectl("apply", "-f", "-", input=first)
     second = f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a, namespace: {ns}, labels: {{app: prune}}}}\n"
     result = kubectl("apply", "-l", "app=prune", "--prune", "-f", "-", input=second, check=False)
-    if any(key in BUILT_ELSEWHERE for key in kube_rows()) and "no matches for kind" in result.stderr:
-        pytest.skip(f"waiting for the kinds built elsewhere: {result.stderr.strip()}")
     assert result.returncode == 0, result.stderr
     assert "configmap/b pruned" in result.stdout
     names = kubectl("-n", ns, "get", "configmaps", "-l", "app=prune", "-o", "name").stdout.split()
