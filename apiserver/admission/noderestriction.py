@@ -56,6 +56,9 @@ class NodeRestriction:
         """Asked per request: only a kubelet's identity is concerned."""
         return node_name(request_user()) is not None
 
+    def concerns(self, group: str, resource: str) -> bool:
+        return group == "" and resource in ("nodes", "pods")
+
     def handles(self, attrs: Attributes) -> bool:
         return attrs.group == "" and attrs.resource in ("nodes", "pods") and node_name(attrs.user) is not None
 

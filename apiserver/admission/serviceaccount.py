@@ -88,6 +88,9 @@ class ServiceAccountAdmission:
     def configured(self) -> bool:
         return True
 
+    def concerns(self, group: str, resource: str) -> bool:
+        return (group, resource) == ("", "pods")
+
     def handles(self, attrs: Attributes) -> bool:
         return (attrs.group == "" and attrs.resource == "pods" and not attrs.subresource
                 and attrs.operation == "CREATE" and attrs.obj is not None)

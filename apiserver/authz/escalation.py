@@ -85,6 +85,9 @@ class EscalationCheck:
         components', never are — their writes skip admission's work when nothing else is configured)."""
         return PRIVILEGED_GROUP not in request_user().groups
 
+    def concerns(self, group: str, resource: str) -> bool:
+        return group == GROUP
+
     def handles(self, attrs: Attributes) -> bool:
         return (attrs.group == GROUP and not attrs.subresource and attrs.operation in ("CREATE", "UPDATE")
                 and attrs.obj is not None and PRIVILEGED_GROUP not in attrs.user.groups)
