@@ -71,8 +71,9 @@ def test_discovery_lists_them_create_only(kubectl: Kubectl, client: httpx.Client
     resources = client.get(AUTHZ).json()["resources"]
     assert [(r["name"], r["namespaced"], r["verbs"]) for r in resources] == [
         (name, name == "localsubjectaccessreviews", ["create"]) for name in REVIEWS]
-    [ssr] = client.get("/apis/authentication.k8s.io/v1").json()["resources"]
-    assert (ssr["name"], ssr["kind"], ssr["verbs"]) == ("selfsubjectreviews", "SelfSubjectReview", ["create"])
+    authn = client.get("/apis/authentication.k8s.io/v1").json()["resources"]
+    assert [(r["name"], r["kind"], r["verbs"]) for r in authn] == [
+        ("selfsubjectreviews", "SelfSubjectReview", ["create"]), ("tokenreviews", "TokenReview", ["create"])]
     out = kubectl("api-resources", "--api-group=authorization.k8s.io", "-o", "wide").stdout
     assert [line.split()[0] for line in out.splitlines()[1:]] == REVIEWS
     assert all(line.split()[-1] == "create" for line in out.splitlines()[1:])
