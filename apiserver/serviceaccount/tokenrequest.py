@@ -71,7 +71,7 @@ class TokenRequests:
 
     async def create(self, request: Object, namespace: str, name: str) -> Object:
         """The TokenRequest answered (``request`` decoded, of kind TokenRequest)."""
-        meta = request.setdefault("metadata", {})
+        meta = request["metadata"] = request.get("metadata") or {}  # null as absent, as Go's decoder
         if meta.get("name") and meta["name"] != name:
             raise errors.invalid("TokenRequest", name, [Cause("FieldValueInvalid", f'Invalid value: "{meta["name"]}": '
                                  "must match the service account name if specified", "metadata.name")], GROUP)
@@ -80,7 +80,7 @@ class TokenRequests:
                 "FieldValueInvalid", f'Invalid value: "{meta["namespace"]}": must match the service account '
                 "namespace if specified", "metadata.namespace")], GROUP)
         account = await self._get("serviceaccounts", namespace, name)
-        spec = request.setdefault("spec", {})
+        spec = request["spec"] = request.get("spec") or {}
         spec["audiences"] = list(spec.get("audiences") or self.issuer.api_audiences)
         if spec.get("expirationSeconds") is None:
             spec["expirationSeconds"] = DEFAULT_EXPIRATION_SECONDS

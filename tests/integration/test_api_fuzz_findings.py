@@ -89,3 +89,12 @@ def test_an_unknown_field_with_a_control_character_still_gets_its_answer(client:
     assert resp.status_code == 201, resp.text
     assert resp.headers.get_list("warning") == ['299 - "unknown field \\"\\\\x15y\\""']
     assert client.get("/healthz").text == "ok"
+
+
+def test_a_token_request_with_null_metadata_and_spec(client: httpx.Client, ns: str) -> None:
+    path = f"/api/v1/namespaces/{ns}/serviceaccounts/nobody/token"
+    status(client.post(path, json={"metadata": None, "spec": None}), 404, "NotFound", '"nobody" not found')
+    assert client.post(f"/api/v1/namespaces/{ns}/serviceaccounts", json={"metadata": {"name": "sa"}}).status_code == 201
+    resp = client.post(f"/api/v1/namespaces/{ns}/serviceaccounts/sa/token", json={"metadata": None, "spec": None})
+    assert resp.status_code == 201, resp.text
+    assert resp.json()["status"]["token"]
