@@ -12,6 +12,7 @@ binds an ``Immediate`` claim; a bound claim grows where its class allows expansi
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,7 +185,7 @@ def test_a_pod_whose_claim_is_missing_stays_pending_until_it_exists(node: Node, 
     assert condition["status"] == "False" and condition["reason"] == "Unschedulable"
     assert 'nodes are available: persistentvolumeclaim "nope" not found.' in condition["message"]
     described = kubectl("-n", ns, "describe", "pod", "waiting").stdout
-    assert "Status:           Pending" in described
+    assert re.search(r"^Status:\s+Pending$", described, re.M), described  # the width follows the longest label
     assert "FailedScheduling" in described and 'persistentvolumeclaim "nope" not found' in described
     assert pod_phase(client, ns, "waiting") == "Pending"
 
