@@ -316,12 +316,19 @@ class Cluster:
         ComponentStatuses: kube's when free (with ``kubelet_base_port`` None, any free ones)."""
         if self.kubelet_base_port is None:
             return {name: free_port() for name in HEALTHZ_PORTS}
-        return {name: free_ports_from(port, 1, avoid={self.port})[0] for name, port in HEALTHZ_PORTS.items()}
+        chosen: dict[str, int] = {}
+        for name, port in HEALTHZ_PORTS.items():  # each avoids the others: neither is bound yet when the next is chosen
+            chosen[name] = free_ports_from(port, 1, avoid=self._reserved_ports() | set(chosen.values()))[0]
+        return chosen
+
+    def _reserved_ports(self) -> set[int]:
+        """Ports this cluster has chosen but its components may not have bound yet."""
+        return {self.port, self.secure_port, *self.healthz_ports.values()}
 
     def _kubelet_ports(self, count: int) -> list[int]:
         if self.kubelet_base_port is None:
             return [free_port() for _ in range(count)]
-        return free_ports_from(self.kubelet_base_port, count, avoid={self.port})
+        return free_ports_from(self.kubelet_base_port, count, avoid=self._reserved_ports())
 
     def _spawn_hollow(self, component: Component) -> _Pending:
         """kubemark's hollow nodes: one process registering ``hollow_nodes`` simulated Nodes."""
