@@ -54,6 +54,11 @@ def log_of(cluster: kubelab.Cluster, ns: str, pod: str) -> str:
 
 
 def test_an_in_cluster_client_lists_pods_once_a_role_binding_grants_it(cluster: kubelab.Cluster) -> None:
+    runtime = cluster.kubectl("get", "nodes", "-o",
+                              "jsonpath={.items[0].status.nodeInfo.containerRuntimeVersion}").stdout
+    if runtime.startswith("linux://"):
+        pytest.skip("the linux runtime's python image has the host interpreter but not the test venv's kubernetes "
+                    "package, which this pod's script imports (an image with the client is needed: issue 15)")
     cluster.kubectl("create", "namespace", "team")
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lister", "namespace": "team"},
            "spec": {"terminationGracePeriodSeconds": 1,
