@@ -54,11 +54,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--node-lease-renew-interval", type=float, default=10.0, help="seconds between Lease renewals")
     p.add_argument("--node-status-update-frequency", type=float, default=60.0,
                    help="seconds between node status posts")
-    p.add_argument("--runtime", choices=("auto", "linux", "process", "docker"), default="auto",
+    p.add_argument("--runtime", choices=("auto", "linux", "process", "docker"), default="process",
                    help="linux: Linux containers (namespaces, the image's root file system, cgroups; needs root); "
                         "process: each container is an OS process; docker: real containers through the Docker "
                         "engine at DOCKER_HOST or unix:///var/run/docker.sock; auto: linux where this host allows "
-                        "it, else process (default: %(default)s)")
+                        "it, else process (default: %(default)s; linux becomes the default once the seed "
+                        "walkthrough passes on it)")
     p.add_argument("--crashloop-backoff", type=float, default=10.0,
                    help="first CrashLoopBackOff delay in seconds, doubling to 300 (default: %(default)s)")
     p.add_argument("-v", "--v", dest="verbosity", type=int, default=1, help="log verbosity")

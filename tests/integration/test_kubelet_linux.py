@@ -39,7 +39,7 @@ def node(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nod
     if why is not None:
         pytest.skip(f"this host cannot run Linux containers: {why}")
     name = f"linux-{uuid.uuid4().hex[:10]}"
-    with running_node(api_url, name, root) as node:
+    with running_node(api_url, name, root, runtime="linux") as node:
         yield node
 
 

@@ -21,14 +21,15 @@ from support.wait import wait_for
 class Node:
     """One kubelet, restartable on the same root directory (it adopts its running containers)."""
 
-    def __init__(self, api_url: str, name: str, root: Path) -> None:
-        self.api_url, self.name, self.root = api_url, name, root
+    def __init__(self, api_url: str, name: str, root: Path, runtime: str = "process") -> None:
+        self.api_url, self.name, self.root, self.runtime = api_url, name, root, runtime
         self.port = free_port()
         self.kubelet = self._start()
 
     def _start(self) -> ComponentProcess:
         return ComponentProcess("kubelet", self.api_url, self.root / "kubelet.log", "--port", str(self.port),
-                                "--root-dir", str(self.root / "root"), "--node-name", self.name)
+                                "--root-dir", str(self.root / "root"), "--node-name", self.name,
+                                "--runtime", self.runtime)
 
     def restart(self, ns: str, pod: str, container: str) -> None:
         """Kill the kubelet (``kill -9``: a stopped kubelet stops its pods) and start it again; wait until it
@@ -49,9 +50,9 @@ class Node:
 
 
 @contextmanager
-def running_node(api_url: str, name: str, root: Path) -> Iterator[Node]:
+def running_node(api_url: str, name: str, root: Path, runtime: str = "process") -> Iterator[Node]:
     """A kubelet for the ``with`` block; afterwards it is stopped and every container it left is killed."""
-    node = Node(api_url, name, root)
+    node = Node(api_url, name, root, runtime)
     try:
         yield node
     finally:
