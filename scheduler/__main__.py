@@ -26,6 +26,7 @@ import uuid
 
 from aiohttp import web
 
+from apimachinery import errors
 from kubeclient import Clientset, LeaderElector
 
 from .config import Configuration, ConfigError, LeaderElection, load_config, parse_duration
@@ -125,10 +126,16 @@ class DebugServer:
 
 
 async def annotate_lease(client: Clientset, le: LeaderElection, endpoint: str) -> None:
+    # get + update, not patch: kube's system:kube-scheduler role may only get and update its lease.
     try:
-        await client.leases.patch(le.resource_name,
-                                  {"metadata": {"annotations": {DEBUG_ENDPOINT_ANNOTATION: endpoint}}},
-                                  "merge", le.resource_namespace)
+        for _ in range(5):
+            lease = await client.leases.get(le.resource_name, le.resource_namespace)
+            lease["metadata"].setdefault("annotations", {})[DEBUG_ENDPOINT_ANNOTATION] = endpoint
+            try:
+                await client.leases.update(lease)
+                return
+            except errors.Conflict:  # the elector renewed it meanwhile
+                continue
     except Exception as err:  # explain is a convenience; scheduling goes on
         log.warning("could not annotate lease %s/%s: %s", le.resource_namespace, le.resource_name, err)
 
