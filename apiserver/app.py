@@ -257,7 +257,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
         await registry.start()
         await reconcile_policy(registry)
         if "Node" in config.authorization_modes:
-            graph.start(registry.get("", "pods").cache)
+            graph.start(registry.get("", "pods").cache, registry.get("", "persistentvolumeclaims").cache)
         await crd_controller.start()
         autoregister.start()
         policy_status.start()
