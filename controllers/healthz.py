@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from aiohttp import web
 
+from kubeclient.informer import snapshot as informer_snapshot
+
 log = logging.getLogger(__name__)
 
 Check = Callable[[], bool]
@@ -39,6 +41,8 @@ class HealthServer:
         app = web.Application()
         for path in ("/healthz", "/livez", "/readyz"):
             app.router.add_get(path, self._healthz)
+        app.router.add_get("/debug/informers",
+                           lambda _: web.json_response(informer_snapshot("kube-controller-manager")))
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -112,6 +113,9 @@ class CacheWatcher:
         self.error: StatusError | None = None
         self._restamp = restamp
         self._on_stop: Callable[[CacheWatcher], None] | None = None
+        # For /debug/watches: the newest revision queued, and since when the queue has been non-empty.
+        self.last_queued_rv = 0
+        self.pending_since = 0.0
 
     def offer(self, event: CacheEvent) -> None:
         """Convert a cache event as the watcher's selectors see it, and enqueue it (never blocks)."""
@@ -134,7 +138,10 @@ class CacheWatcher:
         else:
             return
         try:
+            if self.queue.empty():
+                self.pending_since = time.monotonic()
             self.queue.put_nowait(out)
+            self.last_queued_rv = event.rv
         except asyncio.QueueFull:
             log.warning("closing a watcher that fell %d events behind", self.queue.maxsize)
             self.close()
