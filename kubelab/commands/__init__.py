@@ -34,7 +34,6 @@ COMMANDS: tuple[Command, ...] = (
     Command("explain", "kubelab.commands.explain", "show why the scheduler placed a pod where it did, or could not"),
     Command("what-if", "kubelab.commands.whatif",
             "show where pods would go after a drain, cordon, taint, node deletion or new pods (changes nothing)"),
-    Command("ui", "kubelab.commands.ui", "serve the web console (live nodes × pods, traces, explanations, watches)"),
     Command("image", "kubelab.commands.image", "load an image tarball (docker save, OCI layout) onto the nodes"),
     Command("user", "kubelab.commands.user", "give a user a client certificate and a kubeconfig (through a CSR)"),
     *(Command(c.name, "kubelab.commands.component", f"run {c.summary}", passthrough=True) for c in COMPONENTS.values()),
