@@ -326,7 +326,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     @app.get("/debug/watches", include_in_schema=False)
     async def debug_watches() -> Response:
         """The watch streams this apiserver serves (handlers/watches.py)."""
-        return json_response(watches.document(await storage.current_revision()))
+        return json_response(await watches.document(await storage.current_revision()))
 
     @app.get("/version", include_in_schema=False)
     async def version() -> Response:

@@ -2,12 +2,14 @@
 
 Each stream ``serve_watch`` opens registers a ``WatchStream`` here and drops it when it ends; the stream itself
 only adds to two integers per event written (``sent`` and ``rv``), so the registry costs nothing while nobody
-asks. A request for the document reads etcd's current revision once and renders every stream:
+asks. A request for the document asks etcd once per watched resource how far the
+resource's watch cache is (``WatchCache.position``) and renders every stream:
 
 * ``resourceVersion``: the last revision written to the client;
-* ``lag.revisions``: etcd's revision minus the stream's position — its last queued-and-sent revision while
-  nothing waits in its queue (then it is as current as the watch cache of its resource), else the last revision
-  written; ``lag.seconds``: for how long events have been waiting in its queue (0 when none wait);
+* ``lag.revisions``: etcd's revision minus the stream's position — the position of its resource's watch cache
+  while nothing waits in its queue (a cache with nothing in flight is at etcd's revision: lag 0), else the last
+  revision written to it; ``lag.seconds``: for how long events have been waiting in its queue (0 when none
+  wait);
 * ``eventsSent`` and ``eventsPerSecond`` (over the stream's life, or the last ``RATE_WINDOW`` seconds).
 
 It is a non-resource path, authorized as any other (kube's ``cluster-admin`` has ``nonResourceURLs: ["*"]``,
@@ -16,6 +18,7 @@ It is a non-resource path, authorized as any other (kube's ``cluster-admin`` has
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,9 +59,9 @@ class WatchStream:
             return self.sent / age
         return (self.sent - earlier[1]) / (now - earlier[0])
 
-    def to_dict(self, etcd_revision: int) -> dict[str, Any]:
+    def to_dict(self, etcd_revision: int, cache_position: int) -> dict[str, Any]:
         pending = not self.watcher.queue.empty()
-        position = self.rv if pending else max(self.rv, self.cache.rv, self.watcher.last_queued_rv)
+        position = self.rv if pending else max(self.rv, cache_position)
         return {"user": self.user, "userAgent": self.user_agent, "resource": self.resource,
                 "namespace": self.namespace, "labelSelector": self.label_selector,
                 "fieldSelector": self.field_selector, "resourceVersion": str(self.rv),
@@ -77,7 +80,12 @@ def register(stream: WatchStream) -> WatchStream:
     return stream
 
 
-def document(etcd_revision: int) -> dict[str, Any]:
-    items = sorted((s.to_dict(etcd_revision) for s in list(ACTIVE)),
+async def document(etcd_revision: int) -> dict[str, Any]:
+    """The ``/debug/watches`` body; ``etcd_revision`` is used when no stream is open."""
+    streams = list(ACTIVE)
+    caches = list({id(s.cache): s.cache for s in streams}.values())
+    positions = dict(zip((id(c) for c in caches), await asyncio.gather(*(c.position() for c in caches))))
+    etcd_revision = max([etcd_revision, *(revision for revision, _ in positions.values())])
+    items = sorted((s.to_dict(etcd_revision, positions[id(s.cache)][1]) for s in streams),
                    key=lambda d: (d["resource"], d["user"], d["userAgent"]))
     return {"kind": "WatchList", "etcdRevision": etcd_revision, "items": items}
