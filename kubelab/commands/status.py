@@ -114,4 +114,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"kubelab in {data_dir}: apiserver {state.api_url}{secure} ({supervisor_of(state)}), "
           f"kubeconfig {state.kubeconfig}{nodes}")
     print(render_table(HEADERS, rows))
+    if state.console_url:
+        print(f"web console: {state.console_url}")
     return 0 if rows and all(row[3] in ("ok", "running") for row in rows) else 1

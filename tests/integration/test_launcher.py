@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import os
 import queue
+import re
 import signal
 import socket
 import ssl
@@ -143,8 +144,11 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
     rows = {line.split()[0]: line.split() for line in lines[2:]}
     assert rows["etcd"][3] == "ok"
     assert rows["apiserver"][2:4] == [str(port), "ok"]
-    for name in ("controller-manager", "scheduler"):  # on kube's ports, found from the URL they print
+    for name in ("controller-manager", "scheduler", "ui"):  # on kube's ports, found from the URL they print
         assert rows[name][2].isdigit() and rows[name][3] == "ok", rows[name]
+    console = re.search(r"web console: (http://127.0.0.1:\d+/)", up.stdout)
+    assert console and f"web console: {console.group(1)}" in status.stdout, up.stdout + status.stdout
+    assert "Nodes × pods" in httpx.get(console.group(1), timeout=5).text
     cs = httpx.get(f"http://127.0.0.1:{port}/api/v1/componentstatuses", timeout=10).json()["items"]
     assert [(c["metadata"]["name"], c["conditions"][0]["status"]) for c in cs] == [
         ("controller-manager", "True"), ("etcd-0", "True"), ("scheduler", "True")]
