@@ -156,3 +156,22 @@ def test_whatif_page_asks_the_scheduler(cluster: dict[str, Any], browser: Browse
                              ".textContent)", what="the scheduler's answer")
     assert "No pod would move." in answer
     browser.screenshot(screens / "5-whatif.png")
+
+
+def test_unschedulable_pod_page_shows_the_nearest_node_and_the_change(cluster: dict[str, Any], browser: Browser,
+                                                                      screens: Path) -> None:
+    ns, client = cluster["ns"], cluster["client"]
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": cluster["nodes"]}]}]}}}
+    body = {"metadata": {"name": "huge"},
+            "spec": {"schedulerName": cluster["scheduler"], "affinity": affinity,
+                     "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "600"],
+                                     "resources": {"requests": {"cpu": "4000"}}}]}}
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+    browser.goto(f"{cluster['url'].rstrip('/')}/pod/{ns}/huge")
+    text = browser.wait_js("(t => t.includes('Nearest node:') && t)(document.querySelector('#explain').textContent)",
+                           timeout=60, what="the nearest node")
+    assert "Unschedulable" in text and "Insufficient cpu" in text
+    assert re.search(rf"Nearest node: {ns}-n[12] \(1 change away\)", text), text
+    assert re.search(r"lacks \d+ cpu: the pod requests \S+, ", text), text
+    browser.screenshot(screens / "6-unschedulable.png")
