@@ -116,6 +116,10 @@ class DebugServer:
                                       "message": f"no scheduling attempt recorded for pod {key}"}, status=404)
         return web.json_response(attempt.to_dict())
 
+    @staticmethod
+    async def _informers(request: web.Request) -> web.Response:
+        return web.json_response(informer_snapshot("kube-scheduler"))
+
     async def _whatif(self, request: web.Request) -> web.Response:
         try:
             change = parse_change(await request.json())
@@ -142,7 +146,7 @@ class DebugServer:
             app.router.add_get(path, lambda _: web.Response(text="ok"))
         app.router.add_get("/debug/explain/{namespace}/{name}", self._explain)
         app.router.add_post("/debug/whatif", self._whatif)
-        app.router.add_get("/debug/informers", lambda _: web.json_response(informer_snapshot("kube-scheduler")))
+        app.router.add_get("/debug/informers", self._informers)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
