@@ -59,7 +59,7 @@ class Console:
         self.client = client
         self.providers = providers or Providers()
         self.feed = Feed(client)
-        self.sources = Sources(client, components)
+        self.sources = Sources(client, self.feed.nodes.store.list, components)
         self._runner: web.AppRunner | None = None
         self.port = 0
 

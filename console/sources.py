@@ -11,6 +11,7 @@ that does not answer is listed with its error, the others still are.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -31,8 +32,10 @@ class SourceError(Exception):
 
 
 class Sources:
-    def __init__(self, client: Clientset, components: dict[str, str] | None = None) -> None:
+    def __init__(self, client: Clientset, nodes: Callable[[], list[Object]],
+                 components: dict[str, str] | None = None) -> None:
         self.client = client
+        self.nodes = nodes  # the console's node informer: finding the kubelets costs no request
         self.components = dict(components or {})
         self._session: aiohttp.ClientSession | None = None
 
@@ -66,9 +69,9 @@ class Sources:
             raise SourceError(f"the scheduler's lease has no {DEBUG_ENDPOINT_ANNOTATION} annotation")
         return str(endpoint).rstrip("/")
 
-    async def kubelets(self) -> dict[str, str]:
+    def kubelets(self) -> dict[str, str]:
         out = {}
-        for node in (await self.client.nodes.list()).get("items") or []:
+        for node in self.nodes():
             status = node.get("status") or {}
             port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
             addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
@@ -102,10 +105,7 @@ class Sources:
             targets.setdefault("scheduler", await self.scheduler())
         except SourceError as err:
             failed.append({"component": "scheduler", "url": "", "error": str(err), "items": []})
-        try:
-            targets.update({k: v for k, v in (await self.kubelets()).items() if k not in targets})
-        except errors.StatusError:
-            pass
+        targets.update({k: v for k, v in self.kubelets().items() if k not in targets})
         jobs = [self._informers_of(name, url) for name, url in sorted(targets.items()) if url]
         results = list(await asyncio.gather(*jobs))
         return failed + results
