@@ -50,7 +50,7 @@ def cluster(api_url: str, module_ns: str, tmp_path_factory: pytest.TempPathFacto
                            timeout=60, what="the console's URL")
             for node in nodes:
                 wait_for(lambda node=node: client.get(f"/api/v1/nodes/{node}").status_code == 200, what=node)
-            yield {"ns": ns, "nodes": nodes, "scheduler": name, "url": url, "client": client}
+            yield {"ns": ns, "nodes": nodes, "scheduler": name, "url": url, "client": client, "logs": root}
     finally:
         if console is not None:
             console.stop()
@@ -62,9 +62,13 @@ def cluster(api_url: str, module_ns: str, tmp_path_factory: pytest.TempPathFacto
 
 @pytest.fixture(scope="module")
 def screens(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("console-screenshots")
-    print(f"console screenshots: {path}")
-    return path
+    return tmp_path_factory.mktemp("console-screenshots")
+
+
+@pytest.fixture(autouse=True)
+def announce_screens(screens: Path, cluster: dict[str, Any]) -> None:
+    """Printed in every test's set-up, so a failure report shows where its screenshots and logs are."""
+    print(f"console screenshots: {screens}; console {cluster['url']}, logs in {cluster['logs']}")
 
 
 @pytest.fixture(scope="module")
