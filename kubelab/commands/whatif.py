@@ -110,9 +110,12 @@ def _where(entry: dict[str, Any]) -> str:
 
 def render(result: dict[str, Any]) -> str:
     change = result.get("change", {})
-    what = change.get("action", "")
+    what = change.get("action", "").replace("delete-node", "delete node")
     target = change.get("node") or ", ".join(change.get("pods") or [])
-    lines = [f"What if: {what} {target}".rstrip() + f" ({result.get('nodes', 0)} nodes left to schedule on)"]
+    taint = change.get("taint")
+    if taint:
+        target += f" {taint['key']}{'=' + taint['value'] if taint.get('value') else ''}:{taint['effect']}"
+    lines = [f"What if: {what} {target} ({result.get('nodes', 0)} node(s) to schedule on after the change)"]
     pods = result.get("pods") or []
     if not pods:
         lines.append("No pod would move.")

@@ -102,3 +102,23 @@ def test_equally_scored_nodes_are_reported() -> None:
 def test_bad_changes_are_refused(body: dict[str, Any]) -> None:
     with pytest.raises(ChangeError):
         parse_change(body)
+
+
+def test_cli_renders_blocked_equal_and_pending_pods() -> None:
+    import argparse
+
+    from kubelab.commands.whatif import parse_taint, render
+
+    assert parse_taint("dedicated=gpu:NoExecute") == {"key": "dedicated", "value": "gpu", "effect": "NoExecute"}
+    assert parse_taint("k:NoSchedule") == {"key": "k", "effect": "NoSchedule"}
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_taint("k=v:Sometimes")
+    pinned = pod("solo-1", "n1", nodeSelector={"kubernetes.io/hostname": "n1"})
+    cache = cluster(pod("db-1", "n1"), pod("web-1", "n1"), pinned)
+    text = render(simulate(Change("drain", "n1"), cache, [pdb("db", 0)], runner_for))
+    lines = text.splitlines()
+    assert lines[0] == "What if: drain n1 (3 node(s) to schedule on after the change)"
+    assert any(line.split()[:4] == ["default/db-1", "n1", "blocked", "stays"] for line in lines)
+    web = next(line for line in lines if line.startswith("default/web-1"))
+    assert "same score)" in web and ("n2 (or n3" in web or "n3 (or n2" in web)
+    assert "default/solo-1: Pending: 0/3 nodes are available:" in text
