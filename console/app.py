@@ -102,7 +102,7 @@ class Console:
                 except TimeoutError:
                     message = b": keepalive\n\n"
                 await resp.write(message)
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:  # the browser went away (a cancellation propagates: shutdown)
             pass
         finally:
             self.feed.unsubscribe(queue)
