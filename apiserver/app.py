@@ -60,7 +60,7 @@ from .authz.rbac import RBACAuthorizer
 from .authz.reconcile import reconcile as reconcile_policy
 from .authz.rules import compile_rules
 from .autoregister import AutoRegister, served_group_versions
-from .handlers import discovery, openapi, proxy
+from .handlers import discovery, openapi, proxy, watches
 from .handlers.request import limit_body, parse_path
 from .handlers.rest import RESTHandler, json_response, status_response
 from .handlers.subresources import bind
@@ -322,6 +322,11 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
 
     for path in ("/healthz", "/livez", "/readyz"):
         app.add_api_route(path, health, methods=["GET"], include_in_schema=False)
+
+    @app.get("/debug/watches", include_in_schema=False)
+    async def debug_watches() -> Response:
+        """The watch streams this apiserver serves (handlers/watches.py)."""
+        return json_response(await watches.document(await storage.current_revision()))
 
     @app.get("/version", include_in_schema=False)
     async def version() -> Response:
