@@ -27,7 +27,7 @@ import uuid
 from aiohttp import web
 
 from apimachinery import errors
-from kubeclient import Clientset, LeaderElector
+from kubeclient import Clientset, LeaderElector, metrics
 
 from .config import Configuration, ConfigError, LeaderElection, load_config, parse_duration
 from .scheduler import Scheduler
@@ -87,7 +87,7 @@ def configuration(args: argparse.Namespace) -> Configuration:
 
 
 class DebugServer:
-    """``/healthz`` and ``/debug/explain/{namespace}/{name}`` over aiohttp."""
+    """``/healthz``, ``/metrics`` and ``/debug/explain/{namespace}/{name}`` over aiohttp."""
 
     def __init__(self, scheduler: Scheduler, host: str, port: int) -> None:
         self.scheduler = scheduler
@@ -113,6 +113,7 @@ class DebugServer:
         for path in ("/healthz", "/livez", "/readyz"):
             app.router.add_get(path, lambda _: web.Response(text="ok"))
         app.router.add_get("/debug/explain/{namespace}/{name}", self._explain)
+        app.router.add_get("/metrics", metrics.serve)  # scheduler_* (scheduler.metrics), rest_client_*, process_*
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
