@@ -7,16 +7,20 @@
   ``apiserver_request_duration_seconds`` — verbs as kube reports them: ``GET`` vs ``LIST`` by scope, ``WATCH``,
   ``APPLY`` for a server-side apply PATCH, ``POST``/``PUT``/``PATCH``/``DELETE``; scope ``resource`` (a name, or
   a create), ``namespace``, ``cluster``, or empty for non-resource paths (whose path is the subresource, as
-  ``/healthz`` in kube). A watch is counted when it ends, as kube counts it.
+  ``/healthz`` in kube); ``CONNECT`` for exec, attach, port-forward and proxy (over SPDY or a websocket). A
+  long-running request (a watch, a stream to a pod) is counted when it ends, as kube counts it.
 * ``apiserver_request_sli_duration_seconds``: the same without long-running requests (watches), kube's SLI.
-* ``apiserver_longrunning_requests{verb="WATCH",…}``: watches open now.
+* ``apiserver_response_sizes``: the bytes of each GET and LIST response.
+* ``apiserver_longrunning_requests{verb="WATCH",…}``: watches open now (kube 1.25 removed
+  ``apiserver_registered_watchers`` in its favour).
 * ``apiserver_current_inflight_requests{request_kind=readOnly|mutating}``: requests being served now, long-running
   ones excluded (kube reports the last second's high-water mark; this is the current count).
 * ``apiserver_watch_events_total`` and ``apiserver_watch_events_sizes{group,version,kind}``: each event a watch
   sends (``watch_event_series``, used by the watch handler).
 
-Cost: one path parse (``request_attributes``, shared with authorization) and a dictionary look-up for the label
-set's series; the counter and histogram updates are prometheus_client's (a few microseconds).
+Cost: a dictionary look-up of the request's labels (a path parse, ``request_attributes`` as authorization makes
+it, only for a request not seen lately: ``cached_labels``) and of their series, and the lock-free counter and
+histogram updates of ``apimachinery.metrics``: about a microsecond or two in all.
 """
 
 from __future__ import annotations
@@ -26,15 +30,16 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
-from prometheus_client import Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from apimachinery.metrics import exponential_buckets
+from apimachinery.metrics import Counter, Gauge, Histogram, exponential_buckets
 
 from .authz.filter import request_attributes
 
 COMPONENT = "apiserver"
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
+CONNECT_SUBRESOURCES = frozenset({"exec", "attach", "portforward", "proxy"})  # kube reports these as CONNECT
+LONG_RUNNING_SUBRESOURCES = CONNECT_SUBRESOURCES | {"log"}
 _LABELS = ["verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component"]
 _LONG_RUNNING_LABELS = ["verb", "group", "version", "resource", "subresource", "scope", "component"]
 
@@ -54,6 +59,9 @@ LONG_RUNNING = Gauge(
     "apiserver_longrunning_requests", "[STABLE] Gauge of all active long-running apiserver requests broken out by "
     "verb, group, version, resource, scope and component. Not all requests are tracked this way.",
     _LONG_RUNNING_LABELS)
+RESPONSE_SIZES = Histogram(
+    "apiserver_response_sizes", "[STABLE] Response size distribution in bytes for each group, version, verb, "
+    "resource, subresource, scope and component.", _LONG_RUNNING_LABELS, buckets=exponential_buckets(1000, 10.0, 7))
 INFLIGHT = Gauge("apiserver_current_inflight_requests", "[STABLE] Maximal number of currently used inflight "
                  "request limit of this apiserver per request kind in last second.", ["request_kind"])
 _READ_ONLY, _MUTATING = INFLIGHT.labels("readOnly"), INFLIGHT.labels("mutating")
@@ -65,6 +73,9 @@ WATCH_EVENT_SIZES = Histogram("apiserver_watch_events_sizes", "Watch event size 
 Labels = tuple[str, str, str, str, str, str, str, str]
 _series: dict[Labels, tuple[Any, Any | None]] = {}
 _counters: dict[tuple[Labels, int], Any] = {}
+_size_series: dict[Labels, Any] = {}
+LABELS_SEEN_MAX = 4096
+_labels_seen: dict[tuple[str, str, bytes, str], tuple[Labels, bool]] = {}
 
 
 def watch_event_series(group: str, version: str, kind: str) -> tuple[Any, Any]:
@@ -77,7 +88,8 @@ def _true(query: Mapping[str, list[str]], name: str) -> bool:
 
 
 def request_labels(scope: Scope) -> tuple[Labels, bool]:
-    """kube's labels of one request, and whether it is long-running (a watch)."""
+    """kube's labels of one request, and whether it is long-running (a watch, a stream to a pod: kube's
+    ``longRunningRequestCheck``)."""
     attrs = request_attributes(scope)
     method: str = scope.get("method", "GET")
     raw_query = scope.get("query_string", b"")
@@ -85,12 +97,12 @@ def request_labels(scope: Scope) -> tuple[Labels, bool]:
     dry_run = ",".join(sorted(set(query.get("dryRun", []))))
     if "path" in attrs:  # non-resource: the path stands in the subresource label, as kube's
         return (method, dry_run, "", "", "", attrs["path"], "", COMPONENT), False
-    verb = attrs["verb"]
+    verb, subresource = attrs["verb"], attrs["subresource"]
     watch = verb == "watch" or (verb == "get" and _true(query, "watch"))
     where = "resource" if attrs["name"] or verb == "create" else "namespace" if attrs["namespace"] else "cluster"
-    if attrs["resource"] == "namespaces" and not attrs["name"] and verb != "create":
-        where = "cluster"
-    if watch:
+    if subresource in CONNECT_SUBRESOURCES:
+        reported = "CONNECT"
+    elif watch:
         reported = "WATCH"
     elif method in ("GET", "HEAD"):
         reported = "GET" if where == "resource" else "LIST"
@@ -98,8 +110,22 @@ def request_labels(scope: Scope) -> tuple[Labels, bool]:
         reported = "APPLY"
     else:
         reported = method
-    return (reported, dry_run, attrs["group"], attrs["version"], attrs["resource"], attrs["subresource"], where,
-            COMPONENT), watch
+    return (reported, dry_run, attrs["group"], attrs["version"], attrs["resource"], subresource, where,
+            COMPONENT), watch or subresource in LONG_RUNNING_SUBRESOURCES
+
+
+def cached_labels(scope: Scope) -> tuple[Labels, bool]:
+    """``request_labels``, remembered for the same method, path, query and (for PATCH) content type: clients
+    repeat requests (creates into one collection, an object's status writes, informers' lists), and parsing the
+    path costs more than the metrics themselves. The memory is bounded: full, it starts again."""
+    method = scope.get("method", "GET")
+    key = (method, scope["path"], scope.get("query_string", b""), _content_type(scope) if method == "PATCH" else "")
+    known = _labels_seen.get(key)
+    if known is None:
+        if len(_labels_seen) >= LABELS_SEEN_MAX:
+            _labels_seen.clear()
+        known = _labels_seen[key] = request_labels(scope)
+    return known
 
 
 def _content_type(scope: Scope) -> str:
@@ -116,23 +142,31 @@ class RequestMetrics:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         started = time.monotonic()
-        labels, long_running = request_labels(scope)
-        status = [500]  # a handler that fails before it answers: what the client then sees
+        labels, long_running = cached_labels(scope)
+        # The code (a handler that fails before it answers: what the client sees; a websocket refused before it
+        # is accepted: 403) and the response's size.
+        status = [500 if scope["type"] == "http" else 403, 0]
+        sized = labels[0] in ("GET", "LIST")  # kube measures the response sizes of reads only
 
         async def send_recording(message: Message) -> None:
-            if message["type"] == "http.response.start":
+            kind = message["type"]
+            if kind in ("http.response.start", "websocket.http.response.start"):
                 status[0] = message["status"]
+            elif kind == "websocket.accept":
+                status[0] = 101
+            elif sized:
+                status[1] += len(message.get("body", b""))
             await send(message)
 
         if long_running:
             gauge = LONG_RUNNING.labels(labels[0], *labels[2:])
             gauge.inc()
         else:
-            inflight = _READ_ONLY if scope["method"] in ("GET", "HEAD") else _MUTATING
+            inflight = _READ_ONLY if scope.get("method") in ("GET", "HEAD") else _MUTATING
             inflight.inc()
         try:
             await self.app(scope, receive, send_recording)
@@ -143,6 +177,8 @@ class RequestMetrics:
                 inflight.dec()
             if status[0] != 404 or labels[6]:  # an unknown path is not a series (kube leaves 404s of paths out)
                 _observe(labels, long_running, status[0], time.monotonic() - started)
+                if sized:
+                    _sizes(labels).observe(status[1])
 
 
 def _observe(labels: Labels, long_running: bool, code: int, seconds: float) -> None:
@@ -158,3 +194,9 @@ def _observe(labels: Labels, long_running: bool, code: int, seconds: float) -> N
         counter = _counters[(labels, code)] = REQUESTS.labels(*labels, str(code))
     counter.inc()
 
+
+def _sizes(labels: Labels) -> Any:
+    series = _size_series.get(labels)
+    if series is None:
+        series = _size_series[labels] = RESPONSE_SIZES.labels(labels[0], *labels[2:])
+    return series

@@ -6,9 +6,10 @@ exposes ``rest_client_requests_total{code,host,method}`` and ``rest_client_reque
 on its ``/metrics``, and every named queue (``Controller`` queues carry kube's names: ``replicaset``,
 ``deployment``, ``endpoint_slice`` …) its ``workqueue_*`` series. Unnamed queues are not measured, as in client-go.
 
-Cost: a request or a queue operation costs a dictionary look-up and one or two counter/histogram updates; the
-``workqueue_unfinished_work_seconds`` and ``workqueue_longest_running_processor_seconds`` gauges are computed when
-scraped (client-go refreshes them every 500 ms), so idle queues cost nothing.
+Cost: a request or a queue operation costs a dictionary look-up and one or two lock-free counter/histogram updates
+(``apimachinery.metrics``); the ``workqueue_unfinished_work_seconds`` and
+``workqueue_longest_running_processor_seconds`` gauges are computed when scraped (client-go refreshes them every
+500 ms), so idle queues cost nothing.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import weakref
 from collections.abc import Hashable, Iterator
 
 from aiohttp import web
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from apimachinery.metrics import CONTENT_TYPE, exponential_buckets, scrape
+from apimachinery.metrics import CONTENT_TYPE, Counter, Gauge, Histogram, exponential_buckets, scrape
 
 # --- the REST client ---------------------------------------------------------------------------------------------
 REQUEST_LATENCY = Histogram(
@@ -32,20 +33,12 @@ REQUEST_RESULT = Counter(
     "rest_client_requests_total", "Number of HTTP requests, partitioned by status code, method, and host.",
     ["code", "method", "host"])
 
-_latency_children: dict[tuple[str, str], Histogram] = {}
-_result_children: dict[tuple[str, str, str], Counter] = {}
 
 
 def observe_request(method: str, host: str, code: str, seconds: float) -> None:
     """One request's result (``code``: the status, or ``<error>`` when no response came) and latency."""
-    latency = _latency_children.get((method, host))
-    if latency is None:
-        latency = _latency_children[(method, host)] = REQUEST_LATENCY.labels(method, host)
-    latency.observe(seconds)
-    result = _result_children.get((code, method, host))
-    if result is None:
-        result = _result_children[(code, method, host)] = REQUEST_RESULT.labels(code, method, host)
-    result.inc()
+    REQUEST_LATENCY.labels(method, host).observe(seconds)
+    REQUEST_RESULT.labels(code, method, host).inc()
 
 
 # --- workqueues --------------------------------------------------------------------------------------------------

@@ -13,11 +13,11 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from apimachinery.metrics import exponential_buckets
+from apimachinery.metrics import Counter, Gauge, Histogram, exponential_buckets
 
 _POD_START_BUCKETS = [0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200,
                       1800, 2700, 3600]

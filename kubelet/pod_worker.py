@@ -140,7 +140,9 @@ class PodWorker:
         self._changed = asyncio.Event()
         self._seen = time.monotonic()  # kubelet_pod_start_duration_seconds counts from here
         self._pulling = 0.0  # seconds spent pulling images: not part of kubelet_pod_start_sli_duration_seconds
-        self._start_observed = bool(pod["metadata"].get("deletionTimestamp"))
+        # Started before (a kubelet restart adopts it) or being deleted: not a start to count.
+        self._start_observed = bool(pod["metadata"].get("deletionTimestamp")) or \
+            (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")
         if not self._start_observed:
             metrics.STARTED_PODS.inc()
         self.task = asyncio.create_task(self._run(), name=f"pod {self.key}")

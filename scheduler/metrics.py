@@ -10,15 +10,16 @@ the node table (``runner.py``) and have no per-extension-point timing.
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Iterator
 from typing import Protocol
 
-from prometheus_client import REGISTRY, Counter, Histogram
+from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from apimachinery.metrics import exponential_buckets
+from apimachinery.metrics import Counter, Histogram, exponential_buckets
 
 SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
 
@@ -49,7 +50,6 @@ PREEMPTION_ATTEMPTS = Counter("scheduler_preemption_attempts_total",
 PREEMPTION_VICTIMS = Histogram("scheduler_preemption_victims", "Number of selected preemption victims",
                                buckets=exponential_buckets(1, 2, 7))
 
-_incoming: dict[tuple[str, str], Counter] = {}
 
 
 def pod_scheduled(profile: str, seconds: float, attempts: int, since_first_attempt: float) -> None:
@@ -66,12 +66,14 @@ def pod_failed(result: str, profile: str, seconds: float) -> None:
     ATTEMPT_DURATION.labels(result, profile).observe(seconds)
 
 
+def extension_point(point: str, status: str, profile: str, started: float) -> None:
+    """The plugins of ``point`` ran from ``started`` (``time.monotonic()``) until now and returned ``status``."""
+    EXTENSION_POINT_DURATION.labels(point, status, profile).observe(time.monotonic() - started)
+
+
 def incoming(queue: str, event: str) -> None:
     """A pod entered the ``active``, ``backoff`` or ``unschedulable`` queue because of ``event``."""
-    child = _incoming.get((queue, event))
-    if child is None:
-        child = _incoming[(queue, event)] = INCOMING_PODS.labels(queue, event)
-    child.inc()
+    INCOMING_PODS.labels(queue, event).inc()
 
 
 class PendingCounts(Protocol):

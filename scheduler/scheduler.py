@@ -185,9 +185,8 @@ class Scheduler:
             log.exception("preemption for %s failed", pod_key(pod))
             return PostFilterResult(None)
         if result is not None:
-            metrics.EXTENSION_POINT_DURATION.labels(
-                "PostFilter", "Success" if result.candidate is not None else "Unschedulable",
-                runner.profile.scheduler_name).observe(time.monotonic() - started)
+            metrics.extension_point("PostFilter", "Success" if result.candidate is not None else "Unschedulable",
+                                    runner.profile.scheduler_name, started)
             metrics.PREEMPTION_ATTEMPTS.inc()
             if result.candidate is not None:
                 metrics.PREEMPTION_VICTIMS.observe(len(result.candidate.victims))
@@ -235,24 +234,23 @@ class Scheduler:
         pod = info.pod
         profile = self._runner_of(pod).profile.scheduler_name
         async with self._binds:
-            point = "PreBind"
+            point, begun = "PreBind", time.monotonic()
             try:
-                begun = time.monotonic()
                 await self._pre_bind(pod, node_name)
-                point, bound = "Bind", time.monotonic()
-                metrics.EXTENSION_POINT_DURATION.labels("PreBind", "Success", profile).observe(bound - begun)
+                metrics.extension_point(point, "Success", profile, begun)
+                point, begun = "Bind", time.monotonic()
                 await self.client.pods.bind(pod, node_name)
             except errors.StatusError as err:
                 log.warning("binding %s to %s failed: %s", info.key, node_name, err)
-                metrics.EXTENSION_POINT_DURATION.labels(point, "Error", profile).observe(time.monotonic() - begun)
+                metrics.extension_point(point, "Error", profile, begun)
                 metrics.pod_failed(metrics.ERROR, profile, time.monotonic() - started)
                 if self.cache.is_assumed(info.key):  # as ForgetPod: not once the watch has shown the pod bound
                     self.cache.forget_pod(info.key)
                     self.queue.move_all_to_active_or_backoff("BindFailed")
                 self._scheduler_error(info, str(err))
                 return
+        metrics.extension_point(point, "Success", profile, begun)
         now = time.monotonic()
-        metrics.EXTENSION_POINT_DURATION.labels("Bind", "Success", profile).observe(now - bound)
         first = info.initial_attempt
         metrics.pod_scheduled(profile, now - started, info.attempts,
                               self.queue.clock() - first if first is not None else now - started)

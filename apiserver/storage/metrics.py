@@ -16,9 +16,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
-from prometheus_client import REGISTRY, Counter, Histogram
+from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from apimachinery.metrics import Counter, Histogram
 
 from .etcd3 import EtcdStorage, KeyValue
 

@@ -70,7 +70,9 @@ def cluster(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 def pod(name: str, node: str | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"terminationGracePeriodSeconds": 1, "schedulerName": SCHEDULER_NAME,
+    """A pod for this module's scheduler (with ``node``), else one that no scheduler takes."""
+    spec: dict[str, Any] = {"terminationGracePeriodSeconds": 1,
+                            "schedulerName": SCHEDULER_NAME if node is not None else "nobody",
                             "containers": [{"name": "main", "image": "python",
                                             "command": ["python3", "-c", "import time; time.sleep(100000)"]}]}
     if node is not None:
