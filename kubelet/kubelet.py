@@ -88,11 +88,11 @@ class Kubelet:
         path = container_field_path(pod, container) if container is not None else None
         self.recorder.event(pod, kind, reason, message, field_path=path)  # type: ignore[arg-type]
 
-    def pod_container_states(self) -> Iterator[list[dict[str, Any]]]:
-        """The containers' states of each live pod worker (``kubelet_running_pods``, ``…_containers``)."""
+    def pod_container_statuses(self) -> Iterator[list[dict[str, Any]]]:
+        """The containerStatuses of each live pod worker (``kubelet_running_pods``, ``…_containers``)."""
         for worker in list(self.workers.values()):
             if not worker.task.done():
-                yield [record.status["state"] for record in worker.containers.values() if record.status]
+                yield [record.status for record in worker.containers.values() if record.status]
 
     def worker_for(self, namespace: str, name: str) -> PodWorker | None:
         for worker in self.workers.values():

@@ -45,19 +45,26 @@ RUNTIME_OPERATIONS_DURATION = Histogram(
 
 
 def runtime_operation(operation: str, seconds: float) -> None:
-    """One call into the container runtime (``run_podsandbox``, ``start_container``, ``stop_container`` …)."""
+    """One call into the container runtime (``start_container``, ``stop_container``)."""
     RUNTIME_OPERATIONS.labels(operation).inc()
     RUNTIME_OPERATIONS_DURATION.labels(operation).observe(seconds)
 
 
 class Kubelets(Protocol):
-    def pod_container_states(self) -> Iterable[Iterable[Mapping[str, Any]]]:
-        """The container states of each live pod worker."""
+    def pod_container_statuses(self) -> Iterable[Iterable[Mapping[str, Any]]]:
+        """The containerStatuses of each live pod worker."""
         ...
 
 
-# kube's container_state values, from the containerStatus state a pod worker reports.
-_STATES = {"running": "running", "terminated": "exited", "waiting": "created"}
+def container_state(status: Mapping[str, Any]) -> str | None:
+    """kube's ``container_state`` of a containerStatus: the runtime's view, so a container waiting to restart is
+    the ``exited`` one it was, and one waiting for its first start (an image pull) is no container yet (None)."""
+    state = next(iter(status.get("state") or {}), "")
+    if state == "running":
+        return "running"
+    if state == "terminated" or (state == "waiting" and "terminated" in (status.get("lastState") or {})):
+        return "exited"
+    return None if state == "waiting" else "unknown"
 
 
 class _Running(Collector):
@@ -70,11 +77,11 @@ class _Running(Collector):
         pods = 0
         containers = dict.fromkeys(("created", "running", "exited", "unknown"), 0)
         for kubelet in list(self.kubelets):
-            for states in kubelet.pod_container_states():
-                kinds = [next(iter(state), "") for state in states]
-                pods += any(kind == "running" for kind in kinds)
-                for kind in kinds:
-                    containers[_STATES.get(kind, "unknown")] += 1
+            for statuses in kubelet.pod_container_statuses():
+                states = [state for status in statuses if (state := container_state(status)) is not None]
+                pods += "running" in states
+                for state in states:
+                    containers[state] += 1
         running_pods = GaugeMetricFamily("kubelet_running_pods", "Number of pods that have a running pod sandbox")
         running_pods.add_metric([], pods)
         yield running_pods
