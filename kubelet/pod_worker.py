@@ -38,6 +38,7 @@ from apimachinery.meta import format_duration, now_rfc3339
 from . import images
 from . import status as st
 from .backoff import CrashBackoff
+from .dnsconfig import ResolverSettings, pod_dns
 from .env import EnvError, expand_command, pod_env, runtime_env
 from .logs import select
 from .node import machine_capacity
@@ -77,6 +78,7 @@ class PodHost(Protocol):
     recovered: dict[tuple[str, str], Container]  # containers found after a kubelet restart, until adopted
     tokens: TokenManager  # service-account tokens of projected volumes
     master_service_env: MasterServiceEnv  # KUBERNETES_SERVICE_HOST … for every container
+    dns: ResolverSettings  # --cluster-dns, --cluster-domain, --resolv-conf: the pods' resolv.conf
 
     def event(self, pod: dict[str, Any], kind: str, reason: str, message: str,
               container: str | None = None) -> None:
@@ -137,6 +139,7 @@ class PodWorker:
         self._retry_at = 0.0  # when a failed volume set-up is tried again
         self._resync_at = 0.0  # when the projected volumes are next rewritten (0: none to rewrite)
         self._changed = asyncio.Event()
+        self._sandbox: SandboxConfig | None = None  # formed once, for the first container (``_sandbox_config``)
         self.task = asyncio.create_task(self._run(), name=f"pod {self.key}")
 
     @property
@@ -388,7 +391,7 @@ class PodWorker:
                 current.replace(self.log_path(spec["name"], previous=True))
         try:
             meta = ContainerMeta(self.uid, self.pod["metadata"]["namespace"], self.pod["metadata"]["name"],
-                                 record.restarts, record.last, SandboxConfig.from_pod(self.pod, self.ip))
+                                 record.restarts, record.last, self._sandbox_config())
             record.process = await self.host.runtime.start(run_spec, self._container_dir(spec), env, current, meta)
         except (OSError, RuntimeError) as err:
             record.status = st.waiting(spec, "CreateContainerError", record.restarts, record.last, str(err))
@@ -407,6 +410,18 @@ class PodWorker:
             return
         if not record.init and not record.ephemeral:
             self._start_probes(record)
+
+    def _sandbox_config(self) -> SandboxConfig:
+        """RunPodSandbox's configuration, formed once per pod (so a cut search line is reported once): hosts,
+        hostname and, for a runtime whose containers read the files it mounts, the pod's resolv.conf."""
+        if self._sandbox is None:
+            resolv = None
+            if self.host.runtime.bind_mounts:
+                warn = partial(self.host.event, self.pod, "Warning")
+                resolv = pod_dns(self.host.dns, self.pod, warn).render()
+            self._sandbox = SandboxConfig.from_pod(self.pod, self.ip, resolv_conf=resolv,
+                                                   cluster_domain=self.host.dns.cluster_domain)
+        return self._sandbox
 
     def _explain_mounts(self, spec: dict[str, Any]) -> None:
         """Tell the user of an interactive container where its volumes are: the process runtime has no mount
