@@ -27,8 +27,8 @@ def loopback_address() -> str:
 class DnsProcess(ComponentProcess):
     """``kubelab dns`` answering on ``address``:``port``; ready once ``/readyz`` answers 200."""
 
-    def __init__(self, api_url: str, log_path: Path, address: str, *flags: str) -> None:
-        self.address, self.port, self.health_port = address, free_port(), free_port()
+    def __init__(self, api_url: str, log_path: Path, address: str, *flags: str, port: int | None = None) -> None:
+        self.address, self.port, self.health_port = address, port or free_port(), free_port()
         super().__init__("clusterdns", api_url, log_path, "--bind-address", address, "--port", str(self.port),
                          "--health-port", str(self.health_port), *flags)
 
