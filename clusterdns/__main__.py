@@ -80,7 +80,9 @@ async def _health(records_ready: asyncio.Event, host: str, port: int) -> web.App
     site = web.TCPSite(runner, host, port)
     await site.start()
     bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    print(f"ready: http://127.0.0.1:{bound}/readyz", file=sys.stderr, flush=True)  # for the launcher
+    # The launcher polls /healthz (alive), as the controller-manager's: /readyz waits for the informers, so for the
+    # apiserver and the roles the launcher creates once the apiserver is healthy.
+    print(f"healthz: http://127.0.0.1:{bound}/healthz", file=sys.stderr, flush=True)
     return runner
 
 

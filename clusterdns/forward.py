@@ -80,7 +80,7 @@ class Forwarder:
         key = _cache_key(query)
         hit = self.cache.get(key) if key else None
         if hit is not None and hit[0] > time.monotonic():
-            return query[:2] + hit[1][2:]
+            return bytes(query[:2]) + hit[1][2:]
         for upstream in self.upstreams:
             try:
                 reply = await (self._tcp(upstream, query) if tcp else self._udp(upstream, query))
@@ -127,4 +127,4 @@ class Forwarder:
 
 def _cache_key(query: bytes) -> bytes | None:
     """The query without its ID: flags and question (and any EDNS record) make the key."""
-    return query[2:] if len(query) > 12 else None
+    return bytes(query[2:]) if len(query) > 12 else None

@@ -6,12 +6,19 @@ cached), the records follow a Service changed or deleted, and ``kube-system/kube
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import dns.message
+import dns.query
 import dns.rcode
 import dns.rdatatype
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+
+import kubelab
 
 from support.clusterdns import DnsProcess, FakeUpstream, loopback_address, values
 from support.wait import wait_for
@@ -149,3 +156,19 @@ def test_kube_dns_service_points_at_the_server(server: DnsProcess, api_url: str)
     assert httpx.delete(path).status_code == 200
     wait_for(points_at_server, timeout=10, what="kube-dns's EndpointSlice to be re-created")
     assert values(server.query(f"kube-dns.kube-system.svc.{ZONE}", "A")) == ["10.96.0.10"]
+
+
+def test_the_launcher_runs_it_as_system_coredns(tmp_path: Path) -> None:
+    """Under ``kubelab.Cluster`` (the launcher's engine: RBAC on, each component its own certificate) the server
+    runs as ``system:coredns`` with kubeadm's roles, publishes kube-dns and answers for ``default/kubernetes``."""
+    with kubelab.Cluster(nodes=0, components=["apiserver", "dns"], data_dir=tmp_path / "cluster") as cluster:
+        path = f"{cluster.api_url}/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices/kube-dns"
+        eps = wait_for(lambda: httpx.get(path).json() if httpx.get(path).status_code == 200 else None,
+                       what="kube-dns's EndpointSlice")
+        port = eps["ports"][0]["port"]
+        query = dns.message.make_query(f"kubernetes.default.svc.{ZONE}", "A")
+        reply = wait_for(lambda: values(dns.query.udp(query, "127.0.0.1", port=port, timeout=5)),
+                         what="the kubernetes Service's A record")
+        assert reply == ["10.96.0.1"]
+        cert = x509.load_pem_x509_certificate((tmp_path / "cluster" / "pki" / "clients" / "dns.crt").read_bytes())
+        assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "system:coredns"
