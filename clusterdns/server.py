@@ -15,8 +15,8 @@ import logging
 import struct
 
 from .forward import Forwarder
-from .records import ClusterRecords
-from .wire import DNSError, encode, failure, parse
+from .records import Answer, ClusterRecords
+from .wire import DNSError, encode, failure, parse, query_for, upstream_answers
 
 __all__ = ["DnsServer"]
 
@@ -44,9 +44,19 @@ class DnsServer:
             return failure(data, "NOTIMP")
         answer = self.records.lookup(question.qname, question.qtype)
         if answer is not None:
-            return encode(question, answer, udp=not tcp)
+            return encode(question, answer, udp=not tcp, chased=await self._chase(answer, question.qtype, tcp))
         reply = await self.forwarder.resolve(data, tcp=tcp)
         return reply if reply is not None else failure(data, "SERVFAIL")
+
+    async def _chase(self, answer: Answer, qtype: str, tcp: bool) -> list[object]:
+        """An ExternalName's CNAME target outside the zone, resolved upstream for an A/AAAA question (CoreDNS's
+        kubernetes plugin does so too: stub resolvers do not chase CNAMEs themselves)."""
+        last = answer.answer[-1] if answer.answer else None
+        if last is None or last.rtype != "CNAME" or qtype not in ("A", "AAAA") or \
+                str(last.data).endswith("." + self.records.zone):
+            return []
+        reply = await self.forwarder.resolve(query_for(str(last.data), qtype), tcp=tcp)
+        return upstream_answers(reply) if reply is not None else []
 
     async def start(self) -> None:
         """Bind both sockets (port 0: UDP picks one, TCP takes the same)."""

@@ -10,13 +10,15 @@ the client retries over TCP, as RFC 1035/7766 ask.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from dnslib import AAAA, CNAME, EDNS0, NS, PTR, QTYPE, RCODE, RR, SOA, SRV, TXT, A, DNSError, DNSRecord  # type: ignore[import-untyped]
 
 from .records import Answer, Record
 
-__all__ = ["Question", "UDP_MIN", "encode", "failure", "parse", "response_ttl", "DNSError"]
+__all__ = ["Question", "UDP_MIN", "encode", "failure", "parse", "query_for", "response_ttl", "upstream_answers",
+           "DNSError"]
 
 UDP_MIN = 512
 
@@ -62,12 +64,15 @@ def _rr(record: Record) -> RR:
     return RR(record.name, getattr(QTYPE, record.rtype), rdata=_rdata(record), ttl=record.ttl)
 
 
-def encode(question: Question, answer: Answer, *, udp: bool) -> bytes:
-    """The reply to ``question``: authoritative, recursion available (the server forwards other names)."""
+def encode(question: Question, answer: Answer, *, udp: bool, chased: Sequence[object] = ()) -> bytes:
+    """The reply to ``question``: authoritative, recursion available (the server forwards other names);
+    ``chased``: an upstream's records for the CNAME target the answer ends with (``upstream_answers``)."""
     reply = question.request.reply(ra=1, aa=1)
     reply.header.rcode = getattr(RCODE, answer.rcode)
     for record in answer.answer:
         reply.add_answer(_rr(record))
+    for rr in chased:
+        reply.add_answer(rr)
     for record in answer.authority:
         reply.add_auth(_rr(record))
     for record in answer.additional:
@@ -78,6 +83,20 @@ def encode(question: Question, answer: Answer, *, udp: bool) -> bytes:
     if udp and len(data) > question.udp_size:
         data = reply.truncate().pack()
     return data
+
+
+def query_for(name: str, qtype: str) -> bytes:
+    """A recursive query for ``name``/``qtype`` (to chase a CNAME upstream)."""
+    return bytes(DNSRecord.question(name, qtype).pack())
+
+
+def upstream_answers(data: bytes) -> list[object]:
+    """The answer records of an upstream's NOERROR reply (opaque: only ``encode`` reads them); [] otherwise."""
+    try:
+        reply = DNSRecord.parse(data)
+    except (DNSError, IndexError, ValueError):
+        return []
+    return list(reply.rr) if reply.header.rcode == RCODE.NOERROR else []
 
 
 def failure(data: bytes, rcode: str) -> bytes | None:

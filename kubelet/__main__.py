@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
 import signal
 import sys
@@ -83,6 +84,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def resolver_settings(args: argparse.Namespace) -> ResolverSettings:
     """``--cluster-dns``, ``--cluster-domain`` and ``--resolv-conf``, for the pods' resolv.conf."""
     servers = tuple(part.strip() for part in args.cluster_dns.split(",") if part.strip())
+    for server in servers:
+        try:
+            ipaddress.ip_address(server)
+        except ValueError:
+            raise SystemExit(f"invalid value for --cluster-dns: {server!r} is not an IP address") from None
     return ResolverSettings(servers, args.cluster_domain, args.resolv_conf)
 
 

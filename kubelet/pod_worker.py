@@ -413,10 +413,11 @@ class PodWorker:
 
     def _sandbox_config(self) -> SandboxConfig:
         """RunPodSandbox's configuration, formed once per pod (so a cut search line is reported once): hosts,
-        hostname and, for a runtime whose containers read the files it mounts, the pod's resolv.conf."""
+        hostname and, for a runtime that writes them into its sandboxes, the pod's resolv.conf (so the process
+        runtime's pods, which read the host's, get no MissingClusterDNS warning about a file they never see)."""
         if self._sandbox is None:
             resolv = None
-            if self.host.runtime.bind_mounts:
+            if self.host.runtime.sandbox_files:
                 warn = partial(self.host.event, self.pod, "Warning")
                 resolv = pod_dns(self.host.dns, self.pod, warn).render()
             self._sandbox = SandboxConfig.from_pod(self.pod, self.ip, resolv_conf=resolv,

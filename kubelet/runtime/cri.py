@@ -181,6 +181,9 @@ class Runtime(Protocol):
     # True: each pod gets its own IP from the Node's podCIDR (``podips``), its processes bind it. False: the
     # runtime's own networking (Docker's host network: pods have the host IP).
     pod_ips: bool
+    # True: the runtime writes ``ContainerMeta.sandbox``'s hosts and resolv.conf into each pod's sandbox (the linux
+    # runtime), so the kubelet forms the pod's resolver configuration. False: containers see other files.
+    sandbox_files: bool
 
     async def start(self, container: dict[str, Any], workdir: Path, env: dict[str, str], log_path: Path,
                     meta: ContainerMeta | None = None) -> Container:

@@ -191,6 +191,7 @@ class LinuxRuntime(ProcessRuntime):
 
     bind_mounts = True
     pod_ips = True
+    sandbox_files = True
     name = RUNTIME_NAME
     preload = True
 

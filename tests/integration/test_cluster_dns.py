@@ -42,6 +42,9 @@ def server(api_url: str, upstream: FakeUpstream, tmp_path_factory: pytest.TempPa
         yield proc
     finally:
         assert proc.stop() == 0, proc.log()
+        # the session's apiserver is shared: leave no kube-dns pointing at a server that is gone
+        httpx.delete(f"{api_url}/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices/kube-dns")
+        httpx.delete(f"{api_url}/api/v1/namespaces/kube-system/services/kube-dns")
 
 
 def create(api_url: str, path: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -123,6 +126,12 @@ def test_other_names_are_forwarded_and_cached(server: DnsProcess, upstream: Fake
     assert upstream.queries == asked  # from the cache
     missing = server.query("missing.example.", "A")
     assert missing.rcode() == dns.rcode.NXDOMAIN
+
+
+def test_external_name_is_chased_upstream(server: DnsProcess, api_url: str, ns: str) -> None:
+    service(api_url, ns, "outside", type="ExternalName", externalName=FakeUpstream.NAME.rstrip("."))
+    assert answered(server, f"outside.{ns}.svc.{ZONE}", "CNAME") == [FakeUpstream.NAME]
+    assert values(server.query(f"outside.{ns}.svc.{ZONE}", "A")) == [FakeUpstream.IP]
 
 
 def test_records_follow_changes(server: DnsProcess, api_url: str, ns: str) -> None:
