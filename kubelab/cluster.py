@@ -45,7 +45,7 @@ from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer, free_port
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.etcdcluster import local_cluster, record_run
 from kubelab.addons import ADDONS
-from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, HOLLOW_NODES, LOCAL_PATH_PROVISIONER, SCHEDULER, \
+from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, DNS, HOLLOW_NODES, LOCAL_PATH_PROVISIONER, SCHEDULER, \
     ClusterPKI, Identity, kubelet_identity, make_cluster_pki
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
@@ -321,7 +321,7 @@ class Cluster:
 
     def _spawn_dns(self, component: Component) -> _Pending:
         """``kubelab dns`` as ``system:coredns``, on 127.0.0.1:53 when it can be had (else a free port)."""
-        conf = self._kubeconfig(self.data_dir / "dns.conf", dnsaddon.DNS)
+        conf = self._kubeconfig(self.data_dir / "dns.conf", DNS)
         port = dnsaddon.dns_port() if self.kubelet_base_port is not None else free_port()
         args = [
             "--kubeconfig", str(conf),

@@ -199,7 +199,7 @@ for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfi
              "--tls-cert-file", "--tls-private-key-file", "--client-ca-file", "--authorization-mode",
              "--service-account-key-file", "--service-account-signing-key-file", "--root-ca-file",
              "--cluster-signing-cert-file", "--cluster-signing-key-file", "--cluster-dns", "--cluster-domain",
-             "--cluster-ip"):
+             "--cluster-ip", "--provisioner-kubeconfig"):
     parser.add_argument(flag)
 parser.add_argument("--use-service-account-credentials", action="store_true")
 parser.add_argument("--port", "--insecure-port", type=int)
@@ -295,7 +295,8 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
     assert kubelet_ports[0] is not None and kubelet_ports[0] >= 10250
     for node, kport in zip(("node01", "node02"), kubelet_ports, strict=True):
         root = data_dir / "kubelet" / node
-        assert args_of(f"kubelet-{node}") == (f"--kubeconfig {root}/kubelet.conf --node-name {node} --port {kport} "
+        assert args_of(f"kubelet-{node}") == (f"--kubeconfig {root}/kubelet.conf --provisioner-kubeconfig "
+                                              f"{root}/provisioner.conf --node-name {node} --port {kport} "
                                               f"--root-dir {root} --cluster-dns 10.96.0.10 "
                                               "--cluster-domain cluster.local")
         assert root.is_dir()

@@ -41,7 +41,9 @@ LAUNCHER_ONLY_FLAGS = {"--encryption-provider-config", "--secure-port", "--tls-c
                        "--service-account-signing-key-file", "--root-ca-file", "--use-service-account-credentials",
                        "--cluster-signing-cert-file", "--cluster-signing-key-file",
                        # compose runs no cluster DNS (yet): its kubelets are told of no DNS server
-                       "--cluster-dns", "--cluster-domain"}
+                       "--cluster-dns", "--cluster-domain",
+                       # nor the provisioner's own identity: no PKI (its kubelets provision as themselves)
+                       "--provisioner-kubeconfig"}
 FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)")
 
 
