@@ -94,8 +94,8 @@ def _merge_options(existing: list[str], pod_options: list[dict[str, Any]]) -> li
     for option in existing:
         name, _, value = option.partition(":")
         merged[name] = value
-    for option in pod_options:
-        merged[str(option.get("name", ""))] = str(option.get("value") or "")
+    for pod_option in pod_options:
+        merged[str(pod_option.get("name", ""))] = str(pod_option.get("value") or "")
     return [f"{name}:{value}" if value else name for name, value in merged.items()]
 
 
