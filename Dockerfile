@@ -17,6 +17,7 @@ COPY controllers ./controllers
 COPY scheduler ./scheduler
 COPY kubelet ./kubelet
 COPY clusterdns ./clusterdns
+COPY console ./console
 COPY kubelab ./kubelab
 RUN pip install --no-deps . && kubelab --version
 
