@@ -16,6 +16,8 @@ COPY apiserver ./apiserver
 COPY controllers ./controllers
 COPY scheduler ./scheduler
 COPY kubelet ./kubelet
+COPY clusterdns ./clusterdns
+COPY console ./console
 COPY kubelab ./kubelab
 COPY console ./console
 RUN pip install --no-deps . && kubelab --version

@@ -1,6 +1,6 @@
 """Bring a local cluster up in dependency order and take it down in reverse.
 
-Order: etcd (healthy) → apiserver → {controller-manager, scheduler, kubelets}. The last tier only
+Order: etcd (healthy) → apiserver → {controller-manager, scheduler, dns, kubelets}. The last tier only
 talks to the apiserver and retries until it answers (informers back off, the kubelet retries its
 registration as kube's kubelet does), so it is spawned right after the apiserver instead of after the
 apiserver is healthy: their Python start-up (about a second of imports each) overlaps the apiserver's.
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import httpx
 
-from kubelab import process
+from kubelab import dnsaddon, process
 from kubelab.components import (
     COMPONENTS,
     HEALTH_URL_IN_LOG,
@@ -45,7 +45,7 @@ from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer, free_port
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.etcdcluster import local_cluster, record_run
 from kubelab.addons import ADDONS
-from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, HOLLOW_NODES, LOCAL_PATH_PROVISIONER, SCHEDULER, \
+from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, DNS, HOLLOW_NODES, LOCAL_PATH_PROVISIONER, SCHEDULER, \
     ClusterPKI, Identity, kubelet_identity, make_cluster_pki
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
@@ -62,7 +62,7 @@ HEALTHZ_PORTS = {"controller-manager": 10257, "scheduler": 10259}
 SECURE_PORT = 6443  # kube-apiserver's --secure-port
 POD_CIDR_TIMEOUT = 30.0  # seconds the node IPAM controller may take to give every Node its podCIDR
 CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need them
-CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "ui")  # the last tiers: a cluster may leave any out
+CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "dns", "ui")  # the last tiers: any may be left out
 CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
 
@@ -196,6 +196,11 @@ class Cluster:
                                                           "--healthz-port", str(self.healthz_ports[name])]))
             else:
                 self.skipped.append(component)
+        dns = COMPONENTS["dns"]
+        if "dns" in self.components and is_available(dns):
+            tier.append(self._spawn_dns(dns))
+        elif "dns" in self.components:
+            self.skipped.append(dns)
         kubelet = COMPONENTS["kubelet"]
         wanted = "kubelet" in self.components and (self.nodes > 0 or self.hollow_nodes > 0)
         if wanted and is_available(kubelet):
@@ -310,8 +315,22 @@ class Cluster:
             "--node-name", node,
             "--port", str(port),
             "--root-dir", str(root),
+            *(dnsaddon.kubelet_flags() if "dns" in self.components and is_available(COMPONENTS["dns"]) else ()),
         ]  # fmt: skip
         return self._spawn(component, f"kubelet-{node}", args, port=port)
+
+    def _spawn_dns(self, component: Component) -> _Pending:
+        """``kubelab dns`` as ``system:coredns``, on 127.0.0.1:53 when it can be had (else a free port)."""
+        conf = self._kubeconfig(self.data_dir / "dns.conf", DNS)
+        port = dnsaddon.dns_port() if self.kubelet_base_port is not None else free_port()
+        args = [
+            "--kubeconfig", str(conf),
+            "--bind-address", "127.0.0.1",
+            "--port", str(port),
+            "--cluster-domain", dnsaddon.CLUSTER_DOMAIN,
+            "--cluster-ip", dnsaddon.CLUSTER_DNS_IP,
+        ]  # fmt: skip
+        return self._spawn(component, component.name, args)
 
     def _healthz_ports(self) -> dict[str, int]:
         """The controller-manager's and the scheduler's healthz ports, which the apiserver is told for its

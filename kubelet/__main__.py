@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
 import signal
 import sys
@@ -20,6 +21,7 @@ from aiohttp import web
 from kubeclient import Clientset
 from kubeclient.informer import snapshot as informer_snapshot
 
+from .dnsconfig import ResolverSettings
 from .hollow import HollowNodes
 from .images import ImageStore
 from .kubelet import Kubelet
@@ -48,6 +50,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=10250, help="port of the kubelet API (logs) (default: %(default)s)")
     p.add_argument("--address", default="127.0.0.1", help="address to serve the kubelet API on")
     p.add_argument("--node-ip", default="127.0.0.1", help="InternalIP published in the node's status")
+    p.add_argument("--cluster-dns", default="",
+                   help="comma-separated DNS server addresses for ClusterFirst pods (default: none)")
+    p.add_argument("--cluster-domain", default="cluster.local",
+                   help="the cluster's DNS domain, searched by ClusterFirst pods (default: %(default)s)")
+    p.add_argument("--resolv-conf", default="/etc/resolv.conf",
+                   help="the resolver configuration Default pods get (\"\": none; default: %(default)s)")
     p.add_argument("--root-dir", default=".kubelab/kubelet", help="directory for pods' files and logs")
     p.add_argument("--healthz-port", type=int, default=0, help="also serve /healthz on this port (0: off)")
     p.add_argument("--cpu", help="cpu capacity (default: the machine's)")
@@ -71,6 +79,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.hollow and not args.node_name:
         p.error("--node-name is required (or --hollow)")
     return args
+
+
+def resolver_settings(args: argparse.Namespace) -> ResolverSettings:
+    """``--cluster-dns``, ``--cluster-domain`` and ``--resolv-conf``, for the pods' resolv.conf."""
+    servers = tuple(part.strip() for part in args.cluster_dns.split(",") if part.strip())
+    for server in servers:
+        try:
+            ipaddress.ip_address(server)
+        except ValueError:
+            raise SystemExit(f"invalid value for --cluster-dns: {server!r} is not an IP address") from None
+    return ResolverSettings(servers, args.cluster_domain, args.resolv_conf)
 
 
 def _taints(text: str) -> list[dict[str, str]]:
@@ -117,12 +136,14 @@ async def run(args: argparse.Namespace) -> None:
             raise SystemExit(f"--runtime docker: no Docker engine at {docker.engine.host}: {err}") from None
         logging.info("runtime: Docker engine %s at %s", docker.version, docker.engine.host)
         kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
-                          runtime=docker, images=images, provisioner_client=provisioner_client)
+                          runtime=docker, images=images, provisioner_client=provisioner_client,
+                          dns=resolver_settings(args))
     else:
         store = ImageStore(root / "images", args.crashloop_backoff)
         linux = choose_linux(args.runtime, root, args.node_name, store)
         kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
-                          runtime=linux, images=store, provisioner_client=provisioner_client)
+                          runtime=linux, images=store, provisioner_client=provisioner_client,
+                          dns=resolver_settings(args))
     if docker is not None:
         runtime_version = docker.runtime_version
     else:

@@ -30,6 +30,7 @@ from kubeclient.events import EventRecorder
 from kubeclient.informer import SharedInformer
 
 from . import metrics
+from .dnsconfig import ResolverSettings
 from .images import ImageStore
 from .pod_worker import PodWorker
 from .podips import PodIPs
@@ -55,7 +56,8 @@ def container_field_path(pod: dict[str, Any], container: str) -> str:
 class Kubelet:
     def __init__(self, client: Clientset, node_name: str, root_dir: Path, host_ip: str = "127.0.0.1",
                  backoff_base: float = 10.0, backoff_max: float = 300.0, *, runtime: Runtime | None = None,
-                 images: ImageStore | None = None, provisioner_client: Clientset | None = None) -> None:
+                 images: ImageStore | None = None, provisioner_client: Clientset | None = None,
+                 dns: ResolverSettings | None = None) -> None:
         self.client = client
         self.node_name = node_name
         self.root_dir = root_dir
@@ -75,6 +77,7 @@ class Kubelet:
         self.recorder = EventRecorder(client.events, "kubelet", node_name)
         self.tokens = TokenManager(client)
         self.master_service_env = MasterServiceEnv(client)
+        self.dns = dns if dns is not None else ResolverSettings()  # the pods' resolv.conf (``dnsconfig``)
         self.workers: dict[str, PodWorker] = {}  # by pod UID
         self._removals: set[asyncio.Task[None]] = set()  # force-deleted pods being removed (kept from the GC)
         self.informer = SharedInformer(client.pods, field_selector=f"spec.nodeName={node_name}")

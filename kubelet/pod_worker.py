@@ -39,6 +39,7 @@ from apimachinery.meta import format_duration, now_rfc3339, parse_time
 from . import images, metrics
 from . import status as st
 from .backoff import CrashBackoff
+from .dnsconfig import ResolverSettings, pod_dns
 from .env import EnvError, expand_command, pod_env, runtime_env
 from .logs import select
 from .node import machine_capacity
@@ -78,6 +79,7 @@ class PodHost(Protocol):
     recovered: dict[tuple[str, str], Container]  # containers found after a kubelet restart, until adopted
     tokens: TokenManager  # service-account tokens of projected volumes
     master_service_env: MasterServiceEnv  # KUBERNETES_SERVICE_HOST … for every container
+    dns: ResolverSettings  # --cluster-dns, --cluster-domain, --resolv-conf: the pods' resolv.conf
 
     def event(self, pod: dict[str, Any], kind: str, reason: str, message: str,
               container: str | None = None) -> None:
@@ -145,6 +147,7 @@ class PodWorker:
             (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")
         if not self._start_observed:
             metrics.STARTED_PODS.inc()
+        self._sandbox: SandboxConfig | None = None  # formed once, for the first container (``_sandbox_config``)
         self.task = asyncio.create_task(self._run(), name=f"pod {self.key}")
 
     @property
@@ -402,7 +405,7 @@ class PodWorker:
                 current.replace(self.log_path(spec["name"], previous=True))
         try:
             meta = ContainerMeta(self.uid, self.pod["metadata"]["namespace"], self.pod["metadata"]["name"],
-                                 record.restarts, record.last, SandboxConfig.from_pod(self.pod, self.ip))
+                                 record.restarts, record.last, self._sandbox_config())
             began = time.monotonic()
             record.process = await self.host.runtime.start(run_spec, self._container_dir(spec), env, current, meta)
             metrics.runtime_operation("start_container", time.monotonic() - began)
@@ -423,6 +426,19 @@ class PodWorker:
             return
         if not record.init and not record.ephemeral:
             self._start_probes(record)
+
+    def _sandbox_config(self) -> SandboxConfig:
+        """RunPodSandbox's configuration, formed once per pod (so a cut search line is reported once): hosts,
+        hostname and, for a runtime that writes them into its sandboxes, the pod's resolv.conf (so the process
+        runtime's pods, which read the host's, get no MissingClusterDNS warning about a file they never see)."""
+        if self._sandbox is None:
+            resolv = None
+            if self.host.runtime.sandbox_files:
+                warn = partial(self.host.event, self.pod, "Warning")
+                resolv = pod_dns(self.host.dns, self.pod, warn).render()
+            self._sandbox = SandboxConfig.from_pod(self.pod, self.ip, resolv_conf=resolv,
+                                                   cluster_domain=self.host.dns.cluster_domain)
+        return self._sandbox
 
     def _explain_mounts(self, spec: dict[str, Any]) -> None:
         """Tell the user of an interactive container where its volumes are: the process runtime has no mount

@@ -39,7 +39,11 @@ COMPOSE_ONLY_FLAGS = {"--healthz-port", "--bind-address", "--master", "--disable
 LAUNCHER_ONLY_FLAGS = {"--encryption-provider-config", "--secure-port", "--tls-cert-file", "--tls-private-key-file",
                        "--client-ca-file", "--kubeconfig", "--service-account-key-file",
                        "--service-account-signing-key-file", "--root-ca-file", "--use-service-account-credentials",
-                       "--cluster-signing-cert-file", "--cluster-signing-key-file", "--provisioner-kubeconfig"}
+                       "--cluster-signing-cert-file", "--cluster-signing-key-file",
+                       # compose runs no cluster DNS (yet): its kubelets are told of no DNS server
+                       "--cluster-dns", "--cluster-domain",
+                       # nor the provisioner's own identity: no PKI (its kubelets provision as themselves)
+                       "--provisioner-kubeconfig"}
 FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)")
 
 
