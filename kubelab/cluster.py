@@ -44,7 +44,8 @@ from kubelab.encryption import ensure_encryption_config
 from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer, free_port
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.etcdcluster import local_cluster, record_run
-from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, HOLLOW_NODES, SCHEDULER, ClusterPKI, Identity, \
+from kubelab.clusterpki import ADMIN, APISERVER_KUBELET_CLIENT, CONTROLLER_MANAGER, HOLLOW_NODES, SCHEDULER, \
+    ClusterPKI, Identity, \
     kubelet_identity, make_cluster_pki
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
@@ -69,6 +70,7 @@ POD_CIDR_TIMEOUT = 30.0  # seconds the node IPAM controller may take to give eve
 CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need them
 CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet")  # the last tier: a cluster may leave any out
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
+KUBELET_API_ADMIN_BINDING = "kubelab:kube-apiserver-kubelet-api-admin"  # for the apiserver's kubelet client identity
 
 
 class StartupError(RuntimeError):
@@ -211,6 +213,7 @@ class Cluster:
             self.skipped.append(kubelet)
         self._start_tier([spawned_apiserver])
         self._create_default_storage_class()
+        self._bind_kubelet_api_admin()
         self._start_tier(tier)
         if any(p.component.name == "controller-manager" for p in tier):
             self._wait_pod_cidrs([p.record.name.removeprefix("kubelet-") for p in tier
@@ -222,6 +225,18 @@ class Cluster:
         it exists; an apiserver that does not serve storage.k8s.io (a stand-in) just says no."""
         with httpx.Client(timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
             client.post(f"{self.api_url}/apis/storage.k8s.io/v1/storageclasses", json=DEFAULT_STORAGE_CLASS)
+
+    def _bind_kubelet_api_admin(self) -> None:
+        """Let the apiserver's kubelet client identity use every kubelet's API (``system:kubelet-api-admin``), as
+        the kubelets authorize it with a SubjectAccessReview; kept if it exists."""
+        body = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": KUBELET_API_ADMIN_BINDING},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": "system:kubelet-api-admin"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                              "name": APISERVER_KUBELET_CLIENT.user}]}
+        with httpx.Client(timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
+            client.post(f"{self.api_url}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", json=body)
 
     def _wait_pod_cidrs(self, nodes: list[str]) -> None:
         """Until every Node has its ``spec.podCIDR`` (bounded: a controller-manager run with
@@ -292,6 +307,7 @@ class Cluster:
             "--bind-address", "127.0.0.1",
             *self.pki.apiserver_flags(),
             *self.pki.service_account_flags(),
+            *self.pki.kubelet_client_flags(),
             "--encryption-provider-config", str(ensure_encryption_config(self.data_dir)),
             *(arg for name, port in self.healthz_ports.items()
               for arg in (f"--{name}-healthz-url", f"http://127.0.0.1:{port}/healthz")),
@@ -303,11 +319,15 @@ class Cluster:
         root = self.data_dir / "kubelet" / node
         root.mkdir(parents=True, exist_ok=True)
         conf = self._kubeconfig(root / "kubelet.conf", kubelet_identity(node))
+        assert self.pki is not None
         args = [
             "--kubeconfig", str(conf),
             "--node-name", node,
             "--port", str(port),
             "--root-dir", str(root),
+            # the API is HTTPS behind authentication: the launcher checks health on kube's plain healthz port
+            "--healthz-port", str(free_port()),
+            *self.pki.kubelet_flags(node, ["localhost", "127.0.0.1"]),
         ]  # fmt: skip
         return self._spawn(component, f"kubelet-{node}", args, port=port)
 
