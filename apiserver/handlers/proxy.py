@@ -134,16 +134,17 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
         except orjson.JSONDecodeError:
             raise errors.BadRequest(body.decode(errors="replace").strip()) from None
         raise errors.StatusError.from_status(status, upstream.status)
+    return StreamingResponse(relay_body(upstream, session), media_type="text/plain")
 
-    async def relay() -> AsyncIterator[bytes]:
-        try:
-            async for chunk in upstream.content.iter_any():
-                yield chunk
-        finally:
-            upstream.release()
-            await session.close()
 
-    return StreamingResponse(relay(), media_type="text/plain")
+async def relay_body(upstream: aiohttp.ClientResponse, session: aiohttp.ClientSession) -> AsyncIterator[bytes]:
+    """An upstream response's body as it arrives; the response and its session are closed at the end."""
+    try:
+        async for chunk in upstream.content.iter_any():
+            yield chunk
+    finally:
+        upstream.release()
+        await session.close()
 
 
 async def serve_stream(websocket: WebSocket, registry: Registry, namespace: str, name: str, subresource: str,

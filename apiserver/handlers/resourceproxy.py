@@ -19,7 +19,6 @@ through a Service) are not relayed.
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -32,6 +31,7 @@ from apimachinery.labels import parse_selector
 
 from ..kubeletclient import node_kubelet_url, ssl_context
 from ..registry.store import ResourceStore, filter_for
+from .proxy import relay_body
 
 if TYPE_CHECKING:
     from .request import RequestInfo
@@ -136,14 +136,5 @@ async def _relay(request: Request, url: str, tls: Any) -> Response:
     except (aiohttp.ClientError, OSError) as err:
         await session.close()
         raise errors.ServiceUnavailable(f"error trying to reach service: {err}") from None
-
-    async def relay() -> AsyncIterator[bytes]:
-        try:
-            async for chunk in upstream.content.iter_any():
-                yield chunk
-        finally:
-            upstream.release()
-            await session.close()
-
     out = {k: v for k, v in upstream.headers.items() if k.lower() not in HOP_BY_HOP}
-    return StreamingResponse(relay(), status_code=upstream.status, headers=out)
+    return StreamingResponse(relay_body(upstream, session), status_code=upstream.status, headers=out)
