@@ -11,7 +11,9 @@ The name segment is ``[scheme:]name[:port]`` (``net.SplitSchemeNamePort``):
 * a node: its kubelet (``https``, the apiserver's kubelet client certificate) when no port or the kubelet's port is
   given, else plain ``http`` to that port on the node's address.
 
-All methods are relayed with the query and body; hop-by-hop headers and the client's credentials are not. The
+All methods are relayed with the query and body; hop-by-hop headers and the client's credentials are not; an
+``https`` pod or service is not verified (kube's proxy transport skips verification); a request without a path
+after ``proxy`` is redirected (301) to one with ``/``, as kube's proxy handler does. The
 apiserver has already authorized the request as ``<verb> pods/proxy`` (etc.) by then. Upgrades (websockets
 through a Service) are not relayed.
 """
@@ -69,7 +71,10 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
         location = await _service_location(handler, store, info.namespace, name, scheme, port)
     else:
         location, tls = await _node_location(store, name, scheme, port)
-    return await _relay(request, location + (info.proxy_path or "/"), tls)
+    if not info.proxy_path:  # kube's UpgradeAwareHandler: an empty path is redirected to one ending in '/'
+        query = request.url.query
+        return Response(status_code=301, headers={"Location": request.url.path + "/" + (f"?{query}" if query else "")})
+    return await _relay(request, location + info.proxy_path, tls)
 
 
 async def _pod_location(store: ResourceStore, namespace: str | None, name: str, scheme: str, port: str) -> str:
@@ -132,7 +137,7 @@ async def _relay(request: Request, url: str, tls: Any) -> Response:
     try:
         upstream = await session.request(request.method, url + (f"?{query}" if query else ""), headers=headers,
                                          data=body or None, allow_redirects=False,
-                                         ssl=tls if tls is not None else True)
+                                         ssl=tls if tls is not None else False)
     except (aiohttp.ClientError, OSError) as err:
         await session.close()
         raise errors.ServiceUnavailable(f"error trying to reach service: {err}") from None

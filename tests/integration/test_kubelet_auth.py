@@ -185,6 +185,9 @@ def test_proxy_subresources_reach_a_service_a_pod_and_the_kubelet(cluster: kubel
     assert "Directory listing for /" in cluster.kubectl("get", "--raw", f"/api/v1/namespaces/{NS}/pods/web/proxy/"
                                                         ).stdout  # the first containerPort
     assert cluster.kubectl("get", "--raw", "/api/v1/nodes/node01/proxy/healthz").stdout == "ok"
+    bare = httpx.get(f"{cluster.secure_url}/api/v1/namespaces/{NS}/services/web:80/proxy?x=1",
+                     verify=_tls(cluster, "admin"))
+    assert (bare.status_code, bare.headers["location"]) == (301, f"/api/v1/namespaces/{NS}/services/web:80/proxy/?x=1")
     missing = cluster.kubectl("get", "--raw", f"/api/v1/namespaces/{NS}/pods/web:{web}/proxy/no-such-file",
                               check=False)
     assert missing.returncode != 0 and "NotFound" in missing.stderr, missing.stderr  # the pod's own 404
