@@ -231,3 +231,15 @@ def test_discovery_lists_the_proxy_subresources(cluster: kubelab.Cluster) -> Non
                        ("nodes/proxy", "NodeProxyOptions")):
         assert f'"name":"{name}","singularName":"","namespaced":{"false" if name.startswith("nodes") else "true"},' \
                f'"kind":"{kind}","verbs":["create","delete","get","patch","update"]' in resources
+
+
+def test_the_python_client_reaches_them_too(cluster: kubelab.Cluster, web: int) -> None:
+    from kubernetes import client as k8s
+
+    with cluster.api_client() as api:
+        core = k8s.CoreV1Api(api)
+        assert "Directory listing for /" in core.connect_get_namespaced_service_proxy("web:80", NS)  # via the 301
+        assert core.connect_get_node_proxy_with_path("node01", "healthz") == "ok"
+        with pytest.raises(k8s.ApiException) as missing:
+            core.connect_get_namespaced_pod_proxy_with_path(f"web:{web}", NS, "no-such-file")
+        assert missing.value.status == 404
