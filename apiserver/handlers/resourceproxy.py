@@ -11,7 +11,8 @@ The name segment is ``[scheme:]name[:port]`` (``net.SplitSchemeNamePort``):
 * a node: its kubelet (``https``, the apiserver's kubelet client certificate) when no port or the kubelet's port is
   given, else plain ``http`` to that port on the node's address.
 
-All methods are relayed with the query and body; hop-by-hop headers and the client's credentials are not; an
+Admission sees a ``CONNECT`` of ``<resource>/proxy`` with a ``<Kind>ProxyOptions`` (its ``path``) first. All
+methods are relayed with the query and body; hop-by-hop headers and the client's credentials are not; an
 ``https`` pod or service is not verified (kube's proxy transport skips verification); a request without a path
 after ``proxy`` is redirected (301) to one with ``/``, as kube's proxy handler does. The
 apiserver has already authorized the request as ``<verb> pods/proxy`` (etc.) by then. Upgrades (websockets
@@ -33,6 +34,7 @@ from apimachinery.labels import parse_selector
 
 from ..kubeletclient import node_kubelet_url, ssl_context
 from ..registry.store import ResourceStore, filter_for
+from .admit import admit_object
 from .proxy import relay_body
 
 if TYPE_CHECKING:
@@ -71,6 +73,9 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
         location = await _service_location(handler, store, info.namespace, name, scheme, port)
     else:
         location, tls = await _node_location(store, name, scheme, port)
+    options = {"kind": f"{store.strategy.kind}ProxyOptions", "apiVersion": "v1", "path": info.proxy_path}
+    await admit_object(handler.admission, store, "CONNECT", info.namespace, info.name, "proxy",
+                       ("", "v1", options["kind"]), options)  # webhooks and policies may refuse a CONNECT
     if not info.proxy_path:  # kube's UpgradeAwareHandler: an empty path is redirected to one ending in '/'
         query = request.url.query
         return Response(status_code=301, headers={"Location": request.url.path + "/" + (f"?{query}" if query else "")})

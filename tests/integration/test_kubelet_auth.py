@@ -243,3 +243,29 @@ def test_the_python_client_reaches_them_too(cluster: kubelab.Cluster, web: int) 
         with pytest.raises(k8s.ApiException) as missing:
             core.connect_get_namespaced_pod_proxy_with_path(f"web:{web}", NS, "no-such-file")
         assert missing.value.status == 404
+
+
+def test_admission_sees_a_connect_of_pods_proxy(cluster: kubelab.Cluster, web: int) -> None:
+    cluster.kubectl("apply", "-f", "-", input="""
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: no-secret-path}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CONNECT], resources: [pods/proxy]}]
+  validations: [{expression: "object.path != '/secret'"}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: no-secret-path}
+spec: {policyName: no-secret-path, validationActions: [Deny]}
+""")
+    try:
+        refused = wait_for(lambda: "denied request" in (r := cluster.kubectl(
+            "get", "--raw", f"/api/v1/namespaces/{NS}/pods/web:{web}/proxy/secret", check=False)).stderr and r,
+            what="the policy to refuse the CONNECT")
+        assert "failed expression: object.path != '/secret'" in refused.stderr
+        assert "Directory listing" in cluster.kubectl("get", "--raw", f"/api/v1/namespaces/{NS}/pods/web:{web}/proxy/"
+                                                      ).stdout
+    finally:
+        cluster.kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "no-secret-path")
