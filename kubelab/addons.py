@@ -9,13 +9,16 @@ kubeadm's CoreDNS rights for the cluster DNS (``kubelab dns``, as ``system:cored
 ``system:coredns`` (list and watch endpoints, services, pods, namespaces, EndpointSlices) and, because no
 EndpointSlice controller keeps the slice of a DNS server that is a process rather than pods, a Role in kube-system
 to create ``kube-dns`` and keep its EndpointSlice.
+
+The apiserver's kubelet client (``kube-apiserver-kubelet-client``) bound to ``system:kubelet-api-admin``, as kubeadm
+binds it: the kubelets authorize its log, exec and proxy calls with SubjectAccessReviews.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kubelab.clusterpki import DNS, LOCAL_PATH_PROVISIONER
+from kubelab.clusterpki import APISERVER_KUBELET_CLIENT, DNS, LOCAL_PATH_PROVISIONER
 
 __all__ = ["ADDONS", "Addon"]
 
@@ -53,6 +56,11 @@ def _binding(kind: str, name: str, user: str, namespace: str | None = None) -> d
 
 PROVISIONER_BINDING = _binding("ClusterRole", PROVISIONER_ROLE, LOCAL_PATH_PROVISIONER.user)
 
+# The apiserver's kubelet client identity may use every kubelet's API, which the kubelets authorize with a
+# SubjectAccessReview (kubeadm binds its kube-apiserver-kubelet-client alike).
+KUBELET_API_ADMIN_BINDING = {**_binding("ClusterRole", "system:kubelet-api-admin", APISERVER_KUBELET_CLIENT.user),
+                             "metadata": {"name": "kubelab:kube-apiserver-kubelet-api-admin"}}
+
 COREDNS_CLUSTER_ROLE: dict[str, Any] = {
     "apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": {"name": "system:coredns"},
     "rules": [
@@ -78,4 +86,5 @@ ADDONS: list[Addon] = [
     (f"/apis/{RBAC}/v1/clusterrolebindings", _binding("ClusterRole", "system:coredns", DNS.user)),
     (f"/apis/{RBAC}/v1/namespaces/kube-system/roles", DNS_PUBLISHER_ROLE),
     (f"/apis/{RBAC}/v1/namespaces/kube-system/rolebindings", _binding("Role", "kubelab:dns", DNS.user, "kube-system")),
+    (f"/apis/{RBAC}/v1/clusterrolebindings", KUBELET_API_ADMIN_BINDING),
 ]

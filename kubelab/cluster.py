@@ -297,6 +297,7 @@ class Cluster:
             "--bind-address", "127.0.0.1",
             *self.pki.apiserver_flags(),
             *self.pki.service_account_flags(),
+            *self.pki.kubelet_client_flags(),
             "--encryption-provider-config", str(ensure_encryption_config(self.data_dir)),
             *(arg for name, port in self.healthz_ports.items()
               for arg in (f"--{name}-healthz-url", f"http://127.0.0.1:{port}/healthz")),
@@ -309,6 +310,7 @@ class Cluster:
         root.mkdir(parents=True, exist_ok=True)
         conf = self._kubeconfig(root / "kubelet.conf", kubelet_identity(node))
         provisioner = self._kubeconfig(root / "provisioner.conf", LOCAL_PATH_PROVISIONER)
+        assert self.pki is not None
         args = [
             "--kubeconfig", str(conf),
             "--provisioner-kubeconfig", str(provisioner),
@@ -316,6 +318,9 @@ class Cluster:
             "--port", str(port),
             "--root-dir", str(root),
             *(dnsaddon.kubelet_flags() if "dns" in self.components and is_available(COMPONENTS["dns"]) else ()),
+            # the API is HTTPS behind authentication: the launcher checks health on kube's plain healthz port
+            "--healthz-port", str(free_port()),
+            *self.pki.kubelet_flags(node, ["localhost", "127.0.0.1"]),
         ]  # fmt: skip
         return self._spawn(component, f"kubelet-{node}", args, port=port)
 

@@ -13,11 +13,13 @@ import asyncio
 import ipaddress
 import logging
 import signal
+import ssl
 import sys
 from pathlib import Path
 
 from aiohttp import web
 
+from apimachinery.meta import parse_bool, parse_duration
 from kubeclient import Clientset
 from kubeclient.informer import snapshot as informer_snapshot
 
@@ -29,7 +31,9 @@ from .node import PROCESS_RUNTIME_VERSION, NodeAgent, machine_capacity
 from .runtime.docker import DockerImages, DockerRuntime, EngineError
 from .runtime.linux import RUNTIME_VERSION as LINUX_RUNTIME_VERSION
 from .runtime.linux import LinuxRuntime, probe
-from .server import make_app
+from .auth import Authenticator, Authorizer, middleware
+from .server import make_app, make_healthz_app
+from .tlsserving import server_context, serving_files
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -57,7 +61,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--resolv-conf", default="/etc/resolv.conf",
                    help="the resolver configuration Default pods get (\"\": none; default: %(default)s)")
     p.add_argument("--root-dir", default=".kubelab/kubelet", help="directory for pods' files and logs")
-    p.add_argument("--healthz-port", type=int, default=0, help="also serve /healthz on this port (0: off)")
+    p.add_argument("--healthz-port", type=int, default=0,
+                   help="serve a plain-HTTP /healthz (only) on 127.0.0.1:PORT, kube's 10248 (0: off)")
+    tls = p.add_argument_group("serving and access (kube's kubelet flags)")
+    tls.add_argument("--tls-cert-file", help="the HTTPS serving certificate (default: a self-signed one in "
+                     "--cert-dir)")
+    tls.add_argument("--tls-private-key-file", help="the key of --tls-cert-file")
+    tls.add_argument("--cert-dir", help="where the self-signed kubelet.crt/kubelet.key are kept (default: "
+                     "ROOT_DIR/pki)")
+    tls.add_argument("--client-ca-file", help="authenticate client certificates signed by this CA (CN user, O "
+                     "groups)")
+    tls.add_argument("--anonymous-auth", type=parse_bool, nargs="?", const=True, default=True, metavar="BOOL",
+                     help="serve requests no authenticator claims as system:anonymous (default: %(default)s)")
+    tls.add_argument("--authentication-token-webhook", type=parse_bool, nargs="?", const=True, default=False,
+                     metavar="BOOL", help="check bearer tokens with a TokenReview (default: %(default)s)")
+    tls.add_argument("--authentication-token-webhook-cache-ttl", type=parse_duration, default="2m",
+                     metavar="DURATION", help="how long TokenReview answers are kept (default: 2m)")
+    tls.add_argument("--authorization-mode", choices=("AlwaysAllow", "Webhook"), default="AlwaysAllow",
+                     help="Webhook: a SubjectAccessReview per request (default: %(default)s)")
+    tls.add_argument("--authorization-webhook-cache-authorized-ttl", type=parse_duration, default="5m",
+                     metavar="DURATION", help="how long an allowed answer is kept (default: 5m)")
+    tls.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=parse_duration, default="30s",
+                     metavar="DURATION", help="how long a denial is kept (default: 30s)")
     p.add_argument("--cpu", help="cpu capacity (default: the machine's)")
     p.add_argument("--memory", help="memory capacity (default: the machine's)")
     p.add_argument("--pods", default="110", help="pod capacity (default: %(default)s)")
@@ -90,6 +115,22 @@ def resolver_settings(args: argparse.Namespace) -> ResolverSettings:
         except ValueError:
             raise SystemExit(f"invalid value for --cluster-dns: {server!r} is not an IP address") from None
     return ResolverSettings(servers, args.cluster_domain, args.resolv_conf)
+
+
+def api_server(args: argparse.Namespace, kubelet: Kubelet, client: Clientset,
+               registered: asyncio.Event) -> tuple[web.Application, ssl.SSLContext]:
+    """The kubelet's API behind its auth filter, and the TLS context it is served with."""
+    cert, key = serving_files(args.tls_cert_file, args.tls_private_key_file,
+                              Path(args.cert_dir) if args.cert_dir else Path(args.root_dir).absolute() / "pki",
+                              args.node_ip)
+    authenticator = Authenticator(client, anonymous=args.anonymous_auth, x509=bool(args.client_ca_file),
+                                  webhook=args.authentication_token_webhook,
+                                  cache_ttl=args.authentication_token_webhook_cache_ttl)
+    authorizer = Authorizer(args.authorization_mode, client, args.node_name,
+                            allowed_ttl=args.authorization_webhook_cache_authorized_ttl,
+                            denied_ttl=args.authorization_webhook_cache_unauthorized_ttl)
+    app = make_app(kubelet, registered, middlewares=[middleware(authenticator, authorizer)])
+    return app, server_context(cert, key, args.client_ca_file)
 
 
 def _taints(text: str) -> list[dict[str, str]]:
@@ -153,14 +194,18 @@ async def run(args: argparse.Namespace) -> None:
                      lease_interval=args.node_lease_renew_interval,
                      status_interval=args.node_status_update_frequency, images=kubelet.images,
                      runtime_version=runtime_version)
-    runner = web.AppRunner(make_app(kubelet, node.registered), access_log=None)
+    app, tls = api_server(args, kubelet, client, node.registered)
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, args.address, args.port).start()
+    await web.TCPSite(runner, args.address, args.port, ssl_context=tls).start()
+    health_runner = None
     if args.healthz_port:
-        await web.TCPSite(runner, "127.0.0.1", args.healthz_port).start()
+        health_runner = web.AppRunner(make_healthz_app(node.registered), access_log=None)
+        await health_runner.setup()
+        await web.TCPSite(health_runner, "127.0.0.1", args.healthz_port).start()
         logging.info("healthz: http://127.0.0.1:%d/healthz", args.healthz_port)
     else:
-        logging.info("healthz: http://127.0.0.1:%d/healthz", args.port)
+        logging.info("healthz: https://127.0.0.1:%d/healthz", args.port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -170,6 +215,8 @@ async def run(args: argparse.Namespace) -> None:
         await asyncio.gather(node.run(stop), kubelet.run(stop))
     finally:
         await runner.cleanup()
+        if health_runner is not None:
+            await health_runner.cleanup()
         await client.close()
         if provisioner_client is not None:
             await provisioner_client.close()
@@ -204,9 +251,8 @@ async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict
         loop.add_signal_handler(sig, stop.set)
     runner = None
     if args.healthz_port:
-        app = web.Application()
-        app.router.add_get("/healthz", _healthz)
-        app.router.add_get("/debug/informers", _informers)
+        app = make_healthz_app()
+        app.router.add_get("/debug/informers", _informers)  # hollow nodes serve no API: only these
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", args.healthz_port).start()
@@ -219,10 +265,6 @@ async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict
         if runner is not None:
             await runner.cleanup()
         await client.close()
-
-
-async def _healthz(request: web.Request) -> web.Response:
-    return web.Response(text="ok")
 
 
 async def _informers(request: web.Request) -> web.Response:

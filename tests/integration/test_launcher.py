@@ -199,9 +199,11 @@ for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfi
              "--tls-cert-file", "--tls-private-key-file", "--client-ca-file", "--authorization-mode",
              "--service-account-key-file", "--service-account-signing-key-file", "--root-ca-file",
              "--cluster-signing-cert-file", "--cluster-signing-key-file", "--cluster-dns", "--cluster-domain",
-             "--cluster-ip", "--provisioner-kubeconfig"):
+             "--cluster-ip", "--provisioner-kubeconfig", "--kubelet-client-certificate",
+             "--kubelet-client-key", "--kubelet-certificate-authority", "--anonymous-auth"):
     parser.add_argument(flag)
 parser.add_argument("--use-service-account-credentials", action="store_true")
+parser.add_argument("--authentication-token-webhook", action="store_true")
 parser.add_argument("--port", "--insecure-port", type=int)
 args = parser.parse_args()
 print("ARGS", " ".join(sys.argv[1:]), flush=True)
@@ -279,6 +281,8 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         f"--secure-port {state.secure_url.rsplit(':', 1)[1]} --bind-address 127.0.0.1 "
         f"--tls-cert-file {pki}/apiserver.crt --tls-private-key-file {pki}/apiserver.key --client-ca-file {pki}/ca.crt "
         f"--service-account-key-file {pki}/sa.pub --service-account-signing-key-file {pki}/sa.key "
+        f"--kubelet-client-certificate {pki}/apiserver-kubelet-client.crt --kubelet-client-key "
+        f"{pki}/apiserver-kubelet-client.key --kubelet-certificate-authority {pki}/ca.crt "
         f"--encryption-provider-config {data_dir / 'encryption-config.yaml'} "
         f"--controller-manager-healthz-url http://127.0.0.1:{healthz['controller-manager']}/healthz "
         f"--scheduler-healthz-url http://127.0.0.1:{healthz['scheduler']}/healthz --authorization-mode Node,RBAC")
@@ -295,10 +299,14 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
     assert kubelet_ports[0] is not None and kubelet_ports[0] >= 10250
     for node, kport in zip(("node01", "node02"), kubelet_ports, strict=True):
         root = data_dir / "kubelet" / node
-        assert args_of(f"kubelet-{node}") == (f"--kubeconfig {root}/kubelet.conf --provisioner-kubeconfig "
-                                              f"{root}/provisioner.conf --node-name {node} --port {kport} "
-                                              f"--root-dir {root} --cluster-dns 10.96.0.10 "
-                                              "--cluster-domain cluster.local")
+        kubelet_args = args_of(f"kubelet-{node}")
+        health_port = int(kubelet_args.split("--healthz-port ", 1)[1].split()[0])  # a free one: the API is HTTPS
+        assert kubelet_args == (
+            f"--kubeconfig {root}/kubelet.conf --provisioner-kubeconfig {root}/provisioner.conf --node-name {node} "
+            f"--port {kport} --root-dir {root} --cluster-dns 10.96.0.10 --cluster-domain cluster.local "
+            f"--healthz-port {health_port} --tls-cert-file {pki}/kubelets/{node}.crt "
+            f"--tls-private-key-file {pki}/kubelets/{node}.key --client-ca-file {pki}/ca.crt --anonymous-auth=false "
+            f"--authentication-token-webhook --authorization-mode Webhook")
         assert root.is_dir()
         # The stand-in printed its health URL, so the launcher polls it instead of "alive".
         assert records[f"kubelet-{node}"].health_url == f"http://127.0.0.1:{kport}/healthz"

@@ -46,7 +46,9 @@ class Node:
 
         def serving() -> bool:
             try:
-                return httpx.get(f"http://127.0.0.1:{self.port}/containerLogs/{ns}/{pod}/{container}").is_success
+                # the kubelet's API is HTTPS with its self-signed certificate (no --tls-cert-file here)
+                return httpx.get(f"https://127.0.0.1:{self.port}/containerLogs/{ns}/{pod}/{container}",
+                                 verify=False).is_success
             except httpx.TransportError:
                 return False
         wait_for(serving, what=f"the restarted kubelet to serve {pod}")

@@ -43,7 +43,11 @@ LAUNCHER_ONLY_FLAGS = {"--encryption-provider-config", "--secure-port", "--tls-c
                        # compose runs no cluster DNS (yet): its kubelets are told of no DNS server
                        "--cluster-dns", "--cluster-domain",
                        # nor the provisioner's own identity: no PKI (its kubelets provision as themselves)
-                       "--provisioner-kubeconfig"}
+                       "--provisioner-kubeconfig",
+                       "--kubelet-client-certificate", "--kubelet-client-key", "--kubelet-certificate-authority"}
+# The kubelets' API behind client certificates and reviews needs the PKI compose lacks: its kubelets keep kube's
+# defaults (anonymous, AlwaysAllow).
+KUBELET_LAUNCHER_ONLY_FLAGS = {"--anonymous-auth", "--authentication-token-webhook", "--authorization-mode"}
 FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)")
 
 
@@ -113,7 +117,7 @@ def test_each_service_runs_the_launcher_s_command(service: str, launcher_argv: d
     assert command[:2] == ["kubelab", component] and component in COMPONENTS
     name = f"kubelet-{service}" if component == "kubelet" else component
     launcher = flags(launcher_argv[name][3:])  # [python, -m, package, flags...]
-    for flag in LAUNCHER_ONLY_FLAGS:
+    for flag in LAUNCHER_ONLY_FLAGS | (KUBELET_LAUNCHER_ONLY_FLAGS if component == "kubelet" else set()):
         launcher.pop(flag, None)
     compose = flags(command[2:])
     assert set(launcher) <= set(compose), f"{service} lacks the launcher's {set(launcher) - set(compose)}"
