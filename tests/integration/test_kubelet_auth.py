@@ -169,7 +169,7 @@ def test_kubectl_logs_exec_port_forward_and_top_still_work(cluster: kubelab.Clus
         wait_for(served, what="the forwarded port to serve")
     finally:
         forward.terminate()
-        forward.wait(10)
+        forward.communicate(timeout=10)  # reads and closes its pipes
     assert "GET / HTTP" in cluster.kubectl("logs", "web").stdout
     top = wait_for(lambda: cluster.kubectl("top", "node", "--no-headers", check=False).stdout, timeout=30,
                    what="kubectl top node")
@@ -212,7 +212,7 @@ def test_proxy_subresources_reach_a_service_a_pod_and_the_kubelet(cluster: kubel
         assert resp.status_code == 501  # http.server has no POST: the pod's own answer, relayed
     finally:
         proxy.terminate()
-        proxy.wait(10)
+        proxy.communicate(timeout=10)  # reads and closes its pipes
 
 
 def test_proxy_subresources_are_authorized_as_kube_does(cluster: kubelab.Cluster, web: int) -> None:
