@@ -19,6 +19,7 @@ from aiohttp import web
 
 from kubeclient import Clientset
 
+from .bootstrap import BootstrapError, load_client_cert
 from .hollow import HollowNodes
 from .images import ImageStore
 from .kubelet import Kubelet
@@ -34,6 +35,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                 "to its node as real OS processes and reports their status.")
     p.add_argument("--master", help="apiserver URL (e.g. http://127.0.0.1:8080)")
     p.add_argument("--kubeconfig", help="kubeconfig file to find the apiserver")
+    p.add_argument("--bootstrap-kubeconfig",
+                   help="TLS bootstrapping: when --kubeconfig is missing or its client certificate expired, ask for "
+                        "one (a CertificateSigningRequest made with this kubeconfig's credentials, a bootstrap token) "
+                        "and write --kubeconfig pointing at <cert-dir>/kubelet-client-current.pem")
+    p.add_argument("--cert-dir", help="where TLS bootstrapping keeps the client certificate (default: <root-dir>/pki)")
     p.add_argument("--node-name", help="name of this node (e.g. node01); required unless --hollow")
     p.add_argument("--hollow", action="store_true",
                    help="SIMULATE --count nodes (as kubemark): register and heartbeat them, mark their pods Running "
@@ -66,6 +72,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if not args.hollow and not args.node_name:
         p.error("--node-name is required (or --hollow)")
+    if args.bootstrap_kubeconfig and not args.kubeconfig:
+        p.error("--bootstrap-kubeconfig needs --kubeconfig: where to write the kubeconfig it bootstraps")
     return args
 
 
@@ -82,6 +90,13 @@ def _taints(text: str) -> list[dict[str, str]]:
 
 
 async def run(args: argparse.Namespace) -> None:
+    if args.bootstrap_kubeconfig:
+        cert_dir = Path(args.cert_dir or Path(args.root_dir) / "pki").absolute()
+        try:
+            await load_client_cert(Path(args.kubeconfig), Path(args.bootstrap_kubeconfig), cert_dir, args.node_name)
+        except BootstrapError as err:
+            raise SystemExit(f"failed to run Kubelet: unable to load bootstrap kubeconfig or certificate: {err}") \
+                from None
     client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig, user_agent="kubelet")
     capacity = machine_capacity()
     capacity["pods"] = args.pods
