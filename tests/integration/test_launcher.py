@@ -194,9 +194,10 @@ for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfi
              "--controller-manager-healthz-url", "--scheduler-healthz-url", "--kubeconfig", "--secure-port",
              "--tls-cert-file", "--tls-private-key-file", "--client-ca-file", "--authorization-mode",
              "--service-account-key-file", "--service-account-signing-key-file", "--root-ca-file",
-             "--cluster-signing-cert-file", "--cluster-signing-key-file"):
+             "--cluster-signing-cert-file", "--cluster-signing-key-file", "--controllers"):
     parser.add_argument(flag)
 parser.add_argument("--use-service-account-credentials", action="store_true")
+parser.add_argument("--enable-bootstrap-token-auth", action="store_true")
 parser.add_argument("--port", "--insecure-port", type=int)
 args = parser.parse_args()
 print("ARGS", " ".join(sys.argv[1:]), flush=True)
@@ -273,11 +274,12 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         f"--service-account-key-file {pki}/sa.pub --service-account-signing-key-file {pki}/sa.key "
         f"--encryption-provider-config {data_dir / 'encryption-config.yaml'} "
         f"--controller-manager-healthz-url http://127.0.0.1:{healthz['controller-manager']}/healthz "
-        f"--scheduler-healthz-url http://127.0.0.1:{healthz['scheduler']}/healthz --authorization-mode Node,RBAC")
+        f"--scheduler-healthz-url http://127.0.0.1:{healthz['scheduler']}/healthz --authorization-mode Node,RBAC "
+        f"--enable-bootstrap-token-auth")
     assert args_of("controller-manager") == (
         f"--kubeconfig {data_dir}/controller-manager.conf --use-service-account-credentials --root-ca-file {pki}/ca.crt "
         f"--cluster-signing-cert-file {pki}/ca.crt --cluster-signing-key-file {pki}/ca.key "
-        f"--healthz-port {healthz['controller-manager']}")
+        f"--controllers *,bootstrapsigner,tokencleaner --healthz-port {healthz['controller-manager']}")
     assert args_of("scheduler") == f"--kubeconfig {data_dir}/scheduler.conf --healthz-port {healthz['scheduler']}"
     kubelet_ports = [records["kubelet-node01"].port, records["kubelet-node02"].port]
     assert kubelet_ports[0] is not None and kubelet_ports[0] >= 10250
