@@ -330,6 +330,7 @@ def _print_ready(cluster: Cluster, args: argparse.Namespace, seconds: float) -> 
     print(f"  kubectl --kubeconfig {kubeconfig} get nodes")
     print(f"  export KUBECONFIG={cluster.state.kubeconfig}")
     print(f"  logs: {data}/logs/   state: {data}/state.json   status: kubelab status --data-dir {data}")
+    print(f"  join a node: kubelab token create --print-join-command --data-dir {data}")
     if args.detach:
         log = _shown(Path(cluster.state.supervisor_log or ""))
         print(f"Running in the background under supervisor pid {os.getpid()}, which restarts what exits "

@@ -1,6 +1,7 @@
 """Bootstrap tokens without a server: the detached JWS (kube's own test vector), the token Secret's rules, the
-bootstrap-token authenticator, the CA pin of `kubelab join` and kubeadm's token Secret (apimachinery.bootstraptoken,
-apiserver.authenticators.bootstraptoken, kubelab.discovery, kubelab.bootstraptokens)."""
+bootstrap-token authenticator, the CA pin of `kubelab join`, kubeadm's token Secret, and the kubelet's CSR name and
+client-config check (apimachinery.bootstraptoken, apiserver.authenticators.bootstraptoken, kubelab.discovery,
+kubelab.bootstraptokens, kubelet.bootstrap)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,18 @@ from typing import Any
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from apimachinery import bootstraptoken as bt
 from apiserver.authentication import UserInfo
 from apiserver.authenticators.bootstraptoken import BootstrapTokenAuthenticator
 from controllers.bootstrapsigner import signed_data
+from controllers.manager import enabled_controllers
 from kubelab.bootstraptokens import DEFAULT_GROUP, token_secret
 from kubelab.discovery import DiscoveryError, ca_cert_hash, check_pins, parse_pins
+from kubelab.kubeconfig import write_kubeconfig
 from kubelab.pki import CertificateAuthority
+from kubelet.bootstrap import client_config_valid, digested_name, usages_for
 
 TOKEN = bt.BootstrapToken("abcdef", "0123456789abcdef")
 
@@ -117,3 +122,26 @@ def test_ca_pin_is_the_sha256_of_the_subject_public_key_info(tmp_path: Path) -> 
         parse_pins(["sha256:abcd"])
     with pytest.raises(DiscoveryError, match="unknown hash format 'md5'"):
         parse_pins(["md5:" + "0" * 64])
+
+
+def test_the_signer_and_the_cleaner_are_off_unless_named() -> None:
+    assert "bootstrap-signer-controller" not in enabled_controllers(["*"])
+    assert {"bootstrap-signer-controller", "token-cleaner-controller"} <= set(
+        enabled_controllers(["*", "bootstrapsigner", "tokencleaner"]))
+
+
+def test_kubelet_csr_name_and_client_config(tmp_path: Path) -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    usages = usages_for(key)
+    assert usages == ["digital signature", "client auth"]
+    name = digested_name(key, "system:node:n1", ["system:nodes"], usages)
+    assert name.startswith("node-csr-") and name == digested_name(key, "system:node:n1", ["system:nodes"], usages)
+    assert name != digested_name(key, "system:node:n", ["1system:nodes"], usages)
+    ca = CertificateAuthority.load_or_create(tmp_path / "ca", "kubernetes")
+    pair = ca.issue(tmp_path / "kubelet", "system:node:n1", organizations=["system:nodes"], client=True)
+    kubeconfig = tmp_path / "kubelet.conf"
+    assert not client_config_valid(kubeconfig)
+    write_kubeconfig(kubeconfig, "https://127.0.0.1:6443", ca=ca.pair.cert, client=pair)
+    assert client_config_valid(kubeconfig)
+    write_kubeconfig(kubeconfig, "https://127.0.0.1:6443", ca=ca.pair.cert, token="abcdef.0123456789abcdef")
+    assert not client_config_valid(kubeconfig)  # no client certificate: bootstrap
