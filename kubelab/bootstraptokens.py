@@ -88,14 +88,30 @@ def join_objects(server: str, ca_pem: bytes) -> list[tuple[str, dict[str, Any]]]
 
 
 def ensure_join_objects(client: httpx.Client, server: str, ca_pem: bytes) -> list[str]:
-    """Create whichever of ``join_objects`` is missing (an existing one is left as it is, as kubeadm's
-    ``CreateOrRetain``); returns the problems met (a stand-in apiserver without RBAC just says no)."""
+    """Create whichever of ``join_objects`` is missing; an existing one is left as it is (kubeadm's
+    ``CreateOrRetain``), except that ``cluster-info`` is brought up to date when the server or the CA changed (a
+    secure port taken by something else since the last `up`): the bootstrap signer then signs it anew. Returns
+    the problems met (a stand-in apiserver without RBAC just says no)."""
     problems = []
     for path, obj in join_objects(server, ca_pem):
         response = client.post(path, json=obj)
-        if response.status_code not in (201, 409):
+        if response.status_code == 409 and obj["kind"] == "ConfigMap":
+            response = _update_cluster_info(client, f"{path}/{bt.CLUSTER_INFO}", obj["data"][bt.KUBECONFIG_KEY])
+        if response.status_code not in (200, 201, 409):
             problems.append(f"{obj['kind']} {obj['metadata']['name']}: {response.status_code} {response.text[:200]}")
     return problems
+
+
+def _update_cluster_info(client: httpx.Client, path: str, kubeconfig: str) -> httpx.Response:
+    """PUT ``cluster-info`` with ``kubeconfig`` unless it already holds it (the answer to the GET then)."""
+    current = client.get(path)
+    if current.status_code != 200:
+        return current
+    cm = current.json()
+    if (cm.get("data") or {}).get(bt.KUBECONFIG_KEY) == kubeconfig:
+        return current
+    cm.setdefault("data", {})[bt.KUBECONFIG_KEY] = kubeconfig
+    return client.put(path, json=cm)
 
 
 def _b64(text: str) -> str:

@@ -17,9 +17,12 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import ssl
 import sys
 import time
 from pathlib import Path
+
+import httpx
 
 from apimachinery import bootstraptoken as bt
 from kubelab import process
@@ -112,15 +115,37 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(f"[discovery] cluster-info is signed by the token{' and its CA is the pinned one' if pins else ''}: "
           f"using the API Server {info.server}", flush=True)
-    if args.detach:
-        return run_detached(lambda console: _run(args, data_dir, info, token, console),
-                            data_dir / "logs" / "supervisor.log")
-    return _run(args, data_dir, info, token, None)
-
-
-def _run(args: argparse.Namespace, data_dir: Path, info: ClusterInfo, token: bt.BootstrapToken,
-         console: Console | None) -> int:
     node = (args.node_name or socket.gethostname()).lower()
+    if not (data_dir / KUBECONFIG).exists():  # a first join (a node that joined before keeps its name)
+        try:
+            _check_node_name(info, token, node)
+        except (DiscoveryError, httpx.HTTPError) as err:
+            print(f"kubelab join: error execution phase kubelet-start: {err}", file=sys.stderr)
+            return 1
+    if args.detach:
+        return run_detached(lambda console: _run(args, data_dir, info, token, node, console),
+                            data_dir / "logs" / "supervisor.log")
+    return _run(args, data_dir, info, token, node, None)
+
+
+def _check_node_name(info: ClusterInfo, token: bt.BootstrapToken, node: str) -> None:
+    """kubeadm's check before the TLS bootstrap: no Ready Node of that name exists yet (asked with the token)."""
+    verify = ssl.create_default_context(cadata=info.ca_pem.decode())
+    with httpx.Client(base_url=info.server, verify=verify, timeout=10.0,
+                      headers={"Authorization": f"Bearer {token}"}) as client:
+        response = client.get(f"/api/v1/nodes/{node}")
+    if response.status_code == 404:
+        return
+    if response.status_code != 200:
+        raise DiscoveryError(f"cannot get Node {node!r}: {response.status_code} {response.text[:200]}")
+    conditions = (response.json().get("status") or {}).get("conditions") or []
+    if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+        raise DiscoveryError(f'a Node with name "{node}" and status "Ready" already exists in the cluster. You must '
+                             "delete the existing Node or change the name of this new joining Node")
+
+
+def _run(args: argparse.Namespace, data_dir: Path, info: ClusterInfo, token: bt.BootstrapToken, node: str,
+         console: Console | None) -> int:
     ca = data_dir / "pki" / "ca.crt"
     write_private(ca, info.ca_pem, mode=0o644)
     bootstrap = write_kubeconfig(data_dir / BOOTSTRAP_KUBECONFIG, info.server, ca=ca, token=str(token))

@@ -88,6 +88,9 @@ def test_join_adds_a_ready_node_with_its_own_certificate(cluster: Cluster, node_
         return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
 
     wait_for(ready, timeout=60, what="node joined Ready")
+    again = kubelab(*argv[1:], "--node-name", "joined", "--data-dir", str(node_dir.parent / "again"))
+    assert again.returncode == 1
+    assert 'a Node with name "joined" and status "Ready" already exists in the cluster' in again.stderr
     pem = (node_dir / "kubelet" / "joined" / "pki" / "kubelet-client-current.pem").read_bytes()
     cert = x509.load_pem_x509_certificate(pem)
     assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "system:node:joined"
