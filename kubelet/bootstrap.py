@@ -37,7 +37,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from apimachinery.errors import AlreadyExists
+from apimachinery.errors import AlreadyExists, StatusError
 from kubeclient import CERTIFICATE_SIGNING_REQUESTS, Clientset
 from kubeclient.config import ConfigError, load_kubeconfig
 from kubeclient.rest import RESTClient
@@ -206,6 +206,8 @@ async def load_client_cert(kubeconfig: Path, bootstrap_kubeconfig: Path, cert_di
     client = Clientset(RESTClient(config))
     try:
         cert_pem = await _issue(client, name, csr)
+    except StatusError as err:  # the token expired or was deleted (401), or it may not create CSRs (403)
+        raise BootstrapError(f"cannot create certificate signing request: {err.message}") from None
     finally:
         await client.close()
     current = _store(cert_dir, cert_pem, key)

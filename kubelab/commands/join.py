@@ -164,7 +164,7 @@ def _run(args: argparse.Namespace, data_dir: Path, info: ClusterInfo, token: bt.
     record = ProcessRecord(name=name, component="kubelet", pid=0, start_time=None, started_at=0.0, log=str(log),
                            port=port)
     state = ClusterState(data_dir=str(data_dir), api_url=info.server, etcd_url="", etcd_client_port=0,
-                         etcd_peer_port=0, kubeconfig=str(kubeconfig), secure_url=info.server,
+                         etcd_peer_port=0, kubeconfig=str(kubeconfig),
                          supervisor_pid=os.getpid(), supervisor_start_time=process.process_start_time(os.getpid()),
                          detached=console is not None, supervisor_log=str(console.log) if console else None)
     supervisor = Supervisor(spawn=lambda u: process.spawn(u.name, u.argv, u.log, env=u.env),
