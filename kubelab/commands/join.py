@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class _JoinedNode:
-    """The one supervised kubelet of a joined node, shaped as `kubelab up`'s supervision loop drives a cluster."""
+    """The one supervised kubelet of a joined node: ``Supervising``, so `kubelab up`'s loop drives it."""
 
     def __init__(self, state: ClusterState, supervisor: Supervisor) -> None:
         self.state = state
@@ -192,7 +192,7 @@ def _run(args: argparse.Namespace, data_dir: Path, info: ClusterInfo, token: bt.
         message = str(err) if isinstance(err, StartupFailedError) else \
             f"the kubelet exited during start-up; last lines of {log}:\n{process.tail(log)}"
         print(f"kubelab join: {message}", file=sys.stderr)
-        _stop(joined, data_dir)  # type: ignore[arg-type]  # shaped as a Cluster for the supervision loop
+        _stop(joined, data_dir)
         return 1
     except BaseException:
         joined.stop()
@@ -205,7 +205,7 @@ def _run(args: argparse.Namespace, data_dir: Path, info: ClusterInfo, token: bt.
           f"Stop it with: kubelab down --data-dir {args.data_dir}", flush=True)
     if console is not None:
         console.detach()
-    return _supervise(joined, signals)  # type: ignore[arg-type]
+    return _supervise(joined, signals)
 
 
 class StartupFailedError(RuntimeError):
