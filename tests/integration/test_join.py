@@ -5,7 +5,9 @@ wrong pin or token secret; what anonymous and a bootstrap token may do."""
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import ssl
 import subprocess
 from collections.abc import Iterator
@@ -104,6 +106,16 @@ def test_join_adds_a_ready_node_with_its_own_certificate(cluster: Cluster, node_
     whoami = subprocess.run([KUBECTL, "--kubeconfig", str(node_dir / "kubelet.conf"), "auth", "whoami"],
                             capture_output=True, text=True, timeout=60)
     assert "system:node:joined" in whoami.stdout and "system:nodes" in whoami.stdout, whoami.stderr
+
+    # Restarted (killed, and started again by join's supervisor), the kubelet keeps its certificate: no new CSR.
+    record = next(r for r in load_state(node_dir).processes if r.name == "kubelet-joined")  # type: ignore[union-attr]
+    os.kill(record.pid, signal.SIGKILL)
+    log = node_dir / "logs" / "kubelet-joined.log"
+    wait_for(lambda: "exists and is valid, skipping bootstrap" in log.read_text(), timeout=60,
+             what="the restarted kubelet reusing its kubeconfig")
+    wait_for(ready, timeout=60, what="node joined Ready again")
+    assert sum(f"system:bootstrap:{token_id}" in line for line in kubectl(cluster, "get", "csr").stdout.splitlines()) \
+        == 1
 
     status = kubelab("status", "--data-dir", str(node_dir))
     assert "kubelet-joined" in status.stdout, status.stdout + status.stderr
