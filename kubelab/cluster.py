@@ -45,8 +45,9 @@ from kubelab.encryption import ensure_encryption_config
 from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer, free_port
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.etcdcluster import local_cluster, record_run
-from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, HOLLOW_NODES, SCHEDULER, ClusterPKI, Identity, \
-    kubelet_identity, make_cluster_pki
+from kubelab.addons import ADDONS
+from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, HOLLOW_NODES, LOCAL_PATH_PROVISIONER, SCHEDULER, \
+    ClusterPKI, Identity, kubelet_identity, make_cluster_pki
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
 from kubelab.state import ClusterState, ProcessRecord
@@ -56,12 +57,6 @@ __all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "SECURE_PORT", "Cluster", "
            "stop_records"]
 
 KUBELET_BASE_PORT = 10250
-# kind's default class, with the provisioner every kubelet runs for its node (kubelet/provisioner.py).
-DEFAULT_STORAGE_CLASS = {
-    "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-    "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
-    "provisioner": "kubelab.io/local-path", "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer",
-}
 # kube's secure ports of the controller-manager and the scheduler: where their /healthz is served (plain HTTP here)
 # and where the apiserver probes them for ComponentStatuses.
 HEALTHZ_PORTS = {"controller-manager": 10257, "scheduler": 10259}
@@ -212,7 +207,7 @@ class Cluster:
         elif wanted:
             self.skipped.append(kubelet)
         self._start_tier([spawned_apiserver])
-        self._create_default_storage_class()
+        self._create_addons()
         self._create_join_objects()
         self._start_tier(tier)
         if any(p.component.name == "controller-manager" for p in tier):
@@ -220,11 +215,12 @@ class Cluster:
                                   if p.component.name == "kubelet" and p.record.name != HOLLOW_UNIT])
         return self.state
 
-    def _create_default_storage_class(self) -> None:
-        """kind's default StorageClass, ``standard`` (``kubelab.io/local-path``, see kubelet/provisioner.py), unless
-        it exists; an apiserver that does not serve storage.k8s.io (a stand-in) just says no."""
+    def _create_addons(self) -> None:
+        """kind's default StorageClass and the local-path provisioner's rights (kubelab.addons), each unless it
+        exists; an apiserver that does not serve a group (a stand-in) just says no."""
         with httpx.Client(timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
-            client.post(f"{self.api_url}/apis/storage.k8s.io/v1/storageclasses", json=DEFAULT_STORAGE_CLASS)
+            for path, obj in ADDONS:
+                client.post(f"{self.api_url}{path}", json=obj)
 
     def _create_join_objects(self) -> None:
         """kubeadm's ``cluster-info`` and the RBAC for joining nodes (``bootstraptokens``), unless they exist."""
@@ -313,8 +309,10 @@ class Cluster:
         root = self.data_dir / "kubelet" / node
         root.mkdir(parents=True, exist_ok=True)
         conf = self._kubeconfig(root / "kubelet.conf", kubelet_identity(node))
+        provisioner = self._kubeconfig(root / "provisioner.conf", LOCAL_PATH_PROVISIONER)
         args = [
             "--kubeconfig", str(conf),
+            "--provisioner-kubeconfig", str(provisioner),
             "--node-name", node,
             "--port", str(port),
             "--root-dir", str(root),

@@ -40,6 +40,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "one (a CertificateSigningRequest made with this kubeconfig's credentials, a bootstrap token) "
                         "and write --kubeconfig pointing at <cert-dir>/kubelet-client-current.pem")
     p.add_argument("--cert-dir", help="where TLS bootstrapping keeps the client certificate (default: <root-dir>/pki)")
+    p.add_argument("--provisioner-kubeconfig",
+                   help="kubeconfig of the kubelab.io/local-path provisioner this kubelet runs (default: the "
+                        "kubelet's own, which the Node authorizer does not let list claims and volumes)")
     p.add_argument("--node-name", help="name of this node (e.g. node01); required unless --hollow")
     p.add_argument("--hollow", action="store_true",
                    help="SIMULATE --count nodes (as kubemark): register and heartbeat them, mark their pods Running "
@@ -98,6 +101,9 @@ async def run(args: argparse.Namespace) -> None:
             raise SystemExit(f"failed to run Kubelet: unable to load bootstrap kubeconfig or certificate: {err}") \
                 from None
     client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig, user_agent="kubelet")
+    provisioner_client = Clientset.from_flags(kubeconfig=args.provisioner_kubeconfig,
+                                              user_agent="local-path-provisioner") \
+        if args.provisioner_kubeconfig else None
     capacity = machine_capacity()
     capacity["pods"] = args.pods
     if args.cpu:
@@ -120,15 +126,17 @@ async def run(args: argparse.Namespace) -> None:
         except EngineError as err:
             await docker.close()
             await client.close()
+            if provisioner_client is not None:
+                await provisioner_client.close()
             raise SystemExit(f"--runtime docker: no Docker engine at {docker.engine.host}: {err}") from None
         logging.info("runtime: Docker engine %s at %s", docker.version, docker.engine.host)
         kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
-                          runtime=docker, images=images)
+                          runtime=docker, images=images, provisioner_client=provisioner_client)
     else:
         store = ImageStore(root / "images", args.crashloop_backoff)
         linux = choose_linux(args.runtime, root, args.node_name, store)
         kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
-                          runtime=linux, images=store)
+                          runtime=linux, images=store, provisioner_client=provisioner_client)
     if docker is not None:
         runtime_version = docker.runtime_version
     else:
@@ -156,6 +164,8 @@ async def run(args: argparse.Namespace) -> None:
     finally:
         await runner.cleanup()
         await client.close()
+        if provisioner_client is not None:
+            await provisioner_client.close()
         if docker is not None:
             await docker.close()
 
