@@ -194,7 +194,8 @@ for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfi
              "--controller-manager-healthz-url", "--scheduler-healthz-url", "--kubeconfig", "--secure-port",
              "--tls-cert-file", "--tls-private-key-file", "--client-ca-file", "--authorization-mode",
              "--service-account-key-file", "--service-account-signing-key-file", "--root-ca-file",
-             "--cluster-signing-cert-file", "--cluster-signing-key-file", "--controllers"):
+             "--cluster-signing-cert-file", "--cluster-signing-key-file", "--controllers",
+             "--provisioner-kubeconfig"):
     parser.add_argument(flag)
 parser.add_argument("--use-service-account-credentials", action="store_true")
 parser.add_argument("--enable-bootstrap-token-auth", action="store_true")
@@ -285,7 +286,8 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
     assert kubelet_ports[0] is not None and kubelet_ports[0] >= 10250
     for node, kport in zip(("node01", "node02"), kubelet_ports, strict=True):
         root = data_dir / "kubelet" / node
-        assert args_of(f"kubelet-{node}") == (f"--kubeconfig {root}/kubelet.conf --node-name {node} --port {kport} "
+        assert args_of(f"kubelet-{node}") == (f"--kubeconfig {root}/kubelet.conf --provisioner-kubeconfig "
+                                              f"{root}/provisioner.conf --node-name {node} --port {kport} "
                                               f"--root-dir {root}")
         assert root.is_dir()
         # The stand-in printed its health URL, so the launcher polls it instead of "alive".
