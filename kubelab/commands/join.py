@@ -3,7 +3,8 @@ to a cluster, as ``kubeadm join`` does for a worker node.
 
 1. Discovery (``kubelab.discovery``): ``cluster-info`` is fetched anonymously, its JWS checked with the token and
    its CA with the pin; then ``<data-dir>/pki/ca.crt`` and ``<data-dir>/bootstrap-kubelet.conf`` (the cluster's
-   server and CA, the token as credential) are written.
+   server and CA, the token as credential) are written. As kubeadm, a first join is refused when a Ready Node of
+   that name exists already (asked with the token, which ``kubeadm:get-nodes`` lets get Nodes).
 2. The kubelet starts with ``--bootstrap-kubeconfig``: it asks for its client certificate with a
    CertificateSigningRequest, which the controller-manager approves (the token's group may create node client
    CSRs) and signs; it then writes ``<data-dir>/kubelet.conf`` and registers its Node as ``system:node:<name>``.
