@@ -9,6 +9,7 @@ import os
 import shlex
 import signal
 import ssl
+import sys
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +20,10 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 from kubernetes import client as k8s
 
-from conftest import KUBECTL
+from conftest import KUBECTL, ROOT
 from kubelab.api import Cluster
 from kubelab.etcd import free_port
+from kubelab.kubeconfig import write_kubeconfig
 from kubelab.state import load_state
 from support.launcher import assert_nothing_left, kubelab
 from support.wait import wait_for
@@ -193,3 +195,17 @@ def test_anonymous_reads_only_cluster_info_and_a_token_only_bootstraps(cluster: 
     assert "Unauthorized" in bad.stderr
     deleted = kubelab("token", "delete", value.split(".")[0], "--data-dir", str(cluster.data_dir))
     assert deleted.returncode == 0 and f'bootstrap token "{value.split(".")[0]}" deleted' in deleted.stdout
+
+
+def test_a_kubelet_whose_token_may_not_bootstrap_exits_with_the_reason(cluster: Cluster, tmp_path: Path) -> None:
+    value = token(cluster, "--groups", "system:bootstrappers:elsewhere")  # not kubeadm's group: no CSRs
+    bootstrap = write_kubeconfig(tmp_path / "bootstrap.conf", cluster.secure_url,
+                                 ca=cluster.data_dir / "pki" / "ca.crt", token=value)
+    done = subprocess.run([sys.executable, "-m", "kubelet", "--bootstrap-kubeconfig", str(bootstrap), "--kubeconfig",
+                           str(tmp_path / "kubelet.conf"), "--node-name", "stranger", "--root-dir", str(tmp_path),
+                           "--port", str(free_port())], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 1
+    assert "cannot create certificate signing request" in done.stderr
+    assert f'User "system:bootstrap:{value.split(".")[0]}" cannot create resource "certificatesigningrequests"' in \
+        done.stderr
+    assert not (tmp_path / "kubelet.conf").exists()
