@@ -17,6 +17,7 @@ COPY controllers ./controllers
 COPY scheduler ./scheduler
 COPY kubelet ./kubelet
 COPY kubelab ./kubelab
+COPY console ./console
 RUN pip install --no-deps . && kubelab --version
 
 # The kubelet keeps pod directories here (each compose node mounts a volume over its own).

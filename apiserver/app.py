@@ -25,6 +25,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.websockets import WebSocket
 
 from apimachinery import errors
+from apimachinery import metrics as process_metrics
 
 from .admission import AdmissionChain
 from .admission.conditions import WebhookMatchConditions
@@ -61,11 +62,12 @@ from .authz.rbac import RBACAuthorizer
 from .authz.reconcile import reconcile as reconcile_policy
 from .authz.rules import compile_rules
 from .autoregister import AutoRegister, served_group_versions
-from .handlers import discovery, openapi, proxy
+from .handlers import discovery, openapi, proxy, watches
 from .handlers.request import limit_body, parse_path
 from .handlers.rest import RESTHandler, json_response, status_response
 from .handlers.subresources import bind
 from .handlers.warnings import WarningMiddleware, add_warning
+from .instrumentation import RequestMetrics
 from .metrics import api as metrics_api
 from .openapi import documents as openapi_documents
 from .registry import all_strategies
@@ -84,6 +86,7 @@ from .serviceaccount.config import ServiceAccountConfig
 from .serviceaccount.oidc import CACHE_CONTROL, CONFIGURATION_PATH, JWKS_CONTENT_TYPE, JWKS_PATH
 from .serviceaccount.tokenrequest import TokenRequests
 from .storage import encryptionconfig, maintenance
+from .storage import metrics as storage_metrics
 from .storage.etcd3 import EtcdStorage, EtcdTLS, SpaceExceeded, StorageError
 from .storage.format import NewerStorageFormat, check_storage_format
 
@@ -182,7 +185,7 @@ def authenticator_for(config: Config) -> RequestAuthenticator:
     return RequestAuthenticator(tokens, anonymous=config.anonymous_auth)
 
 
-def create_app(config: Config, rule_validator: RuleValidator | None = None) -> WarningMiddleware:
+def create_app(config: Config, rule_validator: RuleValidator | None = None) -> RequestMetrics:
     """The apiserver's ASGI app; raises ``EncryptionConfigError`` when the encryption configuration is unusable
     and ``TokenFileError`` for an unusable token file.
     ``rule_validator`` evaluates CRDs' ``x-kubernetes-validations`` (default: CEL, ``apiextensions.celrules``)."""
@@ -262,7 +265,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
         await registry.start()
         await reconcile_policy(registry)
         if "Node" in config.authorization_modes:
-            graph.start(registry.get("", "pods").cache)
+            graph.start(registry.get("", "pods").cache, registry.get("", "persistentvolumeclaims").cache)
         await crd_controller.start()
         autoregister.start()
         policy_status.start()
@@ -328,9 +331,21 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     for path in ("/healthz", "/livez", "/readyz"):
         app.add_api_route(path, health, methods=["GET"], include_in_schema=False)
 
+    @app.get("/debug/watches", include_in_schema=False)
+    async def debug_watches() -> Response:
+        """The watch streams this apiserver serves (handlers/watches.py)."""
+        return json_response(await watches.document(await storage.current_revision()))
+
     @app.get("/version", include_in_schema=False)
     async def version() -> Response:
         return json_response(discovery.version_info())
+
+    # --- Prometheus metrics (authorized as the non-resource URL /metrics: system:monitoring) -------------------
+    storage_metrics.collect_caches(lambda: [(store.qualified, store.cache) for store in registry.stores.values()])
+
+    @app.get("/metrics", include_in_schema=False)
+    async def prometheus_metrics() -> Response:
+        return Response(process_metrics.scrape(), media_type=process_metrics.CONTENT_TYPE)
 
     # --- service-account issuer discovery (OpenID Connect) ----------------------------------------------------
     @app.get(CONFIGURATION_PATH, include_in_schema=False)
@@ -403,8 +418,8 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
         raise errors.NotFound("the server could not find the requested resource")
 
     router = ResourceRouter(app, handler, registry, metrics)
-    return WarningMiddleware(AuthenticationMiddleware(authz_filter.AuthorizationMiddleware(router), authenticator,
-                                                      check=authz_filter.check))
+    return RequestMetrics(WarningMiddleware(AuthenticationMiddleware(authz_filter.AuthorizationMiddleware(router),
+                                                                     authenticator, check=authz_filter.check)))
 
 
 class ResourceRouter:

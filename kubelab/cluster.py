@@ -63,7 +63,8 @@ HEALTHZ_PORTS = {"controller-manager": 10257, "scheduler": 10259}
 SECURE_PORT = 6443  # kube-apiserver's --secure-port
 POD_CIDR_TIMEOUT = 30.0  # seconds the node IPAM controller may take to give every Node its podCIDR
 CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need them
-CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet")  # the last tier: a cluster may leave any out
+CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "ui")  # the last tiers: a cluster may leave any out
+CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
 
 
@@ -210,6 +211,9 @@ class Cluster:
         self._create_addons()
         self._create_join_objects()
         self._start_tier(tier)
+        console = COMPONENTS["ui"]
+        if "ui" in self.components and is_available(console):
+            self._start_tier([self._spawn_console(console)])
         if any(p.component.name == "controller-manager" for p in tier):
             self._wait_pod_cidrs([p.record.name.removeprefix("kubelet-") for p in tier
                                   if p.component.name == "kubelet" and p.record.name != HOLLOW_UNIT])
@@ -337,6 +341,18 @@ class Cluster:
         if self.kubelet_base_port is None:
             return [free_port() for _ in range(count)]
         return free_ports_from(self.kubelet_base_port, count, avoid=self._reserved_ports())
+
+    def _spawn_console(self, component: Component) -> _Pending:
+        """The web console (``python -m kubelab.ui``) as the admin, on ``CONSOLE_PORT`` when free; it finds the
+        scheduler and the kubelets itself and is told the controller-manager's debug port."""
+        port = free_port() if self.kubelet_base_port is None else \
+            free_ports_from(CONSOLE_PORT, 1, avoid=self._reserved_ports())[0]
+        manager = self.healthz_ports.get("controller-manager")
+        args = ["--kubeconfig", self.state.kubeconfig, "--port", str(port),
+                *(["--component", f"controller-manager=http://127.0.0.1:{manager}"] if manager else [])]
+        pending = self._spawn(component, component.name, args, port=port)
+        self.state.console_url = f"http://127.0.0.1:{port}/"
+        return pending
 
     def _spawn_hollow(self, component: Component) -> _Pending:
         """kubemark's hollow nodes: one process registering ``hollow_nodes`` simulated Nodes."""

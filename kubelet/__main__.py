@@ -18,6 +18,7 @@ from pathlib import Path
 from aiohttp import web
 
 from kubeclient import Clientset
+from kubeclient.informer import snapshot as informer_snapshot
 
 from .bootstrap import BootstrapError, load_client_cert
 from .hollow import HollowNodes
@@ -199,6 +200,7 @@ async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict
     if args.healthz_port:
         app = web.Application()
         app.router.add_get("/healthz", _healthz)
+        app.router.add_get("/debug/informers", _informers)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", args.healthz_port).start()
@@ -215,6 +217,10 @@ async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict
 
 async def _healthz(request: web.Request) -> web.Response:
     return web.Response(text="ok")
+
+
+async def _informers(request: web.Request) -> web.Response:
+    return web.json_response(informer_snapshot("kubelet (hollow)"))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,8 +7,9 @@
 ``/exec/{namespace}/{pod}/{container}``, ``/attach/{namespace}/{pod}/{container}`` and
 ``/portForward/{namespace}/{pod}`` websockets (``exec``, ``attach``, ``portforward``), and
 ``GET /metrics/resource``: the containers' and the node's CPU and memory (``stats``), which the apiserver's
-``metrics.k8s.io`` scrapes. Log files hold CRI-format lines (``<time> <stream> F <text>``); without
-``timestamps`` only the text is served, as ``kubectl logs`` prints it.
+``metrics.k8s.io`` scrapes; ``GET /metrics``: the kubelet's Prometheus metrics (``metrics``). Log files hold
+CRI-format lines (``<time> <stream> F <text>``); without ``timestamps`` only the text is served, as ``kubectl logs``
+prints it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pathlib import Path
 from aiohttp import web
 
 from apimachinery import prometheus
+from kubeclient.informer import snapshot as informer_snapshot
+from kubeclient import metrics as kubeclient_metrics
 
 from . import attach, logs, portforward, stats
 from . import exec as exec_
@@ -115,7 +118,12 @@ def make_app(kubelet: Kubelet, registered: asyncio.Event | None = None) -> web.A
 
     app = web.Application()
     app.router.add_get("/metrics/resource", resource_metrics)
+    app.router.add_get("/metrics", kubeclient_metrics.serve)  # kubelet_* (kubelet.metrics), rest_client_*, process_*
     app.router.add_get("/healthz", healthz)
+    async def informers(_: web.Request) -> web.Response:
+        return web.json_response(informer_snapshot(f"kubelet {kubelet.node_name}"))
+
+    app.router.add_get("/debug/informers", informers)
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs)
     app.router.add_get("/exec/{namespace}/{pod}/{container}", container_exec)
     app.router.add_get("/attach/{namespace}/{pod}/{container}", container_attach)

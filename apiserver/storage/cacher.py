@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from typing import Any
 from apimachinery.errors import Gone, StatusError, Timeout
 
 from .etcd3 import Compacted, EtcdStorage, KeyValue, StorageError, WatchChange
+from .metrics import WatchCacheCounters
 
 log = logging.getLogger(__name__)
 HEAL_SECONDS = 1.0  # how often keys a batch decoder failed on are tried again
@@ -112,6 +114,7 @@ class CacheWatcher:
         self.error: StatusError | None = None
         self._restamp = restamp
         self._on_stop: Callable[[CacheWatcher], None] | None = None
+        self.pending_since = 0.0  # since when the queue has been non-empty (for /debug/watches)
 
     def offer(self, event: CacheEvent) -> None:
         """Convert a cache event as the watcher's selectors see it, and enqueue it (never blocks)."""
@@ -134,6 +137,8 @@ class CacheWatcher:
         else:
             return
         try:
+            if self.queue.empty():
+                self.pending_since = time.monotonic()
             self.queue.put_nowait(out)
         except asyncio.QueueFull:
             log.warning("closing a watcher that fell %d events behind", self.queue.maxsize)
@@ -162,8 +167,10 @@ class WatchCache:
 
     def __init__(self, storage: EtcdStorage, prefix: bytes, decode: Decoder, restamp: Restamper,
                  capacity: int = 10_000, watcher_capacity: int = 10_000,
-                 indexed_fields: Iterable[str] = (), decode_batch: BatchDecoder | None = None) -> None:
+                 indexed_fields: Iterable[str] = (), decode_batch: BatchDecoder | None = None,
+                 resource: str = "") -> None:
         self._storage = storage
+        self._counters = WatchCacheCounters(resource or prefix.decode())  # apiserver_watch_cache_*{resource}
         self._prefix = prefix
         self._decode = decode
         self._decode_batch = decode_batch
@@ -212,7 +219,12 @@ class WatchCache:
         for watcher in list(self._watchers):
             watcher.close()
 
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
     async def _relist(self, emit: bool) -> None:
+        self._counters.initializations.inc()
         kvs: list[KeyValue] = []
         start: bytes | None = None
         revision = 0
@@ -306,6 +318,7 @@ class WatchCache:
         rv = change.kv.mod_revision
         if rv <= self.rv:
             return  # already seen (a re-established watch never repeats an event)
+        self._counters.received.inc()
         prev = self.store.get(change.kv.key)
         self.broken.pop(change.kv.key, None)
         if change.kind == "delete":
@@ -376,6 +389,7 @@ class WatchCache:
             self.start_rv = self._event_rvs.popleft()
         self._events.append(event)
         self._event_rvs.append(event.rv)
+        self._counters.dispatched.inc()
         for watcher in self._targets(event):
             watcher.offer(event)
 
@@ -425,6 +439,14 @@ class WatchCache:
                     await asyncio.wait_for(self._advanced.wait(), min(remaining, 0.05))
                 except TimeoutError:
                     pass
+
+    async def position(self) -> tuple[int, int]:
+        """(etcd's revision, the revision this cache reflects) — equal when nothing of this resource is in flight
+        (the test of ``wait_fresh``, one etcd read); for ``/debug/watches``."""
+        revision, count, latest = await self._storage.prefix_state(self._prefix)
+        if self.rv >= latest and len(self.store) + len(self.broken) == count:
+            return revision, revision
+        return revision, self.rv
 
     async def wait_rv(self, rv: int, timeout: float = 3.0) -> None:
         """Wait until the cache is at revision ``rv`` or later; 504 Timeout past ``timeout`` (kube-apiserver's

@@ -35,11 +35,11 @@ COMPOSE_ONLY_FLAGS = {"--healthz-port", "--bind-address", "--master", "--disable
 # has no PKI in the containers yet (as its etcd): no HTTPS port, and the components reach the apiserver's plain port
 # with --master instead of a kubeconfig with their own client certificate; without a CA to publish as
 # kube-root-ca.crt, pods get no service-account volume (the apiserver's ServiceAccount admission is off) and the
-# controllers need no service accounts of their own.
+# controllers need no service accounts of their own; the kubelets' local-path provisioner uses the kubelet's client.
 LAUNCHER_ONLY_FLAGS = {"--encryption-provider-config", "--secure-port", "--tls-cert-file", "--tls-private-key-file",
                        "--client-ca-file", "--kubeconfig", "--service-account-key-file",
                        "--service-account-signing-key-file", "--root-ca-file", "--use-service-account-credentials",
-                       "--cluster-signing-cert-file", "--cluster-signing-key-file"}
+                       "--cluster-signing-cert-file", "--cluster-signing-key-file", "--provisioner-kubeconfig"}
 FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)")
 
 
