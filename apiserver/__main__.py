@@ -56,6 +56,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--anonymous-auth", type=_boolean, nargs="?", const=True, default=True, metavar="BOOL",
                         help="requests on the secure port without credentials are system:anonymous (else 401) "
                              "(default: true)")
+    parser.add_argument("--enable-bootstrap-token-auth", type=_boolean, nargs="?", const=True, default=False,
+                        metavar="BOOL", help="bearer tokens <id>.<secret> of the bootstrap.kubernetes.io/token "
+                        "Secrets in kube-system authenticate as system:bootstrap:<id> (TLS bootstrapping; "
+                        "default: false)")
     parser.add_argument("--advertise-address", default=None,
                         help="address:port advertised in /api (default: bind address and port)")
     parser.add_argument("--watch-cache-size", type=int, default=10_000,
@@ -186,6 +190,7 @@ def main(argv: list[str] | None = None) -> None:
         controller_manager_healthz_url=args.controller_manager_healthz_url,
         token_auth_file=args.token_auth_file,
         anonymous_auth=args.anonymous_auth,
+        enable_bootstrap_token_auth=args.enable_bootstrap_token_auth,
         service_accounts=ServiceAccountConfig(
             signing_key_file=args.service_account_signing_key_file,
             key_files=args.service_account_key_file,

@@ -49,6 +49,7 @@ from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HE
 from . import flowcontrol
 from .admission.serviceaccount import NAME as SERVICE_ACCOUNT_PLUGIN, ServiceAccountAdmission
 from .authentication import AuthenticationMiddleware, RequestAuthenticator, TokenAuthenticator
+from .authenticators.bootstraptoken import BootstrapTokenAuthenticator
 from .authenticators.tokenfile import TokenFile
 from .admission.noderestriction import NodeRestriction
 from .authorizer import AlwaysAllow, AlwaysDeny, Member, configure
@@ -101,6 +102,7 @@ class Config:
     port: int = 8080  # where it serves (the secure port when it serves HTTPS): the kubernetes Service's targetPort
     token_auth_file: str | None = None  # --token-auth-file: static bearer tokens (kube's CSV)
     anonymous_auth: bool = True  # --anonymous-auth: credential-less HTTPS requests are system:anonymous, else 401
+    enable_bootstrap_token_auth: bool = False  # --enable-bootstrap-token-auth: kube-system's bootstrap token Secrets
     encryption_provider_config: str | None = None  # an EncryptionConfiguration file (encryption at rest)
     etcd_compaction_interval: float = maintenance.DEFAULT_COMPACTION_INTERVAL  # seconds; 0 disables
     etcd_max_request_bytes: int = ETCD_MAX_REQUEST_BYTES  # etcd's --max-request-bytes: larger objects are 413
@@ -210,6 +212,9 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> R
                                             lambda resource, ns, name: sources.get("", resource, ns, name),
                                             config.advertise_address, add_warning)
     authenticator.tokens.append(accounts.authenticator)  # after --token-auth-file, as kube-apiserver's union
+    if config.enable_bootstrap_token_auth:  # then bootstrap tokens, as kube-apiserver's union
+        authenticator.tokens.append(BootstrapTokenAuthenticator(
+            lambda namespace, name: sources.get("", "secrets", namespace, name)))
     token_reviews = registry.virtual[("authentication.k8s.io", "tokenreviews")].strategy
     assert isinstance(token_reviews, TokenReviewStrategy)
     token_reviews.authenticators, token_reviews.api_audiences = authenticator.tokens, accounts.issuer.api_audiences

@@ -40,6 +40,7 @@ from kubelab.components import (
     is_available,
     kubelet_node_name,
 )
+from kubelab.bootstraptokens import ensure_join_objects
 from kubelab.encryption import ensure_encryption_config
 from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer, free_port
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
@@ -190,8 +191,9 @@ class Cluster:
                 conf = self._kubeconfig(self.data_dir / f"{name}.conf", identity)
                 # As kubeadm: the controllers write as their own service accounts, the CA is published as
                 # kube-root-ca.crt for pods' in-cluster clients and signs approved CSRs.
-                own = ["--use-service-account-credentials", "--root-ca-file", str(pki.ca_cert), *pki.signing_flags()] \
-                    if name == "controller-manager" else []
+                # kubeadm also turns on the bootstrap signer and the token cleaner, which joining nodes need.
+                own = ["--use-service-account-credentials", "--root-ca-file", str(pki.ca_cert), *pki.signing_flags(),
+                       "--controllers", "*,bootstrapsigner,tokencleaner"] if name == "controller-manager" else []
                 tier.append(self._spawn(component, name, ["--kubeconfig", str(conf), *own,
                                                           "--healthz-port", str(self.healthz_ports[name])]))
             else:
@@ -212,6 +214,7 @@ class Cluster:
             self.skipped.append(kubelet)
         self._start_tier([spawned_apiserver])
         self._create_addons()
+        self._create_join_objects()
         self._start_tier(tier)
         console = COMPONENTS["ui"]
         if "ui" in self.components and is_available(console):
@@ -227,6 +230,12 @@ class Cluster:
         with httpx.Client(timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
             for path, obj in ADDONS:
                 client.post(f"{self.api_url}{path}", json=obj)
+
+    def _create_join_objects(self) -> None:
+        """kubeadm's ``cluster-info`` and the RBAC for joining nodes (``bootstraptokens``), unless they exist."""
+        assert self.pki is not None
+        with httpx.Client(base_url=self.api_url, timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
+            ensure_join_objects(client, self.secure_url, self.pki.ca_cert.read_bytes())
 
     def _wait_pod_cidrs(self, nodes: list[str]) -> None:
         """Until every Node has its ``spec.podCIDR`` (bounded: a controller-manager run with
@@ -302,6 +311,7 @@ class Cluster:
             *(arg for name, port in self.healthz_ports.items()
               for arg in (f"--{name}-healthz-url", f"http://127.0.0.1:{port}/healthz")),
             "--authorization-mode", "Node,RBAC",
+            "--enable-bootstrap-token-auth",
         ]  # fmt: skip
         return self._spawn(component, component.name, args, port=self.port)
 

@@ -101,11 +101,11 @@ class ClusterPKI:
                              client=True)
 
     def kubelet_client_flags(self) -> list[str]:
-        """kube-apiserver's flags to reach the kubelets: its client certificate, and the CA their serving
-        certificates are checked with."""
+        """kube-apiserver's flags to reach the kubelets: its client certificate. As kubeadm, no
+        ``--kubelet-certificate-authority``: a kubelet that joined (``kubelab join``) serves a self-signed
+        certificate, which the apiserver would then refuse for logs, exec and metrics."""
         pair = self.kubelet_client()
-        return ["--kubelet-client-certificate", str(pair.cert), "--kubelet-client-key", str(pair.key),
-                "--kubelet-certificate-authority", str(self.ca_cert)]
+        return ["--kubelet-client-certificate", str(pair.cert), "--kubelet-client-key", str(pair.key)]
 
     def kubelet_serving(self, node: str, addresses: list[str]) -> KeyPair:
         """A kubelet's serving certificate, for its node name and addresses (what the apiserver dials)."""

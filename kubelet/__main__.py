@@ -23,6 +23,7 @@ from apimachinery.meta import parse_bool, parse_duration
 from kubeclient import Clientset
 from kubeclient.informer import snapshot as informer_snapshot
 
+from .bootstrap import BootstrapError, load_client_cert
 from .dnsconfig import ResolverSettings
 from .hollow import HollowNodes
 from .images import ImageStore
@@ -41,6 +42,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                 "to its node as real OS processes and reports their status.")
     p.add_argument("--master", help="apiserver URL (e.g. http://127.0.0.1:8080)")
     p.add_argument("--kubeconfig", help="kubeconfig file to find the apiserver")
+    p.add_argument("--bootstrap-kubeconfig",
+                   help="TLS bootstrapping: when --kubeconfig is missing or its client certificate expired, ask for "
+                        "one (a CertificateSigningRequest made with this kubeconfig's credentials, a bootstrap token) "
+                        "and write --kubeconfig pointing at <cert-dir>/kubelet-client-current.pem")
+    p.add_argument("--cert-dir", help="where TLS bootstrapping keeps the client certificate (default: <root-dir>/pki)")
     p.add_argument("--provisioner-kubeconfig",
                    help="kubeconfig of the kubelab.io/local-path provisioner this kubelet runs (default: the "
                         "kubelet's own, which the Node authorizer does not let list claims and volumes)")
@@ -103,6 +109,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if not args.hollow and not args.node_name:
         p.error("--node-name is required (or --hollow)")
+    if args.bootstrap_kubeconfig and not args.kubeconfig:
+        p.error("--bootstrap-kubeconfig needs --kubeconfig: where to write the kubeconfig it bootstraps")
     return args
 
 
@@ -146,6 +154,13 @@ def _taints(text: str) -> list[dict[str, str]]:
 
 
 async def run(args: argparse.Namespace) -> None:
+    if args.bootstrap_kubeconfig:
+        cert_dir = Path(args.cert_dir or Path(args.root_dir) / "pki").absolute()
+        try:
+            await load_client_cert(Path(args.kubeconfig), Path(args.bootstrap_kubeconfig), cert_dir, args.node_name)
+        except BootstrapError as err:
+            raise SystemExit(f"failed to run Kubelet: unable to load bootstrap kubeconfig or certificate: {err}") \
+                from None
     client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig, user_agent="kubelet")
     provisioner_client = Clientset.from_flags(kubeconfig=args.provisioner_kubeconfig,
                                               user_agent="local-path-provisioner") \

@@ -200,10 +200,12 @@ for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfi
              "--service-account-key-file", "--service-account-signing-key-file", "--root-ca-file",
              "--cluster-signing-cert-file", "--cluster-signing-key-file", "--cluster-dns", "--cluster-domain",
              "--cluster-ip", "--provisioner-kubeconfig", "--kubelet-client-certificate",
-             "--kubelet-client-key", "--kubelet-certificate-authority", "--anonymous-auth"):
+             "--kubelet-client-key", "--kubelet-certificate-authority", "--anonymous-auth",
+             "--controllers"):
     parser.add_argument(flag)
 parser.add_argument("--use-service-account-credentials", action="store_true")
 parser.add_argument("--authentication-token-webhook", action="store_true")
+parser.add_argument("--enable-bootstrap-token-auth", action="store_true")
 parser.add_argument("--port", "--insecure-port", type=int)
 args = parser.parse_args()
 print("ARGS", " ".join(sys.argv[1:]), flush=True)
@@ -282,14 +284,15 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         f"--tls-cert-file {pki}/apiserver.crt --tls-private-key-file {pki}/apiserver.key --client-ca-file {pki}/ca.crt "
         f"--service-account-key-file {pki}/sa.pub --service-account-signing-key-file {pki}/sa.key "
         f"--kubelet-client-certificate {pki}/apiserver-kubelet-client.crt --kubelet-client-key "
-        f"{pki}/apiserver-kubelet-client.key --kubelet-certificate-authority {pki}/ca.crt "
+        f"{pki}/apiserver-kubelet-client.key "
         f"--encryption-provider-config {data_dir / 'encryption-config.yaml'} "
         f"--controller-manager-healthz-url http://127.0.0.1:{healthz['controller-manager']}/healthz "
-        f"--scheduler-healthz-url http://127.0.0.1:{healthz['scheduler']}/healthz --authorization-mode Node,RBAC")
+        f"--scheduler-healthz-url http://127.0.0.1:{healthz['scheduler']}/healthz --authorization-mode Node,RBAC "
+        f"--enable-bootstrap-token-auth")
     assert args_of("controller-manager") == (
         f"--kubeconfig {data_dir}/controller-manager.conf --use-service-account-credentials --root-ca-file {pki}/ca.crt "
         f"--cluster-signing-cert-file {pki}/ca.crt --cluster-signing-key-file {pki}/ca.key "
-        f"--healthz-port {healthz['controller-manager']}")
+        f"--controllers *,bootstrapsigner,tokencleaner --healthz-port {healthz['controller-manager']}")
     assert args_of("scheduler") == f"--kubeconfig {data_dir}/scheduler.conf --healthz-port {healthz['scheduler']}"
     dns_args = args_of("dns").split()
     assert dns_args[:6] == ["--kubeconfig", f"{data_dir}/dns.conf", "--bind-address", "127.0.0.1", "--port",
