@@ -31,6 +31,7 @@ from pathlib import Path
 
 import httpx
 
+from kubelab import auditpolicy
 from kubelab import process
 from kubelab.components import (
     COMPONENTS,
@@ -296,6 +297,7 @@ class Cluster:
             *(arg for name, port in self.healthz_ports.items()
               for arg in (f"--{name}-healthz-url", f"http://127.0.0.1:{port}/healthz")),
             "--authorization-mode", "Node,RBAC",
+            *auditpolicy.apiserver_flags(self.data_dir, self.logs),
         ]  # fmt: skip
         return self._spawn(component, component.name, args, port=self.port)
 
