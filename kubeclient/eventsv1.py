@@ -82,13 +82,14 @@ class EventsV1Recorder(QueuedRecorder):
             now = now or self._clock.now()
             seen = self._recent(key)
             if seen is not None:
-                series = {"count": seen.count + 1, "lastObservedTime": format_micro_time(now)}
+                count = seen.count + 1
+                series = {"count": count, "lastObservedTime": format_micro_time(now)}
                 try:
                     stored = await self._events.patch(seen.name, {"series": series}, "merge", seen.namespace)
                 except NotFound:
                     pass
                 else:
-                    self._remember(key, stored, series["count"])
+                    self._remember(key, stored, count)
                     return stored
             event = make_event_v1(regarding, related, event_type=event_type, reason=reason, action=action,
                                   note=note, controller=self.controller, instance=self.instance, now=now)

@@ -140,7 +140,9 @@ class _Request:
             for obj, fields in ((request, ("namespace", "name", "uid")),
                                 (response, ("name", "uid", "resourceVersion"))):
                 meta = obj.get("metadata") if isinstance(obj, dict) and obj.get("kind") != "Status" else None
-                for key in fields if isinstance(meta, dict) else ():
+                if not isinstance(meta, dict):
+                    continue
+                for key in fields:
                     if meta.get(key) and (key == "resourceVersion" or not ref.get(key)):
                         ref[key] = meta[key]
         omit = self.verdict.omit_managed_fields

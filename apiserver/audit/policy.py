@@ -163,8 +163,9 @@ def parse_policy(doc: Any) -> Policy:
             raise PolicyError(f"{where}: Invalid value: must be a mapping")
         resources = []
         for j, gr in enumerate(raw.get("resources") or []):
-            resources.append(GroupResources(str(gr.get("group") or ""), _strings(gr, "resources", f"{where}."
-                                            f"resources[{j}]"), _strings(gr, "resourceNames", f"{where}.resources[{j}]")))
+            at = f"{where}.resources[{j}]"
+            resources.append(GroupResources(str(gr.get("group") or ""), _strings(gr, "resources", at),
+                                            _strings(gr, "resourceNames", at)))
         non_resource = _strings(raw, "nonResourceURLs", where)
         if non_resource and (resources or raw.get("namespaces")):
             raise PolicyError(f"{where}.nonResourceURLs: Invalid value: rules cannot apply to both regular resources "

@@ -27,7 +27,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -398,8 +398,10 @@ def _exact(ev: Evidence, steps: list[Step]) -> None:
                      and (w.code or 0) < 300), None)
 
     def time(step: Step, write: Write | None, stage: str, what: str) -> None:
-        at = write.received if stage == "RequestReceived" else write.completed if write else None
-        if write is None or at is None:
+        if write is None:
+            return
+        at = write.received if stage == "RequestReceived" else write.completed
+        if at is None:
             return
         step.stamp = Stamp(at, True, f"audit {stage}")
         step.audit_id = write.audit_id
@@ -412,11 +414,13 @@ def _exact(ev: Evidence, steps: list[Step]) -> None:
 
     def within(number: str, later: str, why: str) -> None:
         step = by.get(number)
-        if step is not None and step.applicable and step.stamp is None and by.get(later) and by[later].stamp:
+        if step is not None and step.applicable and step.stamp is None and by.get(later) and by[later].audit_id:
             step.included_in = later
             step.evidence += f"; {why}: within step {later}'s latency"
 
     root_write = created(_meta(root).get("uid"))
+    if root_write is not None:
+        by["2"].evidence = by["2"].evidence.replace(" (the object exists; its request time is not recorded)", "")
     time(by["2"], root_write, "RequestReceived", "")
     time(by["3"], root_write, "ResponseComplete", "")
     if ev.controllers:
@@ -429,9 +433,8 @@ def _exact(ev: Evidence, steps: list[Step]) -> None:
     time(by["10"], binding, "ResponseComplete", "")
     statuses = [w for w in writes if w.resource == "pods" and w.subresource == "status" and w.uid == pod.get("uid")
                 and (w.code or 0) < 300]
-    if statuses and by["11"].applicable:
-        by["11"].stamp = None  # status.startTime has whole seconds: the kubelet's first status write is exact
-        time(by["11"], statuses[0], "RequestReceived", " (the kubelet's first status write for the pod)")
+    _kubelet_first_act(by["11"], statuses[0] if statuses else None, [s for s in steps if s.number.startswith("12")
+                                                                    and s.stamp is not None and s.stamp.precise], time)
     running = next((w for w in statuses if by["13"].revision is not None and w.revision == by["13"].revision), None)
     if running is not None:
         by["13"].stamp = None
@@ -441,6 +444,25 @@ def _exact(ev: Evidence, steps: list[Step]) -> None:
            "are not recorded")
     within("5", "6", "the delivery to the replication controller is not recorded")
     within("8", "9", "the delivery to the scheduler is not recorded")
+
+
+def _kubelet_first_act(step: Step, status: Write | None, events: list[Step],
+                       time: Callable[[Step, Write | None, str, str], None]) -> None:
+    """11: the kubelet seeing the bound pod is recorded by its first act — its first status write, or its first
+    event (``Pulling``…) when that came first; ``status.startTime`` has whole seconds and gives way to either."""
+    if not step.applicable or (status is None and not events):
+        return
+    first_event = min(events, key=lambda s: s.stamp.at if s.stamp else datetime.max.replace(tzinfo=timezone.utc),
+                      default=None)
+    step.stamp = None
+    step.evidence = step.evidence.replace("status.startTime; ", "")
+    if status is not None and (first_event is None or first_event.stamp is None
+                               or status.received <= first_event.stamp.at):
+        time(step, status, "RequestReceived", " (the kubelet's first status write for the pod)")
+    elif first_event is not None:
+        step.included_in = first_event.number
+        step.evidence += (f"; the kubelet's first act was event {first_event.evidence.split(':')[0].split()[-1]}: "
+                          f"seeing the pod is within step {first_event.number}'s latency")
 
 
 def critical_path(steps: list[Step]) -> Object | None:

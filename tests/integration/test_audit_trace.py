@@ -137,7 +137,8 @@ def test_trace_gives_every_hop_a_millisecond_latency_that_adds_up(cluster: Clust
             assert step["precision"] == "us", step
             assert step["number"] == "2" or step["latency_precise"], step
     assert [steps[n]["included_in"] for n in ("4", "5", "8")] == ["6", "6", "9"]
-    assert steps["2"]["time_source"] == "audit RequestReceived" and steps["13"]["time_source"] == "audit ResponseComplete"
+    assert steps["2"]["time_source"] == "audit RequestReceived"
+    assert steps["13"]["time_source"] == "audit ResponseComplete"
     assert steps["9"]["audit_id"] and steps["9"]["time_source"] == "audit RequestReceived"
     assert steps["13"]["revision"] == int(pod["metadata"]["resourceVersion"])  # the version the watch saw Running
     total = sum(s["latency"] for s in flow if s["latency"] is not None)
@@ -189,7 +190,8 @@ def test_audit_events_follow_the_policy_levels(cluster: Cluster) -> None:
     assert len(done["stageTimestamp"]) == len("2026-12-06T03:04:05.123456Z")
     assert done["requestReceivedTimestamp"] <= done["stageTimestamp"]
     service_done = by_resource["services"][-1]
-    assert service_done["level"] == "Request" and "requestObject" in service_done and "responseObject" not in service_done
+    assert service_done["level"] == "Request"
+    assert "requestObject" in service_done and "responseObject" not in service_done
     account = by_resource["serviceaccounts"][-1]
     assert account["level"] == "Metadata" and "requestObject" not in account
     assert account["objectRef"] == {"resource": "serviceaccounts", "namespace": ns, "name": "sa", "apiVersion": "v1",
