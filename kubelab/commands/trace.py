@@ -15,9 +15,32 @@ Every row comes from something a component wrote down; nothing is inferred from 
   ``startTime`` (when the kubelet accepted the pod), ``containerStatuses[].state.running.startedAt``, ``phase``;
 - for step 1, the leader-election leases of the controller-manager and scheduler and the node's ``Ready``.
 
+- the apiserver's audit log (``--audit-log``, default ``.kubelab/logs/audit.log`` of ``kubelab up``; read by
+  ``traceaudit``): each write of the flow by its ``RequestReceived`` (the component acting) and
+  ``ResponseComplete`` (stored in etcd), matched by ``objectRef`` uid and revision, never by time (``_exact``).
+
 A step without such a record is printed "not observed"; one that does not apply to this pod (no controller,
 ``spec.nodeName`` set by the client) says so. ``metav1.Time`` has whole seconds, so a latency next to one is
-only good to ±1 s and is marked ``~``; an event's ``eventTime`` (MicroTime) is used whenever it is set.
+only good to ±1 s and is marked ``~``; an event's ``eventTime`` (MicroTime) and the audit log's stages (µs) are
+used whenever they exist. A watch delivery is recorded by nothing, so with the audit log its step names the later
+step whose latency includes it (``included_in``). Latencies run from one timed step to the next, so they add up
+to the critical path (the first timed step of the flow to the last).
+
+``-o json`` (stable: ``kubelab ui`` and scripts read it)::
+
+    {"pod": {"namespace", "name", "uid"},
+     "controllers": ["ReplicationController/web", ...],        # the pod's controller first
+     "audit_log": "/path/audit.log" | null,                    # null: none read, times are the objects' own
+     "critical_path": {"from": "2", "to": "13", "total_ms": 207.7, "exact": true, "hops": ["3", "6", ...]} | null,
+     "steps": [{"number": "1".."13" | "12a"..,  "actor", "what", "evidence",
+                "time": "2026-12-06T03:04:05.123456Z" | null, "precision": "us" | "s" | null,
+                "time_source": "audit RequestReceived" | "event Scheduled eventTime" | "status.startTime" | ... | null,
+                "revision": int | null,                        # the etcd revision stored or acted on
+                "latency": float | null,                       # seconds since the previous timed step
+                "latency_precise": bool,                       # both ends exact (µs)
+                "included_in": "6" | null,                     # no record of its own: within that step's latency
+                "audit_id": str | null,                        # the audited request that times it
+                "observed": bool, "applicable": bool}, ...]}
 """
 
 from __future__ import annotations
