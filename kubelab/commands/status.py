@@ -114,8 +114,8 @@ def run(args: argparse.Namespace) -> int:
     secure = f" and {state.secure_url}" if state.secure_url else ""
     print(f"kubelab in {data_dir}: apiserver {state.api_url}{secure} ({supervisor_of(state)}), "
           f"kubeconfig {state.kubeconfig}{nodes}")
+    print(render_table(HEADERS, rows))
     audit = data_dir / "logs" / auditpolicy.LOG_NAME
     if audit.exists():
         print(f"audit log: {audit} (policy {data_dir / auditpolicy.FILE_NAME}; `kubelab trace` reads it)")
-    print(render_table(HEADERS, rows))
     return 0 if rows and all(row[3] in ("ok", "running") for row in rows) else 1
