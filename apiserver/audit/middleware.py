@@ -7,7 +7,8 @@ with the authenticated user; a request at level None costs one policy evaluation
 
 Stages: ``RequestReceived`` before the request is handled; ``ResponseStarted`` when the headers of a long-running
 request (watch, exec/attach/portforward/proxy, ``log?follow``) are sent; ``ResponseComplete`` when the response
-is done (a watch: when its stream closes); ``Panic`` with a 500 when the handler raises. Each event carries
+is done (a watch: when its stream closes); ``Panic`` with a 500 when the handler raises. HTTP requests only:
+a websocket upgrade (exec, attach, portforward over websockets) is not audited yet. Each event carries
 ``requestReceivedTimestamp`` and ``stageTimestamp`` in µs (MicroTime), and the response carries the
 ``Audit-Id`` header (a request may bring its own, as kube accepts).
 
