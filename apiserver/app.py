@@ -61,7 +61,7 @@ from .authz.rbac import RBACAuthorizer
 from .authz.reconcile import reconcile as reconcile_policy
 from .authz.rules import compile_rules
 from .autoregister import AutoRegister, served_group_versions
-from .handlers import discovery, openapi, proxy
+from .handlers import discovery, openapi, proxy, watches
 from .handlers.request import limit_body, parse_path
 from .handlers.rest import RESTHandler, json_response, status_response
 from .handlers.subresources import bind
@@ -276,7 +276,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
         await registry.start()
         await reconcile_policy(registry)
         if "Node" in config.authorization_modes:
-            graph.start(registry.get("", "pods").cache)
+            graph.start(registry.get("", "pods").cache, registry.get("", "persistentvolumeclaims").cache)
         await crd_controller.start()
         autoregister.start()
         policy_status.start()
@@ -343,6 +343,11 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
 
     for path in ("/healthz", "/livez", "/readyz"):
         app.add_api_route(path, health, methods=["GET"], include_in_schema=False)
+
+    @app.get("/debug/watches", include_in_schema=False)
+    async def debug_watches() -> Response:
+        """The watch streams this apiserver serves (handlers/watches.py)."""
+        return json_response(await watches.document(await storage.current_revision()))
 
     @app.get("/version", include_in_schema=False)
     async def version() -> Response:

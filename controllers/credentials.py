@@ -7,6 +7,10 @@ For a controller the manager ensures the ServiceAccount ``kube-system/<client na
 sends it. The shared informers keep the manager's own identity (``system:kube-controller-manager`` may list and
 watch everything), so only the controllers' writes change hands. Tokens last an hour and are requested again once
 80 % of that has passed; a failed refresh is retried at the next tick while the old token still works.
+
+Over a plain-HTTP server (the old insecure port, which authenticates nobody and ignores tokens) the controllers
+impersonate their service accounts instead, so RBAC judges their writes there too: a controller that needs a verb
+its kube role lacks fails the same way on either port.
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ CLIENT_NAMES = {
     "disruption-controller": "disruption-controller",
     "resourcequota-controller": "resourcequota-controller",
     "horizontal-pod-autoscaler-controller": "horizontal-pod-autoscaler",
+    "persistentvolume-binder-controller": "persistent-volume-binder",
+    "persistentvolume-expander-controller": "expand-controller",
+    "persistentvolumeclaim-protection-controller": "pvc-protection-controller",
+    "persistentvolume-protection-controller": "pv-protection-controller",
     "clusterrole-aggregation-controller": "clusterrole-aggregation-controller",
     "certificatesigningrequest-signing-controller": "certificate-controller",
     "certificatesigningrequest-approving-controller": "certificate-controller",
@@ -75,6 +83,14 @@ class ServiceAccountCredentials:
     async def clientset(self, controller: str) -> Clientset:
         """The clientset ``controller`` writes with (its service account made first if missing)."""
         name = CLIENT_NAMES.get(controller, controller)
+        if not self.config.host.startswith("https://"):
+            clientset = Clientset(RESTClient(dataclasses.replace(
+                self.config, impersonate_user=f"system:serviceaccount:{NAMESPACE}:{name}",
+                impersonate_groups=("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}",
+                                    "system:authenticated"),
+                user_agent=f"kube-controller-manager/{name}")))
+            self.clientsets.append(clientset)
+            return clientset
         if name not in self.tokens:
             try:
                 await self.root.service_accounts.create({"metadata": {"name": name}}, NAMESPACE)

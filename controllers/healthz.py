@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from aiohttp import web
 
+from kubeclient.informer import snapshot as informer_snapshot
+
 log = logging.getLogger(__name__)
 
 Check = Callable[[], bool]
@@ -35,10 +37,15 @@ class HealthServer:
         body = "".join(f"[-]{name} failed\n" for name in failed) + "healthz check failed\n"
         return web.Response(status=500, text=body)
 
+    @staticmethod
+    async def _informers(request: web.Request) -> web.Response:
+        return web.json_response(informer_snapshot("kube-controller-manager"))
+
     async def start(self) -> None:
         app = web.Application()
         for path in ("/healthz", "/livez", "/readyz"):
             app.router.add_get(path, self._healthz)
+        app.router.add_get("/debug/informers", self._informers)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)

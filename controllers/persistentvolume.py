@@ -189,10 +189,9 @@ class PersistentVolumeController(Controller):
     async def _wait_for_provisioner(self, claim: Object, provisioner: str) -> None:
         """``provisionClaim`` for an external provisioner: annotate the claim and say who is expected."""
         annotations = meta(claim).get("annotations") or {}
-        if annotations.get(ANN_STORAGE_PROVISIONER) != provisioner:
-            await self.claims.patch(meta(claim)["name"], {"metadata": {"annotations": {
-                ANN_STORAGE_PROVISIONER: provisioner, ANN_BETA_STORAGE_PROVISIONER: provisioner}}},
-                namespace=meta(claim)["namespace"])
+        if annotations.get(ANN_STORAGE_PROVISIONER) != provisioner:  # an update, as kube's setClaimProvisioner
+            await self.claims.update({**claim, "metadata": {**meta(claim), "annotations": {
+                **annotations, ANN_STORAGE_PROVISIONER: provisioner, ANN_BETA_STORAGE_PROVISIONER: provisioner}}})
         self.recorder.event(claim, "Normal", "ExternalProvisioning", external_provisioning_message(provisioner))
 
     async def _sync_bound_claim(self, claim: Object) -> None:

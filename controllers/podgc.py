@@ -93,23 +93,21 @@ class PodGCController(Controller):
                 await self._delete(pod, grace=0)
 
     async def _mark_failed(self, pod: Object, reason: str, message: str) -> None:
-        """``DisruptionTarget`` (and phase Failed unless finished), so owners and users see why it went."""
+        """``DisruptionTarget`` (and phase Failed unless finished), so owners and users see why it went: a
+        strategic merge patch of ``pods/status`` from the cached pod, as kube's ``PatchPodStatus`` (its role may
+        patch pod status, not get pods)."""
         m = meta(pod)
-        try:
-            fresh = await self.clientset.pods.get(m["name"], m["namespace"])
-        except NotFound:
+        condition = get_condition(pod.get("status") or {}, "DisruptionTarget")
+        if condition is not None and condition.get("status") == "True" and is_pod_terminal(pod):
             return
-        status: dict[str, Any] = fresh.setdefault("status", {})
-        condition = get_condition(status, "DisruptionTarget")
-        if condition is not None and condition.get("status") == "True" and is_pod_terminal(fresh):
-            return
-        status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
-        status["conditions"].append({"type": "DisruptionTarget", "status": "True", "reason": reason,
-                                     "message": message, "lastTransitionTime": fmt_time(now_utc())})
-        if not is_pod_terminal(fresh):
+        status: dict[str, Any] = {"conditions": [{
+            "type": "DisruptionTarget", "status": "True", "reason": reason, "message": message,
+            "lastTransitionTime": fmt_time(now_utc())}]}
+        if not is_pod_terminal(pod):
             status["phase"] = "Failed"
         try:
-            await self.clientset.pods.update_status(fresh)
+            await self.clientset.pods.patch(m["name"], {"metadata": {"uid": m["uid"]}, "status": status},
+                                            "strategic", m["namespace"], subresource="status")
         except NotFound:
             pass
 

@@ -111,10 +111,11 @@ class StatefulPodControl:
             if su.claim_owners_up_to_date(existing, sts, pod):
                 continue
             refs = su.claim_owner_refs(existing, sts, pod)
-            m = meta(existing)
-            body = {"metadata": {"ownerReferences": refs, "resourceVersion": m.get("resourceVersion")}}
+            # An update, as kube's controller writes it (its role may update claims, not patch them); a stale
+            # copy is a 409 and the set is synced again.
+            updated = {**existing, "metadata": {**meta(existing), "ownerReferences": refs}}
             try:
-                await self.clientset.persistent_volume_claims.patch(m["name"], body, "merge", m.get("namespace"))
+                await self.clientset.persistent_volume_claims.update(updated)
             except NotFound:
                 continue
 

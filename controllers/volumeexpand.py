@@ -59,8 +59,9 @@ class ExpandController(Controller):
         if spec.get("hostPath") is None and spec.get("local") is None:
             driver = (spec.get("csi") or {}).get("driver") or storage_class.get("provisioner", "")
             if (meta(claim).get("annotations") or {}).get(ANN_STORAGE_RESIZER) != driver:
+                # Through the status subresource, as kube's SetClaimResizer: its role patches claims' status only.
                 await self.claims.patch(meta(claim)["name"], {"metadata": {"annotations": {
-                    ANN_STORAGE_RESIZER: driver}}}, namespace=meta(claim)["namespace"])
+                    ANN_STORAGE_RESIZER: driver}}}, namespace=meta(claim)["namespace"], subresource="status")
                 self.recorder.event(claim, "Normal", "ExternalExpanding", "waiting for an external controller to "
                                                                           "expand this PVC")
             return

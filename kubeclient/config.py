@@ -37,6 +37,10 @@ class Config:
     key_data: bytes | None = None
     insecure_skip_tls_verify: bool = False
     user_agent: str = "kubelab"
+    # Act as another user (kubeconfig's ``as``/``as-groups``; client-go's ``rest.Config.Impersonate``): sent as
+    # ``Impersonate-User``/``Impersonate-Group`` and checked by the apiserver against the ``impersonate`` verb.
+    impersonate_user: str | None = None
+    impersonate_groups: tuple[str, ...] = ()
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context for an ``https`` host (None for plain ``http``)."""
@@ -121,6 +125,8 @@ def load_kubeconfig(path: str | os.PathLike[str], *, context: str | None = None)
         key_file=rel("client-key", user),
         key_data=data("client-key-data", user),
         insecure_skip_tls_verify=bool(cluster.get("insecure-skip-tls-verify", False)),
+        impersonate_user=user.get("as") or None,
+        impersonate_groups=tuple(user.get("as-groups") or ()),
     )
 
 

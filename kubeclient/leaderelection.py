@@ -207,8 +207,10 @@ class LeaderElector:
             updated = await self._leases.update({**lease, "spec": self._new_spec(spec)})
             await self._observe(updated)
             return True
-        except StatusError as e:
-            log.debug("%s: lease %s/%s attempt failed: %s", self.identity, self.namespace, self.name, e)
+        except StatusError as e:  # a lost race (409) is routine; anything else (a 403) the operator must see
+            level = logging.DEBUG if e.code == 409 else logging.ERROR
+            log.log(level, "%s: error retrieving or updating lease %s/%s: %s", self.identity, self.namespace,
+                    self.name, e)
             return None
 
     async def _observe(self, lease: Object) -> None:

@@ -108,7 +108,10 @@ class RESTClient:
         headers = {"Accept": "application/json", "User-Agent": config.user_agent}
         if config.token:
             headers["Authorization"] = f"Bearer {config.token}"
-        self._headers = headers
+        self._headers: dict[str, str] | list[tuple[str, str]] = headers
+        if config.impersonate_user:  # Impersonate-Group repeats, so these headers are a list of pairs
+            self._headers = [*headers.items(), ("Impersonate-User", config.impersonate_user),
+                             *(("Impersonate-Group", group) for group in config.impersonate_groups)]
         self._ssl = config.ssl_context()
         self._connector_limit = connector_limit
         self._timeout = aiohttp.ClientTimeout(total=request_timeout, sock_connect=connect_timeout)

@@ -38,9 +38,11 @@ from kubelab.testing import Condition, Operator, apply_manifests, wait_for, wait
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-__all__ = ["ALL_COMPONENTS", "Cluster", "find_kubectl"]
+__all__ = ["ALL_COMPONENTS", "DEFAULT_COMPONENTS", "Cluster", "find_kubectl"]
 
 ALL_COMPONENTS = ("apiserver", *engine.CLIENT_COMPONENTS)
+# A library cluster runs what its tests need: the web console ("ui") only when asked for.
+DEFAULT_COMPONENTS = tuple(c for c in ALL_COMPONENTS if c != "ui")
 READY_TIMEOUT = 60.0  # seconds the nodes may take to be Ready after their kubelets are healthy
 
 
@@ -65,7 +67,7 @@ class Cluster:
         self,
         nodes: int = 3,
         data_dir: str | os.PathLike[str] | None = None,
-        components: Sequence[str] = ALL_COMPONENTS,
+        components: Sequence[str] = DEFAULT_COMPONENTS,
         extra_args: Mapping[str, Sequence[str]] | None = None,
         *,
         hollow_nodes: int = 0,

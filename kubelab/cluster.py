@@ -45,8 +45,9 @@ from kubelab.encryption import ensure_encryption_config
 from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer, free_port
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.etcdcluster import local_cluster, record_run
-from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, HOLLOW_NODES, SCHEDULER, ClusterPKI, Identity, \
-    kubelet_identity, make_cluster_pki
+from kubelab.addons import ADDONS
+from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, HOLLOW_NODES, LOCAL_PATH_PROVISIONER, SCHEDULER, \
+    ClusterPKI, Identity, kubelet_identity, make_cluster_pki
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
 from kubelab.state import ClusterState, ProcessRecord
@@ -56,19 +57,14 @@ __all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "SECURE_PORT", "Cluster", "
            "stop_records"]
 
 KUBELET_BASE_PORT = 10250
-# kind's default class, with the provisioner every kubelet runs for its node (kubelet/provisioner.py).
-DEFAULT_STORAGE_CLASS = {
-    "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-    "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
-    "provisioner": "kubelab.io/local-path", "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer",
-}
 # kube's secure ports of the controller-manager and the scheduler: where their /healthz is served (plain HTTP here)
 # and where the apiserver probes them for ComponentStatuses.
 HEALTHZ_PORTS = {"controller-manager": 10257, "scheduler": 10259}
 SECURE_PORT = 6443  # kube-apiserver's --secure-port
 POD_CIDR_TIMEOUT = 30.0  # seconds the node IPAM controller may take to give every Node its podCIDR
 CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need them
-CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet")  # the last tier: a cluster may leave any out
+CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "ui")  # the last tiers: a cluster may leave any out
+CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
 
 
@@ -211,18 +207,22 @@ class Cluster:
         elif wanted:
             self.skipped.append(kubelet)
         self._start_tier([spawned_apiserver])
-        self._create_default_storage_class()
+        self._create_addons()
         self._start_tier(tier)
+        console = COMPONENTS["ui"]
+        if "ui" in self.components and is_available(console):
+            self._start_tier([self._spawn_console(console)])
         if any(p.component.name == "controller-manager" for p in tier):
             self._wait_pod_cidrs([p.record.name.removeprefix("kubelet-") for p in tier
                                   if p.component.name == "kubelet" and p.record.name != HOLLOW_UNIT])
         return self.state
 
-    def _create_default_storage_class(self) -> None:
-        """kind's default StorageClass, ``standard`` (``kubelab.io/local-path``, see kubelet/provisioner.py), unless
-        it exists; an apiserver that does not serve storage.k8s.io (a stand-in) just says no."""
+    def _create_addons(self) -> None:
+        """kind's default StorageClass and the local-path provisioner's rights (kubelab.addons), each unless it
+        exists; an apiserver that does not serve a group (a stand-in) just says no."""
         with httpx.Client(timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
-            client.post(f"{self.api_url}/apis/storage.k8s.io/v1/storageclasses", json=DEFAULT_STORAGE_CLASS)
+            for path, obj in ADDONS:
+                client.post(f"{self.api_url}{path}", json=obj)
 
     def _wait_pod_cidrs(self, nodes: list[str]) -> None:
         """Until every Node has its ``spec.podCIDR`` (bounded: a controller-manager run with
@@ -305,8 +305,10 @@ class Cluster:
         root = self.data_dir / "kubelet" / node
         root.mkdir(parents=True, exist_ok=True)
         conf = self._kubeconfig(root / "kubelet.conf", kubelet_identity(node))
+        provisioner = self._kubeconfig(root / "provisioner.conf", LOCAL_PATH_PROVISIONER)
         args = [
             "--kubeconfig", str(conf),
+            "--provisioner-kubeconfig", str(provisioner),
             "--node-name", node,
             "--port", str(port),
             "--root-dir", str(root),
@@ -331,6 +333,18 @@ class Cluster:
         if self.kubelet_base_port is None:
             return [free_port() for _ in range(count)]
         return free_ports_from(self.kubelet_base_port, count, avoid=self._reserved_ports())
+
+    def _spawn_console(self, component: Component) -> _Pending:
+        """The web console (``python -m kubelab.ui``) as the admin, on ``CONSOLE_PORT`` when free; it finds the
+        scheduler and the kubelets itself and is told the controller-manager's debug port."""
+        port = free_port() if self.kubelet_base_port is None else \
+            free_ports_from(CONSOLE_PORT, 1, avoid=self._reserved_ports())[0]
+        manager = self.healthz_ports.get("controller-manager")
+        args = ["--kubeconfig", self.state.kubeconfig, "--port", str(port),
+                *(["--component", f"controller-manager=http://127.0.0.1:{manager}"] if manager else [])]
+        pending = self._spawn(component, component.name, args, port=port)
+        self.state.console_url = f"http://127.0.0.1:{port}/"
+        return pending
 
     def _spawn_hollow(self, component: Component) -> _Pending:
         """kubemark's hollow nodes: one process registering ``hollow_nodes`` simulated Nodes."""

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from kubelab.pki import CertificateAuthority, KeyPair, ensure_rsa_key_pair
 
-__all__ = ["ADMIN", "CONTROLLER_MANAGER", "HOLLOW_NODES", "SCHEDULER", "ClusterPKI", "Identity", "apiserver_sans",
+__all__ = ["ADMIN", "CONTROLLER_MANAGER", "HOLLOW_NODES", "LOCAL_PATH_PROVISIONER", "SCHEDULER", "ClusterPKI", "Identity", "apiserver_sans",
            "kubelet_identity", "make_cluster_pki"]
 
 KUBERNETES_SERVICE_IP = "10.96.0.1"  # the first address of the service range (apiserver.registry.services)
@@ -44,6 +44,8 @@ class Identity:
 ADMIN = Identity("admin", "kubernetes-admin", ("system:masters",))
 CONTROLLER_MANAGER = Identity("controller-manager", "system:kube-controller-manager")
 SCHEDULER = Identity("scheduler", "system:kube-scheduler")
+# The local-path provisioner every kubelet runs (kubelab.addons grants its rights; kind runs it as a pod).
+LOCAL_PATH_PROVISIONER = Identity("local-path-provisioner", "kubelab:local-path-provisioner")
 # kubemark's hollow nodes run many Nodes in one process with one credential: a simulation for benchmarks, so it
 # gets the rights of all of them at once (no Node authorizer confinement applies to it).
 HOLLOW_NODES = Identity("kubelet-hollow", "kubelab:hollow-nodes", ("system:masters",))

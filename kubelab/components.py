@@ -74,6 +74,11 @@ COMPONENTS: dict[str, Component] = {
             "the node agent (runs pods as real processes)",
             settle=1.5,
         ),
+        Component(
+            "ui",
+            "kubelab.ui",
+            "the web console (live nodes × pods, 13-step traces, the scheduler's view, watch streams, what-if)",
+        ),
     )
 }
 

@@ -42,7 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kubelab-keep", action="store_true", default=False,
                     help="keep kubelab_cluster's data dir (logs, etcd) after the session; its path is printed")
     parser.addini("kubelab_nodes", f"kubelets in kubelab_cluster (default {DEFAULT_NODES})", default=None)
-    parser.addini("kubelab_components", "components besides etcd (default: all; 'apiserver' alone: API only)",
+    parser.addini("kubelab_components",
+                  "components besides etcd (default: all but the web console ui; 'apiserver' alone: API only)",
                   type="args", default=None)
     parser.addini("kubelab_hollow_nodes", "hollow (simulated) nodes in kubelab_cluster (default 0)", default=None)
 
@@ -56,13 +57,13 @@ def _worker_index() -> int:
 @pytest.fixture(scope="session")
 def kubelab_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A started ``kubelab.Cluster`` for the whole session (per xdist worker), stopped at its end."""
-    from kubelab.api import ALL_COMPONENTS, Cluster
+    from kubelab.api import DEFAULT_COMPONENTS, Cluster
 
     config = request.config
     nodes = config.getoption("--kubelab-nodes")
     if nodes is None:
         nodes = int(config.getini("kubelab_nodes") or DEFAULT_NODES)
-    components = config.getini("kubelab_components") or list(ALL_COMPONENTS)
+    components = config.getini("kubelab_components") or list(DEFAULT_COMPONENTS)
     keep = bool(config.getoption("--kubelab-keep"))
     worker = _worker_index()
     # Pods take IPs of their node's podCIDR: a /16 of 127.0.0.0/8 per worker keeps two workers' pods apart

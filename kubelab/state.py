@@ -60,6 +60,7 @@ class ClusterState:
     supervisor_log: str | None = None  # a detached supervisor's own log (a foreground one prints to its terminal)
     detached: bool = False
     secure_url: str | None = None  # the apiserver's HTTPS URL (the kubeconfig's server); None: plain HTTP only
+    console_url: str | None = None  # the web console's (kubelab ui); None: not started
     processes: list[ProcessRecord] = field(default_factory=list)
 
     def to_json(self) -> str:

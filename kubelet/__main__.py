@@ -18,6 +18,7 @@ from pathlib import Path
 from aiohttp import web
 
 from kubeclient import Clientset
+from kubeclient.informer import snapshot as informer_snapshot
 
 from .hollow import HollowNodes
 from .images import ImageStore
@@ -34,6 +35,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                 "to its node as real OS processes and reports their status.")
     p.add_argument("--master", help="apiserver URL (e.g. http://127.0.0.1:8080)")
     p.add_argument("--kubeconfig", help="kubeconfig file to find the apiserver")
+    p.add_argument("--provisioner-kubeconfig",
+                   help="kubeconfig of the kubelab.io/local-path provisioner this kubelet runs (default: the "
+                        "kubelet's own, which the Node authorizer does not let list claims and volumes)")
     p.add_argument("--node-name", help="name of this node (e.g. node01); required unless --hollow")
     p.add_argument("--hollow", action="store_true",
                    help="SIMULATE --count nodes (as kubemark): register and heartbeat them, mark their pods Running "
@@ -83,6 +87,9 @@ def _taints(text: str) -> list[dict[str, str]]:
 
 async def run(args: argparse.Namespace) -> None:
     client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig, user_agent="kubelet")
+    provisioner_client = Clientset.from_flags(kubeconfig=args.provisioner_kubeconfig,
+                                              user_agent="local-path-provisioner") \
+        if args.provisioner_kubeconfig else None
     capacity = machine_capacity()
     capacity["pods"] = args.pods
     if args.cpu:
@@ -105,15 +112,17 @@ async def run(args: argparse.Namespace) -> None:
         except EngineError as err:
             await docker.close()
             await client.close()
+            if provisioner_client is not None:
+                await provisioner_client.close()
             raise SystemExit(f"--runtime docker: no Docker engine at {docker.engine.host}: {err}") from None
         logging.info("runtime: Docker engine %s at %s", docker.version, docker.engine.host)
         kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
-                          runtime=docker, images=images)
+                          runtime=docker, images=images, provisioner_client=provisioner_client)
     else:
         store = ImageStore(root / "images", args.crashloop_backoff)
         linux = choose_linux(args.runtime, root, args.node_name, store)
         kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
-                          runtime=linux, images=store)
+                          runtime=linux, images=store, provisioner_client=provisioner_client)
     if docker is not None:
         runtime_version = docker.runtime_version
     else:
@@ -141,6 +150,8 @@ async def run(args: argparse.Namespace) -> None:
     finally:
         await runner.cleanup()
         await client.close()
+        if provisioner_client is not None:
+            await provisioner_client.close()
         if docker is not None:
             await docker.close()
 
@@ -174,6 +185,7 @@ async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict
     if args.healthz_port:
         app = web.Application()
         app.router.add_get("/healthz", _healthz)
+        app.router.add_get("/debug/informers", _informers)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", args.healthz_port).start()
@@ -190,6 +202,10 @@ async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict
 
 async def _healthz(request: web.Request) -> web.Response:
     return web.Response(text="ok")
+
+
+async def _informers(request: web.Request) -> web.Response:
+    return web.json_response(informer_snapshot("kubelet (hollow)"))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -53,7 +53,7 @@ def container_field_path(pod: dict[str, Any], container: str) -> str:
 class Kubelet:
     def __init__(self, client: Clientset, node_name: str, root_dir: Path, host_ip: str = "127.0.0.1",
                  backoff_base: float = 10.0, backoff_max: float = 300.0, *, runtime: Runtime | None = None,
-                 images: ImageStore | None = None) -> None:
+                 images: ImageStore | None = None, provisioner_client: Clientset | None = None) -> None:
         self.client = client
         self.node_name = node_name
         self.root_dir = root_dir
@@ -77,7 +77,9 @@ class Kubelet:
         self._removals: set[asyncio.Task[None]] = set()  # force-deleted pods being removed (kept from the GC)
         self.informer = SharedInformer(client.pods, field_selector=f"spec.nodeName={node_name}")
         self.informer.add_event_handler(self._on_add, self._on_update, self._on_delete)
-        self.provisioner = LocalPathProvisioner(client, node_name, root_dir)  # kubelab.io/local-path volumes
+        # kubelab.io/local-path volumes, under an identity of their own where one is given: the provisioner lists
+        # every claim and volume, which the Node authorizer rightly refuses a kubelet (kind runs it as a pod).
+        self.provisioner = LocalPathProvisioner(provisioner_client or client, node_name, root_dir)
 
     def event(self, pod: dict[str, Any], kind: str, reason: str, message: str, container: str | None = None) -> None:
         """An event about the pod, or about one of its containers (``involvedObject.fieldPath``, as kubelet's

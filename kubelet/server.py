@@ -19,6 +19,7 @@ from pathlib import Path
 from aiohttp import web
 
 from apimachinery import prometheus
+from kubeclient.informer import snapshot as informer_snapshot
 
 from . import attach, logs, portforward, stats
 from . import exec as exec_
@@ -116,6 +117,10 @@ def make_app(kubelet: Kubelet, registered: asyncio.Event | None = None) -> web.A
     app = web.Application()
     app.router.add_get("/metrics/resource", resource_metrics)
     app.router.add_get("/healthz", healthz)
+    async def informers(_: web.Request) -> web.Response:
+        return web.json_response(informer_snapshot(f"kubelet {kubelet.node_name}"))
+
+    app.router.add_get("/debug/informers", informers)
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs)
     app.router.add_get("/exec/{namespace}/{pod}/{container}", container_exec)
     app.router.add_get("/attach/{namespace}/{pod}/{container}", container_attach)

@@ -9,7 +9,10 @@
 * SIGTERM/SIGINT end the process with status 0 at any time, also while the apiserver is unreachable and the
   informers have not synced yet (releasing the Lease then takes at most the renew deadline).
 * An HTTP server (``--healthz-port``; 0 picks a free port, negative turns it off) answers ``/healthz`` and
-  ``GET /debug/explain/{namespace}/{name}``: the pod's last attempt as JSON (404 if unknown).
+  ``GET /debug/explain/{namespace}/{name}``: the pod's last attempt as JSON (404 if unknown);
+  ``POST /debug/whatif``: where pods would go after a drain, cordon, taint, node deletion or new pods, decided by
+  this scheduler's profiles on a copy of its cache (scheduler/whatif.py; ``kubelab what-if``);
+  ``GET /debug/informers``: its informers' counters (kubeclient's ``InformerStats``).
 """
 
 from __future__ import annotations
@@ -23,14 +26,19 @@ import signal
 import socket
 import sys
 import uuid
+from typing import Any
 
 from aiohttp import web
 
 from apimachinery import errors
 from kubeclient import Clientset, LeaderElector
+from kubeclient.informer import snapshot as informer_snapshot
+from kubeclient.resources import POD_DISRUPTION_BUDGETS
 
 from .config import Configuration, ConfigError, LeaderElection, load_config, parse_duration
+from .runner import Runner
 from .scheduler import Scheduler
+from .whatif import ChangeError, parse_change, simulate
 
 log = logging.getLogger("scheduler")
 DEBUG_ENDPOINT_ANNOTATION = "kubelab.io/debug-endpoint"
@@ -108,11 +116,37 @@ class DebugServer:
                                       "message": f"no scheduling attempt recorded for pod {key}"}, status=404)
         return web.json_response(attempt.to_dict())
 
+    @staticmethod
+    async def _informers(request: web.Request) -> web.Response:
+        return web.json_response(informer_snapshot("kube-scheduler"))
+
+    async def _whatif(self, request: web.Request) -> web.Response:
+        try:
+            change = parse_change(await request.json())
+        except (ValueError, ChangeError) as err:
+            return web.json_response({"kind": "Status", "status": "Failure", "reason": "BadRequest", "code": 400,
+                                      "message": str(err)}, status=400)
+        pdbs: list[dict[str, Any]] = []
+        if change.action == "drain":
+            try:
+                pdbs = (await self.scheduler.client.resource(POD_DISRUPTION_BUDGETS).list()).get("items") or []
+            except errors.StatusError as err:
+                return web.json_response(err.to_status(), status=err.code)
+        profiles = {name: runner.profile for name, runner in self.scheduler.runners.items()}
+
+        def runner_for(pod: dict[str, Any]) -> Runner | None:
+            profile = profiles.get(pod.get("spec", {}).get("schedulerName") or "default-scheduler")
+            return None if profile is None else Runner(profile, self.scheduler.handle)
+
+        return web.json_response(simulate(change, self.scheduler.cache, pdbs, runner_for))
+
     async def start(self) -> None:
         app = web.Application()
         for path in ("/healthz", "/livez", "/readyz"):
             app.router.add_get(path, lambda _: web.Response(text="ok"))
         app.router.add_get("/debug/explain/{namespace}/{name}", self._explain)
+        app.router.add_post("/debug/whatif", self._whatif)
+        app.router.add_get("/debug/informers", self._informers)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)

@@ -51,10 +51,20 @@ class ValidatingPlugin(Protocol):
         """Accept (return) or refuse (raise a StatusError); never change the object."""
 
 
+def _check_protocol(plugins: list[Any], methods: tuple[str, ...]) -> None:
+    """A plugin missing a method of its protocol would fail every write it is asked about: refuse it at start."""
+    for plugin in plugins:
+        missing = [name for name in methods if not callable(getattr(plugin, name, None))]
+        if missing:
+            raise TypeError(f"admission plugin {type(plugin).__name__} lacks {', '.join(missing)}")
+
+
 class AdmissionChain:
     """kube-apiserver's admission plugin order for the dynamic plugins: mutating, then validating."""
 
     def __init__(self, mutating: list[MutatingPlugin], validating: list[ValidatingPlugin]) -> None:
+        _check_protocol(mutating, ("configured", "concerns", "handles", "admit"))
+        _check_protocol(validating, ("configured", "concerns", "handles", "validate"))
         self.mutating = mutating
         self.validating = validating
 

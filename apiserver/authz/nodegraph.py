@@ -2,15 +2,17 @@
 
 A pod bound to a node (``spec.nodeName``) links the node to what the pod uses: its service account, the secrets
 and config maps of its volumes (projected ones too), environment and image pull secrets, and its persistent volume
-claims. The graph is kept from a watch on the pods' watch cache, one pod at a time, so an edge appears as soon as
-the pod is bound and goes when the pod is deleted (or moved). A watch that closes is started again from a list.
+claims; a claim links on to the persistent volume it is bound to (``spec.volumeName``), so a kubelet may read the
+volumes of its pods' claims. The graph is kept from watches on the pods' and the claims' watch caches, one object
+at a time, so an edge appears as soon as the pod is bound (or the claim bound) and goes when the pod is deleted
+(or moved). A watch that closes is started again from a list.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..storage.cacher import ObjectFilter, WatchCache
@@ -67,10 +69,31 @@ class NodeGraph:
     def __init__(self) -> None:
         self._pods: dict[str, tuple[str, tuple[Vertex, ...]]] = {}  # pod key → (node, its vertices)
         self._edges: dict[Vertex, dict[str, int]] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._claims: dict[str, tuple[Vertex, str]] = {}  # claim key → (its vertex, the volume it is bound to)
+        self._volume_claims: dict[str, set[Vertex]] = {}  # volume name → the claims bound to it
+        self._tasks: list[asyncio.Task[None]] = []
 
     def has_edge(self, vertex: Vertex, node: str) -> bool:
+        if vertex[0] == "persistentvolumes":  # pv ← claim ← pod → node
+            return any(node in self._edges.get(claim, ()) for claim in self._volume_claims.get(vertex[2], ()))
         return node in self._edges.get(vertex, ())
+
+    def set_claim(self, key: str, claim: Mapping[str, Any] | None) -> None:
+        """Add, change (``claim``) or remove (None) one claim's edge to its volume."""
+        old = self._claims.pop(key, None)
+        if old is not None:
+            vertex, volume = old
+            claims = self._volume_claims.get(volume)
+            if claims is not None:
+                claims.discard(vertex)
+                if not claims:
+                    del self._volume_claims[volume]
+        volume = ((claim or {}).get("spec") or {}).get("volumeName") or ""
+        if claim is None or not volume:
+            return
+        vertex = ("persistentvolumeclaims", claim["metadata"].get("namespace") or "", claim["metadata"]["name"])
+        self._claims[key] = (vertex, volume)
+        self._volume_claims.setdefault(volume, set()).add(vertex)
 
     def set_pod(self, key: str, pod: Mapping[str, Any] | None) -> None:
         """Add, change (``pod``) or remove (None) one pod's edges."""
@@ -95,27 +118,30 @@ class NodeGraph:
             counts = self._edges.setdefault(vertex, {})
             counts[node] = counts.get(node, 0) + 1
 
-    def start(self, pods: WatchCache) -> None:
-        self._task = asyncio.create_task(self._follow(pods), name="node graph")
+    def start(self, pods: WatchCache, claims: WatchCache) -> None:
+        self._tasks = [asyncio.create_task(self._follow(pods, self._pods, self.set_pod, "pod"),
+                                           name="node graph: pods"),
+                       asyncio.create_task(self._follow(claims, self._claims, self.set_claim, "claim"),
+                                           name="node graph: claims")]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _follow(self, pods: WatchCache) -> None:
+    async def _follow(self, cache: WatchCache, known: dict[str, Any],
+                      apply: Callable[[str, Mapping[str, Any] | None], None], what: str) -> None:
         while True:
-            watcher = pods.watch(None, ObjectFilter())  # the current pods as ADDED, then their changes
-            self._pods.clear()
-            self._edges.clear()
+            watcher = cache.watch(None, ObjectFilter())  # the current objects as ADDED, then their changes
+            for key in list(known):
+                apply(key, None)
             while (event := await watcher.next()) is not None:
-                # Everything already queued in one go: under a burst of pod writes the graph wakes once per
-                # burst, not once per pod.
+                # Everything already queued in one go: under a burst of writes the graph wakes once per burst,
+                # not once per object.
                 while event is not None:
                     kind, co = event
-                    self.set_pod(co.key, None if kind == "DELETED" else co.obj)
+                    apply(co.key, None if kind == "DELETED" else co.obj)
                     event = watcher.queue.get_nowait() if not watcher.queue.empty() else None
                 if watcher.closed and watcher.queue.empty():
                     break
-            log.info("node graph: pod watch closed, starting again")
-            await asyncio.sleep(0.1)
+            log.info("node graph: %s watch closed, starting again", what)

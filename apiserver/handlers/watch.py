@@ -27,11 +27,13 @@ from apimachinery import errors
 from apimachinery.fields import parse_field_selector
 from apimachinery.labels import parse_selector
 
+from ..authentication import request_user
 from ..registry.store import ResourceStore, filter_for
 from ..storage.cacher import CachedObject, CacheWatcher
 from .listoptions import list_options
 from .request import Output, RequestInfo
 from .table import include_object, to_table
+from .watches import ACTIVE, WatchStream, register
 
 BOOKMARK_INTERVAL = 30.0
 MAX_BATCH = 500
@@ -95,8 +97,11 @@ async def serve_watch(request: Request, info: RequestInfo, store: ResourceStore,
             from_cache = False
 
     encoder = _Encoder(store, output, params)
+    resource = f"{strategy.resource}.{strategy.group}" if strategy.group else strategy.resource
+    stream = WatchStream(request_user().username, request.headers.get("user-agent", ""), resource,
+                         info.namespace or "", params.get("labelSelector") or "", selector_text, watcher, cache)
     return StreamingResponse(
-        _stream(watcher, store, encoder, timeout, bookmarks, initial_events_end, from_cache),
+        _stream(watcher, store, encoder, timeout, bookmarks, initial_events_end, from_cache, stream),
         media_type="application/json",
     )
 
@@ -128,10 +133,12 @@ class _Encoder:
 
 
 async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder, timeout: float,
-                  bookmarks: bool, initial_events_end: bool, from_cache: bool) -> AsyncIterator[bytes]:
+                  bookmarks: bool, initial_events_end: bool, from_cache: bool,
+                  stream: WatchStream) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     last_rv = 0
+    register(stream)
     try:
         if initial_events_end:
             initial = []
@@ -140,6 +147,7 @@ async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder
                 if item is None:
                     break
                 initial.append(encoder.event(item[0], item[1]))
+                stream.wrote(1, item[1].rv)
             initial.append(encoder.bookmark(store.cache.rv, initial_events_end=True))
             yield b"".join(initial)
         while True:
@@ -163,10 +171,12 @@ async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder
                     break
                 item = watcher.queue.get_nowait()
             if chunks:
+                stream.wrote(len(chunks), last_rv)
                 yield b"".join(chunks)
             if item is None:
                 if watcher.error is not None:
                     yield error_event(watcher.error)
                 return
     finally:
+        ACTIVE.discard(stream)
         watcher.close()

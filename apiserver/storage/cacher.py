@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -112,6 +113,7 @@ class CacheWatcher:
         self.error: StatusError | None = None
         self._restamp = restamp
         self._on_stop: Callable[[CacheWatcher], None] | None = None
+        self.pending_since = 0.0  # since when the queue has been non-empty (for /debug/watches)
 
     def offer(self, event: CacheEvent) -> None:
         """Convert a cache event as the watcher's selectors see it, and enqueue it (never blocks)."""
@@ -134,6 +136,8 @@ class CacheWatcher:
         else:
             return
         try:
+            if self.queue.empty():
+                self.pending_since = time.monotonic()
             self.queue.put_nowait(out)
         except asyncio.QueueFull:
             log.warning("closing a watcher that fell %d events behind", self.queue.maxsize)
@@ -425,6 +429,14 @@ class WatchCache:
                     await asyncio.wait_for(self._advanced.wait(), min(remaining, 0.05))
                 except TimeoutError:
                     pass
+
+    async def position(self) -> tuple[int, int]:
+        """(etcd's revision, the revision this cache reflects) — equal when nothing of this resource is in flight
+        (the test of ``wait_fresh``, one etcd read); for ``/debug/watches``."""
+        revision, count, latest = await self._storage.prefix_state(self._prefix)
+        if self.rv >= latest and len(self.store) + len(self.broken) == count:
+            return revision, revision
+        return revision, self.rv
 
     async def wait_rv(self, rv: int, timeout: float = 3.0) -> None:
         """Wait until the cache is at revision ``rv`` or later; 504 Timeout past ``timeout`` (kube-apiserver's

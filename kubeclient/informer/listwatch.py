@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator
 from typing import Protocol
 
 from kubeclient.client import ResourceClient
+from kubeclient.informer.stats import ReflectorStats
 from kubeclient.types import Object, WatchEvent
 
 
@@ -55,3 +56,13 @@ class ListWatch:
     def __repr__(self) -> str:
         scope = self.namespace or "all namespaces"
         return f"ListWatch({self.client.resource.plural}, {scope})"
+
+
+def describe(lw: ListerWatcher, name: str) -> ReflectorStats:
+    """Fresh stats naming what ``lw`` lists and watches (its resource, scope and selectors when it is a
+    ``ListWatch``; ``name`` otherwise)."""
+    if isinstance(lw, ListWatch):
+        resource = lw.client.resource
+        plural = f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+        return ReflectorStats(plural, lw.namespace or "", lw.label_selector or "", lw.field_selector or "")
+    return ReflectorStats(name)

@@ -34,7 +34,8 @@ from typing import Literal
 from apimachinery.errors import Gone, ServiceUnavailable, StatusError
 from kubeclient.backoff import Backoff
 from kubeclient.clock import REAL_CLOCK, Clock
-from kubeclient.informer.listwatch import ListerWatcher
+from kubeclient.informer.listwatch import ListerWatcher, describe
+from kubeclient.informer.stats import REGISTRY
 from kubeclient.informer.store import DeletedFinalStateUnknown, Store, meta_namespace_key
 from kubeclient.types import Object
 
@@ -106,6 +107,8 @@ class Reflector:
         self._rv = ""
         self._rv_unavailable = False
         self._synced = asyncio.Event()
+        self.stats = describe(lw, self.name)  # for /debug/informers (kubeclient.informer.stats)
+        REGISTRY.add(self.stats)
 
     @property
     def last_sync_resource_version(self) -> str:
@@ -143,6 +146,7 @@ class Reflector:
                 await self._watch()
                 continue
             except Gone as e:
+                self.stats.gone += 1
                 log.info("%s: resourceVersion %s expired (%s); relisting", self.name, self._rv, e.message)
                 need_list = True
             except StatusError as e:
@@ -164,6 +168,7 @@ class Reflector:
         self._rv_unavailable = False
         previous = self._store.replace(items)
         self._rv = list_rv
+        self.stats.listed(list_rv)
         emit = self._on_delta
         if emit is not None:
             for obj in items:
@@ -199,6 +204,10 @@ class Reflector:
                 rv = (obj.get("metadata") or {}).get("resourceVersion")
                 if rv:
                     self._rv = rv
+                if etype == "BOOKMARK":
+                    self.stats.resource_version = self._rv
+                else:
+                    self.stats.event(rv)
         finally:
             await events.aclose()
         if received == 0 and self._clock.monotonic() - started < _SHORT_WATCH:

@@ -32,6 +32,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("snapshot", "kubelab.commands.snapshot", "save, restore or inspect an etcd snapshot of the cluster"),
     Command("trace", "kubelab.commands.trace", "show the 13 steps of the creation flow as they happened for a pod"),
     Command("explain", "kubelab.commands.explain", "show why the scheduler placed a pod where it did, or could not"),
+    Command("what-if", "kubelab.commands.whatif",
+            "show where pods would go after a drain, cordon, taint, node deletion or new pods (changes nothing)"),
     Command("image", "kubelab.commands.image", "load an image tarball (docker save, OCI layout) onto the nodes"),
     Command("user", "kubelab.commands.user", "give a user a client certificate and a kubeconfig (through a CSR)"),
     *(Command(c.name, "kubelab.commands.component", f"run {c.summary}", passthrough=True) for c in COMPONENTS.values()),

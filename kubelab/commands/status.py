@@ -112,8 +112,9 @@ def run(args: argparse.Namespace) -> int:
         runtimes = node_runtimes(client, state.api_url)
     nodes = f"; container runtime: {runtimes}" if runtimes else ""
     secure = f" and {state.secure_url}" if state.secure_url else ""
+    console = f", web console: {state.console_url}" if state.console_url else ""
     print(f"kubelab in {data_dir}: apiserver {state.api_url}{secure} ({supervisor_of(state)}), "
-          f"kubeconfig {state.kubeconfig}{nodes}")
+          f"kubeconfig {state.kubeconfig}{console}{nodes}")
     print(render_table(HEADERS, rows))
     audit = data_dir / "logs" / auditpolicy.LOG_NAME
     if audit.exists():

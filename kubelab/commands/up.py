@@ -329,6 +329,8 @@ def _print_ready(cluster: Cluster, args: argparse.Namespace, seconds: float) -> 
         print(f"  kubectl -s {cluster.api_url} get nodes")
     print(f"  kubectl --kubeconfig {kubeconfig} get nodes")
     print(f"  export KUBECONFIG={cluster.state.kubeconfig}")
+    if cluster.state.console_url:
+        print(f"  web console: {cluster.state.console_url}   (kubelab ui; what-if: kubelab what-if drain node01)")
     print(f"  logs: {data}/logs/   state: {data}/state.json   status: kubelab status --data-dir {data}")
     if args.detach:
         log = _shown(Path(cluster.state.supervisor_log or ""))

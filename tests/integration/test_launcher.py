@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import ssl
@@ -145,8 +146,11 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
     rows = {line.split()[0]: line.split() for line in lines[2:]}
     assert rows["etcd"][3] == "ok"
     assert rows["apiserver"][2:4] == [str(port), "ok"]
-    for name in ("controller-manager", "scheduler"):  # on kube's ports, found from the URL they print
+    for name in ("controller-manager", "scheduler", "ui"):  # on kube's ports, found from the URL they print
         assert rows[name][2].isdigit() and rows[name][3] == "ok", rows[name]
+    console = re.search(r"web console: (http://127.0.0.1:\d+/)", up.stdout)
+    assert console and f"web console: {console.group(1)}" in status.stdout, up.stdout + status.stdout
+    assert "Nodes × pods" in httpx.get(console.group(1), timeout=5).text
     cs = httpx.get(f"http://127.0.0.1:{port}/api/v1/componentstatuses", timeout=10).json()["items"]
     assert [(c["metadata"]["name"], c["conditions"][0]["status"]) for c in cs] == [
         ("controller-manager", "True"), ("etcd-0", "True"), ("scheduler", "True")]
@@ -257,12 +261,15 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
     assert up.returncode == 0, up.stdout + up.stderr
     healthy = [line.split()[1] for line in up.stdout.splitlines() if line.strip().startswith("✓")]
     assert healthy[:2] == ["etcd", "apiserver"]  # the clients are spawned with the apiserver, reported after it
-    assert sorted(healthy[2:]) == ["controller-manager", "kubelet-node01", "kubelet-node02", "scheduler"]
+    # The console comes last, once the clients are up: it is the real one (kubelab.ui), not a stand-in.
+    assert sorted(healthy[2:-1]) == ["controller-manager", "kubelet-node01", "kubelet-node02", "scheduler"]
+    assert healthy[-1] == "ui"
 
     state = load_state(data_dir)
     assert state is not None
     records = {r.name: r for r in state.processes}
     assert list(records)[:2] == ["etcd", "apiserver"]
+    assert state.console_url == f"http://127.0.0.1:{records['ui'].port}/" and "web console:" in up.stdout
 
     def args_of(name: str) -> str:
         log = (data_dir / "logs" / f"{name}.log").read_text()
@@ -312,6 +319,7 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         "scheduler": "running",
         "kubelet-node01": "ok",
         "kubelet-node02": "ok",
+        "ui": "ok",
     }
 
     again = kubelab(
@@ -349,7 +357,7 @@ def test_foreground_up_stops_everything_on_ctrl_c(data_dir: Path, stand_ins: dic
         launcher.proc.send_signal(signal.SIGINT)
         output = launcher.finish()
         assert launcher.proc.returncode == 0, output
-        assert "stopped kubelet-node01, scheduler, controller-manager, apiserver, etcd" in output
+        assert "stopped ui, kubelet-node01, scheduler, controller-manager, apiserver, etcd" in output
         assert_nothing_left(state)
         assert load_state(data_dir) is None
 
@@ -388,7 +396,8 @@ def test_down_stops_the_foreground_supervisor_first_then_the_components(
         down = kubelab("down", "--data-dir", str(data_dir))
         assert down.returncode == 0, down.stdout + down.stderr
         stopped = [line.split()[1] for line in down.stdout.splitlines() if line.startswith("  stopped ")]
-        assert stopped == ["supervisor", "kubelet-node01", "scheduler", "controller-manager", "apiserver", "etcd"]
+        assert stopped == ["supervisor", "ui", "kubelet-node01", "scheduler", "controller-manager", "apiserver",
+                           "etcd"]
         output = launcher.finish()
         assert launcher.proc.returncode == 0, output
         assert "`kubelab down` stops the cluster: the supervisor exits and restarts nothing more" in output

@@ -42,7 +42,28 @@ def test_a_cluster_with_two_nodes_serves_kubectl_and_the_python_client() -> None
         assert "node02" in cluster.logs("kubelet")
         with pytest.raises(KeyError, match="no process 'proxy'"):
             cluster.logs("proxy")
+        # The default class's provisioner works under Node,RBAC: it runs in the kubelet as an identity of its own.
+        cluster.kubectl("apply", "-f", "-", input=CLAIM_AND_POD)
+        claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                 "metadata": {"name": "data", "namespace": "default"}}
+        assert cluster.wait_for(claim, "jsonpath={.status.phase}=Bound", timeout=30) is not None
     assert not data_dir.exists()
+
+
+CLAIM_AND_POD = """
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Mi}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: writer}
+spec:
+  containers: [{name: main, image: busybox, command: [sh, -c, "echo hi > /data/f && sleep 3600"],
+                volumeMounts: [{name: data, mountPath: /data}]}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+"""
 
 
 def test_api_only_hollow_nodes_and_manifests(tmp_path: Path) -> None:

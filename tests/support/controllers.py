@@ -21,7 +21,11 @@ class ControllerManager(ComponentProcess):
     """One controller-manager process; ``stop`` sends SIGTERM (``kill`` SIGKILL) and waits."""
 
     def __init__(self, api_url: str, log_path: Path, *flags: str) -> None:
-        super().__init__("controllers", api_url, log_path, *flags)
+        # As kubeadm runs it: each controller writes as its own service account (impersonated on the plain port),
+        # so RBAC judges every controller write the tests make happen.
+        own = [] if any(f.startswith("--use-service-account-credentials") for f in flags) \
+            else ["--use-service-account-credentials"]
+        super().__init__("controllers", api_url, log_path, *own, *flags)
 
 
 def controller_manager_fixture(controllers: str, *flags: str, name: str = "manager") -> Callable[..., Any]:

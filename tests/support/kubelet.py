@@ -12,9 +12,11 @@ from pathlib import Path
 
 import httpx
 
+from kubelab.addons import ADDONS
+from kubelab.clusterpki import LOCAL_PATH_PROVISIONER
 from kubelab.etcd import free_port
 from kubelet.runtime.cgroups import Cgroups
-from support.process import ComponentProcess
+from support.process import ComponentProcess, impersonating_kubeconfig
 from support.wait import wait_for
 
 
@@ -27,9 +29,13 @@ class Node:
         self.kubelet = self._start()
 
     def _start(self) -> ComponentProcess:
+        """As ``system:node:<name>`` (the Node authorizer and NodeRestriction judge it), its local-path provisioner
+        as ``kubelab:local-path-provisioner`` with the rights ``kubelab up`` gives it."""
+        provisioner = provisioner_kubeconfig(self.api_url, self.root / "provisioner.kubeconfig")
         return ComponentProcess("kubelet", self.api_url, self.root / "kubelet.log", "--port", str(self.port),
                                 "--root-dir", str(self.root / "root"), "--node-name", self.name,
-                                "--runtime", self.runtime)
+                                "--runtime", self.runtime, "--provisioner-kubeconfig", str(provisioner),
+                                act_as=(f"system:node:{self.name}", "system:nodes"))
 
     def restart(self, ns: str, pod: str, container: str) -> None:
         """Kill the kubelet (``kill -9``: a stopped kubelet stops its pods) and start it again; wait until it
@@ -47,6 +53,14 @@ class Node:
     def overrides(self) -> str:
         """For ``kubectl run --overrides``: there is no scheduler here, the pod names its node."""
         return json.dumps({"spec": {"nodeName": self.name, "terminationGracePeriodSeconds": 1}})
+
+
+def provisioner_kubeconfig(api_url: str, path: Path) -> Path:
+    """A kubeconfig acting as the local-path provisioner, its ClusterRole and binding made as ``kubelab up`` does."""
+    for collection, obj in ADDONS:
+        if obj["kind"] != "StorageClass":  # the tests make the classes they need
+            httpx.post(f"{api_url}{collection}", json=obj)
+    return impersonating_kubeconfig(path, api_url, LOCAL_PATH_PROVISIONER.user, ())
 
 
 @contextmanager

@@ -24,8 +24,11 @@ class ComponentProcess:
     (which a test can look for in /proc to find what it started)."""
 
     def __init__(self, module: str, api_url: str, log_path: Path, *flags: str,
-                 cwd: Path = ROOT) -> None:
+                 cwd: Path = ROOT, act_as: tuple[str, ...] = ()) -> None:
         self.log_path = log_path
+        if act_as:  # (user, *groups): the component's own identity, impersonated on the plain port, meets RBAC
+            flags = ("--kubeconfig", str(impersonating_kubeconfig(log_path.with_suffix(".kubeconfig"), api_url,
+                                                                  act_as[0], act_as[1:])), *flags)
         with open(log_path, "ab") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", module, "--master", api_url, *flags], cwd=cwd,
                                          stdout=log, stderr=subprocess.STDOUT)
@@ -45,6 +48,16 @@ class ComponentProcess:
 
     def kill(self) -> int:
         return self.stop(signal.SIGKILL)
+
+
+def impersonating_kubeconfig(path: Path, api_url: str, user: str, groups: tuple[str, ...]) -> Path:
+    """A kubeconfig for the plain port that acts as ``user`` in ``groups`` (kubeconfig's ``as``/``as-groups``)."""
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "test",
+              "clusters": [{"name": "test", "cluster": {"server": api_url}}],
+              "users": [{"name": "test", "user": {"as": user, "as-groups": [*groups, "system:authenticated"]}}],
+              "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}]}
+    path.write_text(json.dumps(config))
+    return path
 
 
 def kill_containers(root_dir: Path) -> None:

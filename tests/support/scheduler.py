@@ -18,7 +18,31 @@ class SchedulerProcess(ComponentProcess):
     """One scheduler; ``stop`` sends SIGTERM (``kill`` SIGKILL, which leaves its Lease held) and waits."""
 
     def __init__(self, api_url: str, log_path: Path, *flags: str) -> None:
-        super().__init__("scheduler", api_url, log_path, *flags)
+        # As kube-scheduler's own identity: RBAC judges what it reads and writes (bindings, events, claims).
+        grant_test_leases(api_url)
+        super().__init__("scheduler", api_url, log_path, *flags, act_as=("system:kube-scheduler",))
+
+
+TEST_LEASES = "kubelab-tests:scheduler-leases"
+
+
+def grant_test_leases(api_url: str) -> None:
+    """kube's system:kube-scheduler role may get and update only the lease named ``kube-scheduler``; the tests give
+    each scheduler a lease of its own (they share one apiserver), so they grant the rest (once per apiserver)."""
+    try:
+        _grant(f"{api_url}/apis/rbac.authorization.k8s.io/v1")
+    except httpx.TransportError:
+        pass  # no apiserver there (a test of a scheduler that never reaches one)
+
+
+def _grant(rbac: str) -> None:
+    ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": TEST_LEASES}
+    httpx.post(f"{rbac}/clusterroles", json={
+        "metadata": {"name": TEST_LEASES},
+        "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "update"]}]})
+    httpx.post(f"{rbac}/clusterrolebindings", json={
+        "metadata": {"name": TEST_LEASES}, "roleRef": ref,
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"}]})
 
 
 def lease(client: httpx.Client, name: str, namespace: str = "kube-system") -> dict[str, Any]:

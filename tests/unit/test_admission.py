@@ -82,3 +82,20 @@ def test_refusal_texts() -> None:
     assert denied("x.example.com", None).message == \
         'admission webhook "x.example.com" denied the request without explanation'
     assert isinstance(err, errors.StatusError)
+
+
+def test_a_plugin_missing_a_protocol_method_is_refused_when_the_chain_is_built() -> None:
+    from apiserver.admission.chain import AdmissionChain
+
+    class NoConcerns:
+        def configured(self) -> bool:
+            return True
+
+        def handles(self, attrs: object) -> bool:
+            return True
+
+        async def admit(self, attrs: object) -> None:
+            return None
+
+    with pytest.raises(TypeError, match="admission plugin NoConcerns lacks concerns"):
+        AdmissionChain([NoConcerns()], [])  # type: ignore[list-item]

@@ -127,6 +127,16 @@ def test_the_node_graph_and_authorizer() -> None:
     assert get("secrets", "other") == (None, "no relationship found between node 'n1' and this object")
     assert get("secrets", "pull", UserInfo("system:node:n2", ("system:nodes",)))[0] is None
     assert get("secrets", "pull", ALICE) == (None, "")
+
+    def get_volume(user: UserInfo = N1) -> bool | None:
+        return node.authorize(user, {"verb": "get", "group": "", "resource": "persistentvolumes", "name": "pv-1"})[0]
+
+    assert get_volume() is None  # the claim is not bound yet
+    graph.set_claim("ns/data", {"metadata": {"namespace": "ns", "name": "data"}, "spec": {"volumeName": "pv-1"}})
+    assert get_volume() is True  # node → pod → claim → volume
+    assert get_volume(UserInfo("system:node:n2", ("system:nodes",))) is None
+    graph.set_claim("ns/data", None)
+    assert get_volume() is None
     graph.set_pod("ns/p", {**pod, "spec": {**pod["spec"], "nodeName": "n2"}})
     assert get("secrets", "pull")[0] is None
     graph.set_pod("ns/p", None)

@@ -228,3 +228,25 @@ async def test_expired_continue_token_falls_back_to_one_full_list() -> None:
     assert lw.calls == 3  # first page, expired continue, full list
     full = fake.actions[-1].params
     assert "limit" not in full and "continue" not in full
+
+
+async def test_stats_count_lists_relists_410s_and_events_for_debug_informers() -> None:
+    from kubeclient.informer import snapshot
+
+    h = Harness(label_selector="app=web")
+    await h.cs.pods.create(pod("a", app="web"))
+    async with h.running():
+        stats = h.reflector.stats
+        assert (stats.resource, stats.namespace, stats.label_selector) == ("pods", "", "app=web")
+        assert (stats.lists, stats.gone, stats.events) == (1, 0, 0)
+        await until(lambda: bool(h.actions("WATCH")))
+        await h.cs.pods.create(pod("b", app="web"))
+        await until(lambda: stats.events == 1)
+        assert stats.resource_version == h.reflector.last_sync_resource_version and stats.rate() > 0
+        h.fake.close_watches()
+        await h.cs.pods.create(pod("c", app="web"))
+        h.fake.compact()
+        await until(lambda: stats.lists == 2)
+        assert stats.gone == 1
+        (entry,) = [e for e in snapshot("test")["items"] if e["labelSelector"] == "app=web"]
+        assert (entry["relists"], entry["gone"], entry["resource"]) == (1, 1, "pods")

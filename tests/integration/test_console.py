@@ -1,0 +1,181 @@
+"""The web console (``kubelab ui``) in headless Chromium on a live cluster: the real apiserver and etcd, a
+controller-manager (replicationcontroller), a scheduler of this module's own (its Lease and schedulerName) and two
+real kubelets (process runtime). The browser is driven over the DevTools protocol (support/browser.py); pages
+update over server-sent events, so the test reads the DOM without reloading. Screenshots are kept in a
+directory the test prints (shown on failure)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from support.browser import Browser, chromium
+from support.controllers import controller_manager_fixture
+from support.kubelet import running_node
+from support.process import ComponentProcess
+from support.scheduler import SchedulerProcess, debug_endpoint
+from support.wait import wait_for
+
+pytestmark = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (Debian's chromium package)")
+
+manager = controller_manager_fixture("replicationcontroller")
+
+
+@pytest.fixture(scope="module")
+def cluster(api_url: str, module_ns: str, tmp_path_factory: pytest.TempPathFactory,
+            manager: Any) -> Iterator[dict[str, Any]]:
+    """Two kubelets ``<ns>-n1``/``-n2``, a scheduler, and the console (``python -m kubelab.ui``) pointed at them."""
+    ns, root = module_ns, tmp_path_factory.mktemp("console")
+    lease, name = f"ks-{uuid.uuid4().hex[:8]}", f"sched-{ns}"
+    nodes = [f"{ns}-n1", f"{ns}-n2"]
+    client = httpx.Client(base_url=api_url, timeout=30)
+    scheduler = SchedulerProcess(api_url, root / "scheduler.log", f"--leader-elect-resource-name={lease}",
+                                 f"--scheduler-name={name}")
+    console: ComponentProcess | None = None
+    for sub in ("n1", "n2"):
+        (root / sub).mkdir()
+    try:
+        with running_node(api_url, nodes[0], root / "n1"), running_node(api_url, nodes[1], root / "n2"):
+            endpoint = debug_endpoint(client, lease)
+            console = ComponentProcess("kubelab.ui", api_url, root / "console.log", "--port", "0",
+                                       "--component", f"scheduler={endpoint}")
+            log = root / "console.log"
+            url = wait_for(lambda: (m := re.search(r"console: (http://\S+)", log.read_text())) and m.group(1),
+                           timeout=60, what="the console's URL")
+            for node in nodes:
+                wait_for(lambda node=node: client.get(f"/api/v1/nodes/{node}").status_code == 200, what=node)
+            yield {"ns": ns, "nodes": nodes, "scheduler": name, "url": url, "client": client, "logs": root}
+    finally:
+        if console is not None:
+            console.stop()
+        scheduler.stop()
+        for node in nodes:
+            client.delete(f"/api/v1/nodes/{node}")
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def screens(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("console-screenshots")
+
+
+@pytest.fixture(autouse=True)
+def announce_screens(screens: Path, cluster: dict[str, Any]) -> None:
+    """Printed in every test's set-up, so a failure report shows where its screenshots and logs are."""
+    print(f"console screenshots: {screens}; console {cluster['url']}, logs in {cluster['logs']}")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    b = Browser(tmp_path_factory.mktemp("chromium") / "profile")
+    yield b
+    b.close()
+
+
+def create_rc(client: httpx.Client, ns: str, scheduler: str, nodes: list[str]) -> None:
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}]}]}}}
+    rc = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "web"},
+          "spec": {"replicas": 2, "selector": {"app": "web"},
+                   "template": {"metadata": {"labels": {"app": "web"}},
+                                "spec": {"schedulerName": scheduler, "affinity": affinity,
+                                         "terminationGracePeriodSeconds": 1,
+                                         "containers": [{"name": "c", "image": "busybox",
+                                                         "command": ["sleep", "600"]}]}}}}
+    resp = client.post(f"/api/v1/namespaces/{ns}/replicationcontrollers", json=rc)
+    assert resp.status_code == 201, resp.text
+
+
+RUNNING = "[...document.querySelectorAll('.pod[data-pod^=\"{ns}/web-\"][data-phase=\"Running\"]')].length"
+
+
+def test_pods_appear_and_run_without_reload_then_pod_and_watch_pages(cluster: dict[str, Any], browser: Browser,
+                                                                     screens: Path) -> None:
+    ns, client = cluster["ns"], cluster["client"]
+    browser.goto(cluster["url"])
+    browser.wait_js("document.querySelector('#live').className === 'on'", what="the live stream")
+    for node in cluster["nodes"]:
+        browser.wait_js(f"!!document.querySelector('.node[data-node=\"{node}\"]')", what=f"node {node} shown")
+    browser.evaluate("window.notReloaded = true")
+    create_rc(client, ns, cluster["scheduler"], cluster["nodes"])
+    browser.wait_js(f"document.querySelectorAll('.pod[data-pod^=\"{ns}/web-\"]').length === 2",
+                    what="the RC's two pods shown")
+    browser.screenshot(screens / "1-pods-appear.png")
+    browser.wait_js(RUNNING.format(ns=ns) + " === 2", timeout=60, what="both pods Running in the page")
+    assert browser.evaluate("window.notReloaded === true")  # the same document all along: no reload
+    placed = browser.evaluate(f"[...document.querySelectorAll('.pod[data-pod^=\"{ns}/web-\"]')]"
+                              ".map(a => a.closest('.node').dataset.node)")
+    assert set(placed) <= set(cluster["nodes"])
+    browser.screenshot(screens / "2-pods-running.png")
+
+    # One pod: the 13 steps with their latencies, and the scheduler's per-node table.
+    pod = browser.evaluate(f"document.querySelector('.pod[data-pod^=\"{ns}/web-\"]').getAttribute('href')")
+    browser.goto(cluster["url"].rstrip("/") + pod)
+    browser.wait_js("document.querySelectorAll('#trace tr.step').length > 0", timeout=60, what="the trace")
+    numbers = browser.evaluate(
+        "[...document.querySelectorAll('#trace tr.step td:first-child')].map(t => t.textContent)")
+    assert {int(re.match(r"\d+", n).group()) for n in numbers} == set(range(1, 14)), numbers  # type: ignore[union-attr]
+    latencies = browser.evaluate("[...document.querySelectorAll('#trace .latency')].map(t => t.textContent)")
+    assert sum(1 for text in latencies if re.search(r"\+[\d.]+ m?s", text)) >= 5, latencies
+    browser.wait_js("document.querySelectorAll('#nodes-table tr').length > 1", what="the scheduler's node table")
+    rows = browser.evaluate("[...document.querySelectorAll('#nodes-table tr')].map(r => r.textContent)")
+    for node in cluster["nodes"]:
+        assert any(node in row and "feasible" in row for row in rows), rows
+    assert browser.evaluate("document.querySelectorAll('#nodes-table tr.chosen').length") == 1
+    browser.screenshot(screens / "3-pod-page.png")
+
+    # The watch streams: the scheduler's and the kubelets' watches, with their lag; the components' informers.
+    browser.goto(cluster["url"].rstrip("/") + "/watches")
+    browser.wait_js("document.querySelectorAll('#watches tr').length > 1", what="the apiserver's watch table")
+    headers = browser.evaluate("[...document.querySelectorAll('#watches th')].map(t => t.textContent)")
+    assert "lag (revisions)" in headers and "lag (s)" in headers
+    cells = "[...document.querySelectorAll('#watches tr')].map(r => [...r.children].map(c => c.textContent))"
+    rows = browser.wait_js(f"(rows => rows.some(r => r[1] === 'kube-scheduler' && r[2] === 'pods') && "
+                           f"rows.some(r => r[1] === 'kubelet' && r[2] === 'pods') && rows)({cells})",
+                           what="the scheduler's and the kubelets' pod watches")
+    lag = headers.index("lag (revisions)")
+    assert all(re.fullmatch(r"\d+", r[lag]) for r in rows[1:]), rows
+    informers = browser.wait_js(
+        "(rows => rows.some(r => r[0] === 'scheduler' && r[1] === 'pods') && "
+        f"rows.some(r => r[0] === 'kubelet {cluster['nodes'][0]}') && rows)"
+        "([...document.querySelectorAll('#informers tr')].map(r => [...r.children].map(c => c.textContent)))",
+        what="the scheduler's and a kubelet's informers")
+    assert any(r[0] == "scheduler" and r[1] == "nodes" for r in informers)
+    browser.screenshot(screens / "4-watches.png")
+
+
+def test_whatif_page_asks_the_scheduler(cluster: dict[str, Any], browser: Browser, screens: Path) -> None:
+    browser.goto(cluster["url"].rstrip("/") + "/whatif")
+    node = cluster["nodes"][0]
+    browser.evaluate(f"document.querySelector('[name=action]').value = 'cordon';"
+                     f"document.querySelector('[name=node]').value = '{node}';"
+                     "document.querySelector('#whatif button').click()")
+    answer = browser.wait_js("(t => t && t !== 'asking the scheduler…' && t)(document.querySelector('#answer')"
+                             ".textContent)", what="the scheduler's answer")
+    assert "No pod would move." in answer
+    browser.screenshot(screens / "5-whatif.png")
+
+
+def test_unschedulable_pod_page_shows_the_nearest_node_and_the_change(cluster: dict[str, Any], browser: Browser,
+                                                                      screens: Path) -> None:
+    ns, client = cluster["ns"], cluster["client"]
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": cluster["nodes"]}]}]}}}
+    body = {"metadata": {"name": "huge"},
+            "spec": {"schedulerName": cluster["scheduler"], "affinity": affinity,
+                     "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "600"],
+                                     "resources": {"requests": {"cpu": "4000"}}}]}}
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+    browser.goto(f"{cluster['url'].rstrip('/')}/pod/{ns}/huge")
+    text = browser.wait_js("(t => t.includes('Nearest node:') && t)(document.querySelector('#explain').textContent)",
+                           timeout=60, what="the nearest node")
+    assert "Unschedulable" in text and "Insufficient cpu" in text
+    assert re.search(rf"Nearest node: {ns}-n[12] \(1 change away\)", text), text
+    assert re.search(r"lacks \d+ cpu: the pod requests \S+, ", text), text
+    browser.screenshot(screens / "6-unschedulable.png")

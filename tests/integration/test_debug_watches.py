@@ -1,0 +1,69 @@
+"""``GET /debug/watches`` on the session apiserver: every watch stream it serves, who opened it, what it selects,
+the last resourceVersion sent and its lag behind etcd; a non-resource path that RBAC guards like kube's debug
+paths (alice is refused with kube's words, the plain port's system:masters user is let in)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from conftest import Kubectl
+from support.wait import wait_for
+
+AGENT = "debug-watches-test/1.0"
+
+
+def watches(client: httpx.Client) -> list[dict[str, Any]]:
+    resp = client.get("/debug/watches")
+    assert resp.status_code == 200, resp.text
+    doc = resp.json()
+    assert doc["kind"] == "WatchList" and doc["etcdRevision"] > 0
+    return [w for w in doc["items"] if w["userAgent"] == AGENT]
+
+
+def _watch(api_url: str, ns: str, lines: list[dict[str, Any]], stop: threading.Event) -> None:
+    with httpx.Client(base_url=api_url, timeout=None, headers={"User-Agent": AGENT}) as c, \
+            c.stream("GET", f"/api/v1/namespaces/{ns}/configmaps",
+                     params={"watch": "true", "labelSelector": "app=w", "timeoutSeconds": "30"}) as resp:
+        lines_iter: Iterator[str] = resp.iter_lines()
+        for line in lines_iter:
+            if line:
+                lines.append(json.loads(line))
+            if stop.is_set():
+                return
+
+
+def test_debug_watches_lists_streams_with_their_position_and_lag(api_url: str, client: httpx.Client,
+                                                                   ns: str) -> None:
+    received: list[dict[str, Any]] = []
+    stop = threading.Event()
+    thread = threading.Thread(target=_watch, args=(api_url, ns, received, stop), daemon=True)
+    thread.start()
+    (mine,) = wait_for(lambda: watches(client), what="the test's watch in /debug/watches")
+    assert (mine["resource"], mine["namespace"], mine["labelSelector"]) == ("configmaps", ns, "app=w")
+    assert mine["user"] == "system:unsecured" and mine["eventsSent"] == 0
+    for i in range(3):
+        body = {"metadata": {"name": f"c{i}", "labels": {"app": "w"}}, "data": {"i": str(i)}}
+        assert client.post(f"/api/v1/namespaces/{ns}/configmaps", json=body).status_code == 201
+    wait_for(lambda: len(received) == 3, what="three events")
+    last_rv = received[-1]["object"]["metadata"]["resourceVersion"]
+    (mine,) = wait_for(lambda: [w for w in watches(client) if w["eventsSent"] == 3], what="three events counted")
+    assert mine["resourceVersion"] == last_rv
+    assert mine["lag"] == {"revisions": 0, "seconds": 0.0}  # nothing queued, the cache is at etcd's revision
+    assert mine["eventsPerSecond"] > 0
+    stop.set()
+    client.post(f"/api/v1/namespaces/{ns}/configmaps", json={"metadata": {"name": "end", "labels": {"app": "w"}}})
+    thread.join(10)
+    wait_for(lambda: not watches(client), what="the closed watch to leave the list")
+
+
+def test_debug_watches_is_guarded_by_rbac(kubectl: Kubectl) -> None:
+    refused = kubectl("get", "--raw", "/debug/watches", "--as", "alice", check=False)
+    assert refused.returncode != 0
+    assert 'User "alice" cannot get path "/debug/watches"' in refused.stderr, refused.stderr
+    allowed = kubectl("get", "--raw", "/debug/watches")
+    assert json.loads(allowed.stdout)["kind"] == "WatchList"
