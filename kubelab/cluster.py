@@ -341,7 +341,8 @@ class Cluster:
             free_ports_from(CONSOLE_PORT, 1, avoid=self._reserved_ports())[0]
         manager = self.healthz_ports.get("controller-manager")
         args = ["--kubeconfig", self.state.kubeconfig, "--port", str(port),
-                *(["--component", f"controller-manager=http://127.0.0.1:{manager}"] if manager else [])]
+                *(["--component", f"controller-manager=http://127.0.0.1:{manager}"] if manager else []),
+                "--audit-log", str(self.logs / auditpolicy.LOG_NAME)]
         pending = self._spawn(component, component.name, args, port=port)
         self.state.console_url = f"http://127.0.0.1:{port}/"
         return pending

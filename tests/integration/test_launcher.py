@@ -209,7 +209,8 @@ for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfi
              "--tls-cert-file", "--tls-private-key-file", "--client-ca-file", "--authorization-mode",
              "--service-account-key-file", "--service-account-signing-key-file", "--root-ca-file",
              "--cluster-signing-cert-file", "--cluster-signing-key-file", "--audit-policy-file", "--audit-log-path",
-             "--audit-log-maxsize", "--audit-log-maxbackup", "--audit-log-maxage", "--audit-log-format"):
+             "--audit-log-maxsize", "--audit-log-maxbackup", "--audit-log-maxage", "--audit-log-format",
+             "--provisioner-kubeconfig", "--audit-log"):
     parser.add_argument(flag)
 parser.add_argument("--use-service-account-credentials", action="store_true")
 parser.add_argument("--port", "--insecure-port", type=int)
