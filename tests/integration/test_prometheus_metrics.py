@@ -197,7 +197,9 @@ def test_a_scheduled_pod_counts_in_the_scheduler_and_runs_on_the_kubelet(
     assert value(after, "rest_client_requests_total", method="POST", code="201", host=host) >= 1  # the Binding
     assert value(after, "rest_client_request_duration_seconds_count", verb="POST", host=host) >= 1
 
-    kubelet = scrape(f"http://127.0.0.1:{node.port}/metrics")
+    # The kubelet's API is HTTPS (a self-signed certificate without --tls-cert-file; anonymous allowed, as kube's
+    # kubelet defaults, without --anonymous-auth=false)
+    kubelet = scrape(f"https://127.0.0.1:{node.port}/metrics", verify=False)
     assert value(kubelet, "kubelet_node_name", node=node.name) == 1
     assert value(kubelet, "kubelet_running_pods") >= 1
     assert value(kubelet, "kubelet_running_containers", container_state="running") >= 1
@@ -207,7 +209,7 @@ def test_a_scheduled_pod_counts_in_the_scheduler_and_runs_on_the_kubelet(
     assert value(kubelet, "kubelet_pod_worker_duration_seconds_count", operation_type="create") >= 1
     assert value(kubelet, "kubelet_runtime_operations_total", operation_type="start_container") >= 1
     assert value(kubelet, "rest_client_requests_total", method="PATCH", code="200") >= 1  # status writes
-    resource = httpx.get(f"http://127.0.0.1:{node.port}/metrics/resource")  # kept beside it
+    resource = httpx.get(f"https://127.0.0.1:{node.port}/metrics/resource", verify=False)  # kept beside it
     assert resource.status_code == 200 and "container_cpu_usage_seconds_total" in resource.text
 
 

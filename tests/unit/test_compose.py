@@ -44,7 +44,10 @@ LAUNCHER_ONLY_FLAGS = {"--encryption-provider-config", "--secure-port", "--tls-c
                        "--cluster-dns", "--cluster-domain",
                        # nor the provisioner's own identity: no PKI (its kubelets provision as themselves)
                        "--provisioner-kubeconfig",
-                       "--kubelet-client-certificate", "--kubelet-client-key", "--kubelet-certificate-authority"}
+                       "--kubelet-client-certificate", "--kubelet-client-key", "--kubelet-certificate-authority",
+                       # nor an audit log, bootstrap tokens or their controllers (compose has no join)
+                       "--audit-policy-file", "--audit-log-path", "--audit-log-maxsize", "--audit-log-maxbackup",
+                       "--audit-log-maxage", "--audit-log-format", "--enable-bootstrap-token-auth", "--controllers"}
 # The kubelets' API behind client certificates and reviews needs the PKI compose lacks: its kubelets keep kube's
 # defaults (anonymous, AlwaysAllow).
 KUBELET_LAUNCHER_ONLY_FLAGS = {"--anonymous-auth", "--authentication-token-webhook", "--authorization-mode"}
