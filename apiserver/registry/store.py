@@ -115,7 +115,7 @@ class ResourceStore:
         self.field_manager = FieldManager(schema, strategy.group, strategy.version, strategy.kind,
                                           "status" in strategy.subresources, strategy.status_resets)
         if self.converts:
-            self.cache.rewrite(lambda co: self._cached(strategy.from_storage(copy.deepcopy(co.obj)), co.rv))
+            self.cache.rewrite(lambda co: self._cached(strategy.from_storage(co.obj), co.rv))
 
     # --- keys and encoding ----------------------------------------------------------------------------------
     def etcd_key(self, namespace: str | None, name: str) -> bytes:
@@ -187,7 +187,7 @@ class ResourceStore:
         return await converter.convert(objs, api_version)
 
     def _restamp(self, co: CachedObject, rv: int) -> CachedObject:
-        return self._cached(copy.deepcopy(co.obj), rv)
+        return self._cached(co.obj, rv)  # (each .obj is a fresh copy)
 
     async def _encode_for_storage(self, key: bytes, obj: Object) -> tuple[bytes, Object]:
         """The stored bytes (encrypted where configured) and the object they hold; 413 when etcd would refuse
@@ -425,7 +425,7 @@ class ResourceStore:
                                       f"UID in object meta: {old['metadata'].get('uid')}")
             if precondition_rv and precondition_rv != str(co.rv):
                 raise errors.conflict(strategy.resource, name, strategy.group)
-            result = update(copy.deepcopy(old))
+            result = update(co.obj)  # a second decode: the update's own copy
             new: Object = await result if isinstance(result, Awaitable) else result  # type: ignore[assignment]
             new = self._prepare_update(new, old, subresource, field_validation, writer)
             if admission is not None:
@@ -439,7 +439,7 @@ class ResourceStore:
                     return co
                 # Unchanged, but stored with an old key or provider: written again, as kube's GuaranteedUpdate
                 # does for a stale value (how `kubectl replace` of every Secret moves them to a new key).
-                new = copy.deepcopy(old)
+                new = old
             if dry_run:
                 return self._cached(new, co.rv)
             if self._finalized(new):
