@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -119,23 +120,41 @@ async def watch_pods(session: aiohttp.ClientSession, rv: str, want: int, seen: d
 
 
 async def progress(began: float, stages: dict[str, dict[str, float]], done: asyncio.Event,
-                   every: float = 10.0) -> list[str]:
+                   supervise: Callable[[], bool], every: float = 10.0) -> list[str]:
+    """Each stage's count every ``every`` seconds; meanwhile components that exited are restarted (as `kubelab
+    up` supervises them: a controller-manager that lost its leader lease exits) and the restart is shown."""
     rows = []
     while not done.is_set():
         try:
             await asyncio.wait_for(done.wait(), every)
         except TimeoutError:
             pass
+        restarted = supervise()
         row = f"  t={time.monotonic() - began:6.1f}s " + " ".join(f"{k}={len(v)}" for k, v in stages.items())
+        row += " (a component exited and was restarted)" if restarted else ""
         print(row, flush=True)
         rows.append(row)
     return rows
 
 
-async def run_workload(api: str, kind: str, pods: int, timeout: float) -> dict[str, Any]:
+async def wait_default_account(session: aiohttp.ClientSession, timeout: float = 60.0) -> None:
+    """Until the namespace's ``default`` ServiceAccount exists (as kube's e2e framework waits): before it,
+    ServiceAccount admission refuses the controller's pod creates and the controller backs off."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        async with session.get(f"/api/v1/namespaces/{NS}/serviceaccounts/default") as resp:
+            if resp.status == 200:
+                return
+        await asyncio.sleep(0.1)
+    raise RuntimeError(f"no ServiceAccount {NS}/default after {timeout:.0f} s")
+
+
+async def run_workload(api: str, kind: str, pods: int, timeout: float,
+                       supervise: Callable[[], bool]) -> dict[str, Any]:
     async with aiohttp.ClientSession(api) as session:
         async with session.post("/api/v1/namespaces", json={"metadata": {"name": NS}}) as resp:
             assert resp.status == 201, await resp.text()
+        await wait_default_account(session)
         async with session.get(f"/api/v1/namespaces/{NS}/pods") as resp:
             rv = (await resp.json())["metadata"]["resourceVersion"]
         seen: dict[str, float] = {}
@@ -149,7 +168,8 @@ async def run_workload(api: str, kind: str, pods: int, timeout: float) -> dict[s
         async with session.post(path, data=orjson.dumps(body), headers={"Content-Type": "application/json"}) as resp:
             assert resp.status == 201, await resp.text()
         done = asyncio.Event()
-        ticker = asyncio.create_task(progress(began, {"created": seen, "bound": bound, "running": running}, done))
+        ticker = asyncio.create_task(progress(began, {"created": seen, "bound": bound, "running": running}, done,
+                                              supervise))
         try:
             await asyncio.wait_for(watcher, timeout)
             finished = True
@@ -239,7 +259,8 @@ def main() -> None:
         rss_nodes = rss_mb(apiserver)
         spies = start_profilers(pids, args.profile) if args.profile else []
         cpu_before = cpu_all(pids)
-        result = asyncio.run(run_workload(api, args.kind, args.pods, args.timeout))
+        result = asyncio.run(run_workload(api, args.kind, args.pods, args.timeout,
+                                              cluster.running.supervise_once))
         cpu_after = cpu_all(pids)
         stop_profilers(spies)
         rss_pods = rss_mb(apiserver)
