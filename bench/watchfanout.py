@@ -124,6 +124,19 @@ async def sustained(write: Write, receipts: Receipts, rate: float, seconds: floa
     return out
 
 
+async def both_loads(write: Write, receipts: Receipts, args: argparse.Namespace,
+                     readers: list[asyncio.Task[None]]) -> dict[str, dict[str, float]]:
+    """The single writes, then the sustained rate; then the watch readers are stopped."""
+    results = {"single": await single(write, receipts, args.writes, 0)}
+    receipts.sent.clear()
+    receipts.seen.clear()
+    results["sustained"] = await sustained(write, receipts, args.rate, args.seconds, args.writes)
+    for task in readers:
+        task.cancel()
+    await asyncio.gather(*readers, return_exceptions=True)
+    return results
+
+
 def summary(receipts: Receipts) -> dict[str, float]:
     lat = sorted(receipts.latencies())
     if not lat:
@@ -143,7 +156,6 @@ async def apiserver_run(master: str, shape: str, args: argparse.Namespace) -> di
             assert resp.status == 201, await resp.text()
         async with session.get(f"/api/v1/namespaces/{ns}/pods") as resp:
             rv = (await resp.json())["metadata"]["resourceVersion"]
-        results: dict[str, dict[str, float]] = {}
         receipts = Receipts(n, shape)
         opened = 0
         all_open = asyncio.Event()
@@ -171,13 +183,7 @@ async def apiserver_run(master: str, shape: str, args: argparse.Namespace) -> di
                                     headers=HEADERS) as resp:
                 assert resp.status == 201, await resp.text()
 
-        results["single"] = await single(write, receipts, args.writes, 0)
-        receipts.sent.clear()
-        receipts.seen.clear()
-        results["sustained"] = await sustained(write, receipts, args.rate, args.seconds, args.writes)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        results = await both_loads(write, receipts, args, tasks)
     return results
 
 
@@ -202,13 +208,7 @@ async def etcd_run(etcd_url: str, shape: str, args: argparse.Namespace) -> dict[
         async def write(i: int) -> None:
             await client.put(f"{prefix}node-{i % n}/w{i}".encode(), pod(i, f"node-{i % n}"))
 
-        results = {"single": await single(write, receipts, args.writes, 0)}
-        receipts.sent.clear()
-        receipts.seen.clear()
-        results["sustained"] = await sustained(write, receipts, args.rate, args.seconds, args.writes)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        results = await both_loads(write, receipts, args, tasks)
         for w in watches:
             await w.cancel()
         await client.delete_prefix(prefix.encode())
