@@ -102,7 +102,7 @@ class AutoRegister(Periodic):
         if store is None:
             return
         wanted = {apiservice_name(g, v): (g, v) for g, v in served_group_versions(self.served())}
-        current = {co.obj["metadata"]["name"]: co.obj for co in store.cache.list()}
+        current = {obj["metadata"]["name"]: obj for obj in (co.obj for co in store.cache.list())}
         for name, (group, version) in wanted.items():
             if name not in current:
                 try:
@@ -116,10 +116,10 @@ class AutoRegister(Periodic):
                     await store.delete(None, name, DeleteOptions())
                 except errors.NotFound:
                     pass
-        for co in store.cache.list():
-            condition = self._condition(co.obj)
-            if not _same(co.obj, condition):
-                await store.guaranteed_update(None, co.obj["metadata"]["name"],
+        for obj in (co.obj for co in store.cache.list()):
+            condition = self._condition(obj)
+            if not _same(obj, condition):
+                await store.guaranteed_update(None, obj["metadata"]["name"],
                                               lambda obj, c=condition: _with_condition(obj, c), subresource="status")
 
     def _condition(self, obj: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,8 @@ import uvicorn
 from .authentication import PEER_CERT
 from .spdy.upgrade import HttpToolsProtocol, WebSocketProtocol
 
+IDLE_TIMEOUT = 90  # seconds an idle keep-alive connection stays open (kube-apiserver's http.Server IdleTimeout)
+
 __all__ = ["Listener", "TLSFiles", "serve"]
 
 
@@ -96,6 +98,10 @@ def _config(app: Any, listener: Listener, *, lifespan: bool, verbosity: int) -> 
         lifespan="on" if lifespan else "off",
         access_log=verbosity >= 2, log_level="info" if verbosity >= 1 else "warning",
         timeout_graceful_shutdown=2,
+        # kube-apiserver's http.Server IdleTimeout (90 s). uvicorn's 5 s default closed the pool of a client that
+        # paused between bursts (the replication controller waits on its expectations after each burst of
+        # creates), so each burst paid for hundreds of new TLS handshakes on both sides.
+        timeout_keep_alive=IDLE_TIMEOUT,
         ssl_certfile=tls.cert if tls else None, ssl_keyfile=tls.key if tls else None,
         ssl_ca_certs=tls.client_ca if tls else None,
         ssl_cert_reqs=ssl.CERT_OPTIONAL if tls and tls.client_ca else ssl.CERT_NONE,

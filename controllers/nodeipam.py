@@ -84,13 +84,20 @@ class CidrSet:
         self.used.difference_update(self._indices(cidr))
 
 
+CIDR_UPDATE_WORKERS = 30  # kube's range allocator's cidrUpdateWorkers
+
+
 class NodeIpamController(Controller):
     name = "node-ipam-controller"
     queue_name = "cidrallocator_node"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, cluster_cidr: str = DEFAULT_CLUSTER_CIDR,
                  node_cidr_mask_size: int = DEFAULT_NODE_CIDR_MASK_SIZE) -> None:
-        super().__init__(workers=1)  # one worker: the set is only changed in order
+        # kube's cidrUpdateWorkers: the Node patches run concurrently (one Node at a time per key, as every
+        # workqueue guarantees). Allocation stays in order: ``allocate_next`` runs without an await between the
+        # search and the mark, on the one event loop. One worker took ~1 s per Node on a loaded 2-core machine,
+        # so 1,000 hollow Nodes waited up to ~15 minutes for their CIDRs (bench/scale.py).
+        super().__init__(workers=CIDR_UPDATE_WORKERS)
         self.clientset = clientset
         self.cidrs = CidrSet(cluster_cidr, node_cidr_mask_size)
         self.recorder = EventRecorder(clientset.events, "cidrAllocator")

@@ -169,10 +169,13 @@ class NodeLifecycleController(Controller):
         if cached is None:
             self.health.pop(key, None)
             return
-        node = copy.deepcopy(cached)
+        # The informer's object, read only: the writes below copy it first. Every Lease renewal syncs its node
+        # (100 per second with 1,000 nodes), and a deep copy of the Node each time was 18 % of the
+        # controller-manager's samples in bench/scale.py.
+        node = cached
         health, grace = self._observe(node)
         if self._clock() > health.probe + grace:
-            await self._mark_unknown(node)
+            node = await self._mark_unknown(node)
         else:  # come back when the grace period would run out
             self.queue.add_after(key, health.probe + grace - self._clock() + 0.05)
         ready = get_condition(node.get("status"), "Ready")
@@ -205,7 +208,9 @@ class NodeLifecycleController(Controller):
             health.lease_renew, health.probe = renew, now
         return health, (self.grace_period if ready is not None else self.startup_grace_period)
 
-    async def _mark_unknown(self, node: Object) -> None:
+    async def _mark_unknown(self, cached: Object) -> Object:
+        """The node with its conditions Unknown (written when they changed): a copy, never ``cached`` itself."""
+        node = copy.deepcopy(cached)
         status = node.setdefault("status", {})
         conditions = status.setdefault("conditions", [])
         now, changed = fmt_time(now_utc()), False
@@ -223,9 +228,8 @@ class NodeLifecycleController(Controller):
                 changed = True
         if changed:
             log.info("node %s: no heartbeat for %.0fs, marking it Unknown", meta(node)["name"], self.grace_period)
-            updated = await self.clientset.nodes.update_status(node)
-            node.clear()
-            node.update(updated)
+            return await self.clientset.nodes.update_status(node)
+        return node
 
     async def _sync_taints(self, node: Object) -> None:
         no_execute, no_schedule = desired_taints(node)
@@ -233,12 +237,11 @@ class NodeLifecycleController(Controller):
         wanted = reconcile_taints(taints, no_execute, no_schedule, fmt_time(now_utc()))
         if wanted == taints:
             return
+        node = copy.deepcopy(node)  # (the informer's object)
         node.setdefault("spec", {})["taints"] = wanted
         if not wanted:
             del node["spec"]["taints"]
-        updated = await self.clientset.nodes.update(node)
-        node.clear()
-        node.update(updated)
+        await self.clientset.nodes.update(node)
 
     async def _mark_pods_not_ready(self, node_name: str) -> None:
         """Ready=False on every pod of the node that still claims to be ready (``MarkPodsNotReady``)."""

@@ -45,7 +45,7 @@ class Sources:
             return []
         objects = store.cache.list()
         if namespace is not None and store.strategy.namespaced:
-            return [co.obj for co in objects if co.obj["metadata"].get("namespace") == namespace]
+            return [co.obj for co in objects if co.fields.get("metadata.namespace") == namespace]
         return [co.obj for co in objects]
 
     def equivalents(self, group: str, resource: str) -> list[Strategy]:

@@ -18,7 +18,6 @@ Scale, Binding and Eviction writes go through admission with their own kinds (``
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -216,7 +215,7 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
     writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), options), "scale")
     co = await store.guaranteed_update(info.namespace, info.name, apply, precondition_rv=precondition or None,
                                        dry_run=rest.dry_run_requested(request.query_params, options), writer=writer)
-    return rest.json_response(strategy.scale_of(copy.deepcopy(co.obj)))
+    return rest.json_response(strategy.scale_of(co.obj))
 
 
 def _replicas(store: ResourceStore, scale: dict[str, Any], name: str) -> int:
@@ -260,4 +259,4 @@ async def _apply_scale(request: Request, info: RequestInfo, store: ResourceStore
 
     co = await store.guaranteed_update(info.namespace, info.name, update,
                                        dry_run=rest.dry_run_requested(params, "PatchOptions"))
-    return rest.json_response(strategy.scale_of(copy.deepcopy(co.obj)))
+    return rest.json_response(strategy.scale_of(co.obj))

@@ -233,8 +233,8 @@ class Registry:
             co = namespaces.cache.get(key)
         if co is None:
             raise errors.not_found("namespaces", namespace)
-        if co.obj.get("metadata", {}).get("deletionTimestamp") or \
-                co.obj.get("status", {}).get("phase") == "Terminating":
+        obj = co.obj  # (decoded on each access)
+        if obj.get("metadata", {}).get("deletionTimestamp") or obj.get("status", {}).get("phase") == "Terminating":
             raise errors.forbidden(
                 resource, name, f"unable to create new content in namespace {namespace} because it is being terminated",
                 causes=[Cause("NamespaceTerminating", f"namespace {namespace} is being terminated",

@@ -117,7 +117,7 @@ class ResourceStore:
         self.field_manager = FieldManager(schema, strategy.group, strategy.version, strategy.kind,
                                           "status" in strategy.subresources, strategy.status_resets)
         if self.converts:
-            self.cache.rewrite(lambda co: self._cached(strategy.from_storage(copy.deepcopy(co.obj)), co.rv))
+            self.cache.rewrite(lambda co: self._cached(strategy.from_storage(co.obj), co.rv))
 
     # --- keys and encoding ----------------------------------------------------------------------------------
     def etcd_key(self, namespace: str | None, name: str) -> bytes:
@@ -189,7 +189,7 @@ class ResourceStore:
         return await converter.convert(objs, api_version)
 
     def _restamp(self, co: CachedObject, rv: int) -> CachedObject:
-        return self._cached(copy.deepcopy(co.obj), rv)
+        return self._cached(co.obj, rv)  # (each .obj is a fresh copy)
 
     async def _encode_for_storage(self, key: bytes, obj: Object) -> tuple[bytes, Object]:
         """The stored bytes (encrypted where configured) and the object they hold; 413 when etcd would refuse
@@ -416,46 +416,64 @@ class ResourceStore:
 
         ``update`` gets a deep copy of the stored object and returns the desired object (it may raise
         StatusErrors). ``subresource`` "status" applies the status rules; "" the main resource's. ``writer``
-        records the change in managedFields (server-internal writes such as bindings pass none, as in kube)."""
+        records the change in managedFields (server-internal writes such as bindings pass none, as in kube).
+
+        It starts from the watch cache's object when the cache has one (as kube's GuaranteedUpdate starts from
+        the cacher's object), which saves an etcd read per update; the write is conditional on that object's
+        revision, so a cache behind etcd costs a failed transaction that returns the current value. Whatever
+        would end the update without a write (an error, no change, a deletion) is decided on etcd's current
+        object only: with a cached start it is read again and the update retried."""
         strategy = self.strategy
-        co, kv = await self._read(namespace, name)
+        key = self.etcd_key(namespace, name)
+        cached = None if dry_run else self.cache.get(key)
+        current = cached is None or cached.stale
+        co = (await self._read(namespace, name))[0] if current else cached
+        assert co is not None
         for _ in range(MAX_UPDATE_ATTEMPTS):
             old = co.obj
-            if precondition_uid and old["metadata"].get("uid") != precondition_uid:
-                raise errors.conflict(strategy.resource, name, strategy.group,
-                                      f"Precondition failed: UID in precondition: {precondition_uid}, "
-                                      f"UID in object meta: {old['metadata'].get('uid')}")
-            if precondition_rv and precondition_rv != str(co.rv):
-                raise errors.conflict(strategy.resource, name, strategy.group)
-            result = update(copy.deepcopy(old))
-            new: Object = await result if isinstance(result, Awaitable) else result  # type: ignore[assignment]
-            new = self._prepare_update(new, old, subresource, field_validation, writer)
-            if admission is not None:
-                # Inside the retry loop, as kube-apiserver's admission runs inside GuaranteedUpdate.
-                mutated = await admission.mutate(new, old)  # plugins replace, never change, the object
-                if mutated is not None and mutated != new:
-                    new = self._prepare_update(mutated, old, subresource, field_validation, None)
-                await admission.validate(new, old)
+            try:
+                if precondition_uid and old["metadata"].get("uid") != precondition_uid:
+                    raise errors.conflict(strategy.resource, name, strategy.group,
+                                          f"Precondition failed: UID in precondition: {precondition_uid}, "
+                                          f"UID in object meta: {old['metadata'].get('uid')}")
+                if precondition_rv and precondition_rv != str(co.rv):
+                    raise errors.conflict(strategy.resource, name, strategy.group)
+                result = update(co.obj)  # a second decode: the update's own copy
+                new: Object = await result if isinstance(result, Awaitable) else result  # type: ignore[assignment]
+                new = self._prepare_update(new, old, subresource, field_validation, writer)
+                if admission is not None:
+                    # Inside the retry loop, as kube-apiserver's admission runs inside GuaranteedUpdate.
+                    mutated = await admission.mutate(new, old)  # plugins replace, never change, the object
+                    if mutated is not None and mutated != new:
+                        new = self._prepare_update(mutated, old, subresource, field_validation, None)
+                    await admission.validate(new, old)
+            except errors.StatusError:
+                if current:
+                    raise
+                co, current = (await self._read(namespace, name))[0], True
+                continue
+            if not current and (new == old or self._finalized(new)):
+                co, current = (await self._read(namespace, name))[0], True
+                continue
             if new == old:
                 if not co.stale or dry_run:
                     return co
                 # Unchanged, but stored with an old key or provider: written again, as kube's GuaranteedUpdate
                 # does for a stale value (how `kubectl replace` of every Secret moves them to a new key).
-                new = copy.deepcopy(old)
+                new = old
             if dry_run:
                 return self._cached(new, co.rv)
             if self._finalized(new):
                 return await self._delete_now(namespace, name, new, co.rv)
-            data, stored = await self._encode_for_storage(kv.key, new)
+            data, stored = await self._encode_for_storage(key, new)
             try:
-                rv = await self.storage.update(kv.key, data, co.rv)
+                rv = await self.storage.update(key, data, co.rv)
             except RevisionMismatch as err:
                 if err.current is None:
                     raise errors.not_found(strategy.resource, name, strategy.group) from None
-                kv = err.current
-                co = await self._decode_one(kv)
+                co, current = await self._decode_one(err.current), True
                 continue
-            return await self._written(kv.key, new, stored, rv)
+            return await self._written(key, new, stored, rv)
         raise errors.conflict(strategy.resource, name, strategy.group, "too many concurrent updates; try again")
 
     def _prepare_update(self, new: Object, old: Object, subresource: str, field_validation: str,

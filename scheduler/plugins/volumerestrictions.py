@@ -4,8 +4,8 @@ As kube-scheduler's ``isVolumeConflict``: the same GCE PD (``pdName``), ISCSI ta
 (overlapping ``monitors``, same ``pool`` and ``image``) may be mounted by two pods on a node only if both mount
 it read-only; an AWS EBS volume (``volumeID``) may not be shared at all, read-only or not.
 
-Batch form: a pod without volumes fits everywhere; otherwise only nodes holding a pod with volumes (the node
-table's ``volumes`` column) need the per-node check.
+Batch form: a pod without a volume of those four sources fits everywhere; otherwise only nodes holding a pod
+with volumes (the node table's ``volumes`` column) need the per-node check.
 """
 
 from __future__ import annotations
@@ -45,8 +45,20 @@ def volumes_conflict(volume: Volume, existing: Volume) -> bool:
     return False
 
 
+# The volume sources a conflict can involve; a pod with none of them fits everywhere (kube's
+# ``needsRestrictionsCheck``). Every pod of a controller has a projected service-account volume, so "has volumes"
+# alone sent each such pod through the per-node walk over every placed pod's volumes (a third of the scheduler's
+# samples with 2,000 pods on 200 hollow nodes).
+DISK_SOURCES = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
+
+
+def restricted_volumes(pod: Pod) -> list[Volume]:
+    """The pod's volumes of a source that may conflict."""
+    return [v for v in pod.get("spec", {}).get("volumes") or [] if any(s in v for s in DISK_SOURCES)]
+
+
 def has_disk_conflict(pod: Pod, node: NodeInfo) -> bool:
-    volumes = pod.get("spec", {}).get("volumes") or []
+    volumes = restricted_volumes(pod)
     if not volumes:
         return False
     return any(volumes_conflict(v, e) for v in volumes for other in node.pods.values()
@@ -60,7 +72,7 @@ class VolumeRestrictions:
         return unschedulable(ERR_REASON_DISK_CONFLICT) if has_disk_conflict(pod, node_info) else SUCCESS
 
     def batch_filter(self, state: CycleState, pod: Pod, table: NodeTable) -> BatchVerdicts:
-        if not pod.get("spec", {}).get("volumes"):
+        if not restricted_volumes(pod):
             return BatchVerdicts(np.ones(table.n, bool))
         with_volumes = table.volumes[:table.n] > 0
         return BatchVerdicts(~with_volumes, undecided=with_volumes)

@@ -68,3 +68,18 @@ async def test_nodes_get_cidrs_existing_ones_kept_freed_on_delete() -> None:
         assert event["involvedObject"]["kind"] == "Node" and event["source"]["component"] == "cidrAllocator"
         await cs.nodes.delete("old")
         await until(lambda: cidrs(fake)["third"] == ("127.16.0.0/24", ["127.16.0.0/24"]))
+
+
+async def test_nodes_registered_at_once_each_get_a_distinct_cidr() -> None:
+    """Patches run on several workers at once (kube's cidrUpdateWorkers); the allocation stays one per Node."""
+    fake = FakeAPIServer()
+    cs = Clientset(fake)
+    names = [f"n{i}" for i in range(60)]
+    for name in names:
+        await cs.nodes.create({"metadata": {"name": name}, "spec": {}})
+    async with running(lambda c, f: NodeIpamController(c, f, cluster_cidr="127.16.0.0/16",
+                                                       node_cidr_mask_size=24), fake):
+        await until(lambda: all(podcidr for podcidr, _ in cidrs(fake).values()))
+    given = cidrs(fake)
+    assert sorted(podcidr for podcidr, _ in given.values()) == sorted(f"127.16.{i}.0/24" for i in range(60))
+    assert all(podcidrs == [podcidr] for podcidr, podcidrs in given.values())

@@ -4,6 +4,7 @@ FakeAPIServer with a fake monotonic clock."""
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 from controllers.nodelifecycle import NodeLifecycleController, desired_taints, reconcile_taints
@@ -56,6 +57,8 @@ async def test_missed_heartbeats_mark_unknown_and_taint() -> None:
         await asyncio.sleep(0.2)
         assert fake.objects(NODES)[0]["status"]["conditions"][0]["status"] == "True"
         clock[0] += 11  # 41 s since the last renewal
+        seen = controller.node_informer.indexer.get_by_key("n1")  # the informer's object: never written to
+        before = copy.deepcopy(seen)
         controller.queue.add("n1")
         for _ in range(100):
             stored = fake.objects(NODES)[0]
@@ -67,6 +70,7 @@ async def test_missed_heartbeats_mark_unknown_and_taint() -> None:
         assert {(t["key"], t["effect"]) for t in stored["spec"]["taints"]} == {
             ("node.kubernetes.io/unreachable", "NoExecute"), ("node.kubernetes.io/unreachable", "NoSchedule")}
         assert len(fake.objects(LEASES, "kube-node-lease")) == 1
+        assert seen == before
     finally:
         stop.set()
         await asyncio.wait_for(task, 3)

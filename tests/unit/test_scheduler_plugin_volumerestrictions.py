@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from scheduler.framework import CycleState, NodeInfo
+from scheduler.nodetable import NodeTable
 from scheduler.plugins.volumerestrictions import ERR_REASON_DISK_CONFLICT, VolumeRestrictions, volumes_conflict
 from support.builders import make_node, make_pod
 
@@ -67,3 +68,23 @@ def test_filter_checks_every_pod_on_the_node() -> None:
     incoming["spec"]["volumes"] = [gce("disk1")]
     assert plugin.filter(CycleState(), incoming, node).reasons == (ERR_REASON_DISK_CONFLICT,)
     assert plugin.filter(CycleState(), incoming, NodeInfo(make_node("node02"))).ok
+
+
+def test_pods_with_only_other_volumes_fit_every_node_without_a_walk() -> None:
+    """A controller's pods carry a projected service-account volume: no source that can conflict, so the batch
+    form passes every node (none left undecided), as kube's PreFilter skips them."""
+    node = NodeInfo(make_node("node01"))
+    occupant = make_pod("o").namespace("d").build()
+    occupant["spec"]["volumes"] = [gce("disk1")]
+    node.add_pod("d/o", occupant)
+    incoming = make_pod("p").namespace("d").build()
+    incoming["spec"]["volumes"] = [{"name": "kube-api-access-x", "projected": {"sources": []}},
+                                   {"name": "cache", "emptyDir": {}}]
+    plugin = VolumeRestrictions()
+    assert plugin.filter(CycleState(), incoming, node).ok
+    table = NodeTable()
+    table.upsert(node)
+    verdicts = plugin.batch_filter(CycleState(), incoming, table)
+    assert verdicts.passed.all() and verdicts.undecided is None
+    incoming["spec"]["volumes"].append(gce("disk1"))  # now it may conflict
+    assert plugin.filter(CycleState(), incoming, node).reasons == (ERR_REASON_DISK_CONFLICT,)
