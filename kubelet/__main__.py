@@ -22,6 +22,7 @@ from kubeclient import Clientset
 from .hollow import HollowNodes
 from .images import ImageStore
 from .kubelet import Kubelet
+from .network import BridgeNetwork, ClusterNetwork, usable
 from .node import PROCESS_RUNTIME_VERSION, NodeAgent, machine_capacity
 from .runtime.docker import DockerImages, DockerRuntime, EngineError
 from .runtime.linux import RUNTIME_VERSION as LINUX_RUNTIME_VERSION
@@ -43,7 +44,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="with --hollow: node names are PREFIX0, PREFIX1, ... (default: %(default)s)")
     p.add_argument("--port", type=int, default=10250, help="port of the kubelet API (logs) (default: %(default)s)")
     p.add_argument("--address", default="127.0.0.1", help="address to serve the kubelet API on")
-    p.add_argument("--node-ip", default="127.0.0.1", help="InternalIP published in the node's status")
+    p.add_argument("--node-ip", default="", help="InternalIP published in the node's status (default: 127.0.0.1, "
+                   "or one of the cluster network's with --cluster-network)")
     p.add_argument("--root-dir", default=".kubelab/kubelet", help="directory for pods' files and logs")
     p.add_argument("--healthz-port", type=int, default=0, help="also serve /healthz on this port (0: off)")
     p.add_argument("--cpu", help="cpu capacity (default: the machine's)")
@@ -60,6 +62,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "engine at DOCKER_HOST or unix:///var/run/docker.sock; auto: linux where this host allows "
                         "it, else process (default: %(default)s; linux becomes the default once the seed "
                         "walkthrough passes on it)")
+    p.add_argument("--cluster-network", default="",
+                   help="with the linux runtime: put pods on this cluster network namespace (created if absent; "
+                        "see kubelet/network.py): a bridge for this node, a veth per pod, pod IPs from the Node's "
+                        "podCIDR (run the controller-manager with --cluster-cidr 10.244.0.0/16), the node's "
+                        "InternalIP on the cluster network unless --node-ip is given (default: off: pods share the "
+                        "host's namespace, each binding its loopback pod IP)")
     p.add_argument("--crashloop-backoff", type=float, default=10.0,
                    help="first CrashLoopBackOff delay in seconds, doubling to 300 (default: %(default)s)")
     p.add_argument("-v", "--v", dest="verbosity", type=int, default=1, help="log verbosity")
@@ -94,7 +102,9 @@ async def run(args: argparse.Namespace) -> None:
         await run_hollow(args, client, capacity, labels)
         return
     root = Path(args.root_dir).absolute()
+    args.node_ip = args.node_ip or "127.0.0.1"
     docker = None
+    cluster: ClusterNetwork | None = None
     linux: LinuxRuntime | None = None
     if args.runtime == "docker":
         docker = DockerRuntime(args.node_name)
@@ -112,8 +122,12 @@ async def run(args: argparse.Namespace) -> None:
     else:
         store = ImageStore(root / "images", args.crashloop_backoff)
         linux = choose_linux(args.runtime, root, args.node_name, store)
+        cluster, bridge = pod_network(args, linux)
         kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
                           runtime=linux, images=store)
+        if bridge is not None:
+            bridge.pod_cidr = lambda: kubelet.pod_ips.cidr
+            kubelet.pod_ips.require_cidr = True
     if docker is not None:
         runtime_version = docker.runtime_version
     else:
@@ -126,6 +140,8 @@ async def run(args: argparse.Namespace) -> None:
     runner = web.AppRunner(make_app(kubelet, node.registered), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, args.address, args.port).start()
+    if cluster is not None and args.node_ip != args.address:  # the apiserver reaches kubelets at their InternalIP
+        await web.SockSite(runner, cluster.serve_socket(args.node_ip, args.port)).start()
     if args.healthz_port:
         await web.TCPSite(runner, "127.0.0.1", args.healthz_port).start()
         logging.info("healthz: http://127.0.0.1:%d/healthz", args.healthz_port)
@@ -143,6 +159,27 @@ async def run(args: argparse.Namespace) -> None:
         await client.close()
         if docker is not None:
             await docker.close()
+
+
+def pod_network(args: argparse.Namespace, linux: LinuxRuntime | None) -> tuple[ClusterNetwork | None,
+                                                                            BridgeNetwork | None]:
+    """With ``--cluster-network`` and the linux runtime: the cluster network (created if absent), this node's
+    bridge as the runtime's network, and the node's InternalIP on it (unless ``--node-ip`` named one)."""
+    if not args.cluster_network:
+        return None, None
+    why = usable()
+    if linux is None or why is not None:
+        logging.warning("--cluster-network %s: not used (%s): pods share the host's network namespace",
+                        args.cluster_network, why or "the runtime is not linux")
+        return None, None
+    cluster = ClusterNetwork(args.cluster_network)
+    cluster.ensure()
+    if args.node_ip == "127.0.0.1":
+        args.node_ip = cluster.node_ip(args.node_name)
+    bridge = BridgeNetwork(cluster, args.node_name)
+    linux.network = bridge
+    logging.info("pod network: bridge %s in %s, node IP %s", bridge.bridge, cluster.path, args.node_ip)
+    return cluster, bridge
 
 
 def choose_linux(runtime: str, root: Path, node_name: str, images: ImageStore) -> LinuxRuntime | None:

@@ -21,15 +21,15 @@ from support.wait import wait_for
 class Node:
     """One kubelet, restartable on the same root directory (it adopts its running containers)."""
 
-    def __init__(self, api_url: str, name: str, root: Path, runtime: str = "process") -> None:
-        self.api_url, self.name, self.root, self.runtime = api_url, name, root, runtime
+    def __init__(self, api_url: str, name: str, root: Path, runtime: str = "process", *flags: str) -> None:
+        self.api_url, self.name, self.root, self.runtime, self.flags = api_url, name, root, runtime, flags
         self.port = free_port()
         self.kubelet = self._start()
 
     def _start(self) -> ComponentProcess:
         return ComponentProcess("kubelet", self.api_url, self.root / "kubelet.log", "--port", str(self.port),
                                 "--root-dir", str(self.root / "root"), "--node-name", self.name,
-                                "--runtime", self.runtime)
+                                "--runtime", self.runtime, *self.flags)
 
     def restart(self, ns: str, pod: str, container: str) -> None:
         """Kill the kubelet (``kill -9``: a stopped kubelet stops its pods) and start it again; wait until it
@@ -50,9 +50,9 @@ class Node:
 
 
 @contextmanager
-def running_node(api_url: str, name: str, root: Path, runtime: str = "process") -> Iterator[Node]:
+def running_node(api_url: str, name: str, root: Path, runtime: str = "process", *flags: str) -> Iterator[Node]:
     """A kubelet for the ``with`` block; afterwards it is stopped and every container it left is killed."""
-    node = Node(api_url, name, root, runtime)
+    node = Node(api_url, name, root, runtime, *flags)
     try:
         yield node
     finally:
