@@ -269,6 +269,15 @@ class ClusterNetwork:
         return in_netns(self.path, listen)
 
     @off_loop
+    def host_reaches(self, ip: str) -> bool:
+        """Whether the host's route to ``ip`` goes over this cluster's link (not when another cluster on the
+        machine had the CIDR's route first)."""
+        with IPRoute() as ipr:
+            index = ipr.link_lookup(ifname=self.host_link)
+            routes = ipr.route("get", dst=ip)
+        return bool(index) and any(r.get_attr("RTA_OIF") == index[0] for r in routes)
+
+    @off_loop
     def remove(self) -> None:
         """Delete the namespace (its bridges, veths, rules, the host link and its routes go with it)."""
         with self._locked():
@@ -376,7 +385,7 @@ class BridgeNetwork:
                     os.close(fd)
                 index = ns.link_lookup(ifname=veth)[0]
                 ns.link("set", index=index, master=bridge)
-                ns.brport("set", index=index, hairpin_mode=1)
+                ns.brport("set", index=index, mode=1)  # IFLA_BRPORT_MODE: hairpin
                 ns.link("set", index=index, state="up")
 
         def pod_end() -> None:
