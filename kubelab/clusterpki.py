@@ -25,8 +25,8 @@ from pathlib import Path
 
 from kubelab.pki import CertificateAuthority, KeyPair, ensure_rsa_key_pair
 
-__all__ = ["ADMIN", "CONTROLLER_MANAGER", "HOLLOW_NODES", "SCHEDULER", "ClusterPKI", "Identity", "apiserver_sans",
-           "kubelet_identity", "make_cluster_pki"]
+__all__ = ["ADMIN", "CONTROLLER_MANAGER", "HOLLOW_NODES", "KUBE_PROXY", "SCHEDULER", "ClusterPKI", "Identity",
+           "apiserver_sans", "kubelet_identity", "make_cluster_pki"]
 
 KUBERNETES_SERVICE_IP = "10.96.0.1"  # the first address of the service range (apiserver.registry.services)
 SERVICE_NAMES = ("kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
@@ -44,6 +44,7 @@ class Identity:
 ADMIN = Identity("admin", "kubernetes-admin", ("system:masters",))
 CONTROLLER_MANAGER = Identity("controller-manager", "system:kube-controller-manager")
 SCHEDULER = Identity("scheduler", "system:kube-scheduler")
+KUBE_PROXY = Identity("kube-proxy", "system:kube-proxy")  # bound to system:node-proxier
 # kubemark's hollow nodes run many Nodes in one process with one credential: a simulation for benchmarks, so it
 # gets the rights of all of them at once (no Node authorizer confinement applies to it).
 HOLLOW_NODES = Identity("kubelet-hollow", "kubelab:hollow-nodes", ("system:masters",))

@@ -74,6 +74,11 @@ COMPONENTS: dict[str, Component] = {
             "the node agent (runs pods as real processes)",
             settle=1.5,
         ),
+        Component(
+            "proxy",
+            "proxy",
+            "kube-proxy: Services as nftables rules in the cluster network (with --pod-network bridge)",
+        ),
     )
 }
 

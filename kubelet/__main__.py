@@ -128,6 +128,7 @@ async def run(args: argparse.Namespace) -> None:
         if bridge is not None:
             bridge.pod_cidr = lambda: kubelet.pod_ips.cidr
             kubelet.pod_ips.require_cidr = True
+            kubelet.service_env.cluster_ips_routed = True
     if docker is not None:
         runtime_version = docker.runtime_version
     else:

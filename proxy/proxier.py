@@ -3,8 +3,8 @@ renderer's transaction (only the changed Service ports; see ``nftables``).
 
 Guarantees: a sync starts at most ``min_sync_period`` after the change that asked for it and no sooner than that
 after the previous one; one runs at least every ``sync_period`` even without changes (a failed one is retried
-then as a full sync that replaces the table); ``healthy`` is False once a wanted sync is overdue (kube-proxy's
-``/healthz``)."""
+then as a full sync that replaces the table); ``healthy`` is False before the first sync and once a wanted sync is
+overdue (kube-proxy's ``/healthz``)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,10 @@ class Proxier:
         self.dirty.set()
 
     def healthy(self) -> bool:
-        """kube-proxy's healthz: no sync wanted for longer than ``sync_period`` plus a margin."""
+        """The rules are in place (a first sync succeeded) and no sync has been wanted for longer than
+        ``sync_period`` plus a margin."""
+        if not self.last_sync:
+            return False
         return self.wanted_since is None or time.monotonic() - self.wanted_since < self.sync_period + 10
 
     def service_ports(self) -> dict[str, ServicePort]:

@@ -1,9 +1,12 @@
 """The linux runtime's pod network and kube-proxy (``--cluster-network``): a node IPAM controller giving podCIDRs
-of 10.244.0.0/16, two linux kubelets on one cluster network namespace. Each pod has its own ``eth0`` with its pod IP (status.podIP),
-pods on the two nodes reach each other by pod IP (busybox ``wget`` through ``kubectl exec``, which the apiserver
-proxies to the kubelet at its InternalIP on the cluster network); the host reaches pods too; a deleted pod's veth
-goes; removing the cluster network leaves no namespace, bridge, veth or host route behind. Skipped where the host
-cannot make namespaces or has no nft."""
+of 10.244.0.0/16, two linux kubelets on one cluster network namespace. Each pod has its own ``eth0`` with its pod
+IP (status.podIP); pods on the two nodes reach each other by pod IP (busybox ``wget`` through ``kubectl exec``,
+which the apiserver proxies to the kubelet at its InternalIP on the cluster network); the host reaches pods too; a
+deleted pod's veth goes; removing the cluster network leaves no namespace, link, route or state behind.
+kube-proxy (``python -m proxy``, nftables in the cluster network): a Service over three pods answers from all
+three through its ClusterIP (from a pod) and its NodePort (from the host, at a node's InternalIP); sessionAffinity
+ClientIP sticks; a pod reaches itself through its Service (hairpin); a killed proxy leaves working rules and a
+restarted one keeps them. Skipped where the host cannot make namespaces or has no nft."""
 
 from __future__ import annotations
 
