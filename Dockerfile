@@ -16,6 +16,7 @@ COPY apiserver ./apiserver
 COPY controllers ./controllers
 COPY scheduler ./scheduler
 COPY kubelet ./kubelet
+COPY proxy ./proxy
 COPY kubelab ./kubelab
 RUN pip install --no-deps . && kubelab --version
 
