@@ -1,12 +1,12 @@
-"""The linux runtime's pod network and kube-proxy (``--cluster-network``): a node IPAM controller giving podCIDRs
-of 10.244.0.0/16, two linux kubelets on one cluster network namespace. Each pod has its own ``eth0`` with its pod
-IP (status.podIP); pods on the two nodes reach each other by pod IP (busybox ``wget`` through ``kubectl exec``,
-which the apiserver proxies to the kubelet at its InternalIP on the cluster network); the host reaches pods too; a
-deleted pod's veth goes; removing the cluster network leaves no namespace, link, route or state behind.
-kube-proxy (``python -m proxy``, nftables in the cluster network): a Service over three pods answers from all
-three through its ClusterIP (from a pod) and its NodePort (from the host, at a node's InternalIP); sessionAffinity
-ClientIP sticks; a pod reaches itself through its Service (hairpin); a killed proxy leaves working rules and a
-restarted one keeps them. Skipped where the host cannot make namespaces or has no nft."""
+"""The linux runtime's pod network and kube-proxy (``--cluster-network``): a node IPAM controller giving podCIDRs of
+10.244.0.0/16, two linux kubelets on one cluster network namespace. Each pod has its own ``eth0`` with its pod IP
+(status.podIP); pods on the two nodes reach each other by pod IP (busybox ``wget`` through ``kubectl exec``, which
+the apiserver proxies to the kubelet at its InternalIP on the cluster network); the host reaches pods too; a deleted
+pod's veth goes; a restarted kubelet adopts its pods' network; removing the cluster network leaves no namespace,
+link, route or state behind. kube-proxy (``python -m proxy``, nftables in the cluster network): a Service over three
+pods answers from all three through its ClusterIP (from a pod) and its NodePort (from the host, at a node's
+InternalIP); sessionAffinity ClientIP sticks; a pod reaches itself through its Service (hairpin); a killed proxy
+leaves working rules and a restarted one keeps them. Skipped where the host cannot make namespaces or has no nft."""
 
 from __future__ import annotations
 
@@ -122,6 +122,19 @@ def test_pods_on_two_nodes_reach_each_other_by_pod_ip(api_url: str, kubectl: Kub
     assert kubectl("exec", "-n", ns, "b", "--", "wget", "-qO-", f"http://{ips['a']}:8080/").stdout.strip() == "a"
     if cluster.host_reaches(ips["a"]):  # the host, over its link (unless another cluster routes 10.244/16)
         assert httpx.get(f"http://{ips['a']}:8080/", timeout=5).text.strip() == "a"
+
+
+def test_a_restarted_kubelet_adopts_its_pods_network(api_url: str, kubectl: Kubectl, ns: str,
+                                                     nodes: tuple[ClusterNetwork, list[Node]]) -> None:
+    """Killed and restarted, the kubelet keeps its pod's namespace, veth and IP; the pod still answers."""
+    _, (one, two) = nodes
+    served = _pod(api_url, ns, one, "kept", SERVE)
+    _pod(api_url, ns, two, "asker", "exec sleep 3600")
+    one.restart(ns, "kept", "main")
+    pod = httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/kept").json()
+    assert pod["status"]["podIP"] == served["status"]["podIP"]
+    url = f"http://{served['status']['podIP']}:8080/"
+    assert kubectl("exec", "-n", ns, "asker", "--", "wget", "-qO-", url).stdout.strip() == "kept"
 
 
 def test_a_deleted_pods_veth_goes(api_url: str, kubectl: Kubectl, ns: str,
