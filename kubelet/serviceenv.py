@@ -2,8 +2,10 @@
 
 ``ServiceEnv`` gives a container the variables of every Service of its namespace (``enableServiceLinks``, default
 true) and of the master Service, as the kubelet's ``getServiceEnvVarMap`` does, from an informer over Services.
-With a pod network whose ClusterIPs are routed (``--cluster-network``: kube-proxy's rules) the master Service's
-variables name its ClusterIP, as on Kubernetes; without one, as follows.
+With a pod network whose ClusterIPs are routed (``--cluster-network``: kube-proxy's rules) they name the
+ClusterIPs, as on Kubernetes. Without one (the process runtime: pods are host processes), a Service's variables
+name its ClusterIP's loopback stand-in (10.96.0.1 → 127.96.0.1, ``apimachinery.serviceip``), where kube-proxy's
+userspace mode relays, and the master Service's name the apiserver's own address, as follows.
 
 The kubelet gives every container the variables of the ``kubernetes`` Service (``getServiceEnvVarMap`` adds the
 master service in every namespace). On a real cluster they name the Service's ClusterIP and port, which kube-proxy
@@ -20,6 +22,7 @@ import logging
 from apimachinery import errors
 from typing import Any
 
+from apimachinery.serviceip import loopback_address
 from kubeclient import Clientset, SharedInformer
 
 log = logging.getLogger(__name__)
@@ -39,13 +42,17 @@ def service_env(name: str, host: str, port: int, port_name: str = "", protocol: 
     return env
 
 
-def service_vars(service: dict[str, Any]) -> dict[str, str]:
+def service_vars(service: dict[str, Any], routed: bool = True) -> dict[str, str]:
     """One Service's variables (``envvars.FromServices``): ``_SERVICE_HOST``, ``_SERVICE_PORT`` (the first port),
-    one ``_SERVICE_PORT_<NAME>`` per named port, and the Docker-link ones (``_PORT`` for the first port)."""
+    one ``_SERVICE_PORT_<NAME>`` per named port, and the Docker-link ones (``_PORT`` for the first port). Not
+    ``routed`` (no pod network): the ClusterIP's loopback stand-in, where ``kubelab proxy --proxy-mode userspace``
+    relays (``apimachinery.serviceip``)."""
     spec = service.get("spec") or {}
     ip, ports = spec.get("clusterIP"), spec.get("ports") or []
     if not ip or ip == "None" or not ports:
         return {}
+    if not routed:
+        ip = loopback_address(ip)
     env: dict[str, str] = {}
     for port in reversed(ports):  # the first port's values win where names coincide
         env.update(service_env(service["metadata"]["name"], ip, int(port["port"]), port.get("name") or "",
@@ -67,7 +74,7 @@ class ServiceEnv:
         if enable_links:
             for service in sorted(self.informer.store.list(), key=lambda s: s["metadata"]["name"]):
                 if service["metadata"].get("namespace") == namespace:
-                    env.update(service_vars(service))
+                    env.update(service_vars(service, self.cluster_ips_routed))
         master = None
         if self.cluster_ips_routed:
             master = next((s for s in self.informer.store.list() if s["metadata"]["name"] == "kubernetes"

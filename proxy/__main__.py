@@ -14,7 +14,8 @@ from aiohttp import web
 
 from kubeclient import Clientset
 
-from .proxier import Proxier, nft_in
+from .proxier import Backend, NftBackend, Proxier, nft_in
+from .userspace import UserspaceBackend
 
 HEALTHZ_PORT = 10256  # kube-proxy's --healthz-bind-address port
 PORTS_TRIED = 50
@@ -25,7 +26,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                 "session affinity of every Service as nftables rules in the cluster network.")
     p.add_argument("--master", help="apiserver URL (e.g. http://127.0.0.1:8080)")
     p.add_argument("--kubeconfig", help="kubeconfig file to find the apiserver")
-    p.add_argument("--cluster-network", required=True,
+    p.add_argument("--proxy-mode", choices=("nftables", "userspace"), default="nftables",
+                   help="nftables: rules in the cluster network (needs --cluster-network); userspace: the proxy "
+                        "relays each ClusterIP's connections itself on its loopback stand-in (10.96.0.1 → "
+                        "127.96.0.1), for pods of the process runtime (default: %(default)s)")
+    p.add_argument("--cluster-network", default="",
                    help="the cluster network namespace the kubelets' --cluster-network names (/run/netns/NAME)")
     p.add_argument("--cluster-cidr", default="10.244.0.0/16",
                    help="the pods' CIDR: traffic to a Service from outside it is masqueraded (default: %(default)s)")
@@ -61,25 +66,34 @@ async def serve_healthz(proxier: Proxier, first: int) -> web.AppRunner:
     raise SystemExit(f"no free port for /healthz in {first}..{first + PORTS_TRIED - 1}")
 
 
-async def run(args: argparse.Namespace) -> None:
+def backend(args: argparse.Namespace) -> Backend:
+    if args.proxy_mode == "userspace":
+        return UserspaceBackend()
     netns = Path("/run/netns") / args.cluster_network
-    if not netns.exists():
-        raise SystemExit(f"kubelab proxy: no cluster network {args.cluster_network} ({netns} does not exist; "
-                         f"the kubelets create it with --cluster-network)")
+    if not args.cluster_network or not netns.exists():
+        raise SystemExit(f"kubelab proxy: no cluster network {args.cluster_network!r} ({netns} does not exist; "
+                         f"the kubelets create it with --cluster-network; without one use --proxy-mode userspace)")
+    return NftBackend(nft_in(str(netns)), args.cluster_cidr)
+
+
+async def run(args: argparse.Namespace) -> None:
+    chosen = backend(args)
     client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig, user_agent="kube-proxy")
-    proxier = Proxier(client, nft_in(str(netns)), cluster_cidr=args.cluster_cidr, sync_period=args.sync_period,
-                      min_sync_period=args.min_sync_period)
+    proxier = Proxier(client, chosen, sync_period=args.sync_period, min_sync_period=args.min_sync_period)
     runner = await serve_healthz(proxier, args.healthz_port) if args.healthz_port else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    logging.info("kube-proxy (nftables) for cluster network %s", args.cluster_network)
+    logging.info("kube-proxy (%s)%s", args.proxy_mode,
+                 f" for cluster network {args.cluster_network}" if args.proxy_mode == "nftables" else "")
     try:
         await proxier.run(stop)
     finally:
         if runner is not None:
             await runner.cleanup()
+        if isinstance(chosen, UserspaceBackend):
+            chosen.close()
         await client.close()
 
 

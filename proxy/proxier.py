@@ -1,5 +1,6 @@
-"""The sync loop: informers mark the proxy dirty, ``sync`` turns the caches into ``ServicePort``s and applies the
-renderer's transaction (only the changed Service ports; see ``nftables``).
+"""The sync loop: informers mark the proxy dirty, ``sync`` turns the caches into ``ServicePort``s and hands them to
+a ``Backend``: ``NftBackend`` applies the renderer's transaction (only the changed Service ports; see
+``nftables``), ``userspace.UserspaceBackend`` relays connections itself.
 
 Guarantees: a sync starts at most ``min_sync_period`` after the change that asked for it and no sooner than that
 after the previous one; one runs at least every ``sync_period`` even without changes (a failed one is retried
@@ -13,8 +14,8 @@ import logging
 import subprocess
 import time
 from collections import defaultdict
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from kubeclient import Clientset, SharedInformer
 
@@ -38,11 +39,43 @@ def nft_in(netns_path: str) -> Apply:
     return apply
 
 
-class Proxier:
-    def __init__(self, client: Clientset, apply: Apply, *, cluster_cidr: str, sync_period: float = 30.0,
-                 min_sync_period: float = 0.1) -> None:
+class Backend(Protocol):
+    """Where the Service ports go (kube-proxy's proxier modes)."""
+
+    async def sync(self, ports: Mapping[str, ServicePort], node_ips: Sequence[str]) -> bool:
+        """Make the data path match; False when it failed (the next sync is a full one)."""
+        ...
+
+
+class NftBackend:
+    """kube-proxy's nftables mode: the renderer's transaction, applied with ``apply``."""
+
+    def __init__(self, apply: Apply, cluster_cidr: str) -> None:
         self.apply = apply
         self.renderer = Renderer(cluster_cidr)
+
+    async def sync(self, ports: Mapping[str, ServicePort], node_ips: Sequence[str]) -> bool:
+        script = self.renderer.sync(ports, node_ips)
+        started = time.monotonic()
+        if script:
+            try:
+                await asyncio.to_thread(self.apply, script)
+            except (RuntimeError, OSError) as err:
+                log.error("sync failed (retried as a full sync): %s", err)
+                self.renderer.failed()
+                return False
+        self.renderer.applied()
+        if script:
+            log.info("synced %d service ports in %.0f ms (%d lines)", len(self.renderer.current),
+                     (time.monotonic() - started) * 1000, script.count("\n"))
+        return True
+
+
+class Proxier:
+    def __init__(self, client: Clientset, backend: Backend, *, sync_period: float = 30.0,
+                 min_sync_period: float = 0.1) -> None:
+        self.backend = backend
+        self.synced = False
         self.sync_period = sync_period
         self.min_sync_period = min_sync_period
         self.services = SharedInformer(client.services)
@@ -90,21 +123,10 @@ class Proxier:
         return ips
 
     async def sync(self) -> None:
-        """One transaction; on failure the next sync replaces the whole table."""
-        script = self.renderer.sync(self.service_ports(), self.node_ips())
-        started = time.monotonic()
-        if script:
-            try:
-                await asyncio.to_thread(self.apply, script)
-            except (RuntimeError, OSError) as err:
-                log.error("sync failed (retried as a full sync): %s", err)
-                self.renderer.failed()
-                return
-        self.renderer.applied()
-        self.last_sync = time.monotonic()
-        if script:
-            log.info("synced %d service ports in %.0f ms (%d lines)", len(self.renderer.current),
-                     (self.last_sync - started) * 1000, script.count("\n"))
+        """One backend sync; on failure the next one is full."""
+        self.synced = await self.backend.sync(self.service_ports(), self.node_ips())
+        if self.synced:
+            self.last_sync = time.monotonic()
 
     async def run(self, stop: asyncio.Event) -> None:
         tasks = [asyncio.create_task(i.run(stop)) for i in (self.services, self.slices, self.nodes)]
@@ -115,7 +137,7 @@ class Proxier:
                 self.wanted_since = None
                 self.dirty.clear()
                 await self.sync()
-                if not self.renderer.synced:
+                if not self.synced:
                     self.wanted_since = self.wanted_since or time.monotonic()
                 await asyncio.sleep(self.min_sync_period)
                 waits = [asyncio.create_task(self.dirty.wait()), asyncio.create_task(stop.wait())]
