@@ -16,6 +16,9 @@ with ``nsenter --net=/run/netns/<name> nft -f -``.
                    first sync replaces the table atomically (a restarted proxy leaves the old rules working until
                    then); syncs are at least ``--min-sync-period`` apart and at most ``--sync-period`` (``proxier``)
 
+``--proxy-mode userspace`` (``userspace``) is for the process runtime, which has no pod network: the proxy relays
+each ClusterIP's connections itself on the ClusterIP's loopback stand-in (``apimachinery.serviceip``).
+
 nftables, not iptables: kube-proxy's newer mode, one atomic transaction per sync with sets and verdict maps
 instead of a linear chain per packet, and nft is what Debian installs (iptables there is iptables-nft anyway).
 """

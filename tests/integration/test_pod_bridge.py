@@ -23,10 +23,10 @@ from pyroute2 import IPRoute
 
 from conftest import Kubectl
 from kubelet.network import ClusterNetwork, bridge_name, in_netns, name_exists, usable, veth_name
-from kubelab.etcd import free_port
 from kubelet.runtime.linux import unavailable
 from support.controllers import ControllerManager
 from support.process import ComponentProcess
+from support.proxy import start_proxy
 from support.kubelet import Node, running_node
 from support.wait import wait_for
 
@@ -68,18 +68,7 @@ def proxy(api_url: str, nodes: tuple[ClusterNetwork, list[Node]], tmp_path_facto
 
 
 def _start_proxy(api_url: str, cluster: ClusterNetwork, logs: Any) -> ComponentProcess:
-    port = free_port()
-    proc = ComponentProcess("proxy", api_url, logs / "proxy.log", "--cluster-network", cluster.name,
-                            "--healthz-port", str(port), "--sync-period", "5")
-
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
-        except httpx.TransportError:
-            assert proc.proc.poll() is None, proc.log()
-            return False
-    wait_for(healthy, what="kube-proxy's /healthz")
-    return proc
+    return start_proxy(api_url, logs / "proxy.log", "--cluster-network", cluster.name)
 
 
 def _pod(api_url: str, ns: str, node: Node, name: str, command: str, labels: dict[str, str] | None = None

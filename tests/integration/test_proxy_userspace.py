@@ -15,10 +15,9 @@ import pytest
 
 from apimachinery.serviceip import loopback_address
 from conftest import Kubectl
-from kubelab.etcd import free_port
 from support.controllers import ControllerManager
 from support.kubelet import Node, running_node
-from support.process import ComponentProcess
+from support.proxy import start_proxy
 from support.wait import wait_for
 
 SERVE = 'mkdir -p /tmp/www-$HOSTNAME && echo $HOSTNAME > /tmp/www-$HOSTNAME/index.html && ' \
@@ -30,21 +29,14 @@ def node(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nod
     root = tmp_path_factory.mktemp("userspace")
     cm = ControllerManager(api_url, root / "controller-manager.log", "--leader-elect=false",
                            "--controllers=nodeipam,endpointslice")
-    port = free_port()
-    proxy = ComponentProcess("proxy", api_url, root / "proxy.log", "--proxy-mode", "userspace",
-                             "--healthz-port", str(port), "--sync-period", "5")
     try:
         with running_node(api_url, f"us-{uuid.uuid4().hex[:8]}", root) as found:
-            def healthy() -> bool:
-                try:
-                    return httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
-                except httpx.TransportError:
-                    assert proxy.proc.poll() is None, proxy.log()
-                    return False
-            wait_for(healthy, what="kube-proxy's /healthz")
-            yield found
+            proxy = start_proxy(api_url, root / "proxy.log", "--proxy-mode", "userspace")
+            try:
+                yield found
+            finally:
+                proxy.stop()
     finally:
-        proxy.stop()
         cm.stop()
 
 
