@@ -71,9 +71,9 @@ class PodNetwork(Protocol):
     """Where a network plugin attaches (CNI's ADD and DEL). With ``isolated``, every sandbox but a hostNetwork
     pod's unshares a network namespace of its own, which its containers and ``kubectl exec`` join, and ``setup``
     runs with its path (``/proc/<pause pid>/ns/net``) before any container of the pod starts; without, pods share
-    the host's and ``setup`` gets ``None``. It returns the pod's IPs (empty: keep the one ``podips`` gave; the
-    pod worker does not read them yet: reporting them as ``status.podIPs`` is the plugin's part of the work).
-    ``teardown`` runs before the sandbox is killed."""
+    the host's and ``setup`` gets ``None``. The pod's IP is the one ``podips`` gave (``sandbox.pod_ip``, which the
+    pod worker reports as ``status.podIP``/``podIPs``): the plugin puts it on the pod's interface and returns the
+    IPs it configured (empty: none). ``teardown`` runs before the sandbox is killed."""
 
     isolated: bool  # True: every sandbox gets a network namespace of its own for ``setup`` to configure
 
