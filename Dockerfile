@@ -18,6 +18,7 @@ COPY scheduler ./scheduler
 COPY kubelet ./kubelet
 COPY clusterdns ./clusterdns
 COPY console ./console
+COPY proxy ./proxy
 COPY kubelab ./kubelab
 COPY console ./console
 RUN pip install --no-deps . && kubelab --version

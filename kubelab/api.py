@@ -61,6 +61,7 @@ class Cluster:
     snapshot file (`kubelab snapshot save`) restored into the fresh data dir before etcd starts. ``manifests``: a
     YAML file or a directory of them, applied (server-side) once the cluster is up. ``extra_args``: flags added
     to a component's command line, by component name (``{"apiserver": ["--etcd-compaction-interval", "0"]}``).
+    ``pod_network``: ``host`` or ``bridge`` (``kubelab up --pod-network``).
     """
 
     def __init__(
@@ -77,6 +78,7 @@ class Cluster:
         port: int | None = None,
         etcd_tls: bool = False,
         timeout: float = READY_TIMEOUT,
+        pod_network: str = "host",
     ) -> None:
         unknown = [c for c in components if c not in ALL_COMPONENTS]
         if unknown or "apiserver" not in components:
@@ -95,6 +97,7 @@ class Cluster:
         self._port = port
         self.etcd_tls = etcd_tls
         self.timeout = timeout
+        self.pod_network = pod_network  # "bridge": the cluster network and kube-proxy (`kubelab up --pod-network`)
         self._engine: engine.Cluster | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -119,6 +122,7 @@ class Cluster:
             extra_args=self.extra_args,
             kubelet_base_port=None,
             secure_port=None,
+            pod_network=self.pod_network,
         )
         try:
             self._engine.start()

@@ -46,15 +46,16 @@ from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer, free_port
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.etcdcluster import local_cluster, record_run
 from kubelab.addons import ADDONS
-from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, DNS, HOLLOW_NODES, LOCAL_PATH_PROVISIONER, SCHEDULER, \
-    ClusterPKI, Identity, kubelet_identity, make_cluster_pki
+from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, DNS, HOLLOW_NODES, KUBE_PROXY, LOCAL_PATH_PROVISIONER, \
+    SCHEDULER, ClusterPKI, Identity, kubelet_identity, make_cluster_pki
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
 from kubelab.state import ClusterState, ProcessRecord
 from kubelab.supervisor import StartupFailed, Supervised, Supervisor, Unit
+from kubelet.network import CLUSTER_CIDR, ClusterNetwork, default_name
 
-__all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "SECURE_PORT", "Cluster", "Progress", "StartupError",
-           "stop_records"]
+__all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "POD_NETWORKS", "SECURE_PORT", "Cluster", "Progress",
+           "StartupError", "stop_records"]
 
 KUBELET_BASE_PORT = 10250
 # kube's secure ports of the controller-manager and the scheduler: where their /healthz is served (plain HTTP here)
@@ -63,8 +64,10 @@ HEALTHZ_PORTS = {"controller-manager": 10257, "scheduler": 10259}
 SECURE_PORT = 6443  # kube-apiserver's --secure-port
 POD_CIDR_TIMEOUT = 30.0  # seconds the node IPAM controller may take to give every Node its podCIDR
 CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need them
-CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "dns", "ui")  # the last tiers: any may be left out
+CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "proxy", "dns", "ui")  # the last tiers: any may be left out
 CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
+POD_NETWORKS = ("host", "bridge")  # kubelets' pods on the host's network (loopback pod IPs) or on the bridge
+PROXY_HEALTHZ_PORT = 10256
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
 
 
@@ -118,6 +121,7 @@ class Cluster:
         extra_args: Mapping[str, Sequence[str]] | None = None,
         kubelet_base_port: int | None = KUBELET_BASE_PORT,
         secure_port: int | None = SECURE_PORT,
+        pod_network: str = "host",
     ) -> None:
         """Raises IncompatibleEtcd (or FileNotFoundError) when no etcd found can run the data dir's etcd.
 
@@ -125,7 +129,10 @@ class Cluster:
         ``hollow_nodes``: one more kubelet process run with ``--hollow --count N``; ``extra_args``: flags appended
         to a component's command line, by component name; ``kubelet_base_port`` None: kubelets on ports the
         kernel picks (several clusters on one machine), else the first free ones from it (kube's 10250);
-        ``secure_port``: the apiserver's HTTPS port, the first free one from it (None: one the kernel picks).
+        ``secure_port``: the apiserver's HTTPS port, the first free one from it (None: one the kernel picks);
+        ``pod_network``: ``host`` (pods share the host's network, each with a loopback IP of 127.16.0.0/12) or
+        ``bridge`` (linux runtime kubelets on the cluster network ``kubelet.network`` describes, pod IPs of
+        10.244.0.0/16, kube-proxy; needs root and nft).
         """
         unknown = set(components or ()) - set(CLIENT_COMPONENTS)
         if unknown:
@@ -140,6 +147,10 @@ class Cluster:
         self.api_url = f"http://127.0.0.1:{port}"
         self.etcd_tls = etcd_tls
         self.components = set(CLIENT_COMPONENTS if components is None else components)
+        if pod_network not in POD_NETWORKS:
+            raise ValueError(f"unknown pod network {pod_network!r}: choose among {list(POD_NETWORKS)}")
+        # The cluster network (``bridge``): created at start, deleted at stop (and by `kubelab down`).
+        self.network = ClusterNetwork(default_name(self.data_dir)) if pod_network == "bridge" else None
         self.hollow_nodes = hollow_nodes
         self.extra_args = {name: list(args) for name, args in (extra_args or {}).items()}
         self.kubelet_base_port = kubelet_base_port
@@ -180,6 +191,12 @@ class Cluster:
         if not is_available(apiserver):
             raise StartupError("the apiserver package has no __main__.py yet: nothing to start beyond etcd")
         self.healthz_ports = self._healthz_ports()
+        if self.network is not None:
+            try:
+                self.network.ensure()
+            except (OSError, RuntimeError) as err:
+                raise StartupError(f"--pod-network bridge: cannot create the cluster network "
+                                   f"{self.network.name}: {err}") from None
         spawned_apiserver = self._spawn_apiserver(apiserver)
         tier: list[_Pending] = []
         for name in ("controller-manager", "scheduler"):
@@ -194,6 +211,8 @@ class Cluster:
                 # kubeadm also turns on the bootstrap signer and the token cleaner, which joining nodes need.
                 own = ["--use-service-account-credentials", "--root-ca-file", str(pki.ca_cert), *pki.signing_flags(),
                        "--controllers", "*,bootstrapsigner,tokencleaner"] if name == "controller-manager" else []
+                if name == "controller-manager" and self.network is not None:
+                    own += ["--cluster-cidr", CLUSTER_CIDR]
                 tier.append(self._spawn(component, name, ["--kubeconfig", str(conf), *own,
                                                           "--healthz-port", str(self.healthz_ports[name])]))
             else:
@@ -212,6 +231,8 @@ class Cluster:
                 tier.append(self._spawn_hollow(kubelet))
         elif wanted:
             self.skipped.append(kubelet)
+        if self.network is not None and "proxy" in self.components:
+            tier.append(self._spawn_proxy(COMPONENTS["proxy"], self.network))
         self._start_tier([spawned_apiserver])
         self._create_addons()
         self._create_join_objects()
@@ -303,7 +324,7 @@ class Cluster:
             *self.etcd.apiserver_flags(),
             "--insecure-port", str(self.port),
             "--secure-port", str(self.secure_port),
-            "--bind-address", "127.0.0.1",
+            *self._apiserver_address(),
             *self.pki.apiserver_flags(),
             *self.pki.service_account_flags(),
             *self.pki.kubelet_client_flags(),
@@ -315,6 +336,21 @@ class Cluster:
             *auditpolicy.apiserver_flags(self.data_dir, self.logs),
         ]  # fmt: skip
         return self._spawn(component, component.name, args, port=self.port)
+
+    def _apiserver_address(self) -> list[str]:
+        """The secure port on 127.0.0.1; with the cluster network on every address, advertised (the ``kubernetes``
+        Service's endpoint) at the host's end of the cluster network's link, which pods reach."""
+        if self.network is None:
+            return ["--bind-address", "127.0.0.1"]
+        host = self.network.subnet().network_address + 1
+        return ["--bind-address", "0.0.0.0", "--advertise-address", f"{host}:{self.secure_port}"]
+
+    def _spawn_proxy(self, component: Component, network: ClusterNetwork) -> _Pending:
+        conf = self._kubeconfig(self.data_dir / "kube-proxy.conf", KUBE_PROXY)
+        port = free_ports_from(PROXY_HEALTHZ_PORT, 1, avoid=self._reserved_ports())[0]
+        args = ["--kubeconfig", str(conf), "--cluster-network", network.name, "--cluster-cidr", CLUSTER_CIDR,
+                "--healthz-port", str(port)]
+        return self._spawn(component, "proxy", args)
 
     def _spawn_kubelet(self, component: Component, node: str, port: int) -> _Pending:
         root = self.data_dir / "kubelet" / node
@@ -333,15 +369,19 @@ class Cluster:
             "--healthz-port", str(free_port()),
             *self.pki.kubelet_flags(node, ["localhost", "127.0.0.1"]),
         ]  # fmt: skip
+        if self.network is not None:
+            args += ["--runtime", "linux", "--cluster-network", self.network.name]
         return self._spawn(component, f"kubelet-{node}", args, port=port)
 
     def _spawn_dns(self, component: Component) -> _Pending:
-        """``kubelab dns`` as ``system:coredns``, on 127.0.0.1:53 when it can be had (else a free port)."""
+        """``kubelab dns`` as ``system:coredns``, on 127.0.0.1:53 when it can be had (else a free port); with the
+        cluster network, on the host's end of its link, which pods reach (kube-proxy routes 10.96.0.10 there)."""
         conf = self._kubeconfig(self.data_dir / "dns.conf", DNS)
-        port = dnsaddon.dns_port() if self.kubelet_base_port is not None else free_port()
+        host = "127.0.0.1" if self.network is None else str(self.network.subnet().network_address + 1)
+        port = dnsaddon.dns_port(host=host) if self.kubelet_base_port is not None else free_port()
         args = [
             "--kubeconfig", str(conf),
-            "--bind-address", "127.0.0.1",
+            "--bind-address", host,
             "--port", str(port),
             "--cluster-domain", dnsaddon.CLUSTER_DOMAIN,
             "--cluster-ip", dnsaddon.CLUSTER_DNS_IP,
@@ -448,6 +488,8 @@ class Cluster:
         self.supervisor.close()
         stopped = stop_records(self.state.processes, timeout)
         self.etcd.stop(timeout)  # closes etcd's log (the process itself went with its tier)
+        if self.network is not None:
+            self.network.remove()
         for entry in self.supervisor.entries:
             if entry.child is not None:
                 entry.child.poll()  # reap each child, so none lingers as a zombie

@@ -29,8 +29,9 @@ from pathlib import Path
 
 from kubelab.pki import CertificateAuthority, KeyPair, ensure_rsa_key_pair
 
-__all__ = ["ADMIN", "APISERVER_KUBELET_CLIENT", "CONTROLLER_MANAGER", "DNS", "HOLLOW_NODES", "LOCAL_PATH_PROVISIONER", "SCHEDULER", "ClusterPKI",
-           "Identity", "apiserver_sans", "kubelet_identity", "make_cluster_pki"]
+__all__ = ["ADMIN", "APISERVER_KUBELET_CLIENT", "CONTROLLER_MANAGER", "DNS", "HOLLOW_NODES", "KUBE_PROXY",
+           "LOCAL_PATH_PROVISIONER", "SCHEDULER", "ClusterPKI", "Identity", "apiserver_sans", "kubelet_identity",
+           "make_cluster_pki"]
 
 KUBERNETES_SERVICE_IP = "10.96.0.1"  # the first address of the service range (apiserver.registry.services)
 SERVICE_NAMES = ("kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
@@ -52,6 +53,7 @@ SCHEDULER = Identity("scheduler", "system:kube-scheduler")
 LOCAL_PATH_PROVISIONER = Identity("local-path-provisioner", "kubelab:local-path-provisioner")
 # The cluster DNS (kubelab.addons grants kubeadm's CoreDNS rights; kubeadm runs it as the coredns service account).
 DNS = Identity("dns", "system:coredns")
+KUBE_PROXY = Identity("kube-proxy", "system:kube-proxy")  # bound to system:node-proxier
 # kubemark's hollow nodes run many Nodes in one process with one credential: a simulation for benchmarks, so it
 # gets the rights of all of them at once (no Node authorizer confinement applies to it).
 HOLLOW_NODES = Identity("kubelet-hollow", "kubelab:hollow-nodes", ("system:masters",))

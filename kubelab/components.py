@@ -84,6 +84,11 @@ COMPONENTS: dict[str, Component] = {
             "kubelab.ui",
             "the web console (live nodes × pods, 13-step traces, the scheduler's view, watch streams, what-if)",
         ),
+        Component(
+            "proxy",
+            "proxy",
+            "kube-proxy: Services as nftables rules in the cluster network (with --pod-network bridge)",
+        ),
     )
 }
 

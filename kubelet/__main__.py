@@ -28,6 +28,7 @@ from .dnsconfig import ResolverSettings
 from .hollow import HollowNodes
 from .images import ImageStore
 from .kubelet import Kubelet
+from .network import BridgeNetwork, ClusterNetwork, usable
 from .node import PROCESS_RUNTIME_VERSION, NodeAgent, machine_capacity
 from .runtime.docker import DockerImages, DockerRuntime, EngineError
 from .runtime.linux import RUNTIME_VERSION as LINUX_RUNTIME_VERSION
@@ -58,7 +59,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="with --hollow: node names are PREFIX0, PREFIX1, ... (default: %(default)s)")
     p.add_argument("--port", type=int, default=10250, help="port of the kubelet API (logs) (default: %(default)s)")
     p.add_argument("--address", default="127.0.0.1", help="address to serve the kubelet API on")
-    p.add_argument("--node-ip", default="127.0.0.1", help="InternalIP published in the node's status")
+    p.add_argument("--node-ip", default="", help="InternalIP published in the node's status (default: 127.0.0.1, "
+                   "or one of the cluster network's with --cluster-network)")
     p.add_argument("--cluster-dns", default="",
                    help="comma-separated DNS server addresses for ClusterFirst pods (default: none)")
     p.add_argument("--cluster-domain", default="cluster.local",
@@ -103,6 +105,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "engine at DOCKER_HOST or unix:///var/run/docker.sock; auto: linux where this host allows "
                         "it, else process (default: %(default)s; linux becomes the default once the seed "
                         "walkthrough passes on it)")
+    p.add_argument("--cluster-network", default="",
+                   help="with the linux runtime: put pods on this cluster network namespace (created if absent; "
+                        "see kubelet/network.py): a bridge for this node, a veth per pod, pod IPs from the Node's "
+                        "podCIDR (run the controller-manager with --cluster-cidr 10.244.0.0/16), the node's "
+                        "InternalIP on the cluster network unless --node-ip is given (default: off: pods share the "
+                        "host's namespace, each binding its loopback pod IP)")
     p.add_argument("--crashloop-backoff", type=float, default=10.0,
                    help="first CrashLoopBackOff delay in seconds, doubling to 300 (default: %(default)s)")
     p.add_argument("-v", "--v", dest="verbosity", type=int, default=1, help="log verbosity")
@@ -176,7 +184,9 @@ async def run(args: argparse.Namespace) -> None:
         await run_hollow(args, client, capacity, labels)
         return
     root = Path(args.root_dir).absolute()
+    args.node_ip = args.node_ip or "127.0.0.1"
     docker = None
+    cluster: ClusterNetwork | None = None
     linux: LinuxRuntime | None = None
     if args.runtime == "docker":
         docker = DockerRuntime(args.node_name)
@@ -197,9 +207,14 @@ async def run(args: argparse.Namespace) -> None:
     else:
         store = ImageStore(root / "images", args.crashloop_backoff)
         linux = choose_linux(args.runtime, root, args.node_name, store)
+        cluster, bridge = pod_network(args, linux)
         kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
                           runtime=linux, images=store, provisioner_client=provisioner_client,
                           dns=resolver_settings(args))
+        if bridge is not None:
+            bridge.pod_cidr = lambda: kubelet.pod_ips.cidr
+            kubelet.pod_ips.require_cidr = True
+            kubelet.service_env.cluster_ips_routed = True
     if docker is not None:
         runtime_version = docker.runtime_version
     else:
@@ -213,6 +228,8 @@ async def run(args: argparse.Namespace) -> None:
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, args.address, args.port, ssl_context=tls).start()
+    if cluster is not None and args.node_ip != args.address:  # the apiserver reaches kubelets at their InternalIP
+        await web.SockSite(runner, cluster.serve_socket(args.node_ip, args.port), ssl_context=tls).start()
     health_runner = None
     if args.healthz_port:
         health_runner = web.AppRunner(make_healthz_app(node.registered), access_log=None)
@@ -237,6 +254,27 @@ async def run(args: argparse.Namespace) -> None:
             await provisioner_client.close()
         if docker is not None:
             await docker.close()
+
+
+def pod_network(args: argparse.Namespace, linux: LinuxRuntime | None) -> tuple[ClusterNetwork | None,
+                                                                            BridgeNetwork | None]:
+    """With ``--cluster-network`` and the linux runtime: the cluster network (created if absent), this node's
+    bridge as the runtime's network, and the node's InternalIP on it (unless ``--node-ip`` named one)."""
+    if not args.cluster_network:
+        return None, None
+    why = usable()
+    if linux is None or why is not None:
+        logging.warning("--cluster-network %s: not used (%s): pods share the host's network namespace",
+                        args.cluster_network, why or "the runtime is not linux")
+        return None, None
+    cluster = ClusterNetwork(args.cluster_network)
+    cluster.ensure()
+    if args.node_ip == "127.0.0.1":
+        args.node_ip = cluster.node_ip(args.node_name)
+    bridge = BridgeNetwork(cluster, args.node_name)
+    linux.network = bridge
+    logging.info("pod network: bridge %s in %s, node IP %s", bridge.bridge, cluster.path, args.node_ip)
+    return cluster, bridge
 
 
 def choose_linux(runtime: str, root: Path, node_name: str, images: ImageStore) -> LinuxRuntime | None:

@@ -37,7 +37,7 @@ from .podips import PodIPs
 from .provisioner import LocalPathProvisioner
 from .runtime.cri import Container, Runtime
 from .runtime.process import ProcessRuntime
-from .serviceenv import MasterServiceEnv
+from .serviceenv import ServiceEnv
 from .token import TokenManager
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class Kubelet:
         self.pod_ips = PodIPs(root_dir / "podips", client if self.runtime.pod_ips else None, node_name, host_ip)
         self.recorder = EventRecorder(client.events, "kubelet", node_name, event_time=True)  # µs for kubelab trace
         self.tokens = TokenManager(client)
-        self.master_service_env = MasterServiceEnv(client)
+        self.service_env = ServiceEnv(client)
         self.dns = dns if dns is not None else ResolverSettings()  # the pods' resolv.conf (``dnsconfig``)
         self.workers: dict[str, PodWorker] = {}  # by pod UID
         self._removals: set[asyncio.Task[None]] = set()  # force-deleted pods being removed (kept from the GC)
@@ -149,10 +149,12 @@ class Kubelet:
 
     async def run(self, stop: asyncio.Event) -> None:
         informer = asyncio.create_task(self.informer.run(stop))
+        services = asyncio.create_task(self.service_env.informer.run(stop))
         housekeeping = asyncio.create_task(self._housekeeping_loop(stop))
         provisioner = asyncio.create_task(self.provisioner.run(stop))
         await stop.wait()
         await informer
+        await services
         await provisioner
         housekeeping.cancel()
         for worker in list(self.workers.values()):

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from .images import ImageStore
     from .podips import PodIPs
     from .runtime.cri import Runtime
-    from .serviceenv import MasterServiceEnv
+    from .serviceenv import ServiceEnv
     from .token import TokenManager
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class PodHost(Protocol):
     pod_ips: PodIPs
     recovered: dict[tuple[str, str], Container]  # containers found after a kubelet restart, until adopted
     tokens: TokenManager  # service-account tokens of projected volumes
-    master_service_env: MasterServiceEnv  # KUBERNETES_SERVICE_HOST … for every container
+    service_env: ServiceEnv  # KUBERNETES_SERVICE_HOST, <SVC>_SERVICE_HOST … for every container
     dns: ResolverSettings  # --cluster-dns, --cluster-domain, --resolv-conf: the pods' resolv.conf
 
     def event(self, pod: dict[str, Any], kind: str, reason: str, message: str,
@@ -517,7 +517,9 @@ class PodWorker:
         sources = await self._sources(env_references(spec))
         defined = pod_env(self.pod, spec, pod_ip=self.ip, host_ip=self.host.host_ip,
                           sources=sources, allocatable=machine_capacity())
-        return {**await self.host.master_service_env.get(), **defined}  # the pod's own variables win
+        links = self.pod["spec"].get("enableServiceLinks", True) is not False
+        services = await self.host.service_env.get(self.pod["metadata"]["namespace"], links)
+        return {**services, **defined}  # the pod's own variables win
 
     async def _post_start(self, record: ContainerRecord) -> bool:
         """Run the postStart hook (bounded by the grace period); on failure kill the container, as kubelet does."""

@@ -32,6 +32,11 @@ class PoolExhausted(Exception):
     """Every address of the node's CIDR is taken (host-local: ``no IP addresses available in range set``)."""
 
 
+class NoPodCIDR(PoolExhausted):
+    """The pod network needs the Node's podCIDR and the Node has none yet (the pod waits, as kube's kubelet's
+    network plugin does until the CIDR arrives)."""
+
+
 class PodIPs:
     """The reservations of one node: pod UID → IP, on disk under ``dir``."""
 
@@ -41,6 +46,7 @@ class PodIPs:
         self.node_name = node_name
         self.host_ip = host_ip
         self.cidr: ipaddress.IPv4Network | ipaddress.IPv6Network | None = None
+        self.require_cidr = False  # a pod network of namespaces: no host IP for pods while the Node has no CIDR
         self.dir.mkdir(parents=True, exist_ok=True)
         self.by_uid: dict[str, str] = {}
         for path in self.dir.iterdir():
@@ -71,6 +77,8 @@ class PodIPs:
         if uid in self.by_uid:
             return self.by_uid[uid]
         if await self.node_cidr() is None:
+            if self.require_cidr:
+                raise NoPodCIDR(f"node {self.node_name} has no podCIDR yet")
             return self.host_ip
         return self.reserve(uid)
 

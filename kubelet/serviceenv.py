@@ -1,4 +1,11 @@
-"""``KUBERNETES_SERVICE_HOST`` and friends: where in-cluster clients find the apiserver.
+"""``KUBERNETES_SERVICE_HOST`` and friends: where in-cluster clients find the apiserver and the pod's Services.
+
+``ServiceEnv`` gives a container the variables of every Service of its namespace (``enableServiceLinks``, default
+true) and of the master Service, as the kubelet's ``getServiceEnvVarMap`` does, from an informer over Services.
+With a pod network whose ClusterIPs are routed (``--cluster-network``: kube-proxy's rules) they name the
+ClusterIPs, as on Kubernetes. Without one (the process runtime: pods are host processes), a Service's variables
+name its ClusterIP's loopback stand-in (10.96.0.1 → 127.96.0.1, ``apimachinery.serviceip``), where kube-proxy's
+userspace mode relays, and the master Service's name the apiserver's own address, as follows.
 
 The kubelet gives every container the variables of the ``kubernetes`` Service (``getServiceEnvVarMap`` adds the
 master service in every namespace). On a real cluster they name the Service's ClusterIP and port, which kube-proxy
@@ -13,7 +20,10 @@ from __future__ import annotations
 import logging
 
 from apimachinery import errors
-from kubeclient import Clientset
+from typing import Any
+
+from apimachinery.serviceip import loopback_address
+from kubeclient import Clientset, SharedInformer
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +40,47 @@ def service_env(name: str, host: str, port: int, port_name: str = "", protocol: 
     base = f"{prefix}_PORT_{port}_{protocol.upper()}"
     env.update({base: url, f"{base}_PROTO": proto, f"{base}_PORT": str(port), f"{base}_ADDR": host})
     return env
+
+
+def service_vars(service: dict[str, Any], routed: bool = True) -> dict[str, str]:
+    """One Service's variables (``envvars.FromServices``): ``_SERVICE_HOST``, ``_SERVICE_PORT`` (the first port),
+    one ``_SERVICE_PORT_<NAME>`` per named port, and the Docker-link ones (``_PORT`` for the first port). Not
+    ``routed`` (no pod network): the ClusterIP's loopback stand-in, where ``kubelab proxy --proxy-mode userspace``
+    relays (``apimachinery.serviceip``)."""
+    spec = service.get("spec") or {}
+    ip, ports = spec.get("clusterIP"), spec.get("ports") or []
+    if not ip or ip == "None" or not ports:
+        return {}
+    if not routed:
+        ip = loopback_address(ip)
+    env: dict[str, str] = {}
+    for port in reversed(ports):  # the first port's values win where names coincide
+        env.update(service_env(service["metadata"]["name"], ip, int(port["port"]), port.get("name") or "",
+                               port.get("protocol") or "TCP"))
+    return env
+
+
+class ServiceEnv:
+    """The variables of the pod's namespace's Services and the master Service; run ``informer`` beside it."""
+
+    def __init__(self, client: Clientset) -> None:
+        self.informer = SharedInformer(client.services)
+        self.master = MasterServiceEnv(client)
+        self.cluster_ips_routed = False  # True on a pod network with kube-proxy: the master Service's ClusterIP
+
+    async def get(self, namespace: str, enable_links: bool = True) -> dict[str, str]:
+        await self.informer.wait_for_sync(timeout=5.0)
+        env: dict[str, str] = {}
+        if enable_links:
+            for service in sorted(self.informer.store.list(), key=lambda s: s["metadata"]["name"]):
+                if service["metadata"].get("namespace") == namespace:
+                    env.update(service_vars(service, self.cluster_ips_routed))
+        master = None
+        if self.cluster_ips_routed:
+            master = next((s for s in self.informer.store.list() if s["metadata"]["name"] == "kubernetes"
+                           and s["metadata"].get("namespace") == "default"), None)
+        env.update(service_vars(master) if master is not None else await self.master.get())
+        return env
 
 
 class MasterServiceEnv:

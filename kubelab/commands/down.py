@@ -22,6 +22,7 @@ from kubelab.cluster import stop_records
 from kubelab.etcdcluster import wipe
 from kubelab.commands.up import DEFAULT_DATA_DIR
 from kubelab.state import load_state, remove_state, state_path
+from kubelet.network import ClusterNetwork, default_name, name_exists
 
 __all__ = ["add_arguments", "run"]
 
@@ -40,6 +41,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _remove_network(data_dir: Path) -> None:
+    """`kubelab up --pod-network bridge`'s cluster network namespace, and with it every bridge, veth and rule."""
+    name = default_name(data_dir)
+    if name_exists(name):
+        ClusterNetwork(name).remove()
+        print(f"  removed cluster network {name}")
+
+
 def run(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir).absolute()
     state = load_state(data_dir)
@@ -53,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         state = load_state(data_dir) or state  # its last word: the pids of the latest restarts
     stopped = stop_records(state.processes, args.timeout)
     remove_state(data_dir)
+    _remove_network(data_dir)
     for record in stopped:
         print(f"  stopped {record.name:<20} pid {record.pid}")
     left = [(r.name, r.pid) for r in state.processes if process.pid_alive(r.pid, r.start_time)]

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import FrameType
 
 from kubelab import process
-from kubelab.cluster import SECURE_PORT, Cluster, Progress, StartupError, stop_records
+from kubelab.cluster import POD_NETWORKS, SECURE_PORT, Cluster, Progress, StartupError, stop_records
 from kubelab.detach import Console, run_detached
 from kubelab.etcd import QUOTA_BACKEND_BYTES, etcd_version
 from kubelab.etcdcluster import IncompatibleEtcd
@@ -96,6 +96,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--etcd-tls", action=argparse.BooleanOptionalAction, default=True,
         help="serve etcd's clients and peers over TLS with client certificates from <data-dir>/pki (default: on)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--pod-network", choices=POD_NETWORKS, default="host",
+        help="host: pods share the host's network namespace, each with its own loopback IP of 127.16.0.0/12; "
+             "bridge: Linux containers (--runtime linux) on a bridge per node in a network namespace of the "
+             "cluster's, pod IPs of 10.244.0.0/16, Services routed by kube-proxy (kubelab proxy, nftables); needs "
+             "root and nft; `kubelab down` deletes the namespace (default: host)",
     )  # fmt: skip
     parser.add_argument(
         "--etcd-quota-backend-bytes", type=_count, default=QUOTA_BACKEND_BYTES, metavar="BYTES",
@@ -194,6 +201,7 @@ def _run(args: argparse.Namespace, console: Console | None) -> int:
             etcd_members=args.etcd_members,
             etcd_tls=args.etcd_tls,
             secure_port=args.secure_port,
+            pod_network=args.pod_network,
         )
     except (FileNotFoundError, IncompatibleEtcd) as e:
         _fail(str(e))

@@ -20,9 +20,10 @@ bundle's role). What a pod gets, as containerd + runc give it:
                   allowPrivilegeEscalation: false (no_new_privs)
     exec          ``isolate.py exec``: setns into the container's namespaces and cgroups, then its user
 
-The pod network is not the runtime's: pods keep the host's network namespace, each binding its own IP of the
-node's podCIDR (``podips``), as with the process runtime. ``PodNetwork`` is the seam where a network plugin
-attaches: the runtime calls ``setup`` once the sandbox exists and ``teardown`` when it goes (see its docstring).
+The pod network is not the runtime's. By default pods keep the host's network namespace, each binding its own
+IP of the node's podCIDR (``podips``), as with the process runtime; ``PodNetwork`` is the seam where a network
+plugin attaches (``network.BridgeNetwork`` with ``--cluster-network``: a namespace per pod on a bridge): the
+runtime calls ``setup`` once the sandbox exists and ``teardown`` when it goes (see its docstring).
 """
 
 from __future__ import annotations
@@ -70,9 +71,9 @@ class PodNetwork(Protocol):
     """Where a network plugin attaches (CNI's ADD and DEL). With ``isolated``, every sandbox but a hostNetwork
     pod's unshares a network namespace of its own, which its containers and ``kubectl exec`` join, and ``setup``
     runs with its path (``/proc/<pause pid>/ns/net``) before any container of the pod starts; without, pods share
-    the host's and ``setup`` gets ``None``. It returns the pod's IPs (empty: keep the one ``podips`` gave; the
-    pod worker does not read them yet: reporting them as ``status.podIPs`` is the plugin's part of the work).
-    ``teardown`` runs before the sandbox is killed."""
+    the host's and ``setup`` gets ``None``. The pod's IP is the one ``podips`` gave (``sandbox.pod_ip``, which the
+    pod worker reports as ``status.podIP``/``podIPs``): the plugin puts it on the pod's interface and returns the
+    IPs it configured (empty: none). ``teardown`` runs before the sandbox is killed."""
 
     isolated: bool  # True: every sandbox gets a network namespace of its own for ``setup`` to configure
 
@@ -355,7 +356,11 @@ class LinuxRuntime(ProcessRuntime):
             self.cgroups.create_pod(pod_uid)  # the pause process stays out: joining costs (see ``cgroups``)
             request = self._pauses[pod_uid] = asyncio.ensure_future(self._zygote.pause(d))
             if self.network.isolated:
-                self._network_setup(pod_uid, config, await request)
+                try:
+                    self._network_setup(pod_uid, config, await request)
+                except Exception:
+                    self._remove_sandbox(d)  # no half-made sandbox: the next attempt starts afresh
+                    raise
             else:
                 request.add_done_callback(lambda done: self._network_setup(pod_uid, config, done.result()))
             return d

@@ -1,0 +1,108 @@
+"""``python -m proxy`` / ``kubelab proxy``: kube-proxy for one cluster network (see the package docstring)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from aiohttp import web
+
+from kubeclient import Clientset
+
+from .proxier import Backend, NftBackend, Proxier, nft_in
+from .userspace import UserspaceBackend
+
+HEALTHZ_PORT = 10256  # kube-proxy's --healthz-bind-address port
+PORTS_TRIED = 50
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="kubelab proxy", description="kube-proxy: programs ClusterIPs, NodePorts and "
+                                "session affinity of every Service as nftables rules in the cluster network.")
+    p.add_argument("--master", help="apiserver URL (e.g. http://127.0.0.1:8080)")
+    p.add_argument("--kubeconfig", help="kubeconfig file to find the apiserver")
+    p.add_argument("--proxy-mode", choices=("nftables", "userspace"), default="nftables",
+                   help="nftables: rules in the cluster network (needs --cluster-network); userspace: the proxy "
+                        "relays each ClusterIP's connections itself on its loopback stand-in (10.96.0.1 → "
+                        "127.96.0.1), for pods of the process runtime (default: %(default)s)")
+    p.add_argument("--cluster-network", default="",
+                   help="the cluster network namespace the kubelets' --cluster-network names (/run/netns/NAME)")
+    p.add_argument("--cluster-cidr", default="10.244.0.0/16",
+                   help="the pods' CIDR: traffic to a Service from outside it is masqueraded (default: %(default)s)")
+    p.add_argument("--sync-period", type=float, default=30.0,
+                   help="seconds between full re-syncs at most (default: %(default)s)")
+    p.add_argument("--min-sync-period", type=float, default=0.1,
+                   help="seconds between two syncs at least (default: %(default)s)")
+    p.add_argument("--healthz-port", type=int, default=HEALTHZ_PORT,
+                   help="serve /healthz on 127.0.0.1 at this port or the next free one (0: off; default: %(default)s)")
+    p.add_argument("-v", "--v", dest="verbosity", type=int, default=1, help="log verbosity")
+    return p.parse_args(argv)
+
+
+async def serve_healthz(proxier: Proxier, first: int) -> web.AppRunner:
+    """``/healthz`` on the first free port from ``first``: 200 while syncs keep up, 503 once one is overdue."""
+    async def healthz(request: web.Request) -> web.Response:
+        ok = proxier.healthy()
+        return web.Response(status=200 if ok else 503, text="ok" if ok else "sync overdue")
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/livez", healthz)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    for port in range(first, first + PORTS_TRIED):
+        try:
+            await web.TCPSite(runner, "127.0.0.1", port).start()
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                continue
+            raise
+        logging.info("healthz: http://127.0.0.1:%d/healthz", port)
+        return runner
+    raise SystemExit(f"no free port for /healthz in {first}..{first + PORTS_TRIED - 1}")
+
+
+def backend(args: argparse.Namespace) -> Backend:
+    if args.proxy_mode == "userspace":
+        return UserspaceBackend()
+    netns = Path("/run/netns") / args.cluster_network
+    if not args.cluster_network or not netns.exists():
+        raise SystemExit(f"kubelab proxy: no cluster network {args.cluster_network!r} ({netns} does not exist; "
+                         f"the kubelets create it with --cluster-network; without one use --proxy-mode userspace)")
+    return NftBackend(nft_in(str(netns)), args.cluster_cidr)
+
+
+async def run(args: argparse.Namespace) -> None:
+    chosen = backend(args)
+    client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig, user_agent="kube-proxy")
+    proxier = Proxier(client, chosen, sync_period=args.sync_period, min_sync_period=args.min_sync_period)
+    runner = await serve_healthz(proxier, args.healthz_port) if args.healthz_port else None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    logging.info("kube-proxy (%s)%s", args.proxy_mode,
+                 f" for cluster network {args.cluster_network}" if args.proxy_mode == "nftables" else "")
+    try:
+        await proxier.run(stop)
+    finally:
+        if runner is not None:
+            await runner.cleanup()
+        if isinstance(chosen, UserspaceBackend):
+            chosen.close()
+        await client.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    level = logging.WARNING if args.verbosity <= 0 else logging.INFO if args.verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""The sync loop: informers mark the proxy dirty, ``sync`` turns the caches into ``ServicePort``s and hands them to
+a ``Backend``: ``NftBackend`` applies the renderer's transaction (only the changed Service ports; see
+``nftables``), ``userspace.UserspaceBackend`` relays connections itself.
+
+Guarantees: a sync starts at most ``min_sync_period`` after the change that asked for it and no sooner than that
+after the previous one; one runs at least every ``sync_period`` even without changes (a failed one is retried
+then as a full sync that replaces the table); ``healthy`` is False before the first sync and once a wanted sync is
+overdue (kube-proxy's ``/healthz``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import subprocess
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from kubeclient import Clientset, SharedInformer
+
+from .model import ServicePort, service_ports
+from .nftables import Renderer
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+Apply = Callable[[str], None]  # raises RuntimeError with nft's message
+
+
+def nft_in(netns_path: str) -> Apply:
+    """Apply a script with ``nft -f -`` inside the namespace at ``netns_path`` (one transaction)."""
+    def apply(script: str) -> None:
+        done = subprocess.run(["nsenter", f"--net={netns_path}", "nft", "-f", "-"], input=script, text=True,
+                              capture_output=True)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr.strip() or f"nft exited {done.returncode}")
+    return apply
+
+
+class Backend(Protocol):
+    """Where the Service ports go (kube-proxy's proxier modes)."""
+
+    async def sync(self, ports: Mapping[str, ServicePort], node_ips: Sequence[str]) -> bool:
+        """Make the data path match; False when it failed (the next sync is a full one)."""
+        ...
+
+
+class NftBackend:
+    """kube-proxy's nftables mode: the renderer's transaction, applied with ``apply``."""
+
+    def __init__(self, apply: Apply, cluster_cidr: str) -> None:
+        self.apply = apply
+        self.renderer = Renderer(cluster_cidr)
+
+    async def sync(self, ports: Mapping[str, ServicePort], node_ips: Sequence[str]) -> bool:
+        script = self.renderer.sync(ports, node_ips)
+        started = time.monotonic()
+        if script:
+            try:
+                await asyncio.to_thread(self.apply, script)
+            except (RuntimeError, OSError) as err:
+                log.error("sync failed (retried as a full sync): %s", err)
+                self.renderer.failed()
+                return False
+        self.renderer.applied()
+        if script:
+            log.info("synced %d service ports in %.0f ms (%d lines)", len(self.renderer.current),
+                     (time.monotonic() - started) * 1000, script.count("\n"))
+        return True
+
+
+class Proxier:
+    def __init__(self, client: Clientset, backend: Backend, *, sync_period: float = 30.0,
+                 min_sync_period: float = 0.1) -> None:
+        self.backend = backend
+        self.synced = False
+        self.sync_period = sync_period
+        self.min_sync_period = min_sync_period
+        self.services = SharedInformer(client.services)
+        self.slices = SharedInformer(client.endpoint_slices)
+        self.nodes = SharedInformer(client.nodes)
+        self.dirty = asyncio.Event()
+        self.last_sync = 0.0  # time.monotonic() of the last successful sync
+        self.wanted_since: float | None = None
+        for informer in (self.services, self.slices, self.nodes):
+            informer.add_event_handler(self._changed, lambda old, new: self._changed(new), self._changed)
+
+    def _changed(self, obj: Any) -> None:
+        if self.wanted_since is None:
+            self.wanted_since = time.monotonic()
+        self.dirty.set()
+
+    def healthy(self) -> bool:
+        """The rules are in place (a first sync succeeded) and no sync has been wanted for longer than
+        ``sync_period`` plus a margin."""
+        if not self.last_sync:
+            return False
+        return self.wanted_since is None or time.monotonic() - self.wanted_since < self.sync_period + 10
+
+    def service_ports(self) -> dict[str, ServicePort]:
+        slices: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for s in self.slices.store.list():
+            meta = s["metadata"]
+            name = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
+            if name:
+                slices[(meta.get("namespace", "default"), name)].append(s)
+        ports: dict[str, ServicePort] = {}
+        for svc in self.services.store.list():
+            meta = svc["metadata"]
+            for sp in service_ports(svc, slices.get((meta.get("namespace", "default"), meta["name"]), [])):
+                ports[sp.key] = sp
+        return ports
+
+    def node_ips(self) -> list[str]:
+        """Every node's InternalIP but loopback ones: where NodePorts answer."""
+        ips = []
+        for node in self.nodes.store.list():
+            for address in (node.get("status") or {}).get("addresses") or []:
+                if address.get("type") == "InternalIP" and not address["address"].startswith("127."):
+                    ips.append(address["address"])
+        return ips
+
+    async def sync(self) -> None:
+        """One backend sync; on failure the next one is full."""
+        self.synced = await self.backend.sync(self.service_ports(), self.node_ips())
+        if self.synced:
+            self.last_sync = time.monotonic()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        tasks = [asyncio.create_task(i.run(stop)) for i in (self.services, self.slices, self.nodes)]
+        try:
+            for informer in (self.services, self.slices, self.nodes):
+                await informer.wait_for_sync()
+            while not stop.is_set():
+                self.wanted_since = None
+                self.dirty.clear()
+                await self.sync()
+                if not self.synced:
+                    self.wanted_since = self.wanted_since or time.monotonic()
+                await asyncio.sleep(self.min_sync_period)
+                waits = [asyncio.create_task(self.dirty.wait()), asyncio.create_task(stop.wait())]
+                await asyncio.wait(waits, timeout=self.sync_period, return_when=asyncio.FIRST_COMPLETED)
+                for w in waits:
+                    w.cancel()
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks, return_exceptions=True)
