@@ -46,7 +46,8 @@ def _skip_reason() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+SKIP = _skip_reason()
+pytestmark = [pytest.mark.kubectl, pytest.mark.skipif(SKIP is not None, reason=SKIP or "")]
 
 
 def _compose(project: str, port: int, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
