@@ -10,7 +10,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1
 WORKDIR /opt/kubelab
 # Dependencies first, so editing the source does not re-download them.
 COPY pyproject.toml README.md ./
-RUN mkdir apimachinery kubeclient apiserver controllers scheduler kubelet kubelab console \
+RUN mkdir apimachinery kubeclient apiserver controllers scheduler kubelet kubelab console clusterdns \
     && pip install . \
     && pip uninstall -y kubelab
 COPY apimachinery ./apimachinery
@@ -19,8 +19,9 @@ COPY apiserver ./apiserver
 COPY controllers ./controllers
 COPY scheduler ./scheduler
 COPY kubelet ./kubelet
-COPY kubelab ./kubelab
+COPY clusterdns ./clusterdns
 COPY console ./console
+COPY kubelab ./kubelab
 RUN pip install --no-deps . && kubelab --version
 
 # The kubelet keeps pod directories here (each compose node mounts a volume over its own).

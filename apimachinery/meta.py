@@ -64,6 +64,15 @@ def parse_duration(text: str) -> float:
     return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
 
 
+def parse_bool(text: str) -> bool:
+    """Go's ``strconv.ParseBool``, as kube's boolean flags take it (``--anonymous-auth=false``)."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise ValueError(f"invalid boolean value {text!r}")
+
+
 def now_rfc3339_micro() -> str:
     """``metav1.MicroTime`` serialisation (Lease renewTime, Event eventTime)."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

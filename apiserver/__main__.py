@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import logging
+import ssl
 import sys
 
-from apimachinery.meta import parse_duration
+from apimachinery.meta import parse_bool, parse_duration
 
+from . import kubeletclient
 from .app import Config, create_app
 from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ
 from .authenticators.tokenfile import TokenFileError
 from .serving import Listener, TLSFiles, serve
 from .authorizer import parse_modes
+from .kubeletclient import KubeletClientConfig
 from .storage.encryptionconfig import EncryptionConfigError
 from .storage.etcd3 import EtcdTLS, uses_tls
 from .registry.store import ETCD_MAX_REQUEST_BYTES
@@ -53,6 +56,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--anonymous-auth", type=_boolean, nargs="?", const=True, default=True, metavar="BOOL",
                         help="requests on the secure port without credentials are system:anonymous (else 401) "
                              "(default: true)")
+    parser.add_argument("--enable-bootstrap-token-auth", type=_boolean, nargs="?", const=True, default=False,
+                        metavar="BOOL", help="bearer tokens <id>.<secret> of the bootstrap.kubernetes.io/token "
+                        "Secrets in kube-system authenticate as system:bootstrap:<id> (TLS bootstrapping; "
+                        "default: false)")
     parser.add_argument("--advertise-address", default=None,
                         help="address:port advertised in /api (default: bind address and port)")
     parser.add_argument("--watch-cache-size", type=int, default=10_000,
@@ -96,18 +103,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--authorization-mode", type=_modes, default="AlwaysAllow", metavar="MODES",
                         help="ordered comma list of authorizers: AlwaysAllow, AlwaysDeny, Node, RBAC (kubelab up "
                              "passes Node,RBAC; default: %(default)s)")
+    kubelets = parser.add_argument_group("the kubelets' API (logs, exec, attach, port-forward, nodes/proxy, metrics)")
+    kubelets.add_argument("--kubelet-client-certificate", default=None, metavar="FILE",
+                          help="client certificate presented to the kubelets")
+    kubelets.add_argument("--kubelet-client-key", default=None, metavar="FILE",
+                          help="the key of --kubelet-client-certificate")
+    kubelets.add_argument("--kubelet-certificate-authority", default=None, metavar="FILE",
+                          help="verify the kubelets' serving certificates with this CA (default: not verified)")
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=1,
                         help="log verbosity: 0 warnings, 1 info, 2+ debug and access log (default: %(default)s)")
     return parser.parse_args(argv)
 
 
 def _boolean(text: str) -> bool:
-    """Go's ``strconv.ParseBool``, as kube's boolean flags take it (``--anonymous-auth=false``)."""
-    if text in ("1", "t", "T", "TRUE", "true", "True"):
-        return True
-    if text in ("0", "f", "F", "FALSE", "false", "False"):
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean value {text!r}")
+    try:
+        return parse_bool(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def listeners(args: argparse.Namespace) -> list[Listener]:
@@ -153,6 +165,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"kubelab apiserver: {err}")
     if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         sys.exit("kubelab apiserver: --tls-cert-file and --tls-private-key-file go together")
+    if bool(args.kubelet_client_certificate) != bool(args.kubelet_client_key):
+        sys.exit("kubelab apiserver: --kubelet-client-certificate and --kubelet-client-key go together")
+    try:
+        kubeletclient.configure(KubeletClientConfig(args.kubelet_client_certificate, args.kubelet_client_key,
+                                                    args.kubelet_certificate_authority))
+    except (OSError, ssl.SSLError) as err:
+        sys.exit(f"kubelab apiserver: the kubelet client certificate: {err}")
     serving = listeners(args)
     if not serving:
         sys.exit("kubelab apiserver: nothing to serve: --insecure-port is 0 and there is no HTTPS port "
@@ -171,6 +190,7 @@ def main(argv: list[str] | None = None) -> None:
         controller_manager_healthz_url=args.controller_manager_healthz_url,
         token_auth_file=args.token_auth_file,
         anonymous_auth=args.anonymous_auth,
+        enable_bootstrap_token_auth=args.enable_bootstrap_token_auth,
         service_accounts=ServiceAccountConfig(
             signing_key_file=args.service_account_signing_key_file,
             key_files=args.service_account_key_file,

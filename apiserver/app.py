@@ -25,6 +25,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.websockets import WebSocket
 
 from apimachinery import errors
+from apimachinery import metrics as process_metrics
 
 from .admission import AdmissionChain
 from .admission.conditions import WebhookMatchConditions
@@ -48,6 +49,7 @@ from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HE
 from . import flowcontrol
 from .admission.serviceaccount import NAME as SERVICE_ACCOUNT_PLUGIN, ServiceAccountAdmission
 from .authentication import AuthenticationMiddleware, RequestAuthenticator, TokenAuthenticator
+from .authenticators.bootstraptoken import BootstrapTokenAuthenticator
 from .authenticators.tokenfile import TokenFile
 from .admission.noderestriction import NodeRestriction
 from .authorizer import AlwaysAllow, AlwaysDeny, Member, configure
@@ -65,6 +67,7 @@ from .handlers.request import limit_body, parse_path
 from .handlers.rest import RESTHandler, json_response, status_response
 from .handlers.subresources import bind
 from .handlers.warnings import WarningMiddleware, add_warning
+from .instrumentation import RequestMetrics
 from .metrics import api as metrics_api
 from .openapi import documents as openapi_documents
 from .registry import all_strategies
@@ -83,6 +86,7 @@ from .serviceaccount.config import ServiceAccountConfig
 from .serviceaccount.oidc import CACHE_CONTROL, CONFIGURATION_PATH, JWKS_CONTENT_TYPE, JWKS_PATH
 from .serviceaccount.tokenrequest import TokenRequests
 from .storage import encryptionconfig, maintenance
+from .storage import metrics as storage_metrics
 from .storage.etcd3 import EtcdStorage, EtcdTLS, SpaceExceeded, StorageError
 from .storage.format import NewerStorageFormat, check_storage_format
 
@@ -98,6 +102,7 @@ class Config:
     port: int = 8080  # where it serves (the secure port when it serves HTTPS): the kubernetes Service's targetPort
     token_auth_file: str | None = None  # --token-auth-file: static bearer tokens (kube's CSV)
     anonymous_auth: bool = True  # --anonymous-auth: credential-less HTTPS requests are system:anonymous, else 401
+    enable_bootstrap_token_auth: bool = False  # --enable-bootstrap-token-auth: kube-system's bootstrap token Secrets
     encryption_provider_config: str | None = None  # an EncryptionConfiguration file (encryption at rest)
     etcd_compaction_interval: float = maintenance.DEFAULT_COMPACTION_INTERVAL  # seconds; 0 disables
     etcd_max_request_bytes: int = ETCD_MAX_REQUEST_BYTES  # etcd's --max-request-bytes: larger objects are 413
@@ -180,7 +185,7 @@ def authenticator_for(config: Config) -> RequestAuthenticator:
     return RequestAuthenticator(tokens, anonymous=config.anonymous_auth)
 
 
-def create_app(config: Config, rule_validator: RuleValidator | None = None) -> WarningMiddleware:
+def create_app(config: Config, rule_validator: RuleValidator | None = None) -> RequestMetrics:
     """The apiserver's ASGI app; raises ``EncryptionConfigError`` when the encryption configuration is unusable
     and ``TokenFileError`` for an unusable token file.
     ``rule_validator`` evaluates CRDs' ``x-kubernetes-validations`` (default: CEL, ``apiextensions.celrules``)."""
@@ -207,6 +212,9 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
                                             lambda resource, ns, name: sources.get("", resource, ns, name),
                                             config.advertise_address, add_warning)
     authenticator.tokens.append(accounts.authenticator)  # after --token-auth-file, as kube-apiserver's union
+    if config.enable_bootstrap_token_auth:  # then bootstrap tokens, as kube-apiserver's union
+        authenticator.tokens.append(BootstrapTokenAuthenticator(
+            lambda namespace, name: sources.get("", "secrets", namespace, name)))
     token_reviews = registry.virtual[("authentication.k8s.io", "tokenreviews")].strategy
     assert isinstance(token_reviews, TokenReviewStrategy)
     token_reviews.authenticators, token_reviews.api_audiences = authenticator.tokens, accounts.issuer.api_audiences
@@ -332,6 +340,13 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
     async def version() -> Response:
         return json_response(discovery.version_info())
 
+    # --- Prometheus metrics (authorized as the non-resource URL /metrics: system:monitoring) -------------------
+    storage_metrics.collect_caches(lambda: [(store.qualified, store.cache) for store in registry.stores.values()])
+
+    @app.get("/metrics", include_in_schema=False)
+    async def prometheus_metrics() -> Response:
+        return Response(process_metrics.scrape(), media_type=process_metrics.CONTENT_TYPE)
+
     # --- service-account issuer discovery (OpenID Connect) ----------------------------------------------------
     @app.get(CONFIGURATION_PATH, include_in_schema=False)
     async def openid_configuration() -> Response:
@@ -403,8 +418,8 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> W
         raise errors.NotFound("the server could not find the requested resource")
 
     router = ResourceRouter(app, handler, registry, metrics)
-    return WarningMiddleware(AuthenticationMiddleware(authz_filter.AuthorizationMiddleware(router), authenticator,
-                                                      check=authz_filter.check))
+    return RequestMetrics(WarningMiddleware(AuthenticationMiddleware(authz_filter.AuthorizationMiddleware(router),
+                                                                     authenticator, check=authz_filter.check)))
 
 
 class ResourceRouter:

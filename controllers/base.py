@@ -50,11 +50,12 @@ class Controller:
     """One controller: a named rate-limited queue of keys and ``workers`` tasks draining it into ``sync``."""
 
     name: str = "controller"
+    queue_name: str = ""  # kube's name for this controller's workqueue (its workqueue_* series); default: ``name``
 
     def __init__(self, *, workers: int = 1, max_retries: int = DEFAULT_MAX_RETRIES) -> None:
         self.workers = workers
         self.max_retries = max_retries
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name=self.name)
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name=self.queue_name or self.name)
         self.informers: list[SharedInformer] = []
 
     async def sync(self, key: str) -> None:

@@ -42,6 +42,7 @@ def aggregated_rules(role: Object, roles: list[Object]) -> list[dict[str, Any]]:
 
 class ClusterRoleAggregationController(Controller):
     name = "clusterrole-aggregation-controller"
+    queue_name = "ClusterRoleAggregator"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 5) -> None:
         super().__init__(workers=workers)

@@ -62,6 +62,8 @@ CLIENT_NAMES = {
     "clusterrole-aggregation-controller": "clusterrole-aggregation-controller",
     "certificatesigningrequest-signing-controller": "certificate-controller",
     "certificatesigningrequest-approving-controller": "certificate-controller",
+    "bootstrap-signer-controller": "bootstrap-signer",
+    "token-cleaner-controller": "token-cleaner",
 }
 
 

@@ -79,6 +79,7 @@ class CronJobController(Controller):
     """See the module docstring."""
 
     name = "cronjob-controller"
+    queue_name = "cronjob"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 5,
                  now: Callable[[], datetime] = now_utc, zone: tzinfo = timezone.utc) -> None:

@@ -55,6 +55,7 @@ def subject_access_review(csr: Object, subresource: str) -> Object:
 
 class CSRApprovingController(Controller):
     name = "certificatesigningrequest-approving-controller"
+    queue_name = "certificate"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 5) -> None:
         super().__init__(workers=workers)

@@ -133,6 +133,7 @@ class Authority:
 
 class CSRSigningController(Controller):
     name = "certificatesigningrequest-signing-controller"
+    queue_name = "certificate"
     signers = (KUBE_APISERVER_CLIENT, KUBE_APISERVER_CLIENT_KUBELET)
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, authority: Authority, *,

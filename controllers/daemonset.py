@@ -56,6 +56,7 @@ class DaemonSetController(Controller):
     """See the module docstring."""
 
     name = COMPONENT
+    queue_name = "daemonset"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 2,
                  burst_replicas: int = BURST_REPLICAS) -> None:

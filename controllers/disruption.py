@@ -129,6 +129,7 @@ def disruption_status(pdb: Object, *, current_healthy: int, desired_healthy: int
 
 class DisruptionController(Controller):
     name = "disruption-controller"
+    queue_name = "disruption"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 1,
                  clock: Callable[[], datetime] = now_utc) -> None:

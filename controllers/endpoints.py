@@ -134,6 +134,7 @@ def endpoints_labels(service: Object) -> dict[str, str]:
 
 class EndpointController(ServicePodsController):
     name = "endpoints-controller"
+    queue_name = "endpoint"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 5) -> None:
         super().__init__(clientset, factory, workers=workers)

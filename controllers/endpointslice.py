@@ -90,6 +90,7 @@ def slice_labels(service: Object) -> dict[str, str]:
 
 class EndpointSliceController(ServicePodsController):
     name = "endpointslice-controller"
+    queue_name = "endpoint_slice"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 5,
                  max_endpoints_per_slice: int = MAX_ENDPOINTS_PER_SLICE) -> None:

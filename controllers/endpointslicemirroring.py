@@ -80,6 +80,7 @@ def mirrored_metadata(endpoints: Object) -> dict[str, Any]:
 
 class EndpointSliceMirroringController(Controller):
     name = "endpointslice-mirroring-controller"
+    queue_name = "endpoint_slice_mirroring"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 5) -> None:
         super().__init__(workers=workers)

@@ -92,6 +92,7 @@ def deleting_dependents(obj: Object | None) -> bool:
 
 class GarbageCollector(Controller):
     name = "garbage-collector-controller"
+    queue_name = "garbage_collector_attempt_to_delete"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 20,
                  resources: tuple[Resource, ...] = MONITORED,

@@ -1,4 +1,4 @@
-"""``/healthz`` for the controller-manager: a tiny HTTP endpoint the launcher (and people) can poll.
+"""``/healthz`` and ``/metrics`` for the controller-manager: a tiny HTTP endpoint the launcher (and people) poll.
 
 ``ok`` (200) while every check passes; otherwise 500 with the failing check named, as kube-controller-manager
 answers ``[-]leaderElection failed``. Port 0 picks a free port; the URL printed says which.
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from aiohttp import web
 
 from kubeclient.informer import snapshot as informer_snapshot
+from kubeclient import metrics
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ class HealthServer:
         for path in ("/healthz", "/livez", "/readyz"):
             app.router.add_get(path, self._healthz)
         app.router.add_get("/debug/informers", self._informers)
+        app.router.add_get("/metrics", metrics.serve)  # workqueue_*, rest_client_*, process_* (kubeclient.metrics)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)

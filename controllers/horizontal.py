@@ -113,6 +113,7 @@ def scale_target(ref: dict[str, Any]) -> Resource:
 
 class HorizontalController(Controller):
     name = "horizontal-pod-autoscaler"
+    queue_name = "horizontalpodautoscaler"
 
     async def _scale_target(self, ref: dict[str, Any]) -> Resource:
         """The built-in targets from the table, any other kind (a custom resource with ``/scale``) from

@@ -223,6 +223,7 @@ class JobController(Controller):
     """See the module docstring."""
 
     name = "job-controller"
+    queue_name = "job"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 5,
                  backoff_base: float = DEFAULT_BACKOFF_BASE, backoff_cap: float = DEFAULT_BACKOFF_CAP) -> None:

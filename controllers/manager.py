@@ -222,6 +222,16 @@ def _csrapproving(ctx: Context) -> Controller:
     return CSRApprovingController(ctx.clientset, ctx.factory)
 
 
+def _bootstrapsigner(ctx: Context) -> Controller:
+    from controllers.bootstrapsigner import BootstrapSigner
+    return BootstrapSigner(ctx.clientset, ctx.factory)
+
+
+def _tokencleaner(ctx: Context) -> Controller:
+    from controllers.tokencleaner import TokenCleaner
+    return TokenCleaner(ctx.clientset, ctx.factory)
+
+
 # name → (aliases, factory), in start order (kube-controller-manager's names since 1.28).
 CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "replicationcontroller-controller": (("replicationcontroller",), _replication),
@@ -253,7 +263,12 @@ CONTROLLERS: dict[str, tuple[tuple[str, ...], Factory]] = {
     "clusterrole-aggregation-controller": (("clusterrole-aggregation",), _clusterroleaggregation),
     "certificatesigningrequest-signing-controller": (("csrsigning",), _csrsigning),
     "certificatesigningrequest-approving-controller": (("csrapproving",), _csrapproving),
+    "bootstrap-signer-controller": (("bootstrapsigner",), _bootstrapsigner),
+    "token-cleaner-controller": (("tokencleaner",), _tokencleaner),
 }
+# kube-controller-manager's ``ControllersDisabledByDefault``: ``*`` leaves them off; name them to run them (kubeadm
+# passes ``--controllers=*,bootstrapsigner,tokencleaner``, and so does `kubelab up`).
+DISABLED_BY_DEFAULT = frozenset({"bootstrap-signer-controller", "token-cleaner-controller"})
 
 
 def canonical_name(name: str) -> str:
@@ -279,7 +294,7 @@ def enabled_controllers(spec: list[str]) -> list[str]:
         else:
             explicit_on.add(canonical_name(item))
     return [name for name in CONTROLLERS
-            if name not in explicit_off and (name in explicit_on or star)]
+            if name not in explicit_off and (name in explicit_on or (star and name not in DISABLED_BY_DEFAULT))]
 
 
 async def run_controllers(clientset: Clientset, options: argparse.Namespace, stop: asyncio.Event) -> None:

@@ -40,6 +40,7 @@ async def discover_namespaced(clientset: Clientset) -> list[Resource]:
 
 class NamespaceController(Controller):
     name = "namespace-controller"
+    queue_name = "namespace"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 10) -> None:
         super().__init__(workers=workers)

@@ -86,6 +86,7 @@ class CidrSet:
 
 class NodeIpamController(Controller):
     name = "node-ipam-controller"
+    queue_name = "cidrallocator_node"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, cluster_cidr: str = DEFAULT_CLUSTER_CIDR,
                  node_cidr_mask_size: int = DEFAULT_NODE_CIDR_MASK_SIZE) -> None:

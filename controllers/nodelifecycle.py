@@ -117,6 +117,7 @@ def reconcile_taints(taints: list[dict[str, Any]], no_execute: set[str], no_sche
 
 class NodeLifecycleController(Controller):
     name = "node-lifecycle-controller"
+    queue_name = "node_lifecycle_controller"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, grace_period: float = 50.0,
                  monitor_period: float = 5.0, startup_grace_period: float = 60.0,

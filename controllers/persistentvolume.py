@@ -83,6 +83,7 @@ def phase(obj: Object) -> str:
 
 class PersistentVolumeController(Controller):
     name = "persistentvolume-binder-controller"
+    queue_name = "volumes"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 1,
                  sync_period: float = SYNC_PERIOD) -> None:

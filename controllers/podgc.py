@@ -31,6 +31,7 @@ ALL = "all"
 
 class PodGCController(Controller):
     name = "pod-garbage-collector-controller"
+    queue_name = "orphaned_pods_nodes"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, terminated_pod_threshold: int = 12500,
                  gc_period: float = GC_PERIOD) -> None:

@@ -60,6 +60,7 @@ class ReplicaKind:
     resource: Resource
     component: str
     selector: Callable[[Object], Selector]
+    queue_name: str  # kube's workqueue name (workqueue_* metrics)
 
     @property
     def kind(self) -> str:
@@ -74,7 +75,7 @@ def _rs_selector(rs: Object) -> Selector:
     return selector_from_label_selector((rs.get("spec") or {}).get("selector"))
 
 
-REPLICA_SET_KIND = ReplicaKind(REPLICA_SETS, "replicaset-controller", _rs_selector)
+REPLICA_SET_KIND = ReplicaKind(REPLICA_SETS, "replicaset-controller", _rs_selector, "replicaset")
 
 
 def _compact_status(status: Mapping[str, Any]) -> dict[str, Any]:
@@ -119,7 +120,7 @@ class ReplicaSetController(Controller):
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, kind: ReplicaKind = REPLICA_SET_KIND,
                  workers: int = 5, burst_replicas: int = BURST_REPLICAS) -> None:
-        self.name = kind.component
+        self.name, self.queue_name = kind.component, kind.queue_name
         super().__init__(workers=workers)
         self.clientset = clientset
         self.kind = kind

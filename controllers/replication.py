@@ -22,7 +22,8 @@ def rc_selector(rc: Object) -> Selector:
     return selector_from_set(labels)
 
 
-REPLICATION_CONTROLLER_KIND = ReplicaKind(REPLICATION_CONTROLLERS, "replication-controller", rc_selector)
+REPLICATION_CONTROLLER_KIND = ReplicaKind(REPLICATION_CONTROLLERS, "replication-controller", rc_selector,
+                                         "replicationmanager")
 
 
 def new_replication_controller(clientset: Clientset, factory: InformerFactory, *, workers: int = 5,

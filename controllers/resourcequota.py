@@ -72,6 +72,7 @@ def calculate_status(quota: Object, used: ResourceList) -> dict[str, Any]:
 
 class ResourceQuotaController(Controller):
     name = "resourcequota-controller"
+    queue_name = "resourcequota_primary"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 5,
                  resync_period: float = DEFAULT_RESYNC_PERIOD) -> None:

@@ -34,6 +34,7 @@ DESCRIPTION = ("Contains a CA bundle that can be used to verify the kube-apiserv
 
 class RootCACertPublisher(Controller):
     name = "root-ca-certificate-publisher-controller"
+    queue_name = "root_ca_cert_publisher"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, root_ca: bytes, *, workers: int = 1) -> None:
         super().__init__(workers=workers)

@@ -38,6 +38,7 @@ def is_namespace_terminating(err: Forbidden) -> bool:
 
 class ServiceAccountsController(Controller):
     name = "serviceaccount-controller"
+    queue_name = "serviceaccount"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *,
                  service_accounts: tuple[str, ...] = DEFAULT_SERVICE_ACCOUNTS, workers: int = 1) -> None:

@@ -67,6 +67,7 @@ class StatefulSetController(Controller):
     """See the module docstring."""
 
     name = COMPONENT
+    queue_name = "statefulset"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 5) -> None:
         super().__init__(workers=workers)

@@ -54,6 +54,7 @@ def _tolerations(pod: Object) -> list[dict[str, Any]]:
 
 class TaintEvictionController(Controller):
     name = "taint-eviction-controller"
+    queue_name = "noexec_taint_pod"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *,
                  clock: Callable[[], float] = time.monotonic) -> None:

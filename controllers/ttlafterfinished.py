@@ -40,6 +40,7 @@ class TTLAfterFinishedController(Controller):
     """See the module docstring."""
 
     name = "ttl-after-finished-controller"
+    queue_name = "ttl_jobs_to_delete"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 5) -> None:
         super().__init__(workers=workers)

@@ -35,6 +35,7 @@ def needs_expansion(claim: Object) -> bool:
 
 class ExpandController(Controller):
     name = "persistentvolume-expander-controller"
+    queue_name = "volume_expand"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory) -> None:
         super().__init__()

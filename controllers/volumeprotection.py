@@ -55,6 +55,7 @@ def uses_claim(pod: Object, claim_name: str) -> bool:
 
 class PVCProtectionController(Controller):
     name = "persistentvolumeclaim-protection-controller"
+    queue_name = "pvcprotection"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory) -> None:
         super().__init__()
@@ -89,6 +90,7 @@ class PVCProtectionController(Controller):
 
 class PVProtectionController(Controller):
     name = "persistentvolume-protection-controller"
+    queue_name = "pvprotection"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory) -> None:
         super().__init__()

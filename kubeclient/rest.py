@@ -25,15 +25,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
 
 from apimachinery.errors import InternalError, ServiceUnavailable, StatusError, Timeout
 from kubeclient.config import Config, build_config
+from kubeclient.metrics import observe_request
 from kubeclient.types import Object
 
 _RETRYABLE_CODES = frozenset({429, 500, 502, 503, 504})
@@ -105,6 +108,7 @@ class RESTClient:
         # A bearer token that changes (a service account's, refreshed before it expires): asked on every request.
         self.token_source = token_source
         self._base = config.host.rstrip("/")
+        self._metrics_host = urlsplit(self._base).netloc  # rest_client_* metrics' host label, as client-go's
         headers = {"Accept": "application/json", "User-Agent": config.user_agent}
         if config.token:
             headers["Authorization"] = f"Bearer {config.token}"
@@ -165,12 +169,15 @@ class RESTClient:
         session = self._get_session()
         attempt = 0
         while True:
+            started = time.monotonic()
             try:
                 async with session.request(verb, url, params=params, data=data, headers=headers) as resp:
                     payload = await resp.read()
                     code, reason, retry_after = resp.status, resp.reason, resp.headers.get("Retry-After")
             except (TimeoutError, aiohttp.ClientError, OSError) as e:
+                observe_request(verb, self._metrics_host, "<error>", time.monotonic() - started)
                 raise _transport_error(what, e) from e
+            observe_request(verb, self._metrics_host, str(code), time.monotonic() - started)
             if code < 300:
                 return _decode(payload, what)
             delay = _retry_delay(retry_after, self._max_retry_after) if code in _RETRYABLE_CODES else None
@@ -192,8 +199,10 @@ class RESTClient:
         timeout = aiohttp.ClientTimeout(total=server_timeout + 60.0 if server_timeout else None,
                                         sock_connect=self._connect_timeout)
         session = self._get_session()
+        started = time.monotonic()
         try:
             async with session.get(url, params=params, timeout=timeout, headers=self._auth_header()) as resp:
+                observe_request("GET", self._metrics_host, str(resp.status), time.monotonic() - started)
                 if resp.status >= 300:
                     raise status_error(resp.status, await resp.read(), resp.reason)
                 buf = bytearray()

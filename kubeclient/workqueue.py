@@ -30,6 +30,8 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
+from kubeclient.metrics import queue_metrics
+
 T = TypeVar("T", bound=Hashable)
 T_contra = TypeVar("T_contra", bound=Hashable, contravariant=True)
 
@@ -49,11 +51,14 @@ class Queue(Generic[T]):
         self._getters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
         self._drained: asyncio.Event | None = None
+        self._metrics = queue_metrics(name)  # workqueue_* series (kubeclient.metrics); None when unnamed
 
     def add(self, item: T) -> None:
         """Mark ``item`` as needing processing (no-op if already waiting or after shutdown)."""
         if self._shutting_down or item in self._dirty:
             return
+        if self._metrics is not None:
+            self._metrics.add(item)
         self._dirty.add(item)
         if item in self._processing:
             return
@@ -79,11 +84,15 @@ class Queue(Generic[T]):
         item = self._queue.popleft()
         self._processing.add(item)
         self._dirty.discard(item)
+        if self._metrics is not None:
+            self._metrics.get(item)
         return item
 
     def done(self, item: T) -> None:
         """Finish ``item``; if it was added while being processed it is queued again now."""
         self._processing.discard(item)
+        if self._metrics is not None:
+            self._metrics.done(item)
         if item in self._dirty:
             self._queue.append(item)
             self._wake_one()
@@ -132,6 +141,8 @@ class DelayingQueue(Queue[T]):
         """Add ``item`` after ``delay`` seconds (at once if ``delay <= 0``); the earliest ready time wins."""
         if self._shutting_down:
             return
+        if self._metrics is not None:
+            self._metrics.retry()
         if delay <= 0:
             self._cancel_wait(item)
             self.add(item)

@@ -4,13 +4,21 @@ kind's default StorageClass ``standard`` and the rights of its local-path provis
 every kubelet (kubelet/provisioner.py) under an identity of its own: the provisioner lists every claim and volume
 and creates and deletes PersistentVolumes, which the Node authorizer rightly refuses a kubelet's credentials. The
 role is rancher's ``local-path-provisioner-role`` trimmed to what the provisioner does.
+
+kubeadm's CoreDNS rights for the cluster DNS (``kubelab dns``, as ``system:coredns``): the ClusterRole
+``system:coredns`` (list and watch endpoints, services, pods, namespaces, EndpointSlices) and, because no
+EndpointSlice controller keeps the slice of a DNS server that is a process rather than pods, a Role in kube-system
+to create ``kube-dns`` and keep its EndpointSlice.
+
+The apiserver's kubelet client (``kube-apiserver-kubelet-client``) bound to ``system:kubelet-api-admin``, as kubeadm
+binds it: the kubelets authorize its log, exec and proxy calls with SubjectAccessReviews.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kubelab.clusterpki import LOCAL_PATH_PROVISIONER
+from kubelab.clusterpki import APISERVER_KUBELET_CLIENT, DNS, LOCAL_PATH_PROVISIONER
 
 __all__ = ["ADDONS", "Addon"]
 
@@ -37,14 +45,46 @@ PROVISIONER_CLUSTER_ROLE: dict[str, Any] = {
     ],
 }
 
-PROVISIONER_BINDING: dict[str, Any] = {
-    "apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": PROVISIONER_ROLE},
-    "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": PROVISIONER_ROLE},
-    "subjects": [{"apiGroup": RBAC, "kind": "User", "name": LOCAL_PATH_PROVISIONER.user}],
+
+def _binding(kind: str, name: str, user: str, namespace: str | None = None) -> dict[str, Any]:
+    """A ``<kind>Binding`` of the role ``name`` to ``user``, named like the role."""
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {"apiVersion": f"{RBAC}/v1", "kind": f"{kind}Binding", "metadata": meta,
+            "roleRef": {"apiGroup": RBAC, "kind": kind, "name": name},
+            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user}]}
+
+
+PROVISIONER_BINDING = _binding("ClusterRole", PROVISIONER_ROLE, LOCAL_PATH_PROVISIONER.user)
+
+# The apiserver's kubelet client identity may use every kubelet's API, which the kubelets authorize with a
+# SubjectAccessReview (kubeadm binds its kube-apiserver-kubelet-client alike).
+KUBELET_API_ADMIN_BINDING = {**_binding("ClusterRole", "system:kubelet-api-admin", APISERVER_KUBELET_CLIENT.user),
+                             "metadata": {"name": "kubelab:kube-apiserver-kubelet-api-admin"}}
+
+COREDNS_CLUSTER_ROLE: dict[str, Any] = {
+    "apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": {"name": "system:coredns"},
+    "rules": [
+        {"apiGroups": [""], "resources": ["endpoints", "services", "pods", "namespaces"], "verbs": ["list", "watch"]},
+        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
+    ],
 }
+
+DNS_PUBLISHER_ROLE: dict[str, Any] = {
+    "apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": "kubelab:dns", "namespace": "kube-system"},
+    "rules": [
+        {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "create"]},
+        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "create", "update"]},
+    ],
+}
+
 
 ADDONS: list[Addon] = [
     ("/apis/storage.k8s.io/v1/storageclasses", DEFAULT_STORAGE_CLASS),
     (f"/apis/{RBAC}/v1/clusterroles", PROVISIONER_CLUSTER_ROLE),
     (f"/apis/{RBAC}/v1/clusterrolebindings", PROVISIONER_BINDING),
+    (f"/apis/{RBAC}/v1/clusterroles", COREDNS_CLUSTER_ROLE),
+    (f"/apis/{RBAC}/v1/clusterrolebindings", _binding("ClusterRole", "system:coredns", DNS.user)),
+    (f"/apis/{RBAC}/v1/namespaces/kube-system/roles", DNS_PUBLISHER_ROLE),
+    (f"/apis/{RBAC}/v1/namespaces/kube-system/rolebindings", _binding("Role", "kubelab:dns", DNS.user, "kube-system")),
+    (f"/apis/{RBAC}/v1/clusterrolebindings", KUBELET_API_ADMIN_BINDING),
 ]

@@ -1,6 +1,6 @@
 """Bring a local cluster up in dependency order and take it down in reverse.
 
-Order: etcd (healthy) → apiserver → {controller-manager, scheduler, kubelets}. The last tier only
+Order: etcd (healthy) → apiserver → {controller-manager, scheduler, dns, kubelets}. The last tier only
 talks to the apiserver and retries until it answers (informers back off, the kubelet retries its
 registration as kube's kubelet does), so it is spawned right after the apiserver instead of after the
 apiserver is healthy: their Python start-up (about a second of imports each) overlaps the apiserver's.
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import httpx
 
-from kubelab import process
+from kubelab import dnsaddon, process
 from kubelab.components import (
     COMPONENTS,
     HEALTH_URL_IN_LOG,
@@ -40,12 +40,13 @@ from kubelab.components import (
     is_available,
     kubelet_node_name,
 )
+from kubelab.bootstraptokens import ensure_join_objects
 from kubelab.encryption import ensure_encryption_config
 from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer, free_port
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.etcdcluster import local_cluster, record_run
 from kubelab.addons import ADDONS
-from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, HOLLOW_NODES, LOCAL_PATH_PROVISIONER, SCHEDULER, \
+from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, DNS, HOLLOW_NODES, LOCAL_PATH_PROVISIONER, SCHEDULER, \
     ClusterPKI, Identity, kubelet_identity, make_cluster_pki
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
@@ -62,7 +63,7 @@ HEALTHZ_PORTS = {"controller-manager": 10257, "scheduler": 10259}
 SECURE_PORT = 6443  # kube-apiserver's --secure-port
 POD_CIDR_TIMEOUT = 30.0  # seconds the node IPAM controller may take to give every Node its podCIDR
 CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need them
-CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "ui")  # the last tiers: a cluster may leave any out
+CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "dns", "ui")  # the last tiers: any may be left out
 CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
 
@@ -190,12 +191,18 @@ class Cluster:
                 conf = self._kubeconfig(self.data_dir / f"{name}.conf", identity)
                 # As kubeadm: the controllers write as their own service accounts, the CA is published as
                 # kube-root-ca.crt for pods' in-cluster clients and signs approved CSRs.
-                own = ["--use-service-account-credentials", "--root-ca-file", str(pki.ca_cert), *pki.signing_flags()] \
-                    if name == "controller-manager" else []
+                # kubeadm also turns on the bootstrap signer and the token cleaner, which joining nodes need.
+                own = ["--use-service-account-credentials", "--root-ca-file", str(pki.ca_cert), *pki.signing_flags(),
+                       "--controllers", "*,bootstrapsigner,tokencleaner"] if name == "controller-manager" else []
                 tier.append(self._spawn(component, name, ["--kubeconfig", str(conf), *own,
                                                           "--healthz-port", str(self.healthz_ports[name])]))
             else:
                 self.skipped.append(component)
+        dns = COMPONENTS["dns"]
+        if "dns" in self.components and is_available(dns):
+            tier.append(self._spawn_dns(dns))
+        elif "dns" in self.components:
+            self.skipped.append(dns)
         kubelet = COMPONENTS["kubelet"]
         wanted = "kubelet" in self.components and (self.nodes > 0 or self.hollow_nodes > 0)
         if wanted and is_available(kubelet):
@@ -207,6 +214,7 @@ class Cluster:
             self.skipped.append(kubelet)
         self._start_tier([spawned_apiserver])
         self._create_addons()
+        self._create_join_objects()
         self._start_tier(tier)
         console = COMPONENTS["ui"]
         if "ui" in self.components and is_available(console):
@@ -222,6 +230,12 @@ class Cluster:
         with httpx.Client(timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
             for path, obj in ADDONS:
                 client.post(f"{self.api_url}{path}", json=obj)
+
+    def _create_join_objects(self) -> None:
+        """kubeadm's ``cluster-info`` and the RBAC for joining nodes (``bootstraptokens``), unless they exist."""
+        assert self.pki is not None
+        with httpx.Client(base_url=self.api_url, timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
+            ensure_join_objects(client, self.secure_url, self.pki.ca_cert.read_bytes())
 
     def _wait_pod_cidrs(self, nodes: list[str]) -> None:
         """Until every Node has its ``spec.podCIDR`` (bounded: a controller-manager run with
@@ -292,10 +306,12 @@ class Cluster:
             "--bind-address", "127.0.0.1",
             *self.pki.apiserver_flags(),
             *self.pki.service_account_flags(),
+            *self.pki.kubelet_client_flags(),
             "--encryption-provider-config", str(ensure_encryption_config(self.data_dir)),
             *(arg for name, port in self.healthz_ports.items()
               for arg in (f"--{name}-healthz-url", f"http://127.0.0.1:{port}/healthz")),
             "--authorization-mode", "Node,RBAC",
+            "--enable-bootstrap-token-auth",
         ]  # fmt: skip
         return self._spawn(component, component.name, args, port=self.port)
 
@@ -304,14 +320,32 @@ class Cluster:
         root.mkdir(parents=True, exist_ok=True)
         conf = self._kubeconfig(root / "kubelet.conf", kubelet_identity(node))
         provisioner = self._kubeconfig(root / "provisioner.conf", LOCAL_PATH_PROVISIONER)
+        assert self.pki is not None
         args = [
             "--kubeconfig", str(conf),
             "--provisioner-kubeconfig", str(provisioner),
             "--node-name", node,
             "--port", str(port),
             "--root-dir", str(root),
+            *(dnsaddon.kubelet_flags() if "dns" in self.components and is_available(COMPONENTS["dns"]) else ()),
+            # the API is HTTPS behind authentication: the launcher checks health on kube's plain healthz port
+            "--healthz-port", str(free_port()),
+            *self.pki.kubelet_flags(node, ["localhost", "127.0.0.1"]),
         ]  # fmt: skip
         return self._spawn(component, f"kubelet-{node}", args, port=port)
+
+    def _spawn_dns(self, component: Component) -> _Pending:
+        """``kubelab dns`` as ``system:coredns``, on 127.0.0.1:53 when it can be had (else a free port)."""
+        conf = self._kubeconfig(self.data_dir / "dns.conf", DNS)
+        port = dnsaddon.dns_port() if self.kubelet_base_port is not None else free_port()
+        args = [
+            "--kubeconfig", str(conf),
+            "--bind-address", "127.0.0.1",
+            "--port", str(port),
+            "--cluster-domain", dnsaddon.CLUSTER_DOMAIN,
+            "--cluster-ip", dnsaddon.CLUSTER_DNS_IP,
+        ]  # fmt: skip
+        return self._spawn(component, component.name, args)
 
     def _healthz_ports(self) -> dict[str, int]:
         """The controller-manager's and the scheduler's healthz ports, which the apiserver is told for its

@@ -8,6 +8,10 @@ Under ``<data-dir>/pki`` (kubeadm's ``/etc/kubernetes/pki``):
   ``kubernetes.default.svc``, ``kubernetes.default.svc.cluster.local``, ``localhost``, the host name, ``127.0.0.1``
   and the ``kubernetes`` Service's ClusterIP — so in-cluster clients and kubectl on the host both verify it;
 * ``sa.key``/``sa.pub`` — the service-account token signing pair (RSA);
+* ``apiserver-kubelet-client.crt`` — the client certificate the apiserver presents to the kubelets (CN
+  ``kube-apiserver-kubelet-client``; ``kubelab up`` binds it to ``system:kubelet-api-admin``);
+* ``kubelets/<node>.crt`` — each kubelet's serving certificate (CN ``system:node:<name>``, O ``system:nodes``,
+  the node's name and addresses as SANs), which the apiserver verifies with the cluster CA;
 * ``clients/<file>.crt`` — one client certificate per identity (CN the user, O the groups, as kube's x509
   authenticator reads them): ``admin`` (``kubernetes-admin`` in ``system:masters``), ``controller-manager``
   (``system:kube-controller-manager``), ``scheduler`` (``system:kube-scheduler``) and each kubelet
@@ -25,8 +29,8 @@ from pathlib import Path
 
 from kubelab.pki import CertificateAuthority, KeyPair, ensure_rsa_key_pair
 
-__all__ = ["ADMIN", "CONTROLLER_MANAGER", "HOLLOW_NODES", "LOCAL_PATH_PROVISIONER", "SCHEDULER", "ClusterPKI", "Identity", "apiserver_sans",
-           "kubelet_identity", "make_cluster_pki"]
+__all__ = ["ADMIN", "APISERVER_KUBELET_CLIENT", "CONTROLLER_MANAGER", "DNS", "HOLLOW_NODES", "LOCAL_PATH_PROVISIONER", "SCHEDULER", "ClusterPKI",
+           "Identity", "apiserver_sans", "kubelet_identity", "make_cluster_pki"]
 
 KUBERNETES_SERVICE_IP = "10.96.0.1"  # the first address of the service range (apiserver.registry.services)
 SERVICE_NAMES = ("kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
@@ -46,9 +50,15 @@ CONTROLLER_MANAGER = Identity("controller-manager", "system:kube-controller-mana
 SCHEDULER = Identity("scheduler", "system:kube-scheduler")
 # The local-path provisioner every kubelet runs (kubelab.addons grants its rights; kind runs it as a pod).
 LOCAL_PATH_PROVISIONER = Identity("local-path-provisioner", "kubelab:local-path-provisioner")
+# The cluster DNS (kubelab.addons grants kubeadm's CoreDNS rights; kubeadm runs it as the coredns service account).
+DNS = Identity("dns", "system:coredns")
 # kubemark's hollow nodes run many Nodes in one process with one credential: a simulation for benchmarks, so it
 # gets the rights of all of them at once (no Node authorizer confinement applies to it).
 HOLLOW_NODES = Identity("kubelet-hollow", "kubelab:hollow-nodes", ("system:masters",))
+
+
+# The apiserver as the kubelets' client (kubeadm's apiserver-kubelet-client.crt, in the PKI's root as kubeadm has it).
+APISERVER_KUBELET_CLIENT = Identity("apiserver-kubelet-client", "kube-apiserver-kubelet-client")
 
 
 def kubelet_identity(node: str) -> Identity:
@@ -84,6 +94,32 @@ class ClusterPKI:
         """kube-apiserver's flags for this PKI."""
         return ["--tls-cert-file", str(self.apiserver.cert), "--tls-private-key-file", str(self.apiserver.key),
                 "--client-ca-file", str(self.ca_cert)]
+
+    def kubelet_client(self) -> KeyPair:
+        """The apiserver's client certificate for the kubelets."""
+        return self.ca.issue(self.ca.pair.cert.parent / APISERVER_KUBELET_CLIENT.file, APISERVER_KUBELET_CLIENT.user,
+                             client=True)
+
+    def kubelet_client_flags(self) -> list[str]:
+        """kube-apiserver's flags to reach the kubelets: its client certificate. As kubeadm, no
+        ``--kubelet-certificate-authority``: a kubelet that joined (``kubelab join``) serves a self-signed
+        certificate, which the apiserver would then refuse for logs, exec and metrics."""
+        pair = self.kubelet_client()
+        return ["--kubelet-client-certificate", str(pair.cert), "--kubelet-client-key", str(pair.key)]
+
+    def kubelet_serving(self, node: str, addresses: list[str]) -> KeyPair:
+        """A kubelet's serving certificate, for its node name and addresses (what the apiserver dials)."""
+        identity = kubelet_identity(node)
+        return self.ca.issue(self.ca.pair.cert.parent / "kubelets" / node, identity.user,
+                             organizations=identity.groups, sans=[node, *addresses], server=True)
+
+    def kubelet_flags(self, node: str, addresses: list[str]) -> list[str]:
+        """A kubelet's serving and access flags as kubeadm configures them: the CA-signed serving certificate,
+        client certificates of the cluster CA, webhook token authentication and authorization, no anonymous."""
+        serving = self.kubelet_serving(node, addresses)
+        return ["--tls-cert-file", str(serving.cert), "--tls-private-key-file", str(serving.key),
+                "--client-ca-file", str(self.ca_cert), "--anonymous-auth=false", "--authentication-token-webhook",
+                "--authorization-mode", "Webhook"]
 
     def signing_flags(self) -> list[str]:
         """kube-controller-manager's flags for the CSR signer: the cluster CA signs the certificates it issues."""

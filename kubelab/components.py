@@ -75,6 +75,11 @@ COMPONENTS: dict[str, Component] = {
             settle=1.5,
         ),
         Component(
+            "dns",
+            "clusterdns",
+            "the cluster DNS (<svc>.<ns>.svc.cluster.local behind kube-system/kube-dns)",
+        ),
+        Component(
             "ui",
             "kubelab.ui",
             "the web console (live nodes × pods, 13-step traces, the scheduler's view, watch streams, what-if)",

@@ -25,14 +25,18 @@ def _b64(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 
 
-def kubeconfig_dict(server: str, *, ca: Path | None = None, client: KeyPair | None = None) -> dict[str, Any]:
-    """A kubeconfig with one cluster, one user and one context, all named ``kubelab``."""
+def kubeconfig_dict(server: str, *, ca: Path | None = None, client: KeyPair | None = None,
+                    token: str | None = None) -> dict[str, Any]:
+    """A kubeconfig with one cluster, one user and one context, all named ``kubelab``; the user has the client
+    certificate, or else the bearer ``token`` (a bootstrap token)."""
     cluster: dict[str, Any] = {"server": server}
     if ca is not None:
         cluster["certificate-authority-data"] = _b64(ca)
     user: dict[str, Any] = {}
     if client is not None:
         user = {"client-certificate-data": _b64(client.cert), "client-key-data": _b64(client.key)}
+    elif token is not None:
+        user = {"token": token}
     return {
         "apiVersion": "v1",
         "kind": "Config",
@@ -49,9 +53,11 @@ def kubeconfig_dict(server: str, *, ca: Path | None = None, client: KeyPair | No
     }
 
 
-def write_kubeconfig(path: str | Path, server: str, *, ca: Path | None = None, client: KeyPair | None = None) -> Path:
+def write_kubeconfig(path: str | Path, server: str, *, ca: Path | None = None, client: KeyPair | None = None,
+                     token: str | None = None) -> Path:
     """Write (or overwrite) the kubeconfig at path, 0600 and atomically; returns the path."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    write_private(p, yaml.safe_dump(kubeconfig_dict(server, ca=ca, client=client), sort_keys=False).encode())
+    write_private(p, yaml.safe_dump(kubeconfig_dict(server, ca=ca, client=client, token=token),
+                                    sort_keys=False).encode())
     return p

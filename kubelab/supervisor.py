@@ -34,9 +34,9 @@ from kubelab import process
 from kubelab.backoff import STARTUP_ATTEMPTS, RestartBackoff
 from kubelab.health import HealthCheck, Run
 from kubelab.process import ExitStatus
-from kubelab.state import ProcessRecord
+from kubelab.state import ClusterState, ProcessRecord
 
-__all__ = ["Child", "StartupFailed", "Supervised", "Supervisor", "Unit"]
+__all__ = ["Child", "StartupFailed", "Supervised", "Supervising", "Supervisor", "Unit"]
 
 LOG_TAIL_LINES = 5  # shown under an exit line: the reason is usually there ("leaderelection lost")
 URL_WAIT = 60.0  # a run that counts as up without a health URL (it survived its settle) may still print one later
@@ -224,3 +224,15 @@ def _log_size(log: Path) -> int:
         return log.stat().st_size
     except OSError:
         return 0
+
+
+class Supervising(Protocol):
+    """What `kubelab up`'s supervision loop drives: a whole cluster (``cluster.Cluster``), or the one kubelet of a
+    node that `kubelab join` started."""
+
+    state: ClusterState
+    supervisor: Supervisor
+
+    def supervise_once(self) -> bool: ...
+
+    def stop(self, timeout: float = 10.0) -> list[ProcessRecord]: ...

@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
 import signal
+import ssl
 import sys
 from pathlib import Path
 
 from aiohttp import web
 
+from apimachinery.meta import parse_bool, parse_duration
 from kubeclient import Clientset
 from kubeclient.informer import snapshot as informer_snapshot
 
+from .bootstrap import BootstrapError, load_client_cert
+from .dnsconfig import ResolverSettings
 from .hollow import HollowNodes
 from .images import ImageStore
 from .kubelet import Kubelet
@@ -27,7 +32,9 @@ from .node import PROCESS_RUNTIME_VERSION, NodeAgent, machine_capacity
 from .runtime.docker import DockerImages, DockerRuntime, EngineError
 from .runtime.linux import RUNTIME_VERSION as LINUX_RUNTIME_VERSION
 from .runtime.linux import LinuxRuntime, probe
-from .server import make_app
+from .auth import Authenticator, Authorizer, middleware
+from .server import make_app, make_healthz_app
+from .tlsserving import server_context, serving_files
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -35,6 +42,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                 "to its node as real OS processes and reports their status.")
     p.add_argument("--master", help="apiserver URL (e.g. http://127.0.0.1:8080)")
     p.add_argument("--kubeconfig", help="kubeconfig file to find the apiserver")
+    p.add_argument("--bootstrap-kubeconfig",
+                   help="TLS bootstrapping: when --kubeconfig is missing or its client certificate expired, ask for "
+                        "one (a CertificateSigningRequest made with this kubeconfig's credentials, a bootstrap token) "
+                        "and write --kubeconfig pointing at <cert-dir>/kubelet-client-current.pem")
+    p.add_argument("--cert-dir", help="where TLS bootstrapping keeps the client certificate (default: <root-dir>/pki)")
     p.add_argument("--provisioner-kubeconfig",
                    help="kubeconfig of the kubelab.io/local-path provisioner this kubelet runs (default: the "
                         "kubelet's own, which the Node authorizer does not let list claims and volumes)")
@@ -48,8 +60,35 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=10250, help="port of the kubelet API (logs) (default: %(default)s)")
     p.add_argument("--address", default="127.0.0.1", help="address to serve the kubelet API on")
     p.add_argument("--node-ip", default="127.0.0.1", help="InternalIP published in the node's status")
+    p.add_argument("--cluster-dns", default="",
+                   help="comma-separated DNS server addresses for ClusterFirst pods (default: none)")
+    p.add_argument("--cluster-domain", default="cluster.local",
+                   help="the cluster's DNS domain, searched by ClusterFirst pods (default: %(default)s)")
+    p.add_argument("--resolv-conf", default="/etc/resolv.conf",
+                   help="the resolver configuration Default pods get (\"\": none; default: %(default)s)")
     p.add_argument("--root-dir", default=".kubelab/kubelet", help="directory for pods' files and logs")
-    p.add_argument("--healthz-port", type=int, default=0, help="also serve /healthz on this port (0: off)")
+    p.add_argument("--healthz-port", type=int, default=0,
+                   help="serve a plain-HTTP /healthz (only) on 127.0.0.1:PORT, kube's 10248 (0: off)")
+    tls = p.add_argument_group("serving and access (kube's kubelet flags)")
+    tls.add_argument("--tls-cert-file", help="the HTTPS serving certificate (default: a self-signed one in "
+                     "--cert-dir)")
+    tls.add_argument("--tls-private-key-file", help="the key of --tls-cert-file")
+    tls.add_argument("--cert-dir", help="where the self-signed kubelet.crt/kubelet.key are kept (default: "
+                     "ROOT_DIR/pki)")
+    tls.add_argument("--client-ca-file", help="authenticate client certificates signed by this CA (CN user, O "
+                     "groups)")
+    tls.add_argument("--anonymous-auth", type=parse_bool, nargs="?", const=True, default=True, metavar="BOOL",
+                     help="serve requests no authenticator claims as system:anonymous (default: %(default)s)")
+    tls.add_argument("--authentication-token-webhook", type=parse_bool, nargs="?", const=True, default=False,
+                     metavar="BOOL", help="check bearer tokens with a TokenReview (default: %(default)s)")
+    tls.add_argument("--authentication-token-webhook-cache-ttl", type=parse_duration, default="2m",
+                     metavar="DURATION", help="how long TokenReview answers are kept (default: 2m)")
+    tls.add_argument("--authorization-mode", choices=("AlwaysAllow", "Webhook"), default="AlwaysAllow",
+                     help="Webhook: a SubjectAccessReview per request (default: %(default)s)")
+    tls.add_argument("--authorization-webhook-cache-authorized-ttl", type=parse_duration, default="5m",
+                     metavar="DURATION", help="how long an allowed answer is kept (default: 5m)")
+    tls.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=parse_duration, default="30s",
+                     metavar="DURATION", help="how long a denial is kept (default: 30s)")
     p.add_argument("--cpu", help="cpu capacity (default: the machine's)")
     p.add_argument("--memory", help="memory capacity (default: the machine's)")
     p.add_argument("--pods", default="110", help="pod capacity (default: %(default)s)")
@@ -70,7 +109,36 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if not args.hollow and not args.node_name:
         p.error("--node-name is required (or --hollow)")
+    if args.bootstrap_kubeconfig and not args.kubeconfig:
+        p.error("--bootstrap-kubeconfig needs --kubeconfig: where to write the kubeconfig it bootstraps")
     return args
+
+
+def resolver_settings(args: argparse.Namespace) -> ResolverSettings:
+    """``--cluster-dns``, ``--cluster-domain`` and ``--resolv-conf``, for the pods' resolv.conf."""
+    servers = tuple(part.strip() for part in args.cluster_dns.split(",") if part.strip())
+    for server in servers:
+        try:
+            ipaddress.ip_address(server)
+        except ValueError:
+            raise SystemExit(f"invalid value for --cluster-dns: {server!r} is not an IP address") from None
+    return ResolverSettings(servers, args.cluster_domain, args.resolv_conf)
+
+
+def api_server(args: argparse.Namespace, kubelet: Kubelet, client: Clientset,
+               registered: asyncio.Event) -> tuple[web.Application, ssl.SSLContext]:
+    """The kubelet's API behind its auth filter, and the TLS context it is served with."""
+    cert, key = serving_files(args.tls_cert_file, args.tls_private_key_file,
+                              Path(args.cert_dir) if args.cert_dir else Path(args.root_dir).absolute() / "pki",
+                              args.node_ip)
+    authenticator = Authenticator(client, anonymous=args.anonymous_auth, x509=bool(args.client_ca_file),
+                                  webhook=args.authentication_token_webhook,
+                                  cache_ttl=args.authentication_token_webhook_cache_ttl)
+    authorizer = Authorizer(args.authorization_mode, client, args.node_name,
+                            allowed_ttl=args.authorization_webhook_cache_authorized_ttl,
+                            denied_ttl=args.authorization_webhook_cache_unauthorized_ttl)
+    app = make_app(kubelet, registered, middlewares=[middleware(authenticator, authorizer)])
+    return app, server_context(cert, key, args.client_ca_file)
 
 
 def _taints(text: str) -> list[dict[str, str]]:
@@ -86,6 +154,13 @@ def _taints(text: str) -> list[dict[str, str]]:
 
 
 async def run(args: argparse.Namespace) -> None:
+    if args.bootstrap_kubeconfig:
+        cert_dir = Path(args.cert_dir or Path(args.root_dir) / "pki").absolute()
+        try:
+            await load_client_cert(Path(args.kubeconfig), Path(args.bootstrap_kubeconfig), cert_dir, args.node_name)
+        except BootstrapError as err:
+            raise SystemExit(f"failed to run Kubelet: unable to load bootstrap kubeconfig or certificate: {err}") \
+                from None
     client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig, user_agent="kubelet")
     provisioner_client = Clientset.from_flags(kubeconfig=args.provisioner_kubeconfig,
                                               user_agent="local-path-provisioner") \
@@ -117,12 +192,14 @@ async def run(args: argparse.Namespace) -> None:
             raise SystemExit(f"--runtime docker: no Docker engine at {docker.engine.host}: {err}") from None
         logging.info("runtime: Docker engine %s at %s", docker.version, docker.engine.host)
         kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
-                          runtime=docker, images=images, provisioner_client=provisioner_client)
+                          runtime=docker, images=images, provisioner_client=provisioner_client,
+                          dns=resolver_settings(args))
     else:
         store = ImageStore(root / "images", args.crashloop_backoff)
         linux = choose_linux(args.runtime, root, args.node_name, store)
         kubelet = Kubelet(client, args.node_name, root, args.node_ip, backoff_base=args.crashloop_backoff,
-                          runtime=linux, images=store, provisioner_client=provisioner_client)
+                          runtime=linux, images=store, provisioner_client=provisioner_client,
+                          dns=resolver_settings(args))
     if docker is not None:
         runtime_version = docker.runtime_version
     else:
@@ -132,14 +209,18 @@ async def run(args: argparse.Namespace) -> None:
                      lease_interval=args.node_lease_renew_interval,
                      status_interval=args.node_status_update_frequency, images=kubelet.images,
                      runtime_version=runtime_version)
-    runner = web.AppRunner(make_app(kubelet, node.registered), access_log=None)
+    app, tls = api_server(args, kubelet, client, node.registered)
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, args.address, args.port).start()
+    await web.TCPSite(runner, args.address, args.port, ssl_context=tls).start()
+    health_runner = None
     if args.healthz_port:
-        await web.TCPSite(runner, "127.0.0.1", args.healthz_port).start()
+        health_runner = web.AppRunner(make_healthz_app(node.registered), access_log=None)
+        await health_runner.setup()
+        await web.TCPSite(health_runner, "127.0.0.1", args.healthz_port).start()
         logging.info("healthz: http://127.0.0.1:%d/healthz", args.healthz_port)
     else:
-        logging.info("healthz: http://127.0.0.1:%d/healthz", args.port)
+        logging.info("healthz: https://127.0.0.1:%d/healthz", args.port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -149,6 +230,8 @@ async def run(args: argparse.Namespace) -> None:
         await asyncio.gather(node.run(stop), kubelet.run(stop))
     finally:
         await runner.cleanup()
+        if health_runner is not None:
+            await health_runner.cleanup()
         await client.close()
         if provisioner_client is not None:
             await provisioner_client.close()
@@ -183,9 +266,8 @@ async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict
         loop.add_signal_handler(sig, stop.set)
     runner = None
     if args.healthz_port:
-        app = web.Application()
-        app.router.add_get("/healthz", _healthz)
-        app.router.add_get("/debug/informers", _informers)
+        app = make_healthz_app()
+        app.router.add_get("/debug/informers", _informers)  # hollow nodes serve no API: only these
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", args.healthz_port).start()
@@ -198,10 +280,6 @@ async def run_hollow(args: argparse.Namespace, client: Clientset, capacity: dict
         if runner is not None:
             await runner.cleanup()
         await client.close()
-
-
-async def _healthz(request: web.Request) -> web.Response:
-    return web.Response(text="ok")
 
 
 async def _informers(request: web.Request) -> web.Response:

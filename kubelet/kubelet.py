@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ from kubeclient import Clientset
 from kubeclient.events import EventRecorder
 from kubeclient.informer import SharedInformer
 
+from . import metrics
+from .dnsconfig import ResolverSettings
 from .images import ImageStore
 from .pod_worker import PodWorker
 from .podips import PodIPs
@@ -53,7 +56,8 @@ def container_field_path(pod: dict[str, Any], container: str) -> str:
 class Kubelet:
     def __init__(self, client: Clientset, node_name: str, root_dir: Path, host_ip: str = "127.0.0.1",
                  backoff_base: float = 10.0, backoff_max: float = 300.0, *, runtime: Runtime | None = None,
-                 images: ImageStore | None = None, provisioner_client: Clientset | None = None) -> None:
+                 images: ImageStore | None = None, provisioner_client: Clientset | None = None,
+                 dns: ResolverSettings | None = None) -> None:
         self.client = client
         self.node_name = node_name
         self.root_dir = root_dir
@@ -73,6 +77,7 @@ class Kubelet:
         self.recorder = EventRecorder(client.events, "kubelet", node_name)
         self.tokens = TokenManager(client)
         self.master_service_env = MasterServiceEnv(client)
+        self.dns = dns if dns is not None else ResolverSettings()  # the pods' resolv.conf (``dnsconfig``)
         self.workers: dict[str, PodWorker] = {}  # by pod UID
         self._removals: set[asyncio.Task[None]] = set()  # force-deleted pods being removed (kept from the GC)
         self.informer = SharedInformer(client.pods, field_selector=f"spec.nodeName={node_name}")
@@ -80,12 +85,19 @@ class Kubelet:
         # kubelab.io/local-path volumes, under an identity of their own where one is given: the provisioner lists
         # every claim and volume, which the Node authorizer rightly refuses a kubelet (kind runs it as a pod).
         self.provisioner = LocalPathProvisioner(provisioner_client or client, node_name, root_dir)
+        metrics.register(self, node_name)
 
     def event(self, pod: dict[str, Any], kind: str, reason: str, message: str, container: str | None = None) -> None:
         """An event about the pod, or about one of its containers (``involvedObject.fieldPath``, as kubelet's
         container events carry it: ``kubectl describe`` and ``kubelab trace`` tell the containers apart)."""
         path = container_field_path(pod, container) if container is not None else None
         self.recorder.event(pod, kind, reason, message, field_path=path)  # type: ignore[arg-type]
+
+    def pod_container_statuses(self) -> Iterator[list[dict[str, Any]]]:
+        """The containerStatuses of each live pod worker (``kubelet_running_pods``, ``…_containers``)."""
+        for worker in list(self.workers.values()):
+            if not worker.task.done():
+                yield [record.status for record in worker.containers.values() if record.status]
 
     def worker_for(self, namespace: str, name: str) -> PodWorker | None:
         for worker in self.workers.values():

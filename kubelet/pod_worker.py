@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
@@ -33,11 +34,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from apimachinery import errors
-from apimachinery.meta import format_duration, now_rfc3339
+from apimachinery.meta import format_duration, now_rfc3339, parse_time
 
-from . import images
+from . import images, metrics
 from . import status as st
 from .backoff import CrashBackoff
+from .dnsconfig import ResolverSettings, pod_dns
 from .env import EnvError, expand_command, pod_env, runtime_env
 from .logs import select
 from .node import machine_capacity
@@ -77,6 +79,7 @@ class PodHost(Protocol):
     recovered: dict[tuple[str, str], Container]  # containers found after a kubelet restart, until adopted
     tokens: TokenManager  # service-account tokens of projected volumes
     master_service_env: MasterServiceEnv  # KUBERNETES_SERVICE_HOST … for every container
+    dns: ResolverSettings  # --cluster-dns, --cluster-domain, --resolv-conf: the pods' resolv.conf
 
     def event(self, pod: dict[str, Any], kind: str, reason: str, message: str,
               container: str | None = None) -> None:
@@ -137,6 +140,14 @@ class PodWorker:
         self._retry_at = 0.0  # when a failed volume set-up is tried again
         self._resync_at = 0.0  # when the projected volumes are next rewritten (0: none to rewrite)
         self._changed = asyncio.Event()
+        self._seen = time.monotonic()  # kubelet_pod_start_duration_seconds counts from here
+        self._pulling = 0.0  # seconds spent pulling images: not part of kubelet_pod_start_sli_duration_seconds
+        # Started before (a kubelet restart adopts it) or being deleted: not a start to count.
+        self._start_observed = bool(pod["metadata"].get("deletionTimestamp")) or \
+            (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")
+        if not self._start_observed:
+            metrics.STARTED_PODS.inc()
+        self._sandbox: SandboxConfig | None = None  # formed once, for the first container (``_sandbox_config``)
         self.task = asyncio.create_task(self._run(), name=f"pod {self.key}")
 
     @property
@@ -154,12 +165,14 @@ class PodWorker:
     # --- the loop ---------------------------------------------------------------------------------------------
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
+        operation = "create"
         try:
             while True:
                 self._changed.clear()
                 if self.pod["metadata"].get("deletionTimestamp"):
                     await self._terminate()
                     return
+                began = time.monotonic()
                 try:
                     await self._kill_unhealthy(loop.time())
                     await self._start_due(loop.time())
@@ -169,6 +182,8 @@ class PodWorker:
                     return
                 except (errors.StatusError, OSError) as err:
                     log.warning("pod %s: %s (retried)", self.key, err)
+                metrics.POD_WORKER_DURATION.labels(operation).observe(time.monotonic() - began)
+                operation = "update"
                 await self._wait(loop)
         finally:
             for record in self.containers.values():
@@ -365,7 +380,9 @@ class PodWorker:
         spec = record.spec
         if await self._adopt(record):
             return
+        began = time.monotonic()
         pull = await self.host.images.ensure(self.pod, spec, self.host.event)  # Pulling/Pulled events
+        self._pulling += time.monotonic() - began
         if pull is not None:  # ErrImagePull, ImagePullBackOff or ErrImageNeverPull: tried again after retry_in
             record.status = st.waiting(spec, pull.reason, record.restarts, record.last, pull.message)
             record.restart_at = asyncio.get_running_loop().time() + pull.retry_in
@@ -388,8 +405,10 @@ class PodWorker:
                 current.replace(self.log_path(spec["name"], previous=True))
         try:
             meta = ContainerMeta(self.uid, self.pod["metadata"]["namespace"], self.pod["metadata"]["name"],
-                                 record.restarts, record.last, SandboxConfig.from_pod(self.pod, self.ip))
+                                 record.restarts, record.last, self._sandbox_config())
+            began = time.monotonic()
             record.process = await self.host.runtime.start(run_spec, self._container_dir(spec), env, current, meta)
+            metrics.runtime_operation("start_container", time.monotonic() - began)
         except (OSError, RuntimeError) as err:
             record.status = st.waiting(spec, "CreateContainerError", record.restarts, record.last, str(err))
             self.host.event(self.pod, "Warning", "Failed", f"Error: {err}", spec["name"])
@@ -407,6 +426,19 @@ class PodWorker:
             return
         if not record.init and not record.ephemeral:
             self._start_probes(record)
+
+    def _sandbox_config(self) -> SandboxConfig:
+        """RunPodSandbox's configuration, formed once per pod (so a cut search line is reported once): hosts,
+        hostname and, for a runtime that writes them into its sandboxes, the pod's resolv.conf (so the process
+        runtime's pods, which read the host's, get no MissingClusterDNS warning about a file they never see)."""
+        if self._sandbox is None:
+            resolv = None
+            if self.host.runtime.sandbox_files:
+                warn = partial(self.host.event, self.pod, "Warning")
+                resolv = pod_dns(self.host.dns, self.pod, warn).render()
+            self._sandbox = SandboxConfig.from_pod(self.pod, self.ip, resolv_conf=resolv,
+                                                   cluster_domain=self.host.dns.cluster_domain)
+        return self._sandbox
 
     def _explain_mounts(self, spec: dict[str, Any]) -> None:
         """Tell the user of an interactive container where its volumes are: the process runtime has no mount
@@ -600,7 +632,9 @@ class PodWorker:
                 log.info("pod %s: preStop hook of %s failed: %s", self.key, record.spec["name"], failure)
                 self.host.event(self.pod, "Warning", "FailedPreStopHook", "PreStopHook failed", record.spec["name"])
             grace = max(grace - (loop.time() - began), MIN_GRACE_SECONDS)
+        began = time.monotonic()
         code = await self.host.runtime.stop(record.process, grace)
+        metrics.runtime_operation("stop_container", time.monotonic() - began)
         return 128 - code if code < 0 else code
 
     async def _kill_all(self, grace: float) -> None:
@@ -640,6 +674,8 @@ class PodWorker:
         new = st.build_status(self.pod, statuses, self.host.host_ip, self.start_time, inits, pod_ip=self.pod_ip,
                               ephemeral_statuses=ephemeral)
         old = self.pod.get("status") or {}
+        if not self._start_observed and new.get("phase") == "Running":
+            self._observe_start()
         if _comparable(new) == _comparable(old):
             return
         pod = self.pod
@@ -648,6 +684,16 @@ class PodWorker:
                                                        subresource="status")
         if self.pod is pod:  # else the watch pushed a version meanwhile, maybe newer than the answer (a deletion):
             self.pod = updated  # it stays, and a status it lacks is written again on the next round
+
+    def _observe_start(self) -> None:
+        """The pod runs: its start latency from this kubelet's first sight, and from its creation without the
+        image pulls (kube's SLI; the creation timestamp has whole seconds)."""
+        self._start_observed = True
+        metrics.POD_START_DURATION.observe(time.monotonic() - self._seen)
+        created = self.pod["metadata"].get("creationTimestamp")
+        if created:
+            since = time.time() - parse_time(created).timestamp() - self._pulling
+            metrics.POD_START_SLI_DURATION.observe(max(since, 0.0))
 
 
 def _comparable(status: dict[str, Any]) -> Any:

@@ -1,5 +1,6 @@
-"""The kubelet's own HTTP API (kubelet port 10250's role), which the apiserver proxies ``pods/log``, ``pods/exec``,
-``pods/attach`` and ``pods/portforward`` to.
+"""The kubelet's own HTTPS API (kubelet port 10250's role; TLS and who may use it: ``tlsserving``, ``auth``),
+which the apiserver proxies ``pods/log``, ``pods/exec``, ``pods/attach``, ``pods/portforward`` and
+``nodes/proxy`` to.
 
 ``GET /healthz`` (503 until the node is registered), ``GET /containerLogs/{namespace}/{pod}/{container}`` with
 ``follow``, ``sinceSeconds``, ``sinceTime``, ``tailLines``, ``timestamps``, ``previous``, ``limitBytes``
@@ -7,19 +8,23 @@
 ``/exec/{namespace}/{pod}/{container}``, ``/attach/{namespace}/{pod}/{container}`` and
 ``/portForward/{namespace}/{pod}`` websockets (``exec``, ``attach``, ``portforward``), and
 ``GET /metrics/resource``: the containers' and the node's CPU and memory (``stats``), which the apiserver's
-``metrics.k8s.io`` scrapes. Log files hold CRI-format lines (``<time> <stream> F <text>``); without
-``timestamps`` only the text is served, as ``kubectl logs`` prints it.
+``metrics.k8s.io`` scrapes; ``GET /metrics``: the kubelet's Prometheus metrics (``metrics``). Log files hold
+CRI-format lines (``<time> <stream> F <text>``); without ``timestamps`` only the text is served, as ``kubectl logs``
+prints it.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
 from apimachinery import prometheus
 from kubeclient.informer import snapshot as informer_snapshot
+from kubeclient import metrics as kubeclient_metrics
 
 from . import attach, logs, portforward, stats
 from . import exec as exec_
@@ -33,14 +38,29 @@ def _status(code: int, reason: str, message: str) -> web.Response:
                               "message": message, "reason": reason, "code": code}, status=code)
 
 
-def make_app(kubelet: Kubelet, registered: asyncio.Event | None = None) -> web.Application:
-    """``registered``: set once the Node is in the API; until then ``/healthz`` answers 503, so a launcher that
-    waits for the kubelet to be healthy also waits for its node to exist."""
+def healthz_handler(registered: asyncio.Event | None) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``GET /healthz``: 503 until ``registered`` is set (the Node is in the API), so a launcher that waits for the
+    kubelet to be healthy also waits for its node to exist."""
 
     async def healthz(request: web.Request) -> web.Response:
         if registered is not None and not registered.is_set():
             return web.Response(status=503, text="node not registered with the API server yet")
         return web.Response(text="ok")
+
+    return healthz
+
+
+def make_healthz_app(registered: asyncio.Event | None = None) -> web.Application:
+    """The plain-HTTP ``--healthz-port`` (kube's 10248): ``/healthz`` only, no authentication."""
+    app = web.Application()
+    app.router.add_get("/healthz", healthz_handler(registered))
+    return app
+
+
+def make_app(kubelet: Kubelet, registered: asyncio.Event | None = None,
+             middlewares: Sequence[Any] = ()) -> web.Application:
+    """The API; ``middlewares``: the auth filter (``auth.middleware``) when the kubelet authenticates requests."""
+    healthz = healthz_handler(registered)
 
     async def container_logs(request: web.Request) -> web.StreamResponse:
         ns, pod, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
@@ -114,8 +134,9 @@ def make_app(kubelet: Kubelet, registered: asyncio.Event | None = None) -> web.A
         pod_ip = (worker.pod.get("status") or {}).get("podIP") or kubelet.host_ip
         return await portforward.serve(request, worker.pod, pod_ip, None)
 
-    app = web.Application()
+    app = web.Application(middlewares=list(middlewares))
     app.router.add_get("/metrics/resource", resource_metrics)
+    app.router.add_get("/metrics", kubeclient_metrics.serve)  # kubelet_* (kubelet.metrics), rest_client_*, process_*
     app.router.add_get("/healthz", healthz)
     async def informers(_: web.Request) -> web.Response:
         return web.json_response(informer_snapshot(f"kubelet {kubelet.node_name}"))

@@ -31,7 +31,7 @@ from typing import Any
 from aiohttp import web
 
 from apimachinery import errors
-from kubeclient import Clientset, LeaderElector
+from kubeclient import Clientset, LeaderElector, metrics
 from kubeclient.informer import snapshot as informer_snapshot
 from kubeclient.resources import POD_DISRUPTION_BUDGETS
 
@@ -95,7 +95,7 @@ def configuration(args: argparse.Namespace) -> Configuration:
 
 
 class DebugServer:
-    """``/healthz`` and ``/debug/explain/{namespace}/{name}`` over aiohttp."""
+    """``/healthz``, ``/metrics`` and ``/debug/explain/{namespace}/{name}`` over aiohttp."""
 
     def __init__(self, scheduler: Scheduler, host: str, port: int) -> None:
         self.scheduler = scheduler
@@ -147,6 +147,7 @@ class DebugServer:
         app.router.add_get("/debug/explain/{namespace}/{name}", self._explain)
         app.router.add_post("/debug/whatif", self._whatif)
         app.router.add_get("/debug/informers", self._informers)
+        app.router.add_get("/metrics", metrics.serve)  # scheduler_* (scheduler.metrics), rest_client_*, process_*
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)

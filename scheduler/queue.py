@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from . import metrics
 from .framework import Pod, pod_key, pod_priority
 from .nominator import Nominator
 
@@ -110,6 +111,7 @@ class SchedulingQueue:
         self._pods[key] = info
         self.nominator.add(pod)
         self._push_active(info)
+        metrics.incoming("active", "PodAdd")
 
     def update(self, pod: Pod) -> None:
         """The pending pod changed. An unschedulable pod whose spec or labels changed gets another try."""
@@ -125,7 +127,7 @@ class SchedulingQueue:
         if info.where == "active" and reprioritised:
             self._push_active(info)
         if info.where == "unschedulable" and changed:
-            self._move(info)
+            self._move(info, "PodUpdate")
 
     def delete(self, key: str) -> None:
         """The pod is gone or bound: forget it and its nomination."""
@@ -143,7 +145,7 @@ class SchedulingQueue:
             if which is not None and not which(info):
                 continue
             if info.where == "unschedulable":
-                self._move(info)
+                self._move(info, reason or "Unknown")
                 moved += 1
             else:
                 info.missed_event = True
@@ -198,9 +200,11 @@ class SchedulingQueue:
         info.unschedulable_plugins = plugins or set()
         if self._move_request_cycle >= info.cycle or info.missed_event:
             self._push_backoff(info)
+            metrics.incoming("backoff", "ScheduleAttemptFailure")
         else:
             info.where = "unschedulable"
             self._parked[info.key] = info
+            metrics.incoming("unschedulable", "ScheduleAttemptFailure")
 
     def add_backoff(self, info: QueuedPodInfo) -> None:
         """An error (e.g. a failed bind): try again after the pod's backoff."""
@@ -211,6 +215,7 @@ class SchedulingQueue:
             return
         info.timestamp = self.clock()
         self._push_backoff(info)
+        metrics.incoming("backoff", "ScheduleAttemptFailure")
 
     def backoff_expiry(self, info: QueuedPodInfo) -> float:
         duration = min(self.initial_backoff * 2 ** max(info.attempts - 1, 0), self.max_backoff)
@@ -225,9 +230,10 @@ class SchedulingQueue:
             info = self._pods.get(key)
             if info is not None and info.where == "backoff" and info.seq == seq:
                 self._push_active(info)
+                metrics.incoming("active", "BackoffComplete")
         for info in self._parked_infos():
             if info.where == "unschedulable" and now - info.timestamp >= self.max_unschedulable:
-                self._move(info)
+                self._move(info, "UnschedulableTimeout")
 
     def next_deadline(self) -> float | None:
         """When ``flush`` next has something to do (None: nothing waits on time)."""
@@ -268,11 +274,13 @@ class SchedulingQueue:
         heapq.heappush(self._backoff, (self.backoff_expiry(info), info.seq, info.key))
         self._timer_wakeup.set()
 
-    def _move(self, info: QueuedPodInfo) -> None:
+    def _move(self, info: QueuedPodInfo, event: str) -> None:
         if self.backoff_expiry(info) > self.clock():
             self._push_backoff(info)
+            metrics.incoming("backoff", event)
         else:
             self._push_active(info)
+            metrics.incoming("active", event)
         self._timer_wakeup.set()
 
 

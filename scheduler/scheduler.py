@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,7 @@ from kubeclient import Clientset
 from kubeclient.events import EventRecorder
 from kubeclient.informer import SharedInformer, wait_for_cache_sync
 
+from . import metrics
 from .cache import Cache, is_terminated
 from .config import Profile
 from .diagnosis import Attempt, DiagnosisStore, failure_message
@@ -55,6 +57,7 @@ class Scheduler:
         self.name = profiles[0].scheduler_name
         self.cache = Cache()
         self.queue = SchedulingQueue()
+        metrics.count_pending(self.queue)
         self.volume_informers = VolumeInformers(client)
         self.handle = Handle(self.namespace_labels, self.queue.nominator, self.volume_informers)
         self.runners = {p.scheduler_name: Runner(p, self.handle) for p in profiles}
@@ -144,10 +147,13 @@ class Scheduler:
         if runner is None:
             self.queue.done(info.key)
             return None
+        started = time.monotonic()
+        profile = runner.profile.scheduler_name
         try:
             attempt = runner.find_node(pod, self.cache, info.attempts)
         except Exception as err:  # one bad pod must not stop the scheduler
             log.exception("scheduling %s failed", info.key)
+            metrics.pod_failed(metrics.ERROR, profile, time.monotonic() - started)
             self.diagnoses.record(Attempt(info.key, info.attempts, now_rfc3339(), [], [], np.zeros(0, np.int64),
                                           np.zeros(0, np.int16), [], result="Error", message=str(err)))
             self._scheduler_error(info, str(err))
@@ -160,22 +166,30 @@ class Scheduler:
             self.queue.nominator.add(pod, result.nominated_node)
             self.queue.add_unschedulable(info, attempt.unschedulable_plugins())
             self._spawn(self._unschedulable(pod, attempt.message, result.nominated_node, result.candidate))
+            metrics.pod_failed(metrics.UNSCHEDULABLE, profile, time.monotonic() - started)
             return attempt
         self.cache.assume_pod(pod, attempt.node)
         self.queue.nominator.delete(info.key)  # its room is now held by the assumed pod itself
         self.queue.done(info.key)
-        self._spawn(self._bind(info, attempt.node))
+        self._spawn(self._bind(info, attempt.node, started))
         return attempt
 
     def _post_filter(self, runner: Runner, pod: Pod, attempt: Attempt) -> PostFilterResult:
         """The PostFilter plugins (DefaultPreemption): victims and the node to nominate, or, without a candidate,
         their note appended to the attempt's message (as Kubernetes' FitError appends its PostFilter message).
         A profile without PostFilter plugins only clears the nomination, as kube-scheduler does."""
+        started = time.monotonic()
         try:
             result = runner.post_filter(pod, self.cache, attempt)
         except Exception:  # preemption is best effort; the pod stays unschedulable
             log.exception("preemption for %s failed", pod_key(pod))
             return PostFilterResult(None)
+        if result is not None:
+            metrics.extension_point("PostFilter", "Success" if result.candidate is not None else "Unschedulable",
+                                    runner.profile.scheduler_name, started)
+            metrics.PREEMPTION_ATTEMPTS.inc()
+            if result.candidate is not None:
+                metrics.PREEMPTION_VICTIMS.observe(len(result.candidate.victims))
         if result is None:
             log.debug("No PostFilter plugins are registered, so no preemption will be performed")
             return PostFilterResult(None, clear_nomination=True)
@@ -216,19 +230,30 @@ class Scheduler:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _bind(self, info: QueuedPodInfo, node_name: str) -> None:
+    async def _bind(self, info: QueuedPodInfo, node_name: str, started: float) -> None:
         pod = info.pod
+        profile = self._runner_of(pod).profile.scheduler_name
         async with self._binds:
+            point, begun = "PreBind", time.monotonic()
             try:
                 await self._pre_bind(pod, node_name)
+                metrics.extension_point(point, "Success", profile, begun)
+                point, begun = "Bind", time.monotonic()
                 await self.client.pods.bind(pod, node_name)
             except errors.StatusError as err:
                 log.warning("binding %s to %s failed: %s", info.key, node_name, err)
+                metrics.extension_point(point, "Error", profile, begun)
+                metrics.pod_failed(metrics.ERROR, profile, time.monotonic() - started)
                 if self.cache.is_assumed(info.key):  # as ForgetPod: not once the watch has shown the pod bound
                     self.cache.forget_pod(info.key)
                     self.queue.move_all_to_active_or_backoff("BindFailed")
                 self._scheduler_error(info, str(err))
                 return
+        metrics.extension_point(point, "Success", profile, begun)
+        now = time.monotonic()
+        first = info.initial_attempt
+        metrics.pod_scheduled(profile, now - started, info.attempts,
+                              self.queue.clock() - first if first is not None else now - started)
         self.scheduled += 1
         meta = pod["metadata"]
         self.recorder.event(pod, "Normal", "Scheduled",

@@ -127,16 +127,16 @@ RESOURCES = (
     Resource("", "v1", "LimitRange", "limitranges", True, ALL_VERBS),
     Resource("", "v1", "Namespace", "namespaces", False,
              ("create", "delete", "get", "list", "patch", "update", "watch"), ("status",)),
-    Resource("", "v1", "Node", "nodes", False, ALL_VERBS, ("status",)),
+    Resource("", "v1", "Node", "nodes", False, ALL_VERBS, ("status", "proxy")),
     Resource("", "v1", "PodTemplate", "podtemplates", True, ALL_VERBS),
     Resource("", "v1", "Pod", "pods", True, ALL_VERBS,
-             ("attach", "binding", "eviction", "exec", "log", "status")),
+             ("attach", "binding", "eviction", "exec", "log", "proxy", "status")),
     Resource("", "v1", "PersistentVolume", "persistentvolumes", False, ALL_VERBS, ("status",)),
     Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ALL_VERBS, ("status",)),
     Resource("", "v1", "ReplicationController", "replicationcontrollers", True, ALL_VERBS, ("scale", "status")),
     Resource("", "v1", "ResourceQuota", "resourcequotas", True, ALL_VERBS, ("status",)),
     Resource("", "v1", "Secret", "secrets", True, ALL_VERBS),
-    Resource("", "v1", "Service", "services", True, ALL_VERBS, ("status",)),
+    Resource("", "v1", "Service", "services", True, ALL_VERBS, ("status", "proxy")),
     Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ALL_VERBS, ("token",)),
     Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
              False, ALL_VERBS),
@@ -199,6 +199,9 @@ SUBRESOURCES = {
     "eviction": Subresource(("post",), GVK("policy", "v1", "Eviction")),
     "exec": Subresource(("get", "post"), GVK("", "v1", "PodExecOptions"), connect=True, produces=("*/*",)),
     "log": Subresource(("get",), produces=("text/plain",)),
+    # pods/services/nodes proxy: every method, with and without a {path} after it
+    "proxy": Subresource(("get", "post", "put", "patch", "delete", "head", "options"), connect=True,
+                         produces=("*/*",)),
     "scale": Subresource(("get", "put", "patch"), GVK("autoscaling", "v1", "Scale")),
     "status": Subresource(("get", "put", "patch")),
     "token": Subresource(("post",), GVK("authentication.k8s.io", "v1", "TokenRequest")),
@@ -723,9 +726,12 @@ def resource_operations(r: Resource) -> Iterator[Operation]:
             else:
                 op_id = {"get": "read", "put": "replace", "patch": "patch", "post": "create"}[method] + t + suffix
                 action = method
-            yield op(f"{item}/{sub}", method, action, op_id, gvk=spec.gvk or r.gvk,
-                     produces=spec.produces or PRODUCES,
-                     consumes=PATCH_TYPES if method == "patch" else CONSUMES)
+            paths = ((f"{item}/{sub}", op_id), (f"{item}/{sub}/{{path}}", f"{op_id}WithPath")) if sub == "proxy" \
+                else ((f"{item}/{sub}", op_id),)
+            for path, path_op_id in paths:
+                gvk = GVK(r.group, r.version, f"{r.kind}ProxyOptions") if sub == "proxy" else spec.gvk or r.gvk
+                yield op(path, method, action, path_op_id, gvk=gvk, produces=spec.produces or PRODUCES,
+                         consumes=CONSUMES if spec.connect else PATCH_TYPES if method == "patch" else CONSUMES)
 
 
 def discovery_operations() -> Iterator[Operation]:
@@ -793,6 +799,7 @@ class Operations:
         out = []
         for name in re.findall(r"\{(\w+)\}", op.path):
             text = ("object name and auth scope, such as for teams and projects" if name == "namespace"
+                    else "path to the resource" if name == "path"
                     else f"name of the {op.gvk.kind if op.gvk else 'object'}")
             out.append({"description": text, "in": "path", "name": name, "required": True, "type": "string",
                         "uniqueItems": True})

@@ -29,6 +29,7 @@ SUBRESOURCE_VERBS: dict[str, tuple[str, list[str]]] = {
     "finalize": ("", ["update"]),
     "ephemeralcontainers": ("", ["get", "patch", "update"]),
     "approval": ("", ["get", "patch", "update"]),
+    "proxy": ("", ["create", "delete", "get", "patch", "update"]),  # kind: <Kind>ProxyOptions
 }
 SUBRESOURCE_GROUPS = {"scale": ("autoscaling", "v1"), "eviction": ("policy", "v1")}
 
@@ -63,6 +64,8 @@ def _resource_entries(strategy: Strategy) -> list[dict[str, Any]]:
     entries = [main]
     for sub in strategy.subresources:
         kind, verbs = SUBRESOURCE_VERBS.get(sub, ("", ["get"]))
+        if sub == "proxy":
+            kind = f"{strategy.kind}ProxyOptions"
         entry: dict[str, Any] = {"name": f"{strategy.resource}/{sub}", "singularName": "",
                                  "namespaced": strategy.namespaced, "kind": kind or strategy.kind, "verbs": verbs}
         if sub in SUBRESOURCE_GROUPS:

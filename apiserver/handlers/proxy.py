@@ -1,12 +1,11 @@
 """``pods/{name}/log``, ``pods/{name}/exec``, ``pods/{name}/attach`` and ``pods/{name}/portforward``: proxied to
 the kubelet of the pod's node, as kube-apiserver does.
 
-The kubelet's address comes from the Node object: ``status.addresses`` (InternalIP, else Hostname) and
-``status.daemonEndpoints.kubeletEndpoint.Port``. The kubelet serves its own API (``/containerLogs/{ns}/{pod}/
-{container}`` and the ``/exec/…``, ``/attach/{ns}/{pod}/{container}`` and ``/portForward/{ns}/{pod}`` websockets);
-this module only finds it,
-checks the request as kube-apiserver's pod strategy does (``streamLocation``: container name, pod bound), and
-streams bytes both ways.
+The kubelet's address comes from the Node object (``kubeletclient.node_kubelet_url``), and every call to it goes
+over HTTPS/WSS with the apiserver's kubelet client certificate (``kubeletclient.ssl_context``). The kubelet serves
+its own API (``/containerLogs/{ns}/{pod}/{container}`` and the ``/exec/…``, ``/attach/{ns}/{pod}/{container}`` and
+``/portForward/{ns}/{pod}`` websockets); this module only finds it, checks the request as kube-apiserver's pod
+strategy does (``streamLocation``: container name, pod bound), and streams bytes both ways.
 
 exec and attach (``STREAMS``: the same channel protocol, the same code here) arrive as a websocket
 (kubectl ≥ 1.30) or as an ``Upgrade: SPDY/3.1`` POST (kubectl ≤ 1.29, client-go's SPDY executor).
@@ -36,6 +35,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from apimachinery import errors
 
 from ..admission import AdmissionChain
+from ..kubeletclient import node_kubelet_url, ssl_context, ws_url
 from ..registry.registry import Registry
 from ..registry.store import ResourceStore
 from ..spdy import portforward, remotecommand, upgrade
@@ -90,19 +90,10 @@ async def kubelet_base_url(registry: Registry, pod: dict[str, Any]) -> str:
     return url
 
 
-def node_kubelet_url(node: dict[str, Any]) -> str | None:
-    """Where a node's kubelet serves, or ``None`` when it has no endpoint (hollow nodes' port is 0)."""
-    status = node.get("status", {})
-    port = (status.get("daemonEndpoints") or {}).get("kubeletEndpoint", {}).get("Port")
-    addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
-    host = addresses.get("InternalIP") or addresses.get("Hostname")
-    return f"http://{host}:{port}" if port and host else None
-
-
 async def kubelet_stream_url(registry: Registry, pod: dict[str, Any], subresource: str,
                              params: Any) -> str:
     """The kubelet websocket for an exec/attach/portforward request (``params``: the request's query)."""
-    base = (await kubelet_base_url(registry, pod)).replace("http://", "ws://")
+    base = ws_url(await kubelet_base_url(registry, pod))
     namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
     if subresource == "portforward":
         return f"{base}/portForward/{namespace}/{name}?{urlencode([('ports', p) for p in params.getlist('ports')])}"
@@ -129,7 +120,7 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
     url = f"{base}/containerLogs/{info.namespace}/{info.name}/{container}" + (f"?{query}" if query else "")
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
     try:
-        upstream = await session.get(url)
+        upstream = await session.get(url, ssl=ssl_context())
     except aiohttp.ClientError as err:
         await session.close()
         raise errors.ServiceUnavailable(f"error dialing the kubelet of node {pod['spec']['nodeName']}: "
@@ -143,16 +134,17 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
         except orjson.JSONDecodeError:
             raise errors.BadRequest(body.decode(errors="replace").strip()) from None
         raise errors.StatusError.from_status(status, upstream.status)
+    return StreamingResponse(relay_body(upstream, session), media_type="text/plain")
 
-    async def relay() -> AsyncIterator[bytes]:
-        try:
-            async for chunk in upstream.content.iter_any():
-                yield chunk
-        finally:
-            upstream.release()
-            await session.close()
 
-    return StreamingResponse(relay(), media_type="text/plain")
+async def relay_body(upstream: aiohttp.ClientResponse, session: aiohttp.ClientSession) -> AsyncIterator[bytes]:
+    """An upstream response's body as it arrives; the response and its session are closed at the end."""
+    try:
+        async for chunk in upstream.content.iter_any():
+            yield chunk
+    finally:
+        upstream.release()
+        await session.close()
 
 
 async def serve_stream(websocket: WebSocket, registry: Registry, namespace: str, name: str, subresource: str,
@@ -165,7 +157,7 @@ async def serve_stream(websocket: WebSocket, registry: Registry, namespace: str,
         pod = (await pods.get(namespace, name)).obj
         await admit_connect(admission, pods, namespace, name, subresource, websocket.query_params)
         if subresource == "portforward" and TUNNEL_PROTOCOL in offered:
-            base = (await kubelet_base_url(registry, pod)).replace("http://", "ws://")
+            base = ws_url(await kubelet_base_url(registry, pod))
             await _spdy_tunnel(websocket, f"{base}/portForward/{namespace}/{name}")
             return
         url = await kubelet_stream_url(registry, pod, subresource, websocket.query_params)
@@ -175,7 +167,7 @@ async def serve_stream(websocket: WebSocket, registry: Registry, namespace: str,
     protocols = [p for p in offered if p in EXEC_PROTOCOLS] or offered
     async with aiohttp.ClientSession() as session:
         try:
-            upstream = await session.ws_connect(url, protocols=protocols, max_msg_size=0)
+            upstream = await session.ws_connect(url, protocols=protocols, max_msg_size=0, ssl=ssl_context())
         except aiohttp.ClientError as err:
             await websocket.close(code=1011, reason=f"error dialing kubelet: {err}"[:120])
             return
@@ -251,13 +243,13 @@ async def _spdy_stream(registry: Registry, request: Request, namespace: str | No
     params = request.query_params
     await admit_connect(admission, pods, namespace, name, subresource, params)
     if subresource == "portforward":
-        base = (await kubelet_base_url(registry, pod)).replace("http://", "ws://")
+        base = ws_url(await kubelet_base_url(registry, pod))
         return SpdyResponse(protocol, PortForwarder(f"{base}/portForward/{namespace}/{name}"))
     url = await kubelet_stream_url(registry, pod, subresource, params)
     session = aiohttp.ClientSession()
     try:
         upstream = await session.ws_connect(url, protocols=("v5.channel.k8s.io", "v4.channel.k8s.io"),
-                                            max_msg_size=0)
+                                            max_msg_size=0, ssl=ssl_context())
     except aiohttp.ClientError as err:
         await session.close()
         raise errors.ServiceUnavailable(f"error dialing backend: {err}") from None
@@ -299,7 +291,7 @@ class PortForwarder:
 
     async def dial(self, port: int) -> aiohttp.ClientWebSocketResponse:
         return await self.http.ws_connect(f"{self.url}?ports={port}", protocols=("v4.channel.k8s.io",),
-                                          max_msg_size=0)
+                                          max_msg_size=0, ssl=ssl_context())
 
     async def run(self, session: Session) -> None:
         await portforward.bridge(session, self.dial)

@@ -5,7 +5,8 @@ Path rules follow kube-apiserver's RequestInfoFactory::
     /api/v1[/watch][/namespaces/{ns}]/{resource}[/{name}[/{subresource}]]
     /apis/{group}/{version}[/watch][/namespaces/{ns}]/{resource}[/{name}[/{subresource}]]
 
-``/api/v1/namespaces/{name}/status`` and ``/finalize`` are subresources of the namespace itself.
+``/api/v1/namespaces/{name}/status`` and ``/finalize`` are subresources of the namespace itself; after
+``{name}/proxy`` the rest of the path is the proxied path (``proxy_path``).
 
 Bodies are bounded as kube-apiserver bounds them: 3 MiB (413, refused as it arrives), and a nesting depth
 (``MAX_DEPTH``, 400); YAML is read as sigs.k8s.io/yaml reads it (through JSON, so ``2.0`` is the integer 2). Query
@@ -47,6 +48,7 @@ class RequestInfo:
     name: str | None = None
     subresource: str = ""
     watch_path: bool = False  # the deprecated /watch/ prefix
+    proxy_path: str = ""  # ``…/{name}/proxy/{path}``: the path relayed (with its trailing slash)
 
 
 def parse_path(group: str, version: str, rest: str) -> RequestInfo:
@@ -64,9 +66,15 @@ def parse_path(group: str, version: str, rest: str) -> RequestInfo:
             parts = parts[2:]
         else:
             namespace = None
+    proxy_path = ""
+    if len(parts) > 3 and parts[2] == "proxy":  # {resource}/{name}/proxy/{path...}: the path is the proxy's
+        proxy_path = "/" + "/".join(parts[3:]) + ("/" if rest.endswith("/") else "")
+        parts = parts[:3]
+    elif len(parts) == 3 and parts[2] == "proxy" and rest.endswith("/"):
+        proxy_path = "/"
     if len(parts) > 3:
         raise errors.NotFound("the server could not find the requested resource")
-    info = RequestInfo(group, version, parts[0], namespace, watch_path=watch_path)
+    info = RequestInfo(group, version, parts[0], namespace, watch_path=watch_path, proxy_path=proxy_path)
     if len(parts) > 1:
         info.name = parts[1]
     if len(parts) > 2:

@@ -71,6 +71,10 @@ async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store
         from . import proxy
 
         return await proxy.serve(handler, request, info, store)
+    elif sub == "proxy":
+        from . import resourceproxy
+
+        return await resourceproxy.serve(handler, request, info, store)
     raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
 
 

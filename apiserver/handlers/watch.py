@@ -28,6 +28,7 @@ from apimachinery.fields import parse_field_selector
 from apimachinery.labels import parse_selector
 
 from ..authentication import request_user
+from ..instrumentation import watch_event_series
 from ..registry.store import ResourceStore, filter_for
 from ..storage.cacher import CachedObject, CacheWatcher
 from .listoptions import list_options
@@ -114,14 +115,20 @@ class _Encoder:
         self.table = output.table
         self.include = include_object(params) if output.table else "Object"
         self.headers_sent = False
+        self.counted, self.sizes = watch_event_series(store.strategy.group, store.strategy.version,
+                                                      store.strategy.kind)
 
     def event(self, event_type: str, co: CachedObject) -> bytes:
         if not self.table:
-            return _event_line(event_type, co.raw)
-        table = to_table(self.store.strategy, [co.obj], self.include, {"resourceVersion": str(co.rv)},
-                         no_headers=self.headers_sent)
-        self.headers_sent = True
-        return _event_line(event_type, orjson.dumps(table))
+            line = _event_line(event_type, co.raw)
+        else:
+            table = to_table(self.store.strategy, [co.obj], self.include, {"resourceVersion": str(co.rv)},
+                             no_headers=self.headers_sent)
+            self.headers_sent = True
+            line = _event_line(event_type, orjson.dumps(table))
+        self.counted.inc()
+        self.sizes.observe(len(line))
+        return line
 
     def bookmark(self, rv: int, initial_events_end: bool = False) -> bytes:
         strategy = self.store.strategy

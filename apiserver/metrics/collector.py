@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -21,6 +20,8 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from apimachinery import prometheus
+
+from ..kubeletclient import ssl_context
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,7 @@ async def scrape_kubelet(url: str) -> NodeScrape:
     """``GET {kubelet}/metrics/resource``; ``OSError``/``ValueError``/``aiohttp.ClientError`` when it fails."""
     timeout = aiohttp.ClientTimeout(total=SCRAPE_TIMEOUT)
     async with aiohttp.ClientSession(timeout=timeout) as session:
-        async with session.get(f"{url}/metrics/resource") as response:
+        async with session.get(f"{url}/metrics/resource", ssl=ssl_context()) as response:
             if response.status != 200:
                 raise ValueError(f"{url}/metrics/resource answered {response.status}")
             return decode(await response.text())

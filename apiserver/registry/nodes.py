@@ -31,7 +31,7 @@ class NodeStrategy(Strategy):
     singular = "node"
     namespaced = False
     short_names = ("no",)
-    subresources = ("status",)
+    subresources = ("status", "proxy")
     bumps_generation = False
 
     def prepare_for_create(self, obj: Object) -> None:

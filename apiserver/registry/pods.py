@@ -57,7 +57,8 @@ class PodStrategy(Strategy):
     singular = "pod"
     short_names = ("po",)
     categories = ("all",)
-    subresources = ("status", "binding", "eviction", "log", "exec", "attach", "portforward", "ephemeralcontainers")
+    subresources = ("status", "binding", "eviction", "log", "exec", "attach", "portforward", "ephemeralcontainers",
+                    "proxy")
     status_resets = ("ownerReferences",)  # podStatusStrategy
     bumps_generation = False
     graceful_deletion = True

@@ -51,7 +51,7 @@ class ServiceStrategy(Strategy):
     singular = "service"
     short_names = ("svc",)
     categories = ("all",)
-    subresources = ("status",)
+    subresources = ("status", "proxy")
     bumps_generation = False
 
     def name_validator(self, name: str) -> list[str]:

@@ -23,7 +23,7 @@ import copy
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import orjson
 
@@ -34,6 +34,7 @@ from apimachinery.meta import generate_name, new_uid, now_rfc3339
 from ..fieldmanager import FieldManager, Schema, Writer
 from ..storage.cacher import BatchDecoder, CachedObject, ObjectFilter, WatchCache
 from ..storage.etcd3 import EtcdStorage, KeyExists, KeyValue, RevisionMismatch
+from ..storage.metrics import MeteredStorage
 from ..storage.value import Transformer, TransformError
 from .decoder import BodyDecoder
 from .metadata import validate_meta_create, validate_meta_update
@@ -92,19 +93,20 @@ class ResourceStore:
         # How values are changed on their way to etcd and back (encryption at rest); None: stored as they are.
         self.transformer = transformer
         self.max_request_bytes = max_request_bytes
-        self.storage = storage
         self.decoder = decoder
         self.on_warning = on_warning
         self.prefix = strategy.etcd_prefix().encode()
         self.qualified = f"{strategy.resource}.{strategy.group}" if strategy.group else strategy.resource
+        # etcd calls are timed under this resource's name (etcd_request_duration_seconds{type}).
+        self.storage = cast(EtcdStorage, MeteredStorage(storage, self.qualified))
         # Whether this store serves a version other than the stored one (objects are converted both ways).
         self.converts = strategy.converts
         self.field_manager = FieldManager(schema or Schema(None), strategy.group, strategy.version, strategy.kind,
                                           "status" in strategy.subresources, strategy.status_resets)
         batch: BatchDecoder | None = self._decode_many if strategy.converter is not None else None
-        self.cache = WatchCache(storage, self.prefix, self._decode, self._restamp, capacity=cache_capacity,
+        self.cache = WatchCache(self.storage, self.prefix, self._decode, self._restamp, capacity=cache_capacity,
                                 indexed_fields=("spec.nodeName",) if strategy.resource == "pods" else (),
-                                decode_batch=batch)
+                                decode_batch=batch, resource=self.qualified)
 
     def reconfigure(self, strategy: Strategy, decoder: BodyDecoder, schema: Schema) -> None:
         """Serve the same objects (same keys, same watch cache) with new rules: a CRD's schema, columns or

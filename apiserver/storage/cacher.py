@@ -40,6 +40,7 @@ from typing import Any
 from apimachinery.errors import Gone, StatusError, Timeout
 
 from .etcd3 import Compacted, EtcdStorage, KeyValue, StorageError, WatchChange
+from .metrics import WatchCacheCounters
 
 log = logging.getLogger(__name__)
 HEAL_SECONDS = 1.0  # how often keys a batch decoder failed on are tried again
@@ -166,8 +167,10 @@ class WatchCache:
 
     def __init__(self, storage: EtcdStorage, prefix: bytes, decode: Decoder, restamp: Restamper,
                  capacity: int = 10_000, watcher_capacity: int = 10_000,
-                 indexed_fields: Iterable[str] = (), decode_batch: BatchDecoder | None = None) -> None:
+                 indexed_fields: Iterable[str] = (), decode_batch: BatchDecoder | None = None,
+                 resource: str = "") -> None:
         self._storage = storage
+        self._counters = WatchCacheCounters(resource or prefix.decode())  # apiserver_watch_cache_*{resource}
         self._prefix = prefix
         self._decode = decode
         self._decode_batch = decode_batch
@@ -216,7 +219,12 @@ class WatchCache:
         for watcher in list(self._watchers):
             watcher.close()
 
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
     async def _relist(self, emit: bool) -> None:
+        self._counters.initializations.inc()
         kvs: list[KeyValue] = []
         start: bytes | None = None
         revision = 0
@@ -310,6 +318,7 @@ class WatchCache:
         rv = change.kv.mod_revision
         if rv <= self.rv:
             return  # already seen (a re-established watch never repeats an event)
+        self._counters.received.inc()
         prev = self.store.get(change.kv.key)
         self.broken.pop(change.kv.key, None)
         if change.kind == "delete":
@@ -380,6 +389,7 @@ class WatchCache:
             self.start_rv = self._event_rvs.popleft()
         self._events.append(event)
         self._event_rvs.append(event.rv)
+        self._counters.dispatched.inc()
         for watcher in self._targets(event):
             watcher.offer(event)
 

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 class DeploymentController(Controller):
     name = "deployment-controller"
+    queue_name = "deployment"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 5) -> None:
         super().__init__(workers=workers)

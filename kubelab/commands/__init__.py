@@ -36,6 +36,8 @@ COMMANDS: tuple[Command, ...] = (
             "show where pods would go after a drain, cordon, taint, node deletion or new pods (changes nothing)"),
     Command("image", "kubelab.commands.image", "load an image tarball (docker save, OCI layout) onto the nodes"),
     Command("user", "kubelab.commands.user", "give a user a client certificate and a kubeconfig (through a CSR)"),
+    Command("token", "kubelab.commands.token", "create, list or delete bootstrap tokens for `kubelab join`"),
+    Command("join", "kubelab.commands.join", "join this machine's kubelet to a cluster (TLS bootstrapping)"),
     *(Command(c.name, "kubelab.commands.component", f"run {c.summary}", passthrough=True) for c in COMPONENTS.values()),
 )
 

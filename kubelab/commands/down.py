@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     if args.wipe:
         print(f"kubelab: down in {time.monotonic() - began:.1f}s")
         return _wipe(data_dir)
-    print(f"kubelab: down in {time.monotonic() - began:.1f}s (etcd data kept in {data_dir / 'etcd'})")
+    kept = f" (etcd data kept in {data_dir / 'etcd'})" if state.etcd_url else ""  # a joined node has no etcd
+    print(f"kubelab: down in {time.monotonic() - began:.1f}s{kept}")
     return 0
 
 

@@ -30,6 +30,7 @@ from kubelab.etcd import QUOTA_BACKEND_BYTES, etcd_version
 from kubelab.etcdcluster import IncompatibleEtcd
 from kubelab.net import free_ports_from, port_in_use
 from kubelab.state import ClusterState, load_state, remove_state, save_state
+from kubelab.supervisor import Supervising
 
 __all__ = ["add_arguments", "run"]
 
@@ -234,7 +235,7 @@ def _run(args: argparse.Namespace, console: Console | None) -> int:
         _set_signal_handlers(signal.SIG_DFL)
 
 
-def _supervise(cluster: Cluster, signals: _Signals) -> int:
+def _supervise(cluster: Supervising, signals: _Signals) -> int:
     """Restart what exits until a signal says to stop (SIGINT/TERM/HUP) or to leave it to `kubelab down` (USR1)."""
     signals.raising = False
     data_dir = Path(cluster.state.data_dir)
@@ -253,7 +254,7 @@ def _supervise(cluster: Cluster, signals: _Signals) -> int:
     return 0
 
 
-def _stop(cluster: Cluster, data_dir: Path) -> None:
+def _stop(cluster: Supervising, data_dir: Path) -> None:
     _set_signal_handlers(_ignore_while_stopping)
     began = time.monotonic()
     stopped = cluster.stop()
@@ -284,7 +285,7 @@ def _on_progress(progress: Progress, printer: _ProgressPrinter, data_dir: Path, 
     _save(data_dir, cluster)  # so `kubelab down` finds even a half-started cluster
 
 
-def _save(data_dir: Path, cluster: Cluster) -> None:
+def _save(data_dir: Path, cluster: Supervising) -> None:
     save_state(data_dir, cluster.state)
 
 
@@ -332,6 +333,7 @@ def _print_ready(cluster: Cluster, args: argparse.Namespace, seconds: float) -> 
     if cluster.state.console_url:
         print(f"  web console: {cluster.state.console_url}   (kubelab ui; what-if: kubelab what-if drain node01)")
     print(f"  logs: {data}/logs/   state: {data}/state.json   status: kubelab status --data-dir {data}")
+    print(f"  join a node: kubelab token create --print-join-command --data-dir {data}")
     if args.detach:
         log = _shown(Path(cluster.state.supervisor_log or ""))
         print(f"Running in the background under supervisor pid {os.getpid()}, which restarts what exits "

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from kubeclient.config import ConfigError, load_kubeconfig
+from kubelab.adminapi import ApiError, answer
 from kubelab.commands.up import DEFAULT_DATA_DIR
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.pki import KeyPair, write_private
@@ -33,8 +34,7 @@ SIGNER = "kubernetes.io/kube-apiserver-client"
 ISSUE_TIMEOUT = 30.0
 
 
-class UserError(RuntimeError):
-    """Why no kubeconfig could be made (shown as is)."""
+UserError = ApiError  # why no kubeconfig could be made (shown as is)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,16 +71,16 @@ def issue(client: httpx.Client, name: str, request: bytes, expiration: int | Non
         spec["expirationSeconds"] = expiration
     body = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
             "metadata": {"generateName": f"{name}-"}, "spec": spec}
-    created = _answer(client.post(CSRS, json=body))
+    created = answer(client.post(CSRS, json=body))
     csr_name = created["metadata"]["name"]
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     created.setdefault("status", {})["conditions"] = [
         {"type": "Approved", "status": "True", "reason": "KubelabUserAdd", "lastUpdateTime": now,
          "message": f"This CSR was approved by kubelab user add {name}."}]
-    _answer(client.put(f"{CSRS}/{csr_name}/approval", json=created))
+    answer(client.put(f"{CSRS}/{csr_name}/approval", json=created))
     deadline = time.monotonic() + ISSUE_TIMEOUT
     while time.monotonic() < deadline:
-        csr = _answer(client.get(f"{CSRS}/{csr_name}"))
+        csr = answer(client.get(f"{CSRS}/{csr_name}"))
         status = csr.get("status") or {}
         failed = [c for c in status.get("conditions") or [] if c.get("type") == "Failed"]
         if failed:
@@ -90,16 +90,6 @@ def issue(client: httpx.Client, name: str, request: bytes, expiration: int | Non
         time.sleep(0.2)
     raise UserError(f"certificatesigningrequest {csr_name} is approved but was not issued within "
                     f"{ISSUE_TIMEOUT:.0f}s: is the controller-manager running with --cluster-signing-cert-file?")
-
-
-def _answer(response: httpx.Response) -> dict:  # type: ignore[type-arg]
-    if response.is_success:
-        return response.json()  # type: ignore[no-any-return]
-    try:
-        message = response.json().get("message") or response.text
-    except ValueError:
-        message = response.text
-    raise UserError(f"{response.request.method} {response.request.url.path}: {response.status_code} {message}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -46,31 +46,49 @@ class SandboxConfig:
     share_pid: bool = False  # shareProcessNamespace: one PID namespace for the pod, the sandbox its PID 1
     security: dict[str, Any] = field(default_factory=dict)  # the pod's securityContext
     hosts: str = ""  # the kubelet-managed /etc/hosts
+    resolv_conf: str | None = None  # the pod's /etc/resolv.conf (``dnsconfig.pod_dns``); None: the host's
 
     @classmethod
-    def from_pod(cls, pod: dict[str, Any], pod_ip: str) -> SandboxConfig:
+    def from_pod(cls, pod: dict[str, Any], pod_ip: str, *, resolv_conf: str | None = None,
+                 cluster_domain: str = "cluster.local") -> SandboxConfig:
         spec, meta = pod.get("spec") or {}, pod["metadata"]
         hostname = (spec.get("hostname") or meta["name"])[:63].rstrip("-.")
+        hosts = node_hosts(pod) if spec.get("hostNetwork") else managed_hosts(pod, hostname, pod_ip, cluster_domain)
         return cls(hostname, pod_ip, bool(spec.get("hostNetwork")), bool(spec.get("hostPID")),
                    bool(spec.get("hostIPC")), bool(spec.get("shareProcessNamespace")),
-                   dict(spec.get("securityContext") or {}), managed_hosts(pod, hostname, pod_ip))
+                   dict(spec.get("securityContext") or {}), hosts, resolv_conf)
 
 
-def managed_hosts(pod: dict[str, Any], hostname: str, pod_ip: str) -> str:
+def managed_hosts(pod: dict[str, Any], hostname: str, pod_ip: str, cluster_domain: str = "cluster.local") -> str:
     """The kubelet's ``/etc/hosts`` for a pod (``managedHostsFileContent``): localhost, the pod's IP with its
-    hostname (and FQDN with ``subdomain``), then ``hostAliases``."""
+    hostname (and ``<hostname>.<subdomain>.<ns>.svc.<cluster domain>`` with ``subdomain``), then ``hostAliases``."""
     spec, namespace = pod.get("spec") or {}, pod["metadata"].get("namespace", "default")
     lines = ["# Kubernetes-managed hosts file.", "127.0.0.1\tlocalhost",
              "::1\tlocalhost ip6-localhost ip6-loopback", "fe00::0\tip6-localnet", "fe00::0\tip6-mcastprefix",
              "fe00::1\tip6-allnodes", "fe00::2\tip6-allrouters"]
-    if spec.get("subdomain"):
-        lines.append(f"{pod_ip}\t{hostname}.{spec['subdomain']}.{namespace}.svc.cluster.local\t{hostname}")
+    if spec.get("subdomain") and cluster_domain:
+        lines.append(f"{pod_ip}\t{hostname}.{spec['subdomain']}.{namespace}.svc.{cluster_domain}\t{hostname}")
     else:
         lines.append(f"{pod_ip}\t{hostname}")
+    return "\n".join(lines) + "\n" + host_aliases(spec)
+
+
+def node_hosts(pod: dict[str, Any]) -> str:
+    """A ``hostNetwork`` pod's ``/etc/hosts`` (``nodeHostsFileContent``): the node's, then ``hostAliases``."""
+    try:
+        text = Path("/etc/hosts").read_text()
+    except OSError:
+        text = ""
+    return (text if text.endswith("\n") or not text else text + "\n") + host_aliases(pod.get("spec") or {})
+
+
+def host_aliases(spec: dict[str, Any]) -> str:
+    """The ``hostAliases`` section of a pod's hosts file ("" without any)."""
     aliases = spec.get("hostAliases") or []
-    if aliases:
-        lines += ["", "# Entries added by HostAliases."]
-        lines += [f"{a.get('ip', '')}\t" + "\t".join(a.get("hostnames") or []) for a in aliases]
+    if not aliases:
+        return ""
+    lines = ["", "# Entries added by HostAliases."]
+    lines += [f"{a.get('ip', '')}\t" + "\t".join(a.get("hostnames") or []) for a in aliases]
     return "\n".join(lines) + "\n"
 
 
@@ -163,6 +181,9 @@ class Runtime(Protocol):
     # True: each pod gets its own IP from the Node's podCIDR (``podips``), its processes bind it. False: the
     # runtime's own networking (Docker's host network: pods have the host IP).
     pod_ips: bool
+    # True: the runtime writes ``ContainerMeta.sandbox``'s hosts and resolv.conf into each pod's sandbox (the linux
+    # runtime), so the kubelet forms the pod's resolver configuration. False: containers see other files.
+    sandbox_files: bool
 
     async def start(self, container: dict[str, Any], workdir: Path, env: dict[str, str], log_path: Path,
                     meta: ContainerMeta | None = None) -> Container:

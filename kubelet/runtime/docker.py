@@ -397,6 +397,7 @@ class DockerRuntime:
 
     bind_mounts = True
     pod_ips = False  # NetworkMode=host: the pods have the host's IP
+    sandbox_files = False  # the engine writes its containers' own
 
     def __init__(self, node: str, engine: Engine | None = None) -> None:
         self.node = node

@@ -191,6 +191,7 @@ class LinuxRuntime(ProcessRuntime):
 
     bind_mounts = True
     pod_ips = True
+    sandbox_files = True
     name = RUNTIME_NAME
     preload = True
 
@@ -337,11 +338,13 @@ class LinuxRuntime(ProcessRuntime):
                 return d
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True)
-            hosts = Path("/etc/hosts").read_text() if config.host_network else config.hosts
-            (d / "etc-hosts").write_text(hosts)
+            (d / "etc-hosts").write_text(config.hosts)
             (d / "hostname").write_text(config.hostname + "\n")
+            if config.resolv_conf is not None:
+                (d / "resolv.conf").write_text(config.resolv_conf)
             with contextlib.suppress(OSError):
-                shutil.copyfile("/etc/resolv.conf", d / "resolv.conf")
+                if config.resolv_conf is None:
+                    shutil.copyfile("/etc/resolv.conf", d / "resolv.conf")
             if not (d / "resolv.conf").exists():
                 (d / "resolv.conf").write_text("")
             namespaces = {"uts": None if config.host_network else "new", "ipc": None if config.host_ipc else "new",

@@ -99,7 +99,7 @@ class Cluster:
 
 def _healthy(url: str) -> bool:
     try:
-        return httpx.get(url, timeout=2).status_code == 200
+        return httpx.get(url, timeout=2, verify=False).status_code == 200  # kubelets: self-signed HTTPS
     except httpx.TransportError:
         return False
 
@@ -148,7 +148,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             lambda name=name, port=port, root=root: ComponentProcess(
                 "kubelet", url, tmp / f"{name}.log", "--node-name", name, "--port", str(port),
                 "--root-dir", str(root), "--node-lease-renew-interval", "1", cwd=root),
-            lambda name=name, port=port: _healthy(f"http://127.0.0.1:{port}/healthz") and _node_ready(url, name))
+            lambda name=name, port=port: _healthy(f"https://127.0.0.1:{port}/healthz") and _node_ready(url, name))
     namespace = "chaos"
     cluster = Cluster(etcd, apiserver, components, namespace, marker, tmp, kubelet_ports)
     try:
@@ -298,7 +298,7 @@ def kill_and_restart_kubelet(cluster: Cluster, client: httpx.Client) -> dict[str
     kill_and_restart(cluster, node)
     port = cluster.kubelet_ports[node]
     for pod in before:  # the restarted kubelet knows the pod's container again
-        wait_for(lambda pod=pod: _healthy(f"http://127.0.0.1:{port}/containerLogs/{ns}/{pod}/main"), WAIT,
+        wait_for(lambda pod=pod: _healthy(f"https://127.0.0.1:{port}/containerLogs/{ns}/{pod}/main"), WAIT,
                  f"{node} to serve {pod}'s log")
     assert {pod: container_pids(marker).get(pod) for pod in before} == pids
     now = container_ids(running_by_node(client, ns)[node])  # (the RC may have placed a new pod there meanwhile)

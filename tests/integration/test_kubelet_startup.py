@@ -15,6 +15,7 @@ from support.wait import wait_for
 
 
 def _health(port: int) -> int:
+    """The kubelet's plain-HTTP ``--healthz-port`` (kube's 10248)."""
     try:
         return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code
     except httpx.HTTPError:
@@ -24,18 +25,20 @@ def _health(port: int) -> int:
 def test_kubelet_waits_for_a_late_apiserver(etcd: EtcdServer, ns: str, tmp_path: Path) -> None:
     api = ApiServer(etcd.url, tmp_path)  # its port is chosen now; nothing listens there yet
     node, port = f"late-{api.port}", free_port()
+    health_port = free_port()
     log_path = tmp_path / "kubelet.log"
     with open(log_path, "wb") as log:
         kubelet = subprocess.Popen([sys.executable, "-m", "kubelet", "--master", api.url, "--node-name", node,
-                                    "--port", str(port), "--root-dir", str(tmp_path / "root")],
+                                    "--port", str(port), "--healthz-port", str(health_port),
+                                    "--root-dir", str(tmp_path / "root")],
                                    cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: "Unable to register node" in log_path.read_text(), what="a failed registration attempt")
-        assert _health(port) == 503 and kubelet.poll() is None
+        assert _health(health_port) == 503 and kubelet.poll() is None
         api.start()
         with httpx.Client(base_url=api.url, timeout=10) as client:
             wait_for(lambda: client.get(f"/api/v1/nodes/{node}").status_code == 200, what="node registered")
-            assert _health(port) == 200
+            assert _health(health_port) == 200
             client.post(f"/api/v1/namespaces/{ns}/pods", json={
                 "apiVersion": "v1", "kind": "Pod", "metadata": {"name": node},
                 "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,

@@ -198,9 +198,14 @@ for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfi
              "--controller-manager-healthz-url", "--scheduler-healthz-url", "--kubeconfig", "--secure-port",
              "--tls-cert-file", "--tls-private-key-file", "--client-ca-file", "--authorization-mode",
              "--service-account-key-file", "--service-account-signing-key-file", "--root-ca-file",
-             "--cluster-signing-cert-file", "--cluster-signing-key-file"):
+             "--cluster-signing-cert-file", "--cluster-signing-key-file", "--cluster-dns", "--cluster-domain",
+             "--cluster-ip", "--provisioner-kubeconfig", "--kubelet-client-certificate",
+             "--kubelet-client-key", "--kubelet-certificate-authority", "--anonymous-auth",
+             "--controllers"):
     parser.add_argument(flag)
 parser.add_argument("--use-service-account-credentials", action="store_true")
+parser.add_argument("--authentication-token-webhook", action="store_true")
+parser.add_argument("--enable-bootstrap-token-auth", action="store_true")
 parser.add_argument("--port", "--insecure-port", type=int)
 args = parser.parse_args()
 print("ARGS", " ".join(sys.argv[1:]), flush=True)
@@ -227,13 +232,13 @@ while True:
 
 @pytest.fixture()
 def stand_ins(tmp_path: Path) -> dict[str, str]:
-    """Env that makes `python -m apiserver|controllers|scheduler|kubelet` run the stand-in above.
+    """Env that makes `python -m apiserver|controllers|scheduler|kubelet|clusterdns` run the stand-in above.
 
     Run the launcher with ``cwd=tmp_path``: `python -m` puts the working directory first on sys.path,
     and from the repository root the real packages would shadow the stand-ins.
     """
     pkgs = tmp_path / "stand-ins"
-    for package in ("apiserver", "controllers", "scheduler", "kubelet"):
+    for package in ("apiserver", "controllers", "scheduler", "kubelet", "clusterdns"):
         (pkgs / package).mkdir(parents=True)
         (pkgs / package / "__init__.py").write_text("")
         (pkgs / package / "__main__.py").write_text(STAND_IN)
@@ -251,7 +256,7 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
     healthy = [line.split()[1] for line in up.stdout.splitlines() if line.strip().startswith("✓")]
     assert healthy[:2] == ["etcd", "apiserver"]  # the clients are spawned with the apiserver, reported after it
     # The console comes last, once the clients are up: it is the real one (kubelab.ui), not a stand-in.
-    assert sorted(healthy[2:-1]) == ["controller-manager", "kubelet-node01", "kubelet-node02", "scheduler"]
+    assert sorted(healthy[2:-1]) == ["controller-manager", "dns", "kubelet-node01", "kubelet-node02", "scheduler"]
     assert healthy[-1] == "ui"
 
     state = load_state(data_dir)
@@ -278,20 +283,33 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         f"--secure-port {state.secure_url.rsplit(':', 1)[1]} --bind-address 127.0.0.1 "
         f"--tls-cert-file {pki}/apiserver.crt --tls-private-key-file {pki}/apiserver.key --client-ca-file {pki}/ca.crt "
         f"--service-account-key-file {pki}/sa.pub --service-account-signing-key-file {pki}/sa.key "
+        f"--kubelet-client-certificate {pki}/apiserver-kubelet-client.crt --kubelet-client-key "
+        f"{pki}/apiserver-kubelet-client.key "
         f"--encryption-provider-config {data_dir / 'encryption-config.yaml'} "
         f"--controller-manager-healthz-url http://127.0.0.1:{healthz['controller-manager']}/healthz "
-        f"--scheduler-healthz-url http://127.0.0.1:{healthz['scheduler']}/healthz --authorization-mode Node,RBAC")
+        f"--scheduler-healthz-url http://127.0.0.1:{healthz['scheduler']}/healthz --authorization-mode Node,RBAC "
+        f"--enable-bootstrap-token-auth")
     assert args_of("controller-manager") == (
         f"--kubeconfig {data_dir}/controller-manager.conf --use-service-account-credentials --root-ca-file {pki}/ca.crt "
         f"--cluster-signing-cert-file {pki}/ca.crt --cluster-signing-key-file {pki}/ca.key "
-        f"--healthz-port {healthz['controller-manager']}")
+        f"--controllers *,bootstrapsigner,tokencleaner --healthz-port {healthz['controller-manager']}")
     assert args_of("scheduler") == f"--kubeconfig {data_dir}/scheduler.conf --healthz-port {healthz['scheduler']}"
+    dns_args = args_of("dns").split()
+    assert dns_args[:6] == ["--kubeconfig", f"{data_dir}/dns.conf", "--bind-address", "127.0.0.1", "--port",
+                            dns_args[5]] and int(dns_args[5]) > 0
+    assert dns_args[6:] == ["--cluster-domain", "cluster.local", "--cluster-ip", "10.96.0.10"]
     kubelet_ports = [records["kubelet-node01"].port, records["kubelet-node02"].port]
     assert kubelet_ports[0] is not None and kubelet_ports[0] >= 10250
     for node, kport in zip(("node01", "node02"), kubelet_ports, strict=True):
         root = data_dir / "kubelet" / node
-        assert args_of(f"kubelet-{node}") == (f"--kubeconfig {root}/kubelet.conf --node-name {node} --port {kport} "
-                                              f"--root-dir {root}")
+        kubelet_args = args_of(f"kubelet-{node}")
+        health_port = int(kubelet_args.split("--healthz-port ", 1)[1].split()[0])  # a free one: the API is HTTPS
+        assert kubelet_args == (
+            f"--kubeconfig {root}/kubelet.conf --provisioner-kubeconfig {root}/provisioner.conf --node-name {node} "
+            f"--port {kport} --root-dir {root} --cluster-dns 10.96.0.10 --cluster-domain cluster.local "
+            f"--healthz-port {health_port} --tls-cert-file {pki}/kubelets/{node}.crt "
+            f"--tls-private-key-file {pki}/kubelets/{node}.key --client-ca-file {pki}/ca.crt --anonymous-auth=false "
+            f"--authentication-token-webhook --authorization-mode Webhook")
         assert root.is_dir()
         # The stand-in printed its health URL, so the launcher polls it instead of "alive".
         assert records[f"kubelet-{node}"].health_url == f"http://127.0.0.1:{kport}/healthz"
@@ -304,6 +322,7 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         "apiserver": "ok",
         "controller-manager": "running",
         "scheduler": "running",
+        "dns": "ok",  # the stand-in serves /healthz on its --port
         "kubelet-node01": "ok",
         "kubelet-node02": "ok",
         "ui": "ok",
@@ -344,7 +363,7 @@ def test_foreground_up_stops_everything_on_ctrl_c(data_dir: Path, stand_ins: dic
         launcher.proc.send_signal(signal.SIGINT)
         output = launcher.finish()
         assert launcher.proc.returncode == 0, output
-        assert "stopped ui, kubelet-node01, scheduler, controller-manager, apiserver, etcd" in output
+        assert "stopped ui, kubelet-node01, dns, scheduler, controller-manager, apiserver, etcd" in output
         assert_nothing_left(state)
         assert load_state(data_dir) is None
 
@@ -383,7 +402,7 @@ def test_down_stops_the_foreground_supervisor_first_then_the_components(
         down = kubelab("down", "--data-dir", str(data_dir))
         assert down.returncode == 0, down.stdout + down.stderr
         stopped = [line.split()[1] for line in down.stdout.splitlines() if line.startswith("  stopped ")]
-        assert stopped == ["supervisor", "ui", "kubelet-node01", "scheduler", "controller-manager", "apiserver",
+        assert stopped == ["supervisor", "ui", "kubelet-node01", "dns", "scheduler", "controller-manager", "apiserver",
                            "etcd"]
         output = launcher.finish()
         assert launcher.proc.returncode == 0, output

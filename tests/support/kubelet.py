@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,8 +23,9 @@ from support.wait import wait_for
 class Node:
     """One kubelet, restartable on the same root directory (it adopts its running containers)."""
 
-    def __init__(self, api_url: str, name: str, root: Path, runtime: str = "process") -> None:
-        self.api_url, self.name, self.root, self.runtime = api_url, name, root, runtime
+    def __init__(self, api_url: str, name: str, root: Path, runtime: str = "process",
+                 flags: Sequence[str] = ()) -> None:
+        self.api_url, self.name, self.root, self.runtime, self.flags = api_url, name, root, runtime, tuple(flags)
         self.port = free_port()
         self.kubelet = self._start()
 
@@ -35,7 +36,7 @@ class Node:
         return ComponentProcess("kubelet", self.api_url, self.root / "kubelet.log", "--port", str(self.port),
                                 "--root-dir", str(self.root / "root"), "--node-name", self.name,
                                 "--runtime", self.runtime, "--provisioner-kubeconfig", str(provisioner),
-                                act_as=(f"system:node:{self.name}", "system:nodes"))
+                                *self.flags, act_as=(f"system:node:{self.name}", "system:nodes"))
 
     def restart(self, ns: str, pod: str, container: str) -> None:
         """Kill the kubelet (``kill -9``: a stopped kubelet stops its pods) and start it again; wait until it
@@ -45,7 +46,9 @@ class Node:
 
         def serving() -> bool:
             try:
-                return httpx.get(f"http://127.0.0.1:{self.port}/containerLogs/{ns}/{pod}/{container}").is_success
+                # the kubelet's API is HTTPS with its self-signed certificate (no --tls-cert-file here)
+                return httpx.get(f"https://127.0.0.1:{self.port}/containerLogs/{ns}/{pod}/{container}",
+                                 verify=False).is_success
             except httpx.TransportError:
                 return False
         wait_for(serving, what=f"the restarted kubelet to serve {pod}")
@@ -64,9 +67,11 @@ def provisioner_kubeconfig(api_url: str, path: Path) -> Path:
 
 
 @contextmanager
-def running_node(api_url: str, name: str, root: Path, runtime: str = "process") -> Iterator[Node]:
-    """A kubelet for the ``with`` block; afterwards it is stopped and every container it left is killed."""
-    node = Node(api_url, name, root, runtime)
+def running_node(api_url: str, name: str, root: Path, runtime: str = "process",
+                 flags: Sequence[str] = ()) -> Iterator[Node]:
+    """A kubelet (with extra ``flags``) for the ``with`` block; afterwards it is stopped and every container it
+    left is killed."""
+    node = Node(api_url, name, root, runtime, flags)
     try:
         yield node
     finally:

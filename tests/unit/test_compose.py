@@ -35,14 +35,19 @@ COMPOSE_ONLY_FLAGS = {"--healthz-port", "--bind-address", "--master", "--disable
 # has no PKI in the containers yet (as its etcd): no HTTPS port, and the components reach the apiserver's plain port
 # with --master instead of a kubeconfig with their own client certificate; without a CA to publish as
 # kube-root-ca.crt, pods get no service-account volume (the apiserver's ServiceAccount admission is off) and the
-# controllers need no service accounts of their own.
+# controllers need no service accounts of their own; the kubelets' local-path provisioner uses the kubelet's client.
 LAUNCHER_ONLY_FLAGS = {"--encryption-provider-config", "--secure-port", "--tls-cert-file", "--tls-private-key-file",
                        "--client-ca-file", "--kubeconfig", "--service-account-key-file",
                        "--service-account-signing-key-file", "--root-ca-file", "--use-service-account-credentials",
                        "--cluster-signing-cert-file", "--cluster-signing-key-file",
-                       # the kubelet's local-path provisioner gets a kubeconfig of its own because the Node
-                       # authorizer limits the kubelet's; through the plain port both have full rights
-                       "--provisioner-kubeconfig"}
+                       # compose runs no cluster DNS (yet): its kubelets are told of no DNS server
+                       "--cluster-dns", "--cluster-domain",
+                       # nor the provisioner's own identity: no PKI (its kubelets provision as themselves)
+                       "--provisioner-kubeconfig",
+                       "--kubelet-client-certificate", "--kubelet-client-key", "--kubelet-certificate-authority"}
+# The kubelets' API behind client certificates and reviews needs the PKI compose lacks: its kubelets keep kube's
+# defaults (anonymous, AlwaysAllow).
+KUBELET_LAUNCHER_ONLY_FLAGS = {"--anonymous-auth", "--authentication-token-webhook", "--authorization-mode"}
 FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)")
 
 
@@ -112,7 +117,7 @@ def test_each_service_runs_the_launcher_s_command(service: str, launcher_argv: d
     assert command[:2] == ["kubelab", component] and component in COMPONENTS
     name = f"kubelet-{service}" if component == "kubelet" else component
     launcher = flags(launcher_argv[name][3:])  # [python, -m, package, flags...]
-    for flag in LAUNCHER_ONLY_FLAGS:
+    for flag in LAUNCHER_ONLY_FLAGS | (KUBELET_LAUNCHER_ONLY_FLAGS if component == "kubelet" else set()):
         launcher.pop(flag, None)
     compose = flags(command[2:])
     assert set(launcher) <= set(compose), f"{service} lacks the launcher's {set(launcher) - set(compose)}"

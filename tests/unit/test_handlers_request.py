@@ -82,3 +82,15 @@ def test_a_table_that_fails_to_render_falls_back_to_the_object() -> None:
     co = SimpleNamespace(obj=obj, raw=b'{"kind":"Pod","metadata":{"name":"p"}}', rv=5)
     response = render_object(SimpleNamespace(strategy=Broken()), co, Output(table=True), {}, 201)  # type: ignore[arg-type]
     assert response.status_code == 201 and response.body == co.raw
+
+
+def test_a_proxy_path_keeps_what_follows_proxy() -> None:
+    from apiserver.handlers.request import parse_path
+
+    info = parse_path("", "v1", "namespaces/default/services/http:web:80/proxy/a/b/")
+    assert (info.resource, info.name, info.subresource, info.proxy_path) == ("services", "http:web:80", "proxy",
+                                                                             "/a/b/")
+    assert parse_path("", "v1", "nodes/node01/proxy").proxy_path == ""
+    assert parse_path("", "v1", "nodes/node01/proxy/").proxy_path == "/"
+    with pytest.raises(errors.NotFound):
+        parse_path("", "v1", "namespaces/default/pods/web/log/extra")

@@ -32,7 +32,7 @@ def errors(causes: list[Cause]) -> list[str]:
 
 def test_identity() -> None:
     assert (STRATEGY.namespaced, STRATEGY.short_names, STRATEGY.subresources, STRATEGY.bumps_generation) == (
-        False, ("no",), ("status",), False)
+        False, ("no",), ("status", "proxy"), False)
 
 
 def test_allocatable_defaults_to_capacity() -> None:
