@@ -10,7 +10,8 @@ import sys
 from apimachinery.meta import parse_bool, parse_duration
 
 from . import kubeletclient
-from .app import Config, create_app
+from .app import AuditConfig, Config, create_app
+from .audit import PolicyError
 from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ
 from .authenticators.tokenfile import TokenFileError
 from .serving import Listener, TLSFiles, serve
@@ -110,6 +111,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                           help="the key of --kubelet-client-certificate")
     kubelets.add_argument("--kubelet-certificate-authority", default=None, metavar="FILE",
                           help="verify the kubelets' serving certificates with this CA (default: not verified)")
+    audit = parser.add_argument_group("auditing")
+    audit.add_argument("--audit-policy-file", default=None, metavar="FILE",
+                       help="an audit.k8s.io/v1 Policy: which requests are audited at which level (no file: none)")
+    audit.add_argument("--audit-log-path", default=None, metavar="PATH",
+                       help="write audit events to this file as JSON lines; '-' is stdout (no path: no audit log)")
+    audit.add_argument("--audit-log-maxage", type=int, default=0, metavar="DAYS",
+                       help="days to keep rotated audit log files, by the time in their name (0: no limit)")
+    audit.add_argument("--audit-log-maxbackup", type=int, default=0, metavar="N",
+                       help="rotated audit log files to keep (0: no limit)")
+    audit.add_argument("--audit-log-maxsize", type=int, default=0, metavar="MB",
+                       help="megabytes the audit log reaches before it is rotated (0: lumberjack's 100)")
+    audit.add_argument("--audit-log-format", choices=("json",), default="json",
+                       help="the audit log's format: json, one audit.k8s.io/v1 Event per line (legacy is not "
+                            "supported)")
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=1,
                         help="log verbosity: 0 warnings, 1 info, 2+ debug and access log (default: %(default)s)")
     return parser.parse_args(argv)
@@ -201,13 +216,15 @@ def main(argv: list[str] | None = None) -> None:
             jwks_uri=args.service_account_jwks_uri),
         disable_admission_plugins=_list(args.disable_admission_plugins),
         authorization_modes=args.authorization_mode,
+        audit=AuditConfig(args.audit_policy_file, args.audit_log_path, args.audit_log_maxage,
+                          args.audit_log_maxbackup, args.audit_log_maxsize),
     )
     try:
         app = create_app(config)
     except (KeyFileError, OSError) as err:
         print(f"Error: service account keys: {err}", file=sys.stderr)
         sys.exit(1)
-    except (EncryptionConfigError, TokenFileError) as err:
+    except (EncryptionConfigError, TokenFileError, PolicyError) as err:
         print(f"Error: {err}", file=sys.stderr)
         sys.exit(1)
     serve(app, serving, verbosity=args.verbosity)

@@ -28,6 +28,7 @@ from apimachinery import errors
 from apimachinery import metrics as process_metrics
 
 from .admission import AdmissionChain
+from .audit import AuditMiddleware, LogBackend, load_policy
 from .admission.conditions import WebhookMatchConditions
 from .admission.defaultingressclass import DefaultIngressClass
 from .admission.limitranger import LimitRangerDefaults, LimitRangerValidation
@@ -111,6 +112,18 @@ class Config:
     service_accounts: ServiceAccountConfig = field(default_factory=ServiceAccountConfig)
     disable_admission_plugins: list[str] = field(default_factory=list)  # --disable-admission-plugins
     authorization_modes: list[str] = field(default_factory=lambda: ["AlwaysAllow"])  # --authorization-mode
+    audit: AuditConfig = field(default_factory=lambda: AuditConfig())
+
+
+@dataclass
+class AuditConfig:
+    """kube-apiserver's ``--audit-*`` flags (the log backend): no policy file or no path, no audit log."""
+
+    policy_file: str | None = None
+    log_path: str | None = None  # "-": stdout
+    max_age_days: int = 0
+    max_backups: int = 0
+    max_size_mb: int = 0
 
 
 def authorizers(modes: list[str], sources: Sources, rbac: RBACAuthorizer, graph: NodeGraph) -> list[Member]:
@@ -190,6 +203,8 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> R
     and ``TokenFileError`` for an unusable token file.
     ``rule_validator`` evaluates CRDs' ``x-kubernetes-validations`` (default: CEL, ``apiextensions.celrules``)."""
     authenticator = authenticator_for(config)
+    audit_policy = load_policy(config.audit.policy_file) if config.audit.policy_file and config.audit.log_path \
+        else None
     encryption = (encryptionconfig.load(config.encryption_provider_config)
                   if config.encryption_provider_config else None)
     storage = EtcdStorage(config.etcd_servers, tls=config.etcd_tls)
@@ -251,6 +266,10 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> R
     crd_controller = CRDController(registry, decoder, publish_openapi, rule_validator or CELRules(), webhook_client)
     metrics = metrics_api.MetricsAPI(registry)
     ready = {"ok": False}
+    audit_backend = None
+    if audit_policy is not None and config.audit.log_path:
+        audit_backend = LogBackend(config.audit.log_path, max_size_mb=config.audit.max_size_mb,
+                                   max_backups=config.audit.max_backups, max_age_days=config.audit.max_age_days)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -293,6 +312,8 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> R
             await webhook_client.close()
             await registry.stop()
             await storage.close()
+            if audit_backend is not None:
+                audit_backend.shutdown()
 
     app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
 
@@ -418,8 +439,11 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> R
         raise errors.NotFound("the server could not find the requested resource")
 
     router = ResourceRouter(app, handler, registry, metrics)
-    return RequestMetrics(WarningMiddleware(AuthenticationMiddleware(authz_filter.AuthorizationMiddleware(router),
-                                                                     authenticator, check=authz_filter.check)))
+    authorized: Any = authz_filter.AuthorizationMiddleware(router)
+    if audit_policy is not None and audit_backend is not None:  # after authentication, before authorization
+        authorized = AuditMiddleware(authorized, audit_policy, audit_backend)
+    return RequestMetrics(WarningMiddleware(AuthenticationMiddleware(authorized, authenticator,
+                                                                     check=authz_filter.check)))
 
 
 class ResourceRouter:

@@ -52,6 +52,7 @@ IMPERSONATE_GROUP = b"impersonate-group"
 IMPERSONATE_UID = b"impersonate-uid"
 IMPERSONATE_EXTRA = b"impersonate-extra-"
 PEER_CERT = "kubelab.peercert"  # scope key: the verified client certificate (``ssl.SSLSocket.getpeercert()``)
+REQUESTER = "kubelab.requester"  # scope key: the authenticated user when it impersonates another (the audit log's)
 
 
 @dataclass(frozen=True)
@@ -242,6 +243,7 @@ class AuthenticationMiddleware:
             user = await self.authenticator.authenticate(scope)
             headers = scope.get("headers") or []
             if _impersonates(headers):
+                scope[REQUESTER] = user
                 user = user_from_headers(headers, user, self.check)
         except errors.StatusError as err:
             await send_status(scope, send, err)

@@ -127,7 +127,7 @@ class ReplicaSetController(Controller):
         self.client = clientset.resource(kind.resource)
         self.burst_replicas = burst_replicas
         self.expectations = Expectations()
-        self.recorder = EventRecorder(clientset.events, kind.component)
+        self.recorder = EventRecorder(clientset.events, kind.component, event_time=True)  # µs for kubelab trace
         self.pod_control = PodControl(clientset, self.recorder)
         self.rs_informer = factory.informer(kind.resource)
         self.pod_informer = factory.informer(PODS)

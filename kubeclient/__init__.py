@@ -17,6 +17,7 @@ from kubeclient.client import PATCH_CONTENT_TYPES, Clientset, PatchType, PodClie
 from kubeclient.clock import REAL_CLOCK, Clock, RealClock, format_micro_time, format_time
 from kubeclient.config import Config, ConfigError, build_config, load_kubeconfig
 from kubeclient.events import EventRecorder, make_event, object_reference
+from kubeclient.eventsv1 import EventsV1Recorder, make_event_v1
 from kubeclient.fake import FakeAPIServer
 from kubeclient.informer import (
     NAMESPACE_INDEX,
@@ -51,6 +52,7 @@ from kubeclient.resources import (
     ENDPOINT_SLICES,
     ENDPOINTS,
     EVENTS,
+    EVENTS_V1,
     HORIZONTAL_POD_AUTOSCALERS,
     JOBS,
     LEASES,
@@ -90,7 +92,8 @@ from kubeclient.workqueue import (
 
 __all__ = [
     "CERTIFICATE_SIGNING_REQUESTS", "CONFIG_MAPS", "CONTROLLER_REVISIONS", "CRON_JOBS", "DAEMON_SETS", "DEPLOYMENTS",
-    "ENDPOINTS", "ENDPOINT_SLICES", "EVENTS", "HORIZONTAL_POD_AUTOSCALERS", "CLUSTER_ROLES", "JOBS", "LEASES",
+    "ENDPOINTS", "ENDPOINT_SLICES", "EVENTS", "EVENTS_V1",
+    "EventsV1Recorder", "make_event_v1", "HORIZONTAL_POD_AUTOSCALERS", "CLUSTER_ROLES", "JOBS", "LEASES",
     "NAMESPACES", "NAMESPACE_INDEX", "NODES",
     "NODE_NAME_INDEX",
     "PATCH_CONTENT_TYPES", "PERSISTENT_VOLUMES", "PERSISTENT_VOLUME_CLAIMS", "POD_DISRUPTION_BUDGETS", "PODS",

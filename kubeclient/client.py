@@ -204,6 +204,7 @@ class Clientset:
         self.nodes = ResourceClient(rest, r.NODES)
         self.namespaces = ResourceClient(rest, r.NAMESPACES)
         self.events = ResourceClient(rest, r.EVENTS)
+        self.events_v1 = ResourceClient(rest, r.EVENTS_V1)  # the same objects, as events.k8s.io/v1 serves them
         self.replication_controllers = ResourceClient(rest, r.REPLICATION_CONTROLLERS)
         self.replica_sets = ResourceClient(rest, r.REPLICA_SETS)
         self.deployments = ResourceClient(rest, r.DEPLOYMENTS)

@@ -1,6 +1,7 @@
 """core/v1 Events: a builder, and an ``EventRecorder`` that aggregates repeats like client-go's.
 
-The recorder's guarantees:
+``QueuedRecorder`` holds what this recorder and the events.k8s.io/v1 one (``kubeclient.eventsv1``) share: the
+queue, the writer task and the cache of recent events. The recorders' guarantees:
 
 * ``event(...)`` never blocks and never raises: it queues the event for a background task (created on first
   use) and drops it — with a log line — when ``queue_size`` events are already waiting, so a controller under
@@ -17,14 +18,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from apimachinery.errors import NotFound, StatusError
-from kubeclient.clock import REAL_CLOCK, Clock, format_time
+from kubeclient.clock import REAL_CLOCK, Clock, format_micro_time, format_time
 from kubeclient.types import Object
 
 if TYPE_CHECKING:
@@ -102,91 +105,57 @@ class _Seen:
 
 
 _Key = tuple[Any, ...]
+_Write = Callable[[], Awaitable[Object]]
 
 
-class EventRecorder:
-    """Records Events on behalf of ``component`` (running on ``host``); see the module docstring."""
+class QueuedRecorder:
+    """What both recorders share: the bounded queue drained by one background task, serialized writes, and the
+    LRU of recently written events that repeats aggregate into (see the module docstring)."""
 
-    def __init__(
-        self,
-        events: ResourceClient,
-        component: str,
-        host: str | None = None,
-        *,
-        window: float = 600.0,
-        cache_size: int = 4096,
-        queue_size: int = 1000,
-        clock: Clock = REAL_CLOCK,
-    ) -> None:
-        self._events = events
-        self.component = component
-        self.host = host
+    def __init__(self, *, window: float, cache_size: int, queue_size: int, clock: Clock) -> None:
         self._window = window
         self._cache_size = cache_size
         self._queue_size = queue_size
         self._clock = clock
         self._cache: OrderedDict[_Key, _Seen] = OrderedDict()
-        self._pending: deque[tuple[Object, EventType, str, str, str | None]] = deque()
+        self._pending: deque[tuple[_Write, str]] = deque()
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self._worker: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
-    def event(self, obj: Object, event_type: EventType, reason: str, message: str, *,
-              field_path: str | None = None) -> None:
-        """Queue an event about ``obj`` without waiting (see the module docstring for dropping)."""
+    def _enqueue(self, write: _Write, what: str) -> None:
+        """Queue ``write`` without waiting; drop it (logged as ``what``) when the queue is full."""
         if len(self._pending) >= self._queue_size:
-            log.warning("event queue full, dropping %s event %s: %s", event_type, reason, message)
+            log.warning("event queue full, dropping %s", what)
             return
-        self._pending.append((obj, event_type, reason, message, field_path))
+        self._pending.append((write, what))
         self._idle.clear()
         self._wakeup.set()
         if self._worker is None or self._worker.done():
             self._worker = asyncio.get_running_loop().create_task(self._drain(), name="event-recorder")
 
-    async def record(self, obj: Object, event_type: EventType, reason: str, message: str, *,
-                     field_path: str | None = None) -> Object:
-        """Write (or aggregate into) the event now and return it as stored; raises on API errors."""
-        key = self._key(obj, event_type, reason, message, field_path)
-        async with self._lock:
-            now, mono = self._clock.now(), self._clock.monotonic()
-            seen = self._cache.get(key)
-            if seen is not None and mono - seen.last_seen <= self._window:
-                patch = {"count": seen.count + 1, "lastTimestamp": format_time(now), "message": message}
-                try:
-                    stored = await self._events.patch(seen.name, patch, "merge", seen.namespace)
-                except NotFound:
-                    pass
-                else:
-                    seen.count, seen.last_seen = int(stored.get("count") or seen.count + 1), mono
-                    self._cache.move_to_end(key)
-                    return stored
-            event = make_event(obj, event_type=event_type, reason=reason, message=message,
-                               component=self.component, host=self.host, now=now, field_path=field_path)
-            stored = await self._events.create(event)
-            meta = stored.get("metadata") or event["metadata"]
-            self._cache[key] = _Seen(meta["name"], meta["namespace"], int(stored.get("count") or 1), mono)
-            self._cache.move_to_end(key)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-            return stored
+    def _recent(self, key: _Key) -> _Seen | None:
+        """The event written for ``key`` within the window, if any."""
+        seen = self._cache.get(key)
+        return seen if seen is not None and self._clock.monotonic() - seen.last_seen <= self._window else None
 
-    def _key(self, obj: Object, event_type: str, reason: str, message: str, field_path: str | None) -> _Key:
-        """client-go's aggregation key: the involved object (with its fieldPath), type, reason, message, source."""
-        ref = object_reference(obj)
-        return (ref.get("kind"), ref.get("namespace"), ref.get("name"), ref.get("uid"), ref.get("apiVersion"),
-                field_path, event_type, reason, message, self.component, self.host)
+    def _remember(self, key: _Key, stored: Object, count: int) -> None:
+        meta = stored.get("metadata") or {}
+        self._cache[key] = _Seen(meta.get("name", ""), meta.get("namespace", ""), count, self._clock.monotonic())
+        self._cache.move_to_end(key)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
 
     async def _drain(self) -> None:
         while True:
             while self._pending:
-                obj, event_type, reason, message, field_path = self._pending.popleft()
+                write, what = self._pending.popleft()
                 try:
-                    await self.record(obj, event_type, reason, message, field_path=field_path)
+                    await write()
                 except (StatusError, ValueError) as e:
-                    log.warning("could not record %s event %s on %s: %s", event_type, reason,
-                                (obj.get("metadata") or {}).get("name"), e)
+                    log.warning("could not record %s: %s", what, e)
             self._idle.set()
             self._wakeup.clear()
             await self._wakeup.wait()
@@ -203,3 +172,71 @@ class EventRecorder:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
             self._worker = None
+
+
+class EventRecorder(QueuedRecorder):
+    """Records core/v1 Events on behalf of ``component`` (running on ``host``); see the module docstring.
+
+    With ``event_time`` each new event also carries ``eventTime`` (MicroTime, when it was recorded),
+    ``reportingInstance`` (the host, else ``<component>-<hostname>``) and ``action`` (its reason), so the time
+    is exact to the µs while ``kubectl get events`` and ``describe`` read ``firstTimestamp``/``lastTimestamp``/
+    ``count`` as before (kube's legacy recorder sets no eventTime; kubelab's trace wants one)."""
+
+    def __init__(
+        self,
+        events: ResourceClient,
+        component: str,
+        host: str | None = None,
+        *,
+        window: float = 600.0,
+        cache_size: int = 4096,
+        queue_size: int = 1000,
+        clock: Clock = REAL_CLOCK,
+        event_time: bool = False,
+    ) -> None:
+        super().__init__(window=window, cache_size=cache_size, queue_size=queue_size, clock=clock)
+        self._events = events
+        self.component = component
+        self.host = host
+        self.event_time = event_time
+
+    def event(self, obj: Object, event_type: EventType, reason: str, message: str, *,
+              field_path: str | None = None) -> None:
+        """Queue an event about ``obj`` without waiting (see the module docstring for dropping)."""
+        now = self._clock.now()
+
+        async def write() -> Object:
+            return await self.record(obj, event_type, reason, message, field_path=field_path, now=now)
+
+        self._enqueue(write, f"{event_type} event {reason} on {(obj.get('metadata') or {}).get('name')}: {message}")
+
+    async def record(self, obj: Object, event_type: EventType, reason: str, message: str, *,
+                     field_path: str | None = None, now: datetime | None = None) -> Object:
+        """Write (or aggregate into) the event now and return it as stored; raises on API errors."""
+        key = self._key(obj, event_type, reason, message, field_path)
+        async with self._lock:
+            now = now or self._clock.now()
+            seen = self._recent(key)
+            if seen is not None:
+                patch = {"count": seen.count + 1, "lastTimestamp": format_time(now), "message": message}
+                try:
+                    stored = await self._events.patch(seen.name, patch, "merge", seen.namespace)
+                except NotFound:
+                    pass
+                else:
+                    self._remember(key, stored, int(stored.get("count") or seen.count + 1))
+                    return stored
+            event = make_event(obj, event_type=event_type, reason=reason, message=message,
+                               component=self.component, host=self.host, now=now, field_path=field_path)
+            if self.event_time:
+                event.update(eventTime=format_micro_time(now), action=reason,
+                             reportingInstance=self.host or f"{self.component}-{socket.gethostname()}")
+            stored = await self._events.create(event)
+            self._remember(key, stored if stored.get("metadata") else event, int(stored.get("count") or 1))
+            return stored
+
+    def _key(self, obj: Object, event_type: str, reason: str, message: str, field_path: str | None) -> _Key:
+        """client-go's aggregation key: the involved object (with its fieldPath), type, reason, message, source."""
+        ref = object_reference(obj)
+        return (ref.get("kind"), ref.get("namespace"), ref.get("name"), ref.get("uid"), ref.get("apiVersion"),
+                field_path, event_type, reason, message, self.component, self.host)

@@ -45,7 +45,7 @@ from apimachinery.labels import parse_selector
 from apimachinery.meta import generate_name, new_uid
 from apimachinery.patch import jsonpatch, mergepatch, strategic
 from kubeclient.clock import REAL_CLOCK, Clock, format_time
-from kubeclient.resources import PODS, RESOURCES, Resource, parse_path
+from kubeclient.resources import EVENTS_V1, PODS, RESOURCES, Resource, parse_path
 from kubeclient.types import Object, WatchEvent
 
 _T = TypeVar("_T")
@@ -132,7 +132,7 @@ class _Watch:
 class FakeAPIServer:
     """See the module docstring.  Implements ``kubeclient.types.Transport``."""
 
-    def __init__(self, *, resources: Iterable[Resource] = RESOURCES, history: int = 1000,
+    def __init__(self, *, resources: Iterable[Resource] = (*RESOURCES, EVENTS_V1), history: int = 1000,
                  clock: Clock = REAL_CLOCK) -> None:
         self._resources = tuple(resources)
         self._objects: dict[Resource, dict[_Key, Object]] = {r: {} for r in self._resources}

@@ -67,6 +67,7 @@ PODS = Resource("", "v1", "pods", "Pod", True, _CORE_POD_SUBRESOURCES)
 NODES = Resource("", "v1", "nodes", "Node", False, frozenset({"status", "proxy"}))
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False, frozenset({"status", "finalize"}))
 EVENTS = Resource("", "v1", "events", "Event", True)
+EVENTS_V1 = Resource("events.k8s.io", "v1", "events", "Event", True)
 REPLICATION_CONTROLLERS = Resource("", "v1", "replicationcontrollers", "ReplicationController", True,
                                    frozenset({"status", "scale"}))
 SERVICES = Resource("", "v1", "services", "Service", True, frozenset({"status"}))

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import httpx
 
-from kubelab import dnsaddon, process
+from kubelab import auditpolicy, dnsaddon, process
 from kubelab.components import (
     COMPONENTS,
     HEALTH_URL_IN_LOG,
@@ -312,6 +312,7 @@ class Cluster:
               for arg in (f"--{name}-healthz-url", f"http://127.0.0.1:{port}/healthz")),
             "--authorization-mode", "Node,RBAC",
             "--enable-bootstrap-token-auth",
+            *auditpolicy.apiserver_flags(self.data_dir, self.logs),
         ]  # fmt: skip
         return self._spawn(component, component.name, args, port=self.port)
 
@@ -373,7 +374,8 @@ class Cluster:
             free_ports_from(CONSOLE_PORT, 1, avoid=self._reserved_ports())[0]
         manager = self.healthz_ports.get("controller-manager")
         args = ["--kubeconfig", self.state.kubeconfig, "--port", str(port),
-                *(["--component", f"controller-manager=http://127.0.0.1:{manager}"] if manager else [])]
+                *(["--component", f"controller-manager=http://127.0.0.1:{manager}"] if manager else []),
+                "--audit-log", str(self.logs / auditpolicy.LOG_NAME)]
         pending = self._spawn(component, component.name, args, port=port)
         self.state.console_url = f"http://127.0.0.1:{port}/"
         return pending

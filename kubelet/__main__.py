@@ -46,7 +46,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="TLS bootstrapping: when --kubeconfig is missing or its client certificate expired, ask for "
                         "one (a CertificateSigningRequest made with this kubeconfig's credentials, a bootstrap token) "
                         "and write --kubeconfig pointing at <cert-dir>/kubelet-client-current.pem")
-    p.add_argument("--cert-dir", help="where TLS bootstrapping keeps the client certificate (default: <root-dir>/pki)")
     p.add_argument("--provisioner-kubeconfig",
                    help="kubeconfig of the kubelab.io/local-path provisioner this kubelet runs (default: the "
                         "kubelet's own, which the Node authorizer does not let list claims and volumes)")
@@ -73,7 +72,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     tls.add_argument("--tls-cert-file", help="the HTTPS serving certificate (default: a self-signed one in "
                      "--cert-dir)")
     tls.add_argument("--tls-private-key-file", help="the key of --tls-cert-file")
-    tls.add_argument("--cert-dir", help="where the self-signed kubelet.crt/kubelet.key are kept (default: "
+    tls.add_argument("--cert-dir", help="where the self-signed kubelet.crt/kubelet.key and, with TLS bootstrapping, "
+                     "the client certificate are kept (default: "
                      "ROOT_DIR/pki)")
     tls.add_argument("--client-ca-file", help="authenticate client certificates signed by this CA (CN user, O "
                      "groups)")

@@ -74,7 +74,7 @@ class Kubelet:
             log.info("found %d containers from before the restart", len(self.recovered))
         # Pod IPs from the Node's podCIDR (the host IP without one, or with a runtime that has its own network).
         self.pod_ips = PodIPs(root_dir / "podips", client if self.runtime.pod_ips else None, node_name, host_ip)
-        self.recorder = EventRecorder(client.events, "kubelet", node_name)
+        self.recorder = EventRecorder(client.events, "kubelet", node_name, event_time=True)  # µs for kubelab trace
         self.tokens = TokenManager(client)
         self.master_service_env = MasterServiceEnv(client)
         self.dns = dns if dns is not None else ResolverSettings()  # the pods' resolv.conf (``dnsconfig``)

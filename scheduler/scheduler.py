@@ -25,7 +25,7 @@ import numpy as np
 from apimachinery import errors
 from apimachinery.meta import now_rfc3339
 from kubeclient import Clientset
-from kubeclient.events import EventRecorder
+from kubeclient.eventsv1 import EventsV1Recorder
 from kubeclient.informer import SharedInformer, wait_for_cache_sync
 
 from . import metrics
@@ -62,7 +62,7 @@ class Scheduler:
         self.handle = Handle(self.namespace_labels, self.queue.nominator, self.volume_informers)
         self.runners = {p.scheduler_name: Runner(p, self.handle) for p in profiles}
         self.diagnoses = DiagnosisStore()
-        self.recorder = EventRecorder(client.events, self.name)
+        self.recorder = EventsV1Recorder(client.events_v1, self.name)  # kube-scheduler uses the new events API
         self.node_informer = SharedInformer(client.nodes)
         self.pod_informer = SharedInformer(client.pods)
         self.namespace_informer = SharedInformer(client.namespaces)
@@ -208,8 +208,8 @@ class Scheduler:
             try:
                 await self.client.pods.patch(meta["name"], {"status": {"conditions": [condition]}}, "strategic",
                                              meta["namespace"], subresource="status")
-                self.recorder.event(victim, "Normal", "Preempted",
-                                    f"Preempted by pod {pod['metadata'].get('uid', '')} on node {candidate.node}")
+                self.recorder.eventf(victim, pod, "Normal", "Preempted", "Preempting",
+                                     f"Preempted by pod {pod['metadata'].get('uid', '')} on node {candidate.node}")
                 await self.client.pods.delete(meta["name"], meta["namespace"],
                                               preconditions={"uid": meta["uid"]} if meta.get("uid") else None)
             except errors.NotFound:
@@ -256,8 +256,8 @@ class Scheduler:
                               self.queue.clock() - first if first is not None else now - started)
         self.scheduled += 1
         meta = pod["metadata"]
-        self.recorder.event(pod, "Normal", "Scheduled",
-                            f"Successfully assigned {meta['namespace']}/{meta['name']} to {node_name}")
+        self.recorder.eventf(pod, None, "Normal", "Scheduled", "Binding",
+                             f"Successfully assigned {meta['namespace']}/{meta['name']} to {node_name}")
 
     async def _pre_bind(self, pod: Pod, node_name: str) -> None:
         """Write what the PreBind plugins ask for (VolumeBinding: the claims' selected node)."""
@@ -278,7 +278,7 @@ class Scheduler:
         latest = self.pod_informer.store.get_by_key(info.key)
         if latest is None or _spec(latest).get("nodeName"):
             self.queue.done(info.key)
-            self.recorder.event(info.pod, "Warning", "FailedScheduling", message)
+            self.recorder.eventf(info.pod, None, "Warning", "FailedScheduling", "Scheduling", message)
             return
         info.pod = latest
         self.queue.add_backoff(info)
@@ -289,7 +289,7 @@ class Scheduler:
         """FailedScheduling, PodScheduled=False (``reason``) and the nomination (``nominated``: a node, "" to clear,
         None to leave it; written only when it changes); then the victims go. In this order, so the status write
         cannot land after the bind that the victims' deletion leads to."""
-        self.recorder.event(pod, "Warning", "FailedScheduling", message)
+        self.recorder.eventf(pod, None, "Warning", "FailedScheduling", "Scheduling", message)
         meta = pod["metadata"]
         condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
                      "lastProbeTime": None, "lastTransitionTime": now_rfc3339()}

@@ -23,6 +23,7 @@ from ..authentication import UserInfo, request_user, send_status
 from ..authorizer import AUTHORIZER, PRIVILEGED_GROUP
 from ..handlers.request import parse_path
 
+AUTHZ_DECISION = "kubelab.authz"  # scope key: ("allow" | "forbid", reason), for the audit log's annotations
 METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "GET": "get", "HEAD": "get"}
 
 
@@ -91,11 +92,14 @@ class AuthorizationMiddleware:
         self.app = app
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            scope[AUTHZ_DECISION] = ("allow", "")
         if scope["type"] in ("http", "websocket") and not AUTHORIZER.allows_all:
             user = request_user()
             if PRIVILEGED_GROUP not in user.groups:
                 decision_attrs = request_attributes(scope)
                 decision = AUTHORIZER.authorize(user, decision_attrs)
+                scope[AUTHZ_DECISION] = ("allow" if decision.allowed else "forbid", decision.reason)
                 if not decision.allowed:
                     await send_status(scope, send, forbidden(user, decision_attrs, decision.reason))
                     return

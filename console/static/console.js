@@ -57,17 +57,19 @@ function podKey() {
 }
 
 function latency(step) {
-  if (step.latency === null || step.latency === undefined) return "";
+  // a watch delivery nothing records: its time is within a later step's latency (kubelab trace's "(in N)")
+  if (step.latency === null || step.latency === undefined) return step.included_in ? `(in ${step.included_in})` : "";
   if (!step.latency_precise) return "~+" + step.latency.toFixed(0) + " s";  // whole-second timestamps: ±1 s
   const ms = step.latency * 1000;
-  return "+" + (ms >= 1000 ? (ms / 1000).toFixed(3) + " s" : ms.toFixed(1) + " ms");
+  const sign = ms < 0 ? "-" : "+";
+  return sign + (Math.abs(ms) >= 1000 ? (Math.abs(ms) / 1000).toFixed(3) + " s" : Math.abs(ms).toFixed(1) + " ms");
 }
 
 async function renderTrace(ns, name) {
   try {
     const doc = await getJSON(`/api/pods/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/trace`);
     const rows = doc.steps.map((s) => [esc(s.number), esc(s.actor), esc(s.what),
-      esc(s.time ? s.time.replace("T", " ").replace("Z", "") : (s.applicable ? "not observed" : "n/a")),
+      esc(s.time ? s.time.replace("T", " ").replace("Z", "") : (!s.applicable ? "n/a" : s.observed ? "" : "not observed")),
       `<span class="latency">${esc(latency(s))}</span>`, esc(s.revision ?? ""), esc(s.evidence)]);
     $("#trace").innerHTML = table(["#", "who", "what", "when (UTC)", "latency", "revision", "evidence"], rows,
       (i) => (doc.steps[i].observed ? "step" : "step unobserved"));

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from kubelab import auditpolicy
 from kubelab import process
 from kubelab.commands.up import DEFAULT_DATA_DIR
 from kubelab.state import ClusterState, ProcessRecord, load_state, state_path
@@ -115,4 +116,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"kubelab in {data_dir}: apiserver {state.api_url}{secure} ({supervisor_of(state)}), "
           f"kubeconfig {state.kubeconfig}{console}{nodes}")
     print(render_table(HEADERS, rows))
+    audit = data_dir / "logs" / auditpolicy.LOG_NAME
+    if audit.exists():
+        print(f"audit log: {audit} (policy {data_dir / auditpolicy.FILE_NAME}; `kubelab trace` reads it)")
     return 0 if rows and all(row[3] in ("ok", "running") for row in rows) else 1

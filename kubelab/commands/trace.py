@@ -15,9 +15,32 @@ Every row comes from something a component wrote down; nothing is inferred from 
   ``startTime`` (when the kubelet accepted the pod), ``containerStatuses[].state.running.startedAt``, ``phase``;
 - for step 1, the leader-election leases of the controller-manager and scheduler and the node's ``Ready``.
 
+- the apiserver's audit log (``--audit-log``, default ``.kubelab/logs/audit.log`` of ``kubelab up``; read by
+  ``traceaudit``): each write of the flow by its ``RequestReceived`` (the component acting) and
+  ``ResponseComplete`` (stored in etcd), matched by ``objectRef`` uid and revision, never by time (``_exact``).
+
 A step without such a record is printed "not observed"; one that does not apply to this pod (no controller,
 ``spec.nodeName`` set by the client) says so. ``metav1.Time`` has whole seconds, so a latency next to one is
-only good to ±1 s and is marked ``~``; an event's ``eventTime`` (MicroTime) is used whenever it is set.
+only good to ±1 s and is marked ``~``; an event's ``eventTime`` (MicroTime) and the audit log's stages (µs) are
+used whenever they exist. A watch delivery is recorded by nothing, so with the audit log its step names the later
+step whose latency includes it (``included_in``). Latencies run from one timed step to the next, so they add up
+to the critical path (the first timed step of the flow to the last).
+
+``-o json`` (stable: ``kubelab ui`` and scripts read it)::
+
+    {"pod": {"namespace", "name", "uid"},
+     "controllers": ["ReplicationController/web", ...],        # the pod's controller first
+     "audit_log": "/path/audit.log" | null,                    # null: none read, times are the objects' own
+     "critical_path": {"from": "2", "to": "13", "total_ms": 207.7, "exact": true, "hops": ["3", "6", ...]} | null,
+     "steps": [{"number": "1".."13" | "12a"..,  "actor", "what", "evidence",
+                "time": "2026-12-06T03:04:05.123456Z" | null, "precision": "us" | "s" | null,
+                "time_source": "audit RequestReceived" | "event Scheduled eventTime" | "status.startTime" | ... | null,
+                "revision": int | null,                        # the etcd revision stored or acted on
+                "latency": float | null,                       # seconds since the previous timed step
+                "latency_precise": bool,                       # both ends exact (µs)
+                "included_in": "6" | null,                     # no record of its own: within that step's latency
+                "audit_id": str | null,                        # the audited request that times it
+                "observed": bool, "applicable": bool}, ...]}
 """
 
 from __future__ import annotations
@@ -27,7 +50,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +58,8 @@ import httpx
 
 from apimachinery.meta import parse_time
 from kubelab.commands.podtarget import add_pod_arguments, apiserver_client, unreachable
+from kubelab.commands.traceaudit import Write, find_writes
+from kubelab.commands.up import DEFAULT_DATA_DIR
 from kubelab.table import render_table
 
 __all__ = ["Evidence", "Stamp", "Step", "Version", "add_arguments", "build_steps", "gather", "latency_text", "render",
@@ -45,6 +70,7 @@ Object = dict[str, Any]
 LEADER_LEASES = (("controller-manager", "kube-controller-manager"), ("scheduler", "kube-scheduler"))
 KUBELET_REASONS = ("Pulling", "Pulled", "Created", "Started")
 APPLY_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+DEFAULT_AUDIT_LOG = f"{DEFAULT_DATA_DIR}/logs/audit.log"  # where `kubelab up` has the apiserver write it
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +103,8 @@ class Evidence:
     root_history: list[Version] | None = None  # of controllers[-1]
     node: Object | None = None
     leases: dict[str, Object | None] = field(default_factory=dict)  # lease name -> lease (None: absent)
+    audit_log: str | None = None  # the audit log read (None: none found)
+    writes: list[Write] | None = None  # the audited writes in the pod's namespace (None: no audit log)
 
 
 @dataclass
@@ -91,6 +119,8 @@ class Step:
     applicable: bool = True
     latency: float | None = None  # seconds since the previous step with a time
     latency_precise: bool = False
+    included_in: str | None = None  # no record of its own: its time is within this later step's latency
+    audit_id: str | None = None  # the audited request whose stages time this step
 
 
 # ---- reading the records -------------------------------------------------------------------------------
@@ -164,6 +194,8 @@ def _created(history: list[Version] | None) -> Version | None:
 def build_steps(ev: Evidence) -> list[Step]:
     """The seed's 13 steps for ``ev.pod``, in the seed's order, with latencies filled in."""
     steps = [_watching(ev), *_submitted(ev), *_controller(ev), *_scheduler(ev), *_kubelet(ev), _running(ev)]
+    if ev.writes:
+        _exact(ev, steps)
     previous: Stamp | None = None
     for step in steps:
         if step.stamp is None:
@@ -332,7 +364,7 @@ def _kubelet(ev: Evidence) -> list[Step]:
             if reason == "Started":
                 state = (running.get(cname) or {}).get("state") or {}
                 started = (state.get("running") or state.get("terminated") or {}).get("startedAt")
-                if started:
+                if started and not (stamp and stamp.precise):  # startedAt has whole seconds, eventTime µs
                     stamp = _stamp(started, f"{path} state.startedAt")
                     evidence = (evidence + "; " if evidence else "") + f"containerStatuses startedAt {started}"
             if stamp is None:
@@ -367,6 +399,107 @@ def _running(ev: Evidence) -> Step:
                 revision=first.rv if first else None, evidence=f"{where}; {conditions or 'no readiness conditions'}")
 
 
+# ---- exact times from the audit log -------------------------------------------------------------------
+
+
+def _exact(ev: Evidence, steps: list[Step]) -> None:
+    """Time the writes of the flow by the apiserver's audit log (``traceaudit``), to the µs.
+
+    A write's step takes its ``RequestReceived`` (the client, controller, scheduler or kubelet acting) or its
+    ``ResponseComplete`` (stored in etcd: the response is sent after the etcd transaction); the revision it
+    stored comes from its ``objectRef``. A step that is the *delivery* of a change to a watcher (4, 5, 8) has no
+    record of its own — the apiserver does not log what it sends down a watch — so it says which later step's
+    latency includes it: the component's next request is the exact record of it having seen the change.
+    """
+    writes = ev.writes or []
+    by = {s.number: s for s in steps}
+    pod, name = _meta(ev.pod), _meta(ev.pod).get("name")
+    root = ev.controllers[-1] if ev.controllers else ev.pod
+
+    def created(uid: str | None) -> Write | None:
+        return next((w for w in writes if w.verb == "create" and not w.subresource and uid and w.uid == uid
+                     and (w.code or 0) < 300), None)
+
+    def time(step: Step, write: Write | None, stage: str, what: str) -> None:
+        if write is None:
+            return
+        at = write.received if stage == "RequestReceived" else write.completed
+        if at is None:
+            return
+        step.stamp = Stamp(at, True, f"audit {stage}")
+        step.audit_id = write.audit_id
+        if write.revision is not None and stage == "ResponseComplete" and step.revision is None:
+            step.revision = write.revision
+        step.observed = True
+        note = f"audit: {write.verb} {write.resource}{'/' + write.subresource if write.subresource else ''} " \
+               f"by {write.who}, {stage} {at.strftime('%H:%M:%S.%f')}{what}"
+        step.evidence = f"{step.evidence}; {note}" if step.evidence else note
+
+    def within(number: str, later: str, why: str) -> None:
+        step = by.get(number)
+        if step is not None and step.applicable and step.stamp is None and by.get(later) and by[later].audit_id:
+            step.included_in = later
+            step.evidence += f"; {why}: within step {later}'s latency"
+
+    root_write = created(_meta(root).get("uid"))
+    if root_write is not None:
+        by["2"].evidence = by["2"].evidence.replace(" (the object exists; its request time is not recorded)", "")
+    time(by["2"], root_write, "RequestReceived", "")
+    time(by["3"], root_write, "ResponseComplete", "")
+    if ev.controllers:
+        pod_write = created(pod.get("uid"))
+        time(by["6"], pod_write, "RequestReceived", " (the controller acting on what its watch delivered)")
+        time(by["7"], pod_write, "ResponseComplete", "")
+    binding = next((w for w in writes if w.verb == "create" and w.name == name and (w.code or 0) < 300 and (
+        (w.resource == "pods" and w.subresource == "binding") or w.resource == "bindings")), None)
+    time(by["9"], binding, "RequestReceived", " (the scheduler acting on what its watch delivered)")
+    time(by["10"], binding, "ResponseComplete", "")
+    statuses = [w for w in writes if w.resource == "pods" and w.subresource == "status" and w.uid == pod.get("uid")
+                and (w.code or 0) < 300]
+    _kubelet_first_act(by["11"], statuses[0] if statuses else None, [s for s in steps if s.number.startswith("12")
+                                                                    and s.stamp is not None and s.stamp.precise], time)
+    running = next((w for w in statuses if by["13"].revision is not None and w.revision == by["13"].revision), None)
+    if running is not None:
+        by["13"].stamp = None
+        time(by["13"], running, "ResponseComplete", f" (received {running.received.strftime('%H:%M:%S.%f')})")
+    first_seen = "6" if ev.controllers else "9"
+    within("4", first_seen if by[first_seen].stamp else "9", "etcd's notification and the watch-cache fan-out "
+           "are not recorded")
+    within("5", "6", "the delivery to the replication controller is not recorded")
+    within("8", "9", "the delivery to the scheduler is not recorded")
+
+
+def _kubelet_first_act(step: Step, status: Write | None, events: list[Step],
+                       time: Callable[[Step, Write | None, str, str], None]) -> None:
+    """11: the kubelet seeing the bound pod is recorded by its first act — its first status write, or its first
+    event (``Pulling``…) when that came first; ``status.startTime`` has whole seconds and gives way to either."""
+    if not step.applicable or (status is None and not events):
+        return
+    first_event = min(events, key=lambda s: s.stamp.at if s.stamp else datetime.max.replace(tzinfo=timezone.utc),
+                      default=None)
+    step.stamp = None
+    step.evidence = step.evidence.replace("status.startTime; ", "")
+    if status is not None and (first_event is None or first_event.stamp is None
+                               or status.received <= first_event.stamp.at):
+        time(step, status, "RequestReceived", " (the kubelet's first status write for the pod)")
+    elif first_event is not None:
+        step.included_in = first_event.number
+        step.evidence += (f"; the kubelet's first act was event {first_event.evidence.split(':')[0].split()[-1]}: "
+                          f"seeing the pod is within step {first_event.number}'s latency")
+
+
+def critical_path(steps: list[Step]) -> Object | None:
+    """The pod's critical path: from the first timed step of the flow (2 onwards) to the last, with its total."""
+    timed = [s for s in steps if s.stamp is not None and s.number != "1"]
+    if len(timed) < 2:
+        return None
+    first, last = timed[0], timed[-1]
+    total = (last.stamp.at - first.stamp.at).total_seconds() if first.stamp and last.stamp else 0.0
+    exact = all(s.stamp is not None and s.stamp.precise for s in timed)
+    return {"from": first.number, "to": last.number, "total_ms": round(total * 1000, 3), "exact": exact,
+            "hops": [s.number for s in timed[1:]]}
+
+
 # ---- output --------------------------------------------------------------------------------------------
 
 
@@ -383,9 +516,9 @@ def _time(step: Step) -> str:
 def latency_text(step: Step) -> str:
     """A step's latency as the table prints it (``+12.3ms``, ``+1.250s``, ``~+1s``; ``-`` without one)."""
     if step.latency is None:
-        return "-"
+        return f"(in {step.included_in})" if step.included_in else "-"
     if step.latency_precise:
-        return f"+{step.latency * 1000:.1f}ms" if abs(step.latency) < 1 else f"{step.latency:+.3f}s"
+        return f"{step.latency * 1000:+.1f}ms" if abs(step.latency) < 1 else f"{step.latency:+.3f}s"
     return f"~{int(round(step.latency)):+d}s"
 
 
@@ -399,7 +532,10 @@ def render(ev: Evidence, steps: list[Step]) -> str:
         f"pod {meta.get('namespace')}/{meta.get('name')}  uid {meta.get('uid')}  "
         f"node {(ev.pod.get('spec') or {}).get('nodeName') or '<none>'}  phase {status.get('phase') or '<none>'}",
         f"controlled by: {chain}",
-        f"times: UTC on {day}; HH:MM:SS is metav1.Time (whole seconds), HH:MM:SS.ffffff is an event's eventTime",
+        f"times: UTC on {day}; HH:MM:SS is metav1.Time (whole seconds), HH:MM:SS.ffffff is exact (the audit log's "
+        "request stages, an event's eventTime)",
+        f"audit log: {ev.audit_log}" if ev.writes else "audit log: none (times of writes are the objects' own, "
+        "to the second; `kubelab up` writes one to <data-dir>/logs/audit.log, or give --audit-log)",
         "",
     ]
     rows = [(s.number, s.actor, s.what, _time(s), str(s.revision) if s.revision is not None else "-", latency_text(s))
@@ -411,7 +547,13 @@ def render(ev: Evidence, steps: list[Step]) -> str:
         if step.evidence:
             out.append(f"{indent}{step.evidence}")
     foot = ["", "REV: the etcd revision (resourceVersion) of the version a step stored or acted on.",
-            "LATENCY: from the previous step with a time; ~ means a whole-second timestamp is involved (±1s)."]
+            "LATENCY: from the previous step with a time; ~ means a whole-second timestamp is involved (±1s); "
+            "(in N): no record of its own, its time is within step N's latency."]
+    path = critical_path(steps)
+    if path is not None:
+        total = f"{path['total_ms']:.1f}ms" if path["exact"] else f"~{path['total_ms'] / 1000:.0f}s"
+        foot.append(f"critical path: step {path['from']} -> step {path['to']}: {total} "
+                    f"({'exact' if path['exact'] else 'whole seconds involved'}; the sum of the latencies above)")
     return "\n".join(head + out + foot)
 
 
@@ -426,7 +568,8 @@ def to_json(ev: Evidence, steps: list[Step]) -> str:
 
     meta = _meta(ev.pod)
     doc = {"pod": {"namespace": meta.get("namespace"), "name": meta.get("name"), "uid": meta.get("uid")},
-           "controllers": [_ref(c) for c in ev.controllers], "steps": [encode(s) for s in steps]}
+           "controllers": [_ref(c) for c in ev.controllers], "audit_log": ev.audit_log if ev.writes else None,
+           "critical_path": critical_path(steps), "steps": [encode(s) for s in steps]}
     return json.dumps(doc, indent=2)
 
 
@@ -522,8 +665,8 @@ def _history_from(api: _Api, collection: str | None, obj: Object, hints: Iterabl
     return None
 
 
-def gather(client: httpx.Client, namespace: str, name: str) -> Evidence:
-    """Read everything the components recorded about pod ``namespace/name``."""
+def gather(client: httpx.Client, namespace: str, name: str, audit_log: Path | None = None) -> Evidence:
+    """Read everything the components recorded about pod ``namespace/name`` (and the audit log, if given)."""
     api = _Api(client)
     pods = f"/api/v1/namespaces/{namespace}/pods"
     pod = api.get(f"{pods}/{name}")
@@ -552,6 +695,9 @@ def gather(client: httpx.Client, namespace: str, name: str) -> Evidence:
     ev.node = api.get(f"/api/v1/nodes/{node}") if node else None
     for _, lease in LEADER_LEASES:
         ev.leases[lease] = api.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{lease}")
+    if audit_log is not None:
+        ev.writes = find_writes(audit_log, namespace)
+        ev.audit_log = str(audit_log) if ev.writes is not None else None
     return ev
 
 
@@ -563,6 +709,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--svg", metavar="FILE", help="also draw the flow as a sequence diagram (SVG) into FILE")
     parser.add_argument("--png", metavar="FILE", help="also draw it as PNG (needs rsvg-convert or chromium)")
     parser.add_argument("--lang", choices=("en", "zh"), default="en", help="the diagram's labels (default: en)")
+    parser.add_argument("--audit-log", metavar="PATH", default=None,
+                        help="the apiserver's audit log, for exact (µs) times of every write (default: "
+                             f"{DEFAULT_DATA_DIR}/logs/audit.log of `kubelab up`, when it exists)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -571,7 +720,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         with api:
-            evidence = gather(api, args.namespace, args.name)
+            evidence = gather(api, args.namespace, args.name, Path(args.audit_log or DEFAULT_AUDIT_LOG))
     except TraceError as e:
         print(f"kubelab trace: {e}", file=sys.stderr)
         return 1

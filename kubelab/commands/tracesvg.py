@@ -4,7 +4,9 @@ One lifeline per component — client, apiserver, etcd, controller-manager, sche
 hop of the seed's 13 steps: requests and writes solid, watch notifications (etcd → apiserver → the watching
 components) dashed and in another colour, the kubelet's own work (pull, create, start) as arrows back onto its
 lifeline. Each arrow carries its step number, what happened and the latency the trace measured (``~`` where a
-whole-second timestamp is involved; ``–`` where no component recorded a time for that hop). Steps that do not
+whole-second timestamp is involved; ``(in N)`` for a watch delivery that nothing records, whose time is within
+step N's latency; ``–`` where no component recorded a time for that hop). With exact times (the audit log) the
+title gives the pod's critical path in milliseconds. Steps that do not
 apply to the pod, or that nobody recorded, are drawn faint and say so.
 
 Written as SVG text directly rather than through a plotting library: the picture is boxes, lines and labels, the
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 from xml.sax.saxutils import escape
 
-from kubelab.commands.trace import Evidence, Step, latency_text
+from kubelab.commands.trace import Evidence, Step, critical_path, latency_text
 
 Lang = Literal["en", "zh"]
 Kind = Literal["write", "watch", "local"]
@@ -54,10 +56,15 @@ ZH: dict[str, str] = {
 }
 TEXT: dict[Lang, dict[str, str]] = {
     "en": {"title": "Creation flow of pod {pod}", "write": "request / write", "watch": "watch notification",
-           "na": "n/a", "unseen": "not observed", "latency": "latency: from the previous step with a time; "
-           "~ whole-second timestamps (±1 s); – no time recorded"},
+           "na": "n/a", "unseen": "not observed", "within": "(in {step})",
+           "total": " — steps {start}→{end}: {ms:.1f} ms",
+           "latency": "latency: from the previous step with a time; ~ whole-second timestamps (±1 s); "
+           "(in N) no record of its own, within step N's latency; – no time recorded"},
     "zh": {"title": "Pod {pod} 的创建过程", "write": "请求 / 写入", "watch": "Watch 事件通知", "na": "不适用",
-           "unseen": "未观察到", "latency": "延迟：距上一个有时间记录的步骤；~ 表示秒级时间戳（±1 秒）；– 表示没有时间记录"},
+           "unseen": "未观察到", "within": "（计入 {step}）",
+           "total": " — 第 {start}→{end} 步：{ms:.1f} 毫秒",
+           "latency": "延迟：距上一个有时间记录的步骤；~ 表示秒级时间戳（±1 秒）；（计入 N）表示该步没有单独的记录，"
+           "其耗时计入第 N 步；– 表示没有时间记录"},
 }
 
 COLUMN, TOP, ROW, MARGIN = 170, 96, 30, 40
@@ -84,7 +91,8 @@ def arrows(steps: list[Step], lang: Lang = "en") -> list[Arrow]:
             label += f" ({TEXT[lang]['na']})"
         elif not step.observed:
             label += f" ({TEXT[lang]['unseen']})"
-        latency = latency_text(step).replace("-", "–") if step.latency is not None else "–"
+        latency = (latency_text(step).replace("-", "–") if step.latency is not None
+                   else TEXT[lang]["within"].format(step=step.included_in) if step.included_in else "–")
         if step.number == "1":
             out += [Arrow("1", who, "apiserver", "watch", label if who == WATCHERS[0] else "", "", faint)
                     for who in WATCHERS]
@@ -126,6 +134,9 @@ def render_svg(ev: Evidence, steps: list[Step], lang: Lang = "en") -> str:
     meta = ev.pod.get("metadata") or {}
     node = (ev.pod.get("spec") or {}).get("nodeName")
     title = TEXT[lang]["title"].format(pod=f"{meta.get('namespace')}/{meta.get('name')}")
+    path = critical_path(steps)
+    if path is not None and path["exact"]:
+        title += TEXT[lang]["total"].format(start=path["from"], end=path["to"], ms=path["total_ms"])
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',

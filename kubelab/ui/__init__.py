@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,14 +32,15 @@ def _client_factory(master: str | None, kubeconfig: str | None) -> Callable[[], 
     return lambda: httpx.Client(base_url=config.host, headers=headers, verify=verify, timeout=30)
 
 
-def providers(master: str | None, kubeconfig: str | None, scheduler: str | None = None) -> Providers:
+def providers(master: str | None, kubeconfig: str | None, scheduler: str | None = None,
+              audit_log: Path | None = None) -> Providers:
     """The trace and the explanation over the apiserver the flags name (and ``scheduler``'s debug endpoint, else
-    the one its leader Lease names)."""
+    the one its leader Lease names); the trace reads ``audit_log`` for its exact times when given."""
     open_api = _client_factory(master, kubeconfig)
 
     def trace_of(namespace: str, name: str) -> dict[str, Any]:
         with open_api() as api:
-            evidence = trace.gather(api, namespace, name)
+            evidence = trace.gather(api, namespace, name, audit_log)
         doc: dict[str, Any] = json.loads(trace.to_json(evidence, trace.build_steps(evidence)))
         return doc
 

@@ -9,6 +9,7 @@ nothing behind — is tested whatever state the real components are in.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import queue
 import re
@@ -31,6 +32,7 @@ from kubelab import process
 from kubelab.etcd import EtcdServer, find_etcd, free_port
 from kubelab.state import ClusterState, load_state
 from support.launcher import assert_nothing_left, kubelab
+from support.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -172,6 +174,14 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
     assert created.status_code == 201, created.text
     raw = _etcd_value(state.etcd_url, data_dir / "pki", b"/registry/secrets/default/x")
     assert raw.startswith(b"k8s:enc:aescbc:v1:key1:") and b"hunter2" not in raw and b"aHVudGVyMg" not in raw
+    # The audit log is on, with the data dir's policy: the secret's create at Metadata (no body), reads not at all.
+    log = data_dir / "logs" / "audit.log"
+    audit = wait_for(lambda: [json.loads(line) for line in log.read_text().splitlines()
+                              if '"resource":"secrets"' in line] if log.exists() else [], what="the audit log")
+    assert {(e["verb"], e["level"], e["stage"]) for e in audit} == {("create", "Metadata", "RequestReceived"),
+                                                                    ("create", "Metadata", "ResponseComplete")}
+    assert "requestObject" not in audit[-1] and f"audit log: {log}" in kubelab("status", "--data-dir",
+                                                                              str(data_dir)).stdout
     down = kubelab("down", "--data-dir", str(data_dir))
     assert down.returncode == 0, down.stdout + down.stderr
     assert_nothing_left(state)
@@ -201,7 +211,8 @@ for flag in ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfi
              "--cluster-signing-cert-file", "--cluster-signing-key-file", "--cluster-dns", "--cluster-domain",
              "--cluster-ip", "--provisioner-kubeconfig", "--kubelet-client-certificate",
              "--kubelet-client-key", "--kubelet-certificate-authority", "--anonymous-auth",
-             "--controllers"):
+             "--controllers", "--audit-policy-file", "--audit-log-path", "--audit-log-maxsize",
+             "--audit-log-maxbackup", "--audit-log-maxage", "--audit-log-format", "--audit-log"):
     parser.add_argument(flag)
 parser.add_argument("--use-service-account-credentials", action="store_true")
 parser.add_argument("--authentication-token-webhook", action="store_true")
@@ -288,7 +299,9 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         f"--encryption-provider-config {data_dir / 'encryption-config.yaml'} "
         f"--controller-manager-healthz-url http://127.0.0.1:{healthz['controller-manager']}/healthz "
         f"--scheduler-healthz-url http://127.0.0.1:{healthz['scheduler']}/healthz --authorization-mode Node,RBAC "
-        f"--enable-bootstrap-token-auth")
+        f"--enable-bootstrap-token-auth "
+        f"--audit-policy-file {data_dir / 'audit-policy.yaml'} --audit-log-path {data_dir}/logs/audit.log "
+        "--audit-log-maxsize 20 --audit-log-maxbackup 5 --audit-log-maxage 7 --audit-log-format json")
     assert args_of("controller-manager") == (
         f"--kubeconfig {data_dir}/controller-manager.conf --use-service-account-credentials --root-ca-file {pki}/ca.crt "
         f"--cluster-signing-cert-file {pki}/ca.crt --cluster-signing-key-file {pki}/ca.key "

@@ -54,7 +54,8 @@ def test_binds_with_event_and_condition(client: httpx.Client, ns: str, scheduler
                                          params={"fieldSelector": "involvedObject.name=web,reason=Scheduled"})
                       .json()["items"], what="Scheduled event")
     assert events[0]["message"] == f"Successfully assigned {ns}/web to {ns}-a"
-    assert events[0]["source"]["component"] == "default-scheduler"
+    assert events[0]["reportingComponent"] == "default-scheduler" and events[0]["action"] == "Binding"
+    assert events[0]["eventTime"] and not events[0].get("source")  # events.k8s.io/v1, as kube-scheduler writes
 
 
 def test_taints_selectors_and_unschedulable(client: httpx.Client, ns: str, scheduler: None) -> None:

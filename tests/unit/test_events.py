@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from apimachinery.errors import Forbidden
 from kubeclient.client import Clientset
@@ -11,26 +11,7 @@ from kubeclient.events import EventRecorder, make_event, object_reference
 from kubeclient.fake import FakeAPIServer
 from kubeclient.resources import EVENTS
 from kubeclient.types import Object
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-        self.wall = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
-
-    def monotonic(self) -> float:
-        return self.t
-
-    def now(self) -> datetime:
-        return self.wall
-
-    async def sleep(self, seconds: float) -> None:
-        self.advance(seconds)
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-        self.wall += timedelta(seconds=seconds)
-
+from support.clock import FakeClock
 
 POD: Object = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": "web-1", "namespace": "prod", "uid": "u-1", "resourceVersion": "7"}}
@@ -153,3 +134,18 @@ async def test_container_events_name_the_container_and_aggregate_per_container()
     await recorder.flush()
     events = {e["involvedObject"]["fieldPath"]: e["count"] for e in fake.objects(EVENTS, "prod")}
     assert events == {"spec.containers{web}": 2, "spec.containers{side}": 1}
+
+
+def test_event_time_adds_an_exact_time_and_keeps_the_legacy_fields() -> None:
+    """The kubelet's events: eventTime (µs) for kubelab trace, the legacy fields for kubectl as before."""
+    async def scenario() -> None:
+        fake, clock = FakeAPIServer(), FakeClock()
+        clock.wall = clock.wall.replace(microsecond=123456)
+        recorder = EventRecorder(Clientset(fake).events, "kubelet", "node01", clock=clock, event_time=True)
+        stored = await recorder.record(POD, "Normal", "Pulling", 'Pulling image "busybox"')
+        assert stored["eventTime"] == "2024-05-01T12:00:00.123456Z"
+        assert (stored["action"], stored["reportingComponent"], stored["reportingInstance"]) == (
+            "Pulling", "kubelet", "node01")
+        assert stored["firstTimestamp"] == stored["lastTimestamp"] == "2024-05-01T12:00:00Z"
+        assert stored["source"] == {"component": "kubelet", "host": "node01"} and stored["count"] == 1
+    asyncio.run(scenario())

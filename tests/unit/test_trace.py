@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import datetime, timedelta, timezone
 from typing import Any
 from xml.etree import ElementTree
 
@@ -18,7 +19,8 @@ import httpx
 import pytest
 
 from kubelab.commands import tracesvg
-from kubelab.commands.trace import Evidence, Version, build_steps, gather, latency_text, render, to_json
+from kubelab.commands.trace import Evidence, Version, build_steps, critical_path, gather, latency_text, render, to_json
+from kubelab.commands.traceaudit import Write
 
 UID = "77418bdd-6f82-4440-8e3c-d464314df517"
 RECORDED: dict[str, Any] = {'pod': {'apiVersion': 'v1',
@@ -517,3 +519,70 @@ def test_steps_that_do_not_apply_are_drawn_faint() -> None:
     doc["controllers"], doc["owner_events"], doc["root_history"] = [], [], None
     faint = [g.get("data-step") for g in _svg(ev=evidence(doc)).iter(f"{SVG}g") if g.get("opacity")]
     assert {"5", "6", "7"} <= set(faint)
+
+
+def audited(number: int, verb: str, resource: str, *, sub: str = "", name: str = "web-7x2kq", uid: str = "",
+            rv: int | None = None, user: str = "system:node:node02", at: float = 0.0) -> Write:
+    """An audited request received ``at`` seconds after 10:00:00.100 and complete 2 ms later."""
+    received = datetime(2026, 12, 2, 10, 0, 0, 100000, tzinfo=timezone.utc) + timedelta(seconds=at)
+    return Write(f"id-{number}", verb, resource, sub, "default", name, uid, rv, user, "kubelab-test", 201,
+                 received, received + timedelta(milliseconds=2))
+
+
+def exact_evidence() -> Evidence:
+    ev = evidence()
+    rc_uid = RECORDED["controllers"][0]["metadata"]["uid"]
+    ev.writes = [audited(1, "create", "replicationcontrollers", name="web", uid=rc_uid, rv=12, user="admin"),
+                 audited(2, "create", "pods", uid=UID, rv=13, at=0.010),
+                 audited(3, "create", "pods", sub="binding", at=0.030),
+                 audited(4, "patch", "pods", sub="status", uid=UID, rv=17, at=0.050),
+                 audited(5, "patch", "pods", sub="status", uid=UID, rv=22, at=0.080)]
+    ev.audit_log = "/var/log/audit.log"
+    times = {"Pulling": "0.160", "Pulled": "0.161", "Created": "0.170", "Started": "0.171"}  # the kubelet's eventTime
+    for event in ev.pod_events:
+        if event["reason"] in times:
+            event["eventTime"] = f"2026-12-02T10:00:00{times[event['reason']][1:]}000Z"
+    return ev
+
+
+def test_the_audit_log_times_every_write_to_the_microsecond() -> None:
+    steps = by_number(exact_evidence())
+    assert (steps["2"].stamp.source, steps["2"].stamp.at.microsecond) == ("audit RequestReceived", 100000)
+    assert (steps["3"].stamp.source, steps["3"].latency) == ("audit ResponseComplete", pytest.approx(0.002))
+    assert steps["6"].stamp.at.microsecond == 110000 and steps["6"].audit_id == "id-2"
+    assert steps["7"].revision == 13 and steps["10"].stamp.source == "audit ResponseComplete"
+    assert steps["11"].stamp.source == "audit RequestReceived" and steps["11"].audit_id == "id-4"
+    assert steps["13"].audit_id == "id-5" and steps["13"].stamp.at.microsecond == 182000
+    # The watch deliveries are recorded by nothing: they say which hop's latency holds them.
+    assert [steps[n].included_in for n in ("4", "5", "8")] == ["6", "6", "9"]
+    assert all(steps[n].latency is None for n in ("4", "5", "8"))
+    assert "within step 6's latency" in steps["4"].evidence
+
+
+def test_the_critical_path_is_the_sum_of_the_hops() -> None:
+    ev = exact_evidence()
+    steps = build_steps(ev)
+    path = critical_path(steps)
+    assert path is not None and (path["from"], path["to"], path["exact"]) == ("2", "13", True)
+    assert path["hops"] == ["3", "6", "7", "9", "10", "11", "12a", "12b", "12c", "12d", "13"]
+    assert path["total_ms"] == pytest.approx(sum(s.latency for s in steps if s.latency is not None) * 1000)
+    doc = json.loads(to_json(ev, steps))
+    assert doc["critical_path"] == path and doc["audit_log"] == "/var/log/audit.log"
+    assert {s["number"]: s["included_in"] for s in doc["steps"]}["8"] == "9"
+    assert "critical path: step 2 -> step 13: " in render(ev, steps) and "(in 6)" in render(ev, steps)
+
+
+def test_a_kubelet_that_acts_first_by_event_has_its_acceptance_within_that_hop() -> None:
+    ev = exact_evidence()
+    for event in ev.pod_events:
+        if event["reason"] == "Pulling":
+            event["eventTime"] = "2026-12-02T10:00:00.140000Z"  # before the first status write (0.150)
+    steps = by_number(ev)
+    assert steps["11"].stamp is None and steps["11"].included_in == "12a"
+
+
+def test_without_matching_audit_records_the_trace_keeps_the_objects_times() -> None:
+    ev = evidence()
+    ev.writes = [audited(1, "create", "pods", uid="someone-else", rv=3)]
+    steps = by_number(ev)
+    assert steps["7"].stamp.source == "metadata.creationTimestamp" and steps["4"].included_in is None

@@ -1,0 +1,254 @@
+"""Exact per-hop timing on a real cluster: an apiserver writing the audit log, the controller-manager (replication
+controller), the scheduler and a kubelet, each its own process over its own etcd.
+
+An RC's pod is watched by a client from the RC's create to Running; ``kubelab trace pod`` then gives every hop of
+the flow a millisecond latency from the audit log and the events' eventTime, and their sum matches what the client
+measured (within 50 ms). The audit log itself: audit.k8s.io/v1 Events at the policy's levels (a None rule omits,
+RequestResponse carries both bodies), watches logged at ResponseStarted and ResponseComplete, impersonation and
+the authorization decision, rotation with ``--audit-log-maxsize``/``--audit-log-maxbackup``, and a full disk
+(``/dev/full``) that fails no request. The scheduler's events are events.k8s.io/v1 with eventTime and
+reportingController, as kubectl reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from conftest import KUBECTL, ROOT, ApiServer, Kubectl
+from kubelab.etcd import EtcdServer
+from support.controllers import ControllerManager
+from support.kubelet import running_node
+from support.scheduler import SchedulerProcess
+from support.wait import wait_for
+
+NODE = "audit-node01"
+POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+- level: None
+  resources: [{group: "", resources: ["configmaps"]}]
+- level: RequestResponse
+  resources: [{group: "", resources: ["secrets"]}]
+- level: Request
+  resources: [{group: "", resources: ["services"]}]
+- level: None
+  resources: [{group: coordination.k8s.io, resources: ["leases"]}, {group: "", resources: ["events", "nodes/status"]},
+              {group: events.k8s.io, resources: ["events"]}]
+- level: None
+  verbs: ["get", "list"]
+- level: None
+  nonResourceURLs: ["*"]
+- level: Metadata
+  omitManagedFields: true
+"""
+RC = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "web"},
+      "spec": {"replicas": 1, "selector": {"app": "web"}, "template": {
+          "metadata": {"labels": {"app": "web"}},
+          "spec": {"terminationGracePeriodSeconds": 1,
+                   "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"]}]}}}}
+
+
+class Cluster:
+    def __init__(self, api: ApiServer, log: Path) -> None:
+        self.api, self.log = api, log
+
+    def events(self) -> list[dict[str, Any]]:
+        """Every audit event written so far, the rotated files first (the backend writes off the request path:
+        wait until the log stops growing)."""
+        def files() -> list[Path]:
+            return [*sorted(self.log.parent.glob("audit-*.log")), self.log]
+
+        def size() -> int:
+            return sum(p.stat().st_size for p in files() if p.exists())
+
+        before = -1
+        while (now := size()) != before:
+            before = now
+            time.sleep(0.2)
+        return [json.loads(line) for p in files() if p.exists() for line in p.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root = tmp_path_factory.mktemp("audit")
+    (root / "policy.yaml").write_text(POLICY)
+    log = root / "logs" / "audit.log"
+    etcd = EtcdServer(root / "etcd", log_path=root / "etcd.log")
+    etcd.start()
+    api = ApiServer(etcd.url, root, extra=["--audit-policy-file", str(root / "policy.yaml"), "--audit-log-path",
+                                            str(log), "--audit-log-maxsize", "1", "--audit-log-maxbackup", "2"])
+    started: list[Any] = []
+    try:
+        api.start()
+        started.append(ControllerManager(api.url, root / "cm.log", "--leader-elect=false",
+                                         "--controllers=replicationcontroller-controller"))
+        started.append(SchedulerProcess(api.url, root / "scheduler.log", "--leader-elect=false"))
+        with running_node(api.url, NODE, root), httpx.Client(base_url=api.url) as client:
+            wait_for(lambda: client.get(f"/api/v1/nodes/{NODE}").status_code == 200, what="the node")
+            yield Cluster(api, log)
+    finally:
+        for component in started:
+            component.stop()
+        api.stop()
+        etcd.stop()
+
+
+def trace(api_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kubelab", "trace", "pod", *args, "--master", api_url], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_trace_gives_every_hop_a_millisecond_latency_that_adds_up(cluster: Cluster) -> None:
+    with httpx.Client(base_url=cluster.api.url, timeout=30) as client:
+        assert client.post("/api/v1/namespaces", json={"metadata": {"name": "flow"}}).status_code == 201
+        rv = client.get("/api/v1/namespaces/flow/pods").json()["metadata"]["resourceVersion"]
+        with client.stream("GET", "/api/v1/namespaces/flow/pods", params={
+                "watch": "true", "resourceVersion": rv, "timeoutSeconds": "60"}) as watch:
+            start = time.time()
+            assert client.post("/api/v1/namespaces/flow/replicationcontrollers", json=RC).status_code == 201
+            for line in watch.iter_lines():
+                pod = json.loads(line)["object"]
+                if (pod.get("status") or {}).get("phase") == "Running":
+                    measured = time.time() - start
+                    break
+    name = pod["metadata"]["name"]
+    done = trace(cluster.api.url, name, "-n", "flow", "-o", "json", "--audit-log", str(cluster.log))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    steps = {s["number"]: s for s in doc["steps"]}
+    assert doc["audit_log"] == str(cluster.log)
+    flow = [s for s in doc["steps"] if s["number"] != "1" and s["applicable"]]
+    for step in flow:  # every hop is timed to the µs, or names the hop whose latency includes it
+        if step["included_in"]:
+            assert step["latency"] is None and steps[step["included_in"]]["latency_precise"], step
+        elif step["number"] != "12":  # the heading of the kubelet's sub-steps
+            assert step["precision"] == "us", step
+            assert step["number"] == "2" or step["latency_precise"], step
+    assert [steps[n]["included_in"] for n in ("4", "5", "8")] == ["6", "6", "9"]
+    assert steps["2"]["time_source"] == "audit RequestReceived"
+    assert steps["13"]["time_source"] == "audit ResponseComplete"
+    assert steps["9"]["audit_id"] and steps["9"]["time_source"] == "audit RequestReceived"
+    assert steps["13"]["revision"] == int(pod["metadata"]["resourceVersion"])  # the version the watch saw Running
+    total = sum(s["latency"] for s in flow if s["latency"] is not None)
+    path = doc["critical_path"]
+    assert path["from"] == "2" and path["to"] == "13" and path["exact"]
+    assert abs(total * 1000 - path["total_ms"]) < 0.01
+    assert abs(total - measured) < 0.050, (total, measured)
+
+    table = trace(cluster.api.url, name, "-n", "flow", "--audit-log", str(cluster.log))
+    assert table.returncode == 0, table.stderr
+    assert f"audit log: {cluster.log}" in table.stdout and "critical path: step 2 -> step 13: " in table.stdout
+    assert "(in 6)" in table.stdout and "event SuccessfulCreate" in table.stdout
+
+
+def test_audit_events_follow_the_policy_levels(cluster: Cluster) -> None:
+    headers = {"User-Agent": "audit-test/1.0"}
+    with httpx.Client(base_url=cluster.api.url, timeout=30, headers=headers) as client:
+        ns = "levels"
+        assert client.post("/api/v1/namespaces", json={"metadata": {"name": ns}}).status_code == 201
+        secret = client.post(f"/api/v1/namespaces/{ns}/secrets", json={"metadata": {"name": "s"},
+                                                                       "stringData": {"k": "v"}})
+        assert secret.status_code == 201
+        assert client.post(f"/api/v1/namespaces/{ns}/configmaps", json={"metadata": {"name": "c"}}).status_code == 201
+        service = {"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}]}}
+        assert client.post(f"/api/v1/namespaces/{ns}/services", json=service).status_code == 201
+        created = client.post(f"/api/v1/namespaces/{ns}/serviceaccounts", json={"metadata": {"name": "sa"}})
+        watch = client.get(f"/api/v1/namespaces/{ns}/pods", params={"watch": "1", "timeoutSeconds": "1"})
+        assert watch.status_code == 200
+        denied = client.get(f"/api/v1/namespaces/{ns}/pods?watch=1",
+                            headers={"Impersonate-User": "alice", "Audit-Id": "my-own-audit-id"})
+        assert denied.status_code == 403 and denied.headers["Audit-Id"] == "my-own-audit-id"
+    events = [e for e in cluster.events() if (e.get("objectRef") or {}).get("namespace") == ns]
+    assert all(e["apiVersion"] == "audit.k8s.io/v1" and e["kind"] == "Event" for e in events)
+    by_resource: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        by_resource.setdefault(e["objectRef"]["resource"], []).append(e)
+    assert "configmaps" not in by_resource  # level None
+    secrets = by_resource["secrets"]
+    assert [e["stage"] for e in secrets] == ["RequestReceived", "ResponseComplete"]
+    assert len({e["auditID"] for e in secrets}) == 1 and secret.headers["Audit-Id"] == secrets[0]["auditID"]
+    done = secrets[1]
+    assert done["level"] == "RequestResponse" and done["requestObject"]["stringData"] == {"k": "v"}
+    assert done["responseObject"]["metadata"]["uid"] == secret.json()["metadata"]["uid"]
+    assert done["responseStatus"] == {"metadata": {}, "code": 201}
+    assert done["verb"] == "create" and done["user"]["username"] == "system:unsecured"
+    assert done["userAgent"] == "audit-test/1.0" and done["sourceIPs"] == ["127.0.0.1"]
+    assert done["requestURI"] == f"/api/v1/namespaces/{ns}/secrets"
+    assert done["annotations"]["authorization.k8s.io/decision"] == "allow"
+    assert len(done["stageTimestamp"]) == len("2026-12-06T03:04:05.123456Z")
+    assert done["requestReceivedTimestamp"] <= done["stageTimestamp"]
+    service_done = by_resource["services"][-1]
+    assert service_done["level"] == "Request"
+    assert "requestObject" in service_done and "responseObject" not in service_done
+    account = by_resource["serviceaccounts"][-1]
+    assert account["level"] == "Metadata" and "requestObject" not in account
+    assert account["objectRef"] == {"resource": "serviceaccounts", "namespace": ns, "name": "sa", "apiVersion": "v1",
+                                    "uid": created.json()["metadata"]["uid"],
+                                    "resourceVersion": created.json()["metadata"]["resourceVersion"]}
+    watches = [e for e in by_resource["pods"] if e["verb"] == "watch"]
+    mine = [e for e in watches if "impersonatedUser" not in e]
+    assert [e["stage"] for e in mine] == ["RequestReceived", "ResponseStarted", "ResponseComplete"]
+    refused = [e for e in watches if e["auditID"] == "my-own-audit-id"]
+    assert refused[-1]["impersonatedUser"] == {"username": "alice", "groups": ["system:authenticated"]}
+    assert refused[-1]["user"]["username"] == "system:unsecured"
+    assert refused[-1]["annotations"]["authorization.k8s.io/decision"] == "forbid"
+    assert refused[-1]["responseStatus"]["code"] == 403 and refused[-1]["responseStatus"]["reason"] == "Forbidden"
+
+
+def test_the_audit_log_rotates_at_maxsize_and_keeps_maxbackup(cluster: Cluster) -> None:
+    big = "x" * 200_000
+    with httpx.Client(base_url=cluster.api.url, timeout=30) as client:
+        assert client.post("/api/v1/namespaces", json={"metadata": {"name": "rotate"}}).status_code == 201
+        for i in range(14):  # RequestResponse: each create logs its body twice, ~0.4 MB per request
+            resp = client.post("/api/v1/namespaces/rotate/secrets",
+                               json={"metadata": {"name": f"big{i}"}, "stringData": {"k": big}})
+            assert resp.status_code == 201
+    cluster.events()  # written out
+    backups = sorted(cluster.log.parent.glob("audit-*.log"))
+    assert len(backups) == 2  # --audit-log-maxbackup 2; 14 * 0.4 MB made more than that
+    for path in [*backups, cluster.log]:
+        assert path.stat().st_size <= 1024 * 1024
+        for line in path.read_text().splitlines():
+            assert json.loads(line)["apiVersion"] == "audit.k8s.io/v1"  # no line was cut by the rotation
+
+
+def test_scheduler_events_are_events_k8s_io_with_event_time(cluster: Cluster, tmp_path: Path) -> None:
+    kubectl = Kubectl(KUBECTL, cluster.api.url, tmp_path)
+    out = kubectl("get", "events.v1.events.k8s.io", "-n", "flow", "--field-selector", "reason=Scheduled",
+                  "-o", "yaml").stdout
+    event = yaml.safe_load(out)["items"][0]
+    assert event["apiVersion"] == "events.k8s.io/v1"
+    assert event["reportingController"] == "default-scheduler" and event["action"] == "Binding"
+    assert event["reportingInstance"].startswith("default-scheduler-")
+    assert len(event["eventTime"]) == len("2026-12-06T03:04:05.123456Z")
+    assert event["note"].startswith("Successfully assigned flow/web-")
+    described = kubectl("describe", "pod", "-n", "flow", "-l", "app=web").stdout
+    assert "Scheduled" in described and "default-scheduler" in described
+
+
+def test_a_full_disk_fails_no_request(tmp_path: Path, etcd: EtcdServer) -> None:
+    (tmp_path / "policy.yaml").write_text(POLICY)
+    api = ApiServer(etcd.url, tmp_path, extra=["--audit-policy-file", str(tmp_path / "policy.yaml"),
+                                               "--audit-log-path", "/dev/full"])
+    try:
+        api.start()
+        with httpx.Client(base_url=api.url, timeout=30) as client:
+            for i in range(5):
+                resp = client.post("/api/v1/namespaces", json={"metadata": {"name": f"full-{uuid.uuid4().hex[:8]}"}})
+                assert resp.status_code == 201, resp.text
+                client.delete(f"/api/v1/namespaces/{resp.json()['metadata']['name']}")
+        wait_for(lambda: "not written" in api.log_path.read_text(), what="the lost audit lines to be logged")
+    finally:
+        api.stop()
