@@ -10,7 +10,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1
 WORKDIR /opt/kubelab
 # Dependencies first, so editing the source does not re-download them.
 COPY pyproject.toml README.md ./
-RUN mkdir apimachinery kubeclient apiserver controllers scheduler kubelet kubelab console clusterdns \
+RUN mkdir apimachinery kubeclient apiserver controllers scheduler kubelet kubelab console clusterdns proxy \
     && pip install . \
     && pip uninstall -y kubelab
 COPY apimachinery ./apimachinery
