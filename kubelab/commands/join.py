@@ -31,6 +31,7 @@ from kubelab.cluster import KUBELET_BASE_PORT
 from kubelab.commands.up import _Signals, _stop, _supervise
 from kubelab.components import COMPONENTS, HEALTH_URL_IN_LOG, component_argv
 from kubelab.detach import Console, run_detached
+from kubelab.etcd import free_port
 from kubelab.discovery import ClusterInfo, DiscoveryError, discover, parse_pins
 from kubelab.health import PrintedHealth
 from kubelab.kubeconfig import write_kubeconfig
@@ -160,7 +161,9 @@ def _run(args: argparse.Namespace, data_dir: Path, info: ClusterInfo, token: bt.
     log.parent.mkdir(parents=True, exist_ok=True)
     argv = component_argv(kubelet, ["--bootstrap-kubeconfig", str(bootstrap), "--kubeconfig", str(kubeconfig),
                                     "--cert-dir", str(root / "pki"), "--node-name", node, "--port", str(port),
-                                    "--root-dir", str(root)])
+                                    "--root-dir", str(root),
+                                    # its API is HTTPS behind authentication: health on kube's plain healthz port
+                                    "--healthz-port", str(free_port())])
     unit = Unit(name, tuple(argv), log, PrintedHealth(HEALTH_URL_IN_LOG, kubelet.settle))
     record = ProcessRecord(name=name, component="kubelet", pid=0, start_time=None, started_at=0.0, log=str(log),
                            port=port)
