@@ -48,7 +48,8 @@ class Cluster:
         header = lines[1]
         assert header.split() == ["COMPONENT", "PID", "PORT", "HEALTH", "RESTARTS", "UPTIME", "LAST", "EXIT"], out
         last = header.index("LAST EXIT")
-        return {line.split()[0]: [*line[:last].split()[1:], line[last:].strip()] for line in lines[2:]}
+        rows = [line for line in lines[2:] if len(line[:last].split()) == 6]  # the lines after the table are notes
+        return {line.split()[0]: [*line[:last].split()[1:], line[last:].strip()] for line in rows}
 
     def kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["kubectl", "--kubeconfig", str(self.data_dir / "kubeconfig"), *args],
