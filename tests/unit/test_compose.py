@@ -89,6 +89,8 @@ def launcher_argv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[st
         mp.setattr(cluster_mod, "is_available", lambda component: True)
         mp.setattr(Cluster, "_start_etcd", lambda self: None)
         mp.setattr(Cluster, "_start_tier", lambda self, tier: None)
+        for talks_to_the_apiserver in ("_create_addons", "_create_join_objects", "_wait_pod_cidrs"):  # none runs
+            mp.setattr(Cluster, talks_to_the_apiserver, lambda self, *args: None)
         # compose's etcd serves its own Docker network without TLS (no PKI in the containers yet): compare with
         # the launcher's plain-HTTP etcd
         Cluster(tmp_path_factory.mktemp("up"), nodes=2, etcd_binary=find_etcd(), etcd_tls=False).start()
