@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +24,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from apimachinery.files import write_private
 
 __all__ = ["CertificateAuthority", "KeyPair", "ensure_rsa_key_pair", "write_private"]
 
@@ -47,31 +47,6 @@ class KeyPair:
 
     def exists(self) -> bool:
         return self.cert.is_file() and self.key.is_file()
-
-
-def write_private(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Write ``data`` atomically with ``mode``, creating missing parent directories 0700."""
-    _make_private_dirs(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _make_private_dirs(directory: Path) -> None:
-    missing = []
-    for d in (directory, *directory.parents):
-        if d.exists():
-            break
-        missing.append(d)
-    for d in reversed(missing):
-        d.mkdir(mode=0o700)
-        d.chmod(0o700)  # mkdir's mode is masked by the umask
 
 
 def _new_key() -> ec.EllipticCurvePrivateKey:

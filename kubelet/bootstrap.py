@@ -27,7 +27,6 @@ import datetime
 import json
 import logging
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 from apimachinery.errors import AlreadyExists, StatusError
+from apimachinery.files import write_private
 from kubeclient import CERTIFICATE_SIGNING_REQUESTS, Clientset
 from kubeclient.config import ConfigError, load_kubeconfig
 from kubeclient.rest import RESTClient
@@ -79,7 +79,7 @@ def _key(path: Path) -> ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey:
         if isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
             return key
     new = ec.generate_private_key(ec.SECP256R1())
-    _write(path, _key_pem(new))
+    write_private(path, _key_pem(new))
     return new
 
 
@@ -87,20 +87,6 @@ def _key_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
     """``EC PRIVATE KEY`` (or ``RSA PRIVATE KEY``), as kube's ``keyutil`` writes them."""
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
                              serialization.NoEncryption())
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Atomically, 0600, making the directory 0700 when missing."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def usages_for(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> list[str]:
@@ -161,7 +147,7 @@ def _store(cert_dir: Path, cert_pem: bytes, key: ec.EllipticCurvePrivateKey | rs
     """kube's certificate store: ``kubelet-client-<time>.pem`` and the ``-current`` link to it."""
     stamp = time.strftime("%Y-%m-%d-%H-%M-%S", time.gmtime())
     pem = cert_dir / f"kubelet-client-{stamp}.pem"
-    _write(pem, cert_pem + _key_pem(key))
+    write_private(pem, cert_pem + _key_pem(key))
     link = cert_dir / CURRENT
     tmp_link = cert_dir / f".{CURRENT}.tmp"
     tmp_link.unlink(missing_ok=True)
@@ -211,6 +197,6 @@ async def load_client_cert(kubeconfig: Path, bootstrap_kubeconfig: Path, cert_di
     finally:
         await client.close()
     current = _store(cert_dir, cert_pem, key)
-    _write(kubeconfig, _kubeconfig(bootstrap_kubeconfig, current.absolute()))
+    write_private(kubeconfig, _kubeconfig(bootstrap_kubeconfig, current.absolute()))
     (cert_dir / TMP_KEY).unlink(missing_ok=True)
     log.info("client certificate for system:node:%s issued; wrote %s", node_name, kubeconfig)
