@@ -20,7 +20,7 @@ from typing import Any
 
 from kubelab.clusterpki import APISERVER_KUBELET_CLIENT, DNS, LOCAL_PATH_PROVISIONER
 
-__all__ = ["ADDONS", "Addon"]
+__all__ = ["ADDONS", "Addon", "binding"]
 
 Addon = tuple[str, dict[str, Any]]  # (collection path under the apiserver, object)
 
@@ -46,20 +46,22 @@ PROVISIONER_CLUSTER_ROLE: dict[str, Any] = {
 }
 
 
-def _binding(kind: str, name: str, user: str, namespace: str | None = None) -> dict[str, Any]:
-    """A ``<kind>Binding`` of the role ``name`` to ``user``, named like the role."""
+def binding(name: str, role: str, subject: str, *, role_kind: str = "ClusterRole", subject_kind: str = "User",
+            namespace: str | None = None) -> dict[str, Any]:
+    """A ClusterRoleBinding (a RoleBinding in ``namespace`` when ``role_kind`` is Role) of ``role`` to one user or
+    group."""
     meta = {"name": name, **({"namespace": namespace} if namespace else {})}
-    return {"apiVersion": f"{RBAC}/v1", "kind": f"{kind}Binding", "metadata": meta,
-            "roleRef": {"apiGroup": RBAC, "kind": kind, "name": name},
-            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user}]}
+    return {"apiVersion": f"{RBAC}/v1", "kind": f"{role_kind}Binding", "metadata": meta,
+            "roleRef": {"apiGroup": RBAC, "kind": role_kind, "name": role},
+            "subjects": [{"apiGroup": RBAC, "kind": subject_kind, "name": subject}]}
 
 
-PROVISIONER_BINDING = _binding("ClusterRole", PROVISIONER_ROLE, LOCAL_PATH_PROVISIONER.user)
+PROVISIONER_BINDING = binding(PROVISIONER_ROLE, PROVISIONER_ROLE, LOCAL_PATH_PROVISIONER.user)
 
 # The apiserver's kubelet client identity may use every kubelet's API, which the kubelets authorize with a
 # SubjectAccessReview (kubeadm binds its kube-apiserver-kubelet-client alike).
-KUBELET_API_ADMIN_BINDING = {**_binding("ClusterRole", "system:kubelet-api-admin", APISERVER_KUBELET_CLIENT.user),
-                             "metadata": {"name": "kubelab:kube-apiserver-kubelet-api-admin"}}
+KUBELET_API_ADMIN_BINDING = binding("kubelab:kube-apiserver-kubelet-api-admin", "system:kubelet-api-admin",
+                                    APISERVER_KUBELET_CLIENT.user)
 
 COREDNS_CLUSTER_ROLE: dict[str, Any] = {
     "apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": {"name": "system:coredns"},
@@ -83,8 +85,9 @@ ADDONS: list[Addon] = [
     (f"/apis/{RBAC}/v1/clusterroles", PROVISIONER_CLUSTER_ROLE),
     (f"/apis/{RBAC}/v1/clusterrolebindings", PROVISIONER_BINDING),
     (f"/apis/{RBAC}/v1/clusterroles", COREDNS_CLUSTER_ROLE),
-    (f"/apis/{RBAC}/v1/clusterrolebindings", _binding("ClusterRole", "system:coredns", DNS.user)),
+    (f"/apis/{RBAC}/v1/clusterrolebindings", binding("system:coredns", "system:coredns", DNS.user)),
     (f"/apis/{RBAC}/v1/namespaces/kube-system/roles", DNS_PUBLISHER_ROLE),
-    (f"/apis/{RBAC}/v1/namespaces/kube-system/rolebindings", _binding("Role", "kubelab:dns", DNS.user, "kube-system")),
+    (f"/apis/{RBAC}/v1/namespaces/kube-system/rolebindings",
+     binding("kubelab:dns", "kubelab:dns", DNS.user, role_kind="Role", namespace="kube-system")),
     (f"/apis/{RBAC}/v1/clusterrolebindings", KUBELET_API_ADMIN_BINDING),
 ]

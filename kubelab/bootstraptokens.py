@@ -28,6 +28,7 @@ import httpx
 import yaml
 
 from apimachinery import bootstraptoken as bt
+from kubelab.addons import Addon, binding
 
 __all__ = ["DEFAULT_GROUP", "DEFAULT_TTL", "DEFAULT_USAGES", "cluster_info_kubeconfig", "ensure_join_objects",
            "join_objects", "token_secret"]
@@ -49,13 +50,11 @@ def cluster_info_kubeconfig(server: str, ca_pem: bytes) -> str:
     }, sort_keys=False))
 
 
-def _cluster_role_binding(name: str, role: str, group: str) -> dict[str, Any]:
-    return {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": role},
-            "subjects": [{"apiGroup": RBAC, "kind": "Group", "name": group}]}
+def _group_binding(name: str, role: str, group: str) -> dict[str, Any]:
+    return binding(name, role, group, subject_kind="Group")
 
 
-def join_objects(server: str, ca_pem: bytes) -> list[tuple[str, dict[str, Any]]]:
+def join_objects(server: str, ca_pem: bytes) -> list[Addon]:
     """(collection path, object) for each of kubeadm's objects, in creation order."""
     public = f"/api/v1/namespaces/{bt.KUBE_PUBLIC}"
     rbac_public = f"/apis/{RBAC}/v1/namespaces/{bt.KUBE_PUBLIC}"
@@ -68,22 +67,19 @@ def join_objects(server: str, ca_pem: bytes) -> list[tuple[str, dict[str, Any]]]
                                   "metadata": {"name": CLUSTER_INFO_ROLE, "namespace": bt.KUBE_PUBLIC},
                                   "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"],
                                              "resourceNames": [bt.CLUSTER_INFO]}]}),
-        (f"{rbac_public}/rolebindings", {"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding",
-                                         "metadata": {"name": CLUSTER_INFO_ROLE, "namespace": bt.KUBE_PUBLIC},
-                                         "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": CLUSTER_INFO_ROLE},
-                                         "subjects": [{"apiGroup": RBAC, "kind": "User",
-                                                       "name": "system:anonymous"}]}),
-        (bindings, _cluster_role_binding("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", DEFAULT_GROUP)),
-        (bindings, _cluster_role_binding("kubeadm:node-autoapprove-bootstrap",
+        (f"{rbac_public}/rolebindings", binding(CLUSTER_INFO_ROLE, CLUSTER_INFO_ROLE, "system:anonymous",
+                                                role_kind="Role", namespace=bt.KUBE_PUBLIC)),
+        (bindings, _group_binding("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", DEFAULT_GROUP)),
+        (bindings, _group_binding("kubeadm:node-autoapprove-bootstrap",
                                          "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
                                          DEFAULT_GROUP)),
-        (bindings, _cluster_role_binding("kubeadm:node-autoapprove-certificate-rotation",
+        (bindings, _group_binding("kubeadm:node-autoapprove-certificate-rotation",
                                          "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
                                          "system:nodes")),
         (f"/apis/{RBAC}/v1/clusterroles", {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
                                            "metadata": {"name": "kubeadm:get-nodes"},
                                            "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["nodes"]}]}),
-        (bindings, _cluster_role_binding("kubeadm:get-nodes", "kubeadm:get-nodes", DEFAULT_GROUP)),
+        (bindings, _group_binding("kubeadm:get-nodes", "kubeadm:get-nodes", DEFAULT_GROUP)),
     ]
 
 
