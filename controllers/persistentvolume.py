@@ -248,8 +248,11 @@ class PersistentVolumeController(Controller):
             new["metadata"]["annotations"] = {**annotations, **added}
             claim = await self.claims.update(new)
         spec = volume.get("spec") or {}
-        status = {**(claim.get("status") or {}), "phase": "Bound", "accessModes": spec.get("accessModes") or [],
-                  "capacity": dict(spec.get("capacity") or {})}
+        status = {**(claim.get("status") or {}), "phase": "Bound", "accessModes": spec.get("accessModes") or []}
+        if phase(claim) != "Bound":
+            # The capacity only as the claim becomes Bound (kube's updateClaimStatus): afterwards a volume larger
+            # than the claim's status is an expansion the expander has not finished, which it must see and report.
+            status["capacity"] = dict(spec.get("capacity") or {})
         if status != claim.get("status"):
             claim = await self.claims.update_status({**claim, "status": status})
         return claim

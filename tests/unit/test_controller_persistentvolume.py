@@ -3,6 +3,7 @@ for the first consumer, asking the provisioner, pre-bound volumes, claims lost, 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from controllers.manager import enabled_controllers
@@ -66,6 +67,13 @@ async def test_an_immediate_claim_binds_the_smallest_volume_that_fits() -> None:
         small = get(fake, PERSISTENT_VOLUMES, "small")
         assert phase(small) == "Bound" and small["spec"]["claimRef"]["uid"] == claim["metadata"]["uid"]
         await until(lambda: phase(get(fake, PERSISTENT_VOLUMES, "big")) == "Available")
+
+        # A bound claim's capacity is the expander's to change: a grown volume does not overwrite it.
+        grown = get(fake, PERSISTENT_VOLUMES, "small")
+        grown["spec"]["capacity"] = {"storage": "3Gi"}
+        await volumes.update(grown)
+        await asyncio.sleep(0.5)  # the binder syncs the claim of a changed volume at once
+        assert get(fake, PERSISTENT_VOLUME_CLAIMS, "data", "default")["status"]["capacity"] == {"storage": "2Gi"}
 
         # The claim goes: its Retain volume is Released and stays.
         await cs.resource(PERSISTENT_VOLUME_CLAIMS).delete("data", "default")
