@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from kubelab.addons import ADDONS
+from kubelab.addons import ADDONS, PROVISIONER_ROLE
 from kubelab.clusterpki import LOCAL_PATH_PROVISIONER
 from kubelab.etcd import free_port
 from kubelet.runtime.cgroups import Cgroups
@@ -61,7 +61,7 @@ class Node:
 def provisioner_kubeconfig(api_url: str, path: Path) -> Path:
     """A kubeconfig acting as the local-path provisioner, its ClusterRole and binding made as ``kubelab up`` does."""
     for collection, obj in ADDONS:
-        if obj["kind"] != "StorageClass":  # the tests make the classes they need
+        if obj["metadata"]["name"] == PROVISIONER_ROLE:  # its role and binding only (the tests make their classes)
             httpx.post(f"{api_url}{collection}", json=obj)
     return impersonating_kubeconfig(path, api_url, LOCAL_PATH_PROVISIONER.user, ())
 
