@@ -12,16 +12,16 @@ from apimachinery.meta import parse_bool, parse_duration
 from . import kubeletclient
 from .app import AuditConfig, Config, create_app
 from .audit import PolicyError
-from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ
 from .authenticators.tokenfile import TokenFileError
-from .serving import Listener, TLSFiles, serve
 from .authorizer import parse_modes
+from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ
 from .kubeletclient import KubeletClientConfig
-from .storage.encryptionconfig import EncryptionConfigError
-from .storage.etcd3 import EtcdTLS, uses_tls
 from .registry.store import ETCD_MAX_REQUEST_BYTES
 from .serviceaccount.config import DEFAULT_ISSUER, ServiceAccountConfig
 from .serviceaccount.keys import KeyFileError
+from .serving import Listener, TLSFiles, serve
+from .storage.encryptionconfig import EncryptionConfigError
+from .storage.etcd3 import EtcdTLS, uses_tls
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

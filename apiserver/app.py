@@ -27,18 +27,21 @@ from starlette.websockets import WebSocket
 from apimachinery import errors
 from apimachinery import metrics as process_metrics
 
+from . import flowcontrol
 from .admission import AdmissionChain
-from .audit import AuditMiddleware, LogBackend, load_policy
 from .admission.conditions import WebhookMatchConditions
 from .admission.defaultingressclass import DefaultIngressClass
 from .admission.limitranger import LimitRangerDefaults, LimitRangerValidation
-from .admission.storage import DefaultStorageClass, PersistentVolumeClaimResize, StorageObjectInUseProtection
+from .admission.noderestriction import NodeRestriction
 from .admission.policy import ValidatingAdmissionPolicies
-from .admission.priority import Priority
 from .admission.policy.typecheck import PolicyStatus, TypeChecker
+from .admission.priority import Priority
 from .admission.resourcequota import ResourceQuotaAdmission
 from .admission.runtimeclass import RuntimeClass
+from .admission.serviceaccount import NAME as SERVICE_ACCOUNT_PLUGIN
+from .admission.serviceaccount import ServiceAccountAdmission
 from .admission.sources import Sources
+from .admission.storage import DefaultStorageClass, PersistentVolumeClaimResize, StorageObjectInUseProtection
 from .admission.webhook import MutatingWebhooks, ValidatingWebhooks
 from .admission.webhook.client import WebhookClient
 from .apiextensions.celrules import CELRules
@@ -46,13 +49,10 @@ from .apiextensions.controller import CRDController
 from .apiextensions.openapi import custom_openapi
 from .apiextensions.schemavalidation import RuleValidator
 from .apiextensions.strategy import CustomResourceStrategy
-from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ, component_probes
-from . import flowcontrol
-from .admission.serviceaccount import NAME as SERVICE_ACCOUNT_PLUGIN, ServiceAccountAdmission
+from .audit import AuditMiddleware, LogBackend, load_policy
 from .authentication import AuthenticationMiddleware, RequestAuthenticator, TokenAuthenticator
 from .authenticators.bootstraptoken import BootstrapTokenAuthenticator
 from .authenticators.tokenfile import TokenFile
-from .admission.noderestriction import NodeRestriction
 from .authorizer import AlwaysAllow, AlwaysDeny, Member, configure
 from .authz import filter as authz_filter
 from .authz.escalation import EscalationCheck
@@ -63,6 +63,7 @@ from .authz.rbac import RBACAuthorizer
 from .authz.reconcile import reconcile as reconcile_policy
 from .authz.rules import compile_rules
 from .autoregister import AutoRegister, served_group_versions
+from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ, component_probes
 from .handlers import discovery, openapi, proxy, watches
 from .handlers.request import limit_body, parse_path
 from .handlers.rest import RESTHandler, json_response, status_response
@@ -74,11 +75,11 @@ from .openapi import documents as openapi_documents
 from .registry import all_strategies
 from .registry.componentstatuses import ComponentStatusStrategy
 from .registry.decoder import Decoder
-from .registry.registry import BootstrapObject, Registry, system_namespaces
 from .registry.endpoints import endpoints_address, kubernetes_endpoints
 from .registry.endpointslices import endpoint_slice_address, kubernetes_endpoint_slice
 from .registry.masterleases import MasterLeases
 from .registry.priorityclasses import SYSTEM_PRIORITY_CLASSES
+from .registry.registry import BootstrapObject, Registry, system_namespaces
 from .registry.services import kubernetes_service
 from .registry.store import ETCD_MAX_REQUEST_BYTES
 from .registry.tokenreviews import TokenReviewStrategy

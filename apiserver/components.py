@@ -8,7 +8,6 @@ components serve plain HTTP on a port of their choosing, so the URLs are flags (
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from urllib.parse import urlsplit
 
@@ -36,7 +35,7 @@ def http_probe(url: str) -> Callable[[], Awaitable[ProbeResult]]:
         except aiohttp.ClientConnectorError:
             host = urlsplit(url).netloc
             return ProbeResult(False, error=f'Get "{url}": dial tcp {host}: connect: connection refused')
-        except (aiohttp.ClientError, asyncio.TimeoutError) as err:
+        except (TimeoutError, aiohttp.ClientError) as err:
             return ProbeResult(False, error=f'Get "{url}": {err or type(err).__name__}')
     return check
 

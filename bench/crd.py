@@ -32,7 +32,6 @@ from typing import Any
 
 import aiohttp
 import httpx
-
 from api import cluster, creates, pod, run_concurrently
 
 GROUP = "bench.kubelab.io"

@@ -29,8 +29,8 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp

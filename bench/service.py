@@ -50,7 +50,7 @@ async def load(url: str, seconds: float, concurrency: int, keepalive: bool) -> t
                         await resp.read()
                         done += resp.status == 200
                         failed += resp.status != 200
-                except (aiohttp.ClientError, asyncio.TimeoutError):
+                except (TimeoutError, aiohttp.ClientError):
                     failed += 1
         await asyncio.gather(*(worker() for _ in range(concurrency)))
     return done, failed

@@ -21,10 +21,9 @@ import logging
 
 from apimachinery import bootstraptoken as bt
 from apimachinery.meta import Object
-from kubeclient import CONFIG_MAPS, SECRETS, Clientset, DeletedFinalStateUnknown, InformerFactory
-
 from controllers.base import Controller, unwrap
 from controllers.tokencleaner import is_token_secret
+from kubeclient import CONFIG_MAPS, SECRETS, Clientset, DeletedFinalStateUnknown, InformerFactory
 
 log = logging.getLogger(__name__)
 

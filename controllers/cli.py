@@ -16,7 +16,6 @@ from controllers.manager import CONTROLLERS, enabled_controllers, run
 from controllers.nodeipam import DEFAULT_CLUSTER_CIDR, DEFAULT_NODE_CIDR_MASK_SIZE, CidrSet
 
 
-
 def duration(text: str) -> float:
     """Seconds in a Go duration string (``1m30s`` → 90.0) or a plain number of seconds."""
     try:

@@ -19,9 +19,8 @@ from typing import Any
 
 from apimachinery.labels import selector_from_label_selector
 from apimachinery.meta import Object
-from kubeclient import CLUSTER_ROLES, Clientset, DeletedFinalStateUnknown, InformerFactory
-
 from controllers.base import Controller
+from kubeclient import CLUSTER_ROLES, Clientset, DeletedFinalStateUnknown, InformerFactory
 
 log = logging.getLogger(__name__)
 

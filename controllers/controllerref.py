@@ -23,9 +23,8 @@ from typing import Any
 from apimachinery.errors import NotFound, StatusError
 from apimachinery.labels import Selector, selector_from_label_selector
 from apimachinery.meta import Object
-from kubeclient import Indexer, ResourceClient
-
 from controllers.podutil import meta
+from kubeclient import Indexer, ResourceClient
 
 Fetch = Callable[[], Awaitable[Object]]
 

@@ -19,18 +19,17 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apimachinery import cron
 from apimachinery.errors import AlreadyExists, NotFound
 from apimachinery.meta import Object, parse_time
-from kubeclient import CRON_JOBS, JOBS, Clientset, EventRecorder, InformerFactory
-
 from controllers.base import Controller, key_of, unwrap
 from controllers.job import has_condition, is_finished
 from controllers.podutil import controller_ref, fmt_time, meta, now_utc
+from kubeclient import CRON_JOBS, JOBS, Clientset, EventRecorder, InformerFactory
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +81,7 @@ class CronJobController(Controller):
     queue_name = "cronjob"
 
     def __init__(self, clientset: Clientset, factory: InformerFactory, *, workers: int = 5,
-                 now: Callable[[], datetime] = now_utc, zone: tzinfo = timezone.utc) -> None:
+                 now: Callable[[], datetime] = now_utc, zone: tzinfo = UTC) -> None:
         super().__init__(workers=workers)
         self.cronjobs = clientset.resource(CRON_JOBS)
         self.jobs = clientset.resource(JOBS)

@@ -19,8 +19,6 @@ import logging
 from cryptography.x509.oid import NameOID
 
 from apimachinery.meta import Object
-from kubeclient import CERTIFICATE_SIGNING_REQUESTS, SUBJECT_ACCESS_REVIEWS, Clientset, InformerFactory
-
 from controllers.base import Controller
 from controllers.csrutil import (
     KUBE_APISERVER_CLIENT_KUBELET,
@@ -30,6 +28,7 @@ from controllers.csrutil import (
     parse_request,
     subject,
 )
+from kubeclient import CERTIFICATE_SIGNING_REQUESTS, SUBJECT_ACCESS_REVIEWS, Clientset, InformerFactory
 
 log = logging.getLogger(__name__)
 

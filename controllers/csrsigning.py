@@ -28,8 +28,6 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from apimachinery.meta import Object
-from kubeclient import CERTIFICATE_SIGNING_REQUESTS, Clientset, InformerFactory
-
 from controllers.base import Controller
 from controllers.csrutil import (
     KUBE_APISERVER_CLIENT,
@@ -40,6 +38,7 @@ from controllers.csrutil import (
     kubelet_client_problem,
     parse_request,
 )
+from kubeclient import CERTIFICATE_SIGNING_REQUESTS, Clientset, InformerFactory
 
 log = logging.getLogger(__name__)
 

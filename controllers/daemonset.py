@@ -29,8 +29,6 @@ from typing import Any
 from apimachinery.errors import StatusError
 from apimachinery.labels import Selector
 from apimachinery.meta import Object
-from kubeclient import CONTROLLER_REVISIONS, DAEMON_SETS, NODES, PODS, Clientset, EventRecorder, InformerFactory
-
 from controllers import daemonutil
 from controllers.base import Controller, key_of, unwrap
 from controllers.controllerref import (
@@ -40,11 +38,12 @@ from controllers.controllerref import (
     selecting_owners,
     spec_selector,
 )
-from controllers.history import HASH_LABEL, History, HistoryOwner
 from controllers.expectations import Expectations
+from controllers.history import HASH_LABEL, History, HistoryOwner
 from controllers.podcontrol import PodControl, slow_start_batch
 from controllers.podutil import controller_ref, meta, now_utc
 from controllers.statuswrite import write_status
+from kubeclient import CONTROLLER_REVISIONS, DAEMON_SETS, NODES, PODS, Clientset, EventRecorder, InformerFactory
 
 log = logging.getLogger(__name__)
 

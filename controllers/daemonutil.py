@@ -27,7 +27,6 @@ from typing import Any
 from apimachinery import nodeaffinity
 from apimachinery.meta import Object
 from apimachinery.taints import untolerated
-
 from controllers.history import REVISION_HASH_LABEL
 from controllers.podutil import POD_FAILED, is_pod_available, is_pod_ready, meta, pod_from_template
 from controllers.taints import (

@@ -24,8 +24,6 @@ from typing import Any
 
 from apimachinery.errors import Forbidden, NotFound
 from apimachinery.meta import Object
-from kubeclient import ENDPOINTS, Clientset, DeletedFinalStateUnknown, InformerFactory
-
 from controllers.base import key_of, unwrap
 from controllers.endpointutil import (
     LABEL_HEADLESS,
@@ -41,6 +39,7 @@ from controllers.endpointutil import (
 )
 from controllers.podutil import is_pod_ready, meta
 from controllers.serviceaccount import is_namespace_terminating
+from kubeclient import ENDPOINTS, Clientset, DeletedFinalStateUnknown, InformerFactory
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from apimachinery.meta import Object
-from kubeclient import ENDPOINT_SLICES, Clientset, InformerFactory
-
 from controllers.endpoints import endpoints_labels
 from controllers.endpointutil import (
     ServicePodsController,
@@ -35,6 +33,7 @@ from controllers.endpointutil import (
 )
 from controllers.podutil import controller_ref, is_pod_ready, meta
 from controllers.slicewriter import STALE_RETRY_SECONDS, DesiredSlice, SliceWriter, chunked, managed_labels
+from kubeclient import ENDPOINT_SLICES, Clientset, InformerFactory
 
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"
 MAX_ENDPOINTS_PER_SLICE = 100

@@ -18,12 +18,11 @@ import ipaddress
 from typing import Any
 
 from apimachinery.meta import Object
-from kubeclient import ENDPOINT_SLICES, ENDPOINTS, SERVICES, Clientset, InformerFactory
-
 from controllers.base import Controller
 from controllers.endpoints import LEADER_ANNOTATION
 from controllers.podutil import controller_ref, meta
 from controllers.slicewriter import STALE_RETRY_SECONDS, DesiredSlice, SliceWriter, chunked, managed_labels
+from kubeclient import ENDPOINT_SLICES, ENDPOINTS, SERVICES, Clientset, InformerFactory
 
 CONTROLLER_NAME = "endpointslicemirroring-controller.k8s.io"
 LABEL_SKIP_MIRROR = "endpointslice.kubernetes.io/skip-mirror"

@@ -33,6 +33,9 @@ from typing import Any
 
 from apimachinery.errors import NotFound
 from apimachinery.meta import Object
+from controllers.base import Controller, ensure_indexer, key_of, unwrap
+from controllers.discovery import discover
+from controllers.podutil import meta
 from kubeclient import (
     CONFIG_MAPS,
     CONTROLLER_REVISIONS,
@@ -54,10 +57,6 @@ from kubeclient import (
     Resource,
 )
 from kubeclient.informer import SharedInformer
-
-from controllers.base import Controller, ensure_indexer, key_of, unwrap
-from controllers.discovery import discover
-from controllers.podutil import meta
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from kubeclient.informer import snapshot as informer_snapshot
 from kubeclient import metrics
+from kubeclient.informer import snapshot as informer_snapshot
 
 log = logging.getLogger(__name__)
 

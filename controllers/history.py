@@ -24,11 +24,10 @@ from typing import Any
 
 from apimachinery.errors import AlreadyExists, NotFound
 from apimachinery.meta import Object
-from kubeclient import CONTROLLER_REVISIONS, Clientset, Resource
-
 from controllers.controllerref import controller_uid
 from controllers.deployment.util import compute_hash
 from controllers.podutil import controller_ref, meta
+from kubeclient import CONTROLLER_REVISIONS, Clientset, Resource
 
 HASH_LABEL = "controller.kubernetes.io/hash"
 REVISION_HASH_LABEL = "controller-revision-hash"  # on the pods (``apps.ControllerRevisionHashLabelKey``)

@@ -35,20 +35,6 @@ from apimachinery.errors import Conflict, StatusError
 from apimachinery.labels import parse_selector
 from apimachinery.meta import Object
 from apimachinery.quantity import format_cpu_milli, parse_quantity
-from kubeclient import (
-    DEPLOYMENTS,
-    HORIZONTAL_POD_AUTOSCALERS,
-    NAMESPACE_INDEX,
-    PODS,
-    REPLICA_SETS,
-    REPLICATION_CONTROLLERS,
-    Clientset,
-    DeletedFinalStateUnknown,
-    EventRecorder,
-    InformerFactory,
-    Resource,
-)
-
 from controllers.base import Controller, key_of, unwrap
 from controllers.discovery import scalable_resource
 from controllers.hpanormalize import Condition, Recommendations, normalize, normalize_with_behavior
@@ -62,6 +48,19 @@ from controllers.replicacalculator import (
     pod_metrics,
     raw_resource_replicas,
     resource_replicas,
+)
+from kubeclient import (
+    DEPLOYMENTS,
+    HORIZONTAL_POD_AUTOSCALERS,
+    NAMESPACE_INDEX,
+    PODS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    Clientset,
+    DeletedFinalStateUnknown,
+    EventRecorder,
+    InformerFactory,
+    Resource,
 )
 
 log = logging.getLogger(__name__)

@@ -34,11 +34,10 @@ from typing import Any
 from apimachinery.errors import NotFound, StatusError
 from apimachinery.labels import Selector, selector_from_label_selector
 from apimachinery.meta import Object, parse_time
-from kubeclient import JOBS, PODS, Clientset, EventRecorder, InformerFactory
-
 from controllers.base import Controller, key_of, unwrap
 from controllers.controllerref import ControllerRefManager
 from controllers.expectations import Expectations
+from controllers.podcontrol import PodControl, slow_start_batch
 from controllers.podutil import (
     POD_FAILED,
     POD_SUCCEEDED,
@@ -53,7 +52,7 @@ from controllers.podutil import (
     now_utc,
     pod_from_template,
 )
-from controllers.podcontrol import PodControl, slow_start_batch
+from kubeclient import JOBS, PODS, Clientset, EventRecorder, InformerFactory
 
 log = logging.getLogger(__name__)
 

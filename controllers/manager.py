@@ -21,14 +21,13 @@ import signal
 import socket
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
 from dataclasses import dataclass
-
-from kubeclient import Clientset, InformerFactory, LeaderElector
-from kubeclient.config import build_config
+from datetime import timedelta
 
 from controllers.base import Controller
 from controllers.healthz import HealthServer
+from kubeclient import Clientset, InformerFactory, LeaderElector
+from kubeclient.config import build_config
 
 log = logging.getLogger("controllers")
 

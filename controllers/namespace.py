@@ -21,11 +21,10 @@ from typing import Any
 
 from apimachinery.errors import MethodNotAllowed, NotFound, StatusError
 from apimachinery.meta import Object
-from kubeclient import NAMESPACES, Clientset, InformerFactory, Resource
-
 from controllers.base import Controller
 from controllers.discovery import discover
 from controllers.podutil import fmt_time, get_condition, meta, now_utc
+from kubeclient import NAMESPACES, Clientset, InformerFactory, Resource
 
 log = logging.getLogger(__name__)
 

@@ -32,9 +32,6 @@ from typing import Any
 
 from apimachinery.errors import NotFound, StatusError
 from apimachinery.meta import Object, parse_time
-from kubeclient import LEASES, NODE_NAME_INDEX, NODES, PODS, Clientset, EventRecorder, InformerFactory
-from kubeclient.informer import node_name_index_func
-
 from controllers.base import Controller, ensure_indexer, unwrap
 from controllers.podutil import fmt_time, get_condition, is_pod_ready, meta, now_utc
 from controllers.taints import (
@@ -48,6 +45,8 @@ from controllers.taints import (
     TAINT_UNREACHABLE,
     TAINT_UNSCHEDULABLE,
 )
+from kubeclient import LEASES, NODE_NAME_INDEX, NODES, PODS, Clientset, EventRecorder, InformerFactory
+from kubeclient.informer import node_name_index_func
 
 log = logging.getLogger(__name__)
 

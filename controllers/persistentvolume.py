@@ -51,6 +51,8 @@ from apimachinery.volumes import (
     is_delay_binding,
     storage_class_of,
 )
+from controllers.base import Controller, unwrap
+from controllers.podutil import meta
 from kubeclient import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
@@ -61,9 +63,6 @@ from kubeclient import (
     EventRecorder,
     InformerFactory,
 )
-
-from controllers.base import Controller, unwrap
-from controllers.podutil import meta
 
 log = logging.getLogger(__name__)
 

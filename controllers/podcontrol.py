@@ -14,9 +14,8 @@ from collections.abc import Awaitable, Callable
 
 from apimachinery.errors import Forbidden, NotFound, StatusError
 from apimachinery.meta import Object
-from kubeclient import Clientset, EventRecorder
-
 from controllers.podutil import meta
+from kubeclient import Clientset, EventRecorder
 
 
 async def slow_start_batch(count: int, initial: int, fn: Callable[[], Awaitable[None]]) -> tuple[int, Exception | None]:

@@ -18,10 +18,9 @@ from typing import Any
 
 from apimachinery.errors import NotFound
 from apimachinery.meta import Object
-from kubeclient import NODES, PODS, Clientset, InformerFactory
-
 from controllers.base import Controller, key_of
 from controllers.podutil import fmt_time, get_condition, is_pod_terminal, meta, now_utc
+from kubeclient import NODES, PODS, Clientset, InformerFactory
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import copy
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from apimachinery.meta import Object, parse_time
@@ -37,12 +37,12 @@ def meta(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def fmt_time(dt: datetime) -> str:
     """``metav1.Time`` (whole seconds, UTC)."""
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def is_pod_terminal(pod: Object) -> bool:

@@ -27,8 +27,6 @@ from typing import Any
 from apimachinery.errors import Conflict, StatusError
 from apimachinery.labels import Selector, selector_from_label_selector, selector_from_set
 from apimachinery.meta import Object
-from kubeclient import PODS, REPLICA_SETS, Clientset, EventRecorder, InformerFactory, Resource
-
 from controllers.base import Controller, key_of, unwrap
 from controllers.controllerref import ControllerRefManager, controller_uid
 from controllers.expectations import Expectations
@@ -46,6 +44,7 @@ from controllers.podutil import (
     pod_from_template,
     related_pod_ranks,
 )
+from kubeclient import PODS, REPLICA_SETS, Clientset, EventRecorder, InformerFactory, Resource
 
 log = logging.getLogger(__name__)
 

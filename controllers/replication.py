@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from apimachinery.labels import Selector, selector_from_set
 from apimachinery.meta import Object
-from kubeclient import REPLICATION_CONTROLLERS, Clientset, InformerFactory
-
 from controllers.replicaset import ReplicaKind, ReplicaSetController
+from kubeclient import REPLICATION_CONTROLLERS, Clientset, InformerFactory
 
 
 def rc_selector(rc: Object) -> Selector:

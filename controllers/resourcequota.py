@@ -38,6 +38,8 @@ from apimachinery.quota import (
     to_wire,
     usage,
 )
+from controllers.base import Controller, unwrap
+from controllers.podutil import meta
 from kubeclient import (
     CONFIG_MAPS,
     NAMESPACE_INDEX,
@@ -53,9 +55,6 @@ from kubeclient import (
     Resource,
 )
 from kubeclient.informer import SharedInformer, wait_for_cache_sync
-
-from controllers.base import Controller, unwrap
-from controllers.podutil import meta
 
 log = logging.getLogger(__name__)
 

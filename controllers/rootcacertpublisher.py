@@ -17,11 +17,10 @@ import logging
 
 from apimachinery.errors import AlreadyExists, Forbidden, NotFound
 from apimachinery.meta import Object
-from kubeclient import CONFIG_MAPS, NAMESPACES, Clientset, DeletedFinalStateUnknown, InformerFactory
-
 from controllers.base import Controller, unwrap
 from controllers.podutil import meta
 from controllers.serviceaccount import is_namespace_terminating
+from kubeclient import CONFIG_MAPS, NAMESPACES, Clientset, DeletedFinalStateUnknown, InformerFactory
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,9 @@ import logging
 
 from apimachinery.errors import AlreadyExists, Forbidden
 from apimachinery.meta import Object
-from kubeclient import NAMESPACES, SERVICE_ACCOUNTS, Clientset, DeletedFinalStateUnknown, InformerFactory
-
 from controllers.base import Controller, unwrap
 from controllers.podutil import meta
+from kubeclient import NAMESPACES, SERVICE_ACCOUNTS, Clientset, DeletedFinalStateUnknown, InformerFactory
 
 log = logging.getLogger(__name__)
 

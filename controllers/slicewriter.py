@@ -19,12 +19,11 @@ from typing import Any
 
 from apimachinery.errors import Forbidden, NotFound
 from apimachinery.meta import Object
-from kubeclient import NAMESPACE_INDEX, Clientset, DeletedFinalStateUnknown, RateLimitingQueue
-from kubeclient.informer import SharedInformer
-
 from controllers.base import unwrap
 from controllers.podutil import meta
 from controllers.serviceaccount import is_namespace_terminating
+from kubeclient import NAMESPACE_INDEX, Clientset, DeletedFinalStateUnknown, RateLimitingQueue
+from kubeclient.informer import SharedInformer
 
 LABEL_SERVICE_NAME = "kubernetes.io/service-name"
 LABEL_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"

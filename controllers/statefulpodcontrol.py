@@ -20,11 +20,10 @@ from typing import Any
 
 from apimachinery.errors import AlreadyExists, NotFound, StatusError
 from apimachinery.meta import Object
-from kubeclient import Clientset, EventRecorder
-from kubeclient.informer import SharedInformer
-
 from controllers import statefulutil as su
 from controllers.podutil import meta
+from kubeclient import Clientset, EventRecorder
+from kubeclient.informer import SharedInformer
 
 
 class ClaimBeingDeleted(Exception):

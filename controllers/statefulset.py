@@ -34,16 +34,6 @@ from typing import Any
 
 from apimachinery.labels import Selector
 from apimachinery.meta import Object
-from kubeclient import (
-    CONTROLLER_REVISIONS,
-    PERSISTENT_VOLUME_CLAIMS,
-    PODS,
-    STATEFUL_SETS,
-    Clientset,
-    EventRecorder,
-    InformerFactory,
-)
-
 from controllers import statefulutil as su
 from controllers.base import Controller, unwrap
 from controllers.controllerref import (
@@ -57,6 +47,15 @@ from controllers.history import History, HistoryOwner
 from controllers.podutil import controller_ref, meta, now_utc
 from controllers.statefulpodcontrol import StatefulPodControl
 from controllers.statuswrite import write_status
+from kubeclient import (
+    CONTROLLER_REVISIONS,
+    PERSISTENT_VOLUME_CLAIMS,
+    PODS,
+    STATEFUL_SETS,
+    Clientset,
+    EventRecorder,
+    InformerFactory,
+)
 
 log = logging.getLogger(__name__)
 

@@ -26,15 +26,14 @@ from datetime import datetime
 from typing import Any
 
 from apimachinery.meta import Object
-
 from controllers.history import REVISION_HASH_LABEL
 from controllers.podutil import (
     POD_FAILED,
     POD_PENDING,
     POD_RUNNING,
     POD_SUCCEEDED,
-    is_pod_available,
     controller_ref,
+    is_pod_available,
     is_pod_ready,
     meta,
     pod_from_template,

@@ -12,9 +12,8 @@ from typing import Any
 
 from apimachinery.errors import Conflict
 from apimachinery.meta import Object
-from kubeclient import ResourceClient
-
 from controllers.podutil import meta
+from kubeclient import ResourceClient
 
 
 async def write_status(client: ResourceClient, obj: Object, status: dict[str, Any]) -> Object:

@@ -28,12 +28,11 @@ from typing import Any
 
 from apimachinery.errors import NotFound
 from apimachinery.meta import Object, parse_time
-from kubeclient import NODE_NAME_INDEX, NODES, PODS, Clientset, EventRecorder, InformerFactory
-from kubeclient.informer import node_name_index_func
-
 from controllers.base import Controller, ensure_indexer, key_of, unwrap
 from controllers.podutil import fmt_time, get_condition, is_pod_terminal, meta, now_utc
 from controllers.taints import matching_tolerations, min_toleration_seconds, no_execute_taints
+from kubeclient import NODE_NAME_INDEX, NODES, PODS, Clientset, EventRecorder, InformerFactory
+from kubeclient.informer import node_name_index_func
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,8 @@ import logging
 from apimachinery import bootstraptoken as bt
 from apimachinery.errors import Conflict, NotFound
 from apimachinery.meta import Object
-from kubeclient import SECRETS, Clientset, InformerFactory
-
 from controllers.base import Controller, unwrap
+from kubeclient import SECRETS, Clientset, InformerFactory
 
 log = logging.getLogger(__name__)
 

@@ -16,11 +16,16 @@ import copy
 from apimachinery.meta import Object
 from apimachinery.quantity import parse_quantity
 from apimachinery.volumes import claim_key, requested_storage, storage_class_of
-from kubeclient import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Clientset, EventRecorder, \
-    InformerFactory
-
 from controllers.base import Controller
 from controllers.podutil import meta
+from kubeclient import (
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    STORAGE_CLASSES,
+    Clientset,
+    EventRecorder,
+    InformerFactory,
+)
 
 ANN_STORAGE_RESIZER = "volume.kubernetes.io/storage-resizer"
 

@@ -32,6 +32,21 @@ from pathlib import Path
 import httpx
 
 from kubelab import auditpolicy, dnsaddon, process
+from kubelab.addons import ADDONS
+from kubelab.bootstraptokens import ensure_join_objects
+from kubelab.clusterpki import (
+    ADMIN,
+    CONTROLLER_MANAGER,
+    DNS,
+    HOLLOW_NODES,
+    KUBE_PROXY,
+    LOCAL_PATH_PROVISIONER,
+    SCHEDULER,
+    ClusterPKI,
+    Identity,
+    kubelet_identity,
+    make_cluster_pki,
+)
 from kubelab.components import (
     COMPONENTS,
     HEALTH_URL_IN_LOG,
@@ -40,14 +55,10 @@ from kubelab.components import (
     is_available,
     kubelet_node_name,
 )
-from kubelab.bootstraptokens import ensure_join_objects
 from kubelab.encryption import ensure_encryption_config
 from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer, free_port
-from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.etcdcluster import local_cluster, record_run
-from kubelab.addons import ADDONS
-from kubelab.clusterpki import ADMIN, CONTROLLER_MANAGER, DNS, HOLLOW_NODES, KUBE_PROXY, LOCAL_PATH_PROVISIONER, \
-    SCHEDULER, ClusterPKI, Identity, kubelet_identity, make_cluster_pki
+from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
 from kubelab.state import ClusterState, ProcessRecord

@@ -23,6 +23,7 @@ from apimachinery.meta import parse_bool, parse_duration
 from kubeclient import Clientset
 from kubeclient.informer import snapshot as informer_snapshot
 
+from .auth import Authenticator, Authorizer, middleware
 from .bootstrap import BootstrapError, load_client_cert
 from .dnsconfig import ResolverSettings
 from .hollow import HollowNodes
@@ -33,7 +34,6 @@ from .node import PROCESS_RUNTIME_VERSION, NodeAgent, machine_capacity
 from .runtime.docker import DockerImages, DockerRuntime, EngineError
 from .runtime.linux import RUNTIME_VERSION as LINUX_RUNTIME_VERSION
 from .runtime.linux import LinuxRuntime, probe
-from .auth import Authenticator, Authorizer, middleware
 from .server import make_app, make_healthz_app
 from .tlsserving import server_context, serving_files
 

@@ -39,17 +39,17 @@ from apimachinery.meta import format_duration, now_rfc3339, parse_time
 from . import images, metrics
 from . import status as st
 from .backoff import CrashBackoff
+from .claims import resolve_claims
 from .dnsconfig import ResolverSettings, pod_dns
 from .env import EnvError, expand_command, pod_env, runtime_env
 from .logs import select
 from .node import machine_capacity
 from .podips import PoolExhausted
 from .probes import PROBE_KINDS, ProbeKind, ProbeWorker, Result, run_hook
-from .runtime.cri import Container, ContainerMeta, ExecTarget, SandboxConfig
-from .claims import resolve_claims
 from .projected import projected_references, token_keys
-from .token import TokenKey
+from .runtime.cri import Container, ContainerMeta, ExecTarget, SandboxConfig
 from .sources import SourceKind, env_references, volume_references
+from .token import TokenKey
 from .volumes import VolumeError, mount_container, refresh_written_volumes, remove_pod_volumes, setup_volumes
 
 if TYPE_CHECKING:

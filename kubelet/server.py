@@ -23,8 +23,8 @@ from typing import Any
 from aiohttp import web
 
 from apimachinery import prometheus
-from kubeclient.informer import snapshot as informer_snapshot
 from kubeclient import metrics as kubeclient_metrics
+from kubeclient.informer import snapshot as informer_snapshot
 
 from . import attach, logs, portforward, stats
 from . import exec as exec_

@@ -18,10 +18,9 @@ per kubelet (the apiserver's address does not move while it runs) and again afte
 from __future__ import annotations
 
 import logging
-
-from apimachinery import errors
 from typing import Any
 
+from apimachinery import errors
 from apimachinery.serviceip import loopback_address
 from kubeclient import Clientset, SharedInformer
 

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from . import atomicwriter
-from .projected import DEFAULT_MODE as PROJECTED_DEFAULT_MODE, ProjectionError, Tokens, downward_files, projected_files
+from .projected import DEFAULT_MODE as PROJECTED_DEFAULT_MODE
+from .projected import ProjectionError, Tokens, downward_files, projected_files
 from .sources import SourceKind, Sources, volume_kind
 
 log = logging.getLogger(__name__)

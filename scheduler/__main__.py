@@ -35,7 +35,7 @@ from kubeclient import Clientset, LeaderElector, metrics
 from kubeclient.informer import snapshot as informer_snapshot
 from kubeclient.resources import POD_DISRUPTION_BUDGETS
 
-from .config import Configuration, ConfigError, LeaderElection, load_config, parse_duration
+from .config import ConfigError, Configuration, LeaderElection, load_config, parse_duration
 from .runner import Runner
 from .scheduler import Scheduler
 from .whatif import ChangeError, parse_change, simulate

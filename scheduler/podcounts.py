@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .framework import Pod
-
 from .nodetable import grown
 
 if TYPE_CHECKING:

@@ -27,10 +27,28 @@ from apimachinery.meta import now_rfc3339
 from .cache import Cache
 from .config import Profile
 from .diagnosis import Attempt, ScoreColumn
-from .framework import (SUCCESS, AssignedPodAddHint, BatchFilterPlugin, BatchScorePlugin, BatchVerdicts, CycleState,
-                        Handle, NamespaceAware, NodeInfo, NormalizeScorePlugin, ObjectPatch, Pod, PostFilterResult,
-                        PreBindPlugin, PreFilterPlugin, PreScorePlugin, Status, VolumeAware, implements,
-                        pod_priority)
+from .framework import (
+    SUCCESS,
+    AssignedPodAddHint,
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    BatchVerdicts,
+    CycleState,
+    Handle,
+    NamespaceAware,
+    NodeInfo,
+    NormalizeScorePlugin,
+    ObjectPatch,
+    Pod,
+    PostFilterResult,
+    PreBindPlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    Status,
+    VolumeAware,
+    implements,
+    pod_priority,
+)
 from .nodetable import NodeTable
 from .nominator import nominated_node_name
 from .plugins import REGISTRY

@@ -33,9 +33,9 @@ from .cache import Cache, is_terminated
 from .config import Profile
 from .diagnosis import Attempt, DiagnosisStore, failure_message
 from .framework import Candidate, Handle, Pod, PostFilterResult, pod_priority
-from .volumeinformers import VolumeInformers
 from .queue import QueuedPodInfo, SchedulingQueue, pod_key
 from .runner import Runner, num_feasible_nodes_to_find
+from .volumeinformers import VolumeInformers
 
 __all__ = ["Scheduler", "Runner", "failure_message", "num_feasible_nodes_to_find", "pod_key"]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -44,7 +44,7 @@ MAX_CAPTURE = 3 * 1024 * 1024  # bodies larger than etcd's request limit are not
 
 def micro_time(ns: int) -> str:
     """A ``metav1.MicroTime`` (``2026-12-06T03:04:05.123456Z``) from ``time.time_ns()``."""
-    at = datetime.fromtimestamp(ns // 1000 / 1_000_000, timezone.utc)
+    at = datetime.fromtimestamp(ns // 1000 / 1_000_000, UTC)
     return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import BinaryIO
 
@@ -59,7 +59,7 @@ class RotatingFile:
     def rotate(self) -> None:
         self.close()
         if self.path.exists():
-            os.replace(self.path, backup_name(self.path, datetime.now(timezone.utc)))
+            os.replace(self.path, backup_name(self.path, datetime.now(UTC)))
         self._open()
         self._prune()
 
@@ -68,7 +68,7 @@ class RotatingFile:
         found = []
         for candidate in self.path.parent.iterdir():
             if m := self._backup.match(candidate.name):
-                at = datetime.strptime(m.group(1), BACKUP_TIME_FORMAT + ".%f").replace(tzinfo=timezone.utc)
+                at = datetime.strptime(m.group(1), BACKUP_TIME_FORMAT + ".%f").replace(tzinfo=UTC)
                 found.append((at, candidate))
         return sorted(found, reverse=True)
 
@@ -76,7 +76,7 @@ class RotatingFile:
         backups = self.backups()
         stale = backups[self.max_backups:] if self.max_backups else []
         if self.max_age_days:
-            cutoff = datetime.now(timezone.utc) - timedelta(days=self.max_age_days)
+            cutoff = datetime.now(UTC) - timedelta(days=self.max_age_days)
             stale += [b for b in backups if b[0] < cutoff and b not in stale]
         for _, path in stale:
             path.unlink(missing_ok=True)

@@ -29,7 +29,7 @@ URL. The bodies are pre-encoded, and pre-gzipped when the client accepts gzip (G
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 from fastapi import APIRouter, Request
@@ -80,7 +80,7 @@ async def openapi_v3_document(group_version: str, request: Request) -> Response:
         return _send(request, document, {"Cache-Control": NO_CACHE})
     if wanted != document.etag:
         return RedirectResponse(v3_url(group_version), status_code=301)
-    expires = format_datetime(datetime.now(timezone.utc) + timedelta(days=365), usegmt=True)
+    expires = format_datetime(datetime.now(UTC) + timedelta(days=365), usegmt=True)
     return _send(request, document, {"Cache-Control": "public, immutable", "Expires": expires, "Vary": "Accept"})
 
 

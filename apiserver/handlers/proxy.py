@@ -40,8 +40,8 @@ from ..registry.registry import Registry
 from ..registry.store import ResourceStore
 from ..spdy import portforward, remotecommand, upgrade
 from ..spdy.session import Session
-from .logoptions import pod_log_options
 from .admit import admit_connect
+from .logoptions import pod_log_options
 
 if TYPE_CHECKING:
     from .request import RequestInfo

@@ -34,6 +34,8 @@ from ..registry.virtual import VirtualStore
 from ..serviceaccount.tokenrequest import TokenRequests
 from ..storage.cacher import CachedObject
 from ..storage.etcd3 import Compacted
+from . import apply, subresources
+from .listoptions import list_options
 from .request import (
     APPLY_PATCH,
     JSON,
@@ -53,10 +55,8 @@ from .request import (
     media_type,
     negotiate,
 )
-from . import apply, subresources
-from .listoptions import list_options
-from .warnings import add_warning
 from .table import include_object, partial_metadata, partial_metadata_list, to_table
+from .warnings import add_warning
 from .watch import serve_watch
 
 CONTINUE_VERSION = "meta.k8s.io/v1"

@@ -160,7 +160,7 @@ class Collector:
                     await self._sleep(MIN_WINDOW - age + 0.01)
                     current = await self._scrape(url)
                     base = self._baseline(url, current)
-            except (OSError, ValueError, aiohttp.ClientError, asyncio.TimeoutError) as err:
+            except (TimeoutError, OSError, ValueError, aiohttp.ClientError) as err:
                 log.info("cannot scrape the kubelet of node %s at %s: %s", node, url, err)
                 return None
             self._keep(url, current)

@@ -6,7 +6,14 @@ caches every encoding with its ETag. ``apiserver.handlers.openapi`` serves them.
 """
 
 from apiserver.openapi.documents import (
-    Encoded, preload, swagger, v2_json, v2_protobuf, v3_discovery, v3_documents, v3_url,
+    Encoded,
+    preload,
+    swagger,
+    v2_json,
+    v2_protobuf,
+    v3_discovery,
+    v3_documents,
+    v3_url,
 )
 
 __all__ = ["Encoded", "preload", "swagger", "v2_json", "v2_protobuf", "v3_discovery", "v3_documents", "v3_url"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -39,7 +39,7 @@ _BATCH = "k8s.io.api.batch.v1"
 _AUTOSCALING = "k8s.io.api.autoscaling.v1"
 _AUTOSCALING_V2 = "k8s.io.api.autoscaling.v2"
 _CERTIFICATES = "k8s.io.api.certificates.v1"
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 # --- special types ------------------------------------------------------------------------------------------------

@@ -24,8 +24,8 @@ from .gen.k8s_io.api.core.v1 import generated_pb2 as corev1
 from .gen.k8s_io.api.discovery.v1 import generated_pb2 as discoveryv1
 from .gen.k8s_io.api.networking.v1 import generated_pb2 as networkingv1
 from .gen.k8s_io.api.policy.v1 import generated_pb2 as policyv1
-from .gen.k8s_io.api.scheduling.v1 import generated_pb2 as schedulingv1
 from .gen.k8s_io.api.rbac.v1 import generated_pb2 as rbacv1
+from .gen.k8s_io.api.scheduling.v1 import generated_pb2 as schedulingv1
 from .gen.k8s_io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as metav1
 
 KINDS: dict[tuple[str, str], type[Message]] = {

@@ -14,20 +14,23 @@ Besides the ``Strategy`` interface, strategies carry:
 
 from __future__ import annotations
 
-from apiserver.registry.admissionpolicies import (
-    ValidatingAdmissionPolicyBindingStrategy,
-    ValidatingAdmissionPolicyStrategy,
-)
 from apiserver.registry.accessreviews import (
     LocalSubjectAccessReviewStrategy,
     SelfSubjectAccessReviewStrategy,
     SelfSubjectRulesReviewStrategy,
     SubjectAccessReviewStrategy,
 )
-from apiserver.registry.componentstatuses import ComponentStatusStrategy
+from apiserver.registry.admissionpolicies import (
+    ValidatingAdmissionPolicyBindingStrategy,
+    ValidatingAdmissionPolicyStrategy,
+)
+from apiserver.registry.apiservices import APIServiceStrategy
+from apiserver.registry.autoscalingv1 import HorizontalPodAutoscalerV1Strategy
 from apiserver.registry.certificatesigningrequests import CertificateSigningRequestStrategy
+from apiserver.registry.componentstatuses import ComponentStatusStrategy
 from apiserver.registry.configmaps import ConfigMapStrategy
 from apiserver.registry.controllerrevisions import ControllerRevisionStrategy
+from apiserver.registry.cronjobs import CronJobStrategy
 from apiserver.registry.csi import (
     CSIDriverStrategy,
     CSINodeStrategy,
@@ -36,37 +39,34 @@ from apiserver.registry.csi import (
 )
 from apiserver.registry.customresourcedefinitions import CustomResourceDefinitionStrategy
 from apiserver.registry.daemonsets import DaemonSetStrategy
-from apiserver.registry.cronjobs import CronJobStrategy
 from apiserver.registry.deployments import DeploymentStrategy
 from apiserver.registry.endpoints import EndpointsStrategy
 from apiserver.registry.endpointslices import EndpointSliceStrategy
 from apiserver.registry.events import EventStrategy
 from apiserver.registry.eventsv1 import EventV1Strategy
-from apiserver.registry.jobs import JobStrategy
 from apiserver.registry.flowschemas import FlowSchemaStrategy
 from apiserver.registry.horizontalpodautoscalers import HorizontalPodAutoscalerStrategy
 from apiserver.registry.ingressclasses import IngressClassStrategy
 from apiserver.registry.ingresses import IngressStrategy
-from apiserver.registry.apiservices import APIServiceStrategy
-from apiserver.registry.autoscalingv1 import HorizontalPodAutoscalerV1Strategy
+from apiserver.registry.jobs import JobStrategy
 from apiserver.registry.leases import LeaseStrategy
 from apiserver.registry.limitranges import LimitRangeStrategy
 from apiserver.registry.namespaces import NamespaceStrategy
 from apiserver.registry.networkpolicies import NetworkPolicyStrategy
 from apiserver.registry.nodes import NodeStrategy
-from apiserver.registry.poddisruptionbudgets import PodDisruptionBudgetStrategy
 from apiserver.registry.persistentvolumeclaims import PersistentVolumeClaimStrategy
 from apiserver.registry.persistentvolumes import PersistentVolumeStrategy
+from apiserver.registry.poddisruptionbudgets import PodDisruptionBudgetStrategy
+from apiserver.registry.pods import PodStrategy
+from apiserver.registry.podtemplates import PodTemplateStrategy
+from apiserver.registry.priorityclasses import PriorityClassStrategy
+from apiserver.registry.prioritylevelconfigurations import PriorityLevelConfigurationStrategy
 from apiserver.registry.rbac import (
     ClusterRoleBindingStrategy,
     ClusterRoleStrategy,
     RoleBindingStrategy,
     RoleStrategy,
 )
-from apiserver.registry.pods import PodStrategy
-from apiserver.registry.podtemplates import PodTemplateStrategy
-from apiserver.registry.priorityclasses import PriorityClassStrategy
-from apiserver.registry.prioritylevelconfigurations import PriorityLevelConfigurationStrategy
 from apiserver.registry.replicasets import ReplicaSetStrategy
 from apiserver.registry.replicationcontrollers import ReplicationControllerStrategy
 from apiserver.registry.resourcequotas import ResourceQuotaStrategy

@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from cryptography import x509
@@ -84,7 +84,7 @@ def csr_condition(obj: Object) -> str:
 
 def _human_seconds(seconds: int) -> str:
     """``duration.HumanDuration`` for a requested duration."""
-    now = datetime.now(timezone.utc).replace(microsecond=0)
+    now = datetime.now(UTC).replace(microsecond=0)
     return human_duration((now - timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ"), now)
 
 
@@ -135,7 +135,7 @@ def _validate_certificate(obj: Object) -> list[Cause]:
 def _stamp_transitions(new: Object, old: Object) -> None:
     """A condition without ``lastTransitionTime`` keeps the old one if its status did not change, else gets now."""
     before = {c.get("type"): c for c in conditions_of(old)}
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for condition in (new.get("status") or {}).get("conditions") or []:
         if condition.get("lastTransitionTime"):
             continue

@@ -22,8 +22,8 @@ nothing is written.
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
 from collections.abc import Iterable
+from dataclasses import replace
 
 from apimachinery import errors
 from apimachinery.disruption import selects, update_disruption_allowed

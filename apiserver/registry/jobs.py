@@ -12,7 +12,7 @@ completionMode and completions.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from apimachinery.errors import Cause
@@ -246,6 +246,6 @@ def duration_cell(status: Mapping[str, Any], now: datetime | None = None) -> str
     if not start:
         return ""
     end = status.get("completionTime")
-    started = parse_time(start).astimezone(timezone.utc)
-    until = parse_time(end).astimezone(timezone.utc) if end else (now or datetime.now(timezone.utc))
+    started = parse_time(start).astimezone(UTC)
+    until = parse_time(end).astimezone(UTC) if end else (now or datetime.now(UTC))
     return human_duration(started.strftime("%Y-%m-%dT%H:%M:%SZ"), until)

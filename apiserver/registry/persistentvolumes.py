@@ -22,7 +22,6 @@ from typing import Any
 
 from apimachinery.errors import Cause
 from apimachinery.meta import now_rfc3339
-from apimachinery.volumes import storage_class_of
 from apimachinery.validation import (
     Raw,
     forbidden,
@@ -31,6 +30,7 @@ from apimachinery.validation import (
     required,
     validate_dns1123_subdomain,
 )
+from apimachinery.volumes import storage_class_of
 from apiserver.registry.podscheduling import validate_node_selector_term
 from apiserver.registry.qos import validate_quantity_value
 from apiserver.registry.strategy import AGE_COLUMN, NAME_COLUMN, Object, Strategy, TableColumn

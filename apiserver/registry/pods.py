@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from apimachinery import errors
 from apimachinery.errors import Cause
 from apimachinery.meta import parse_time
 from apimachinery.validation import (

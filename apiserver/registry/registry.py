@@ -17,9 +17,9 @@ from ..storage.encryptionconfig import EncryptionConfig
 from ..storage.etcd3 import EtcdStorage
 from .decoder import BodyDecoder, Decoder
 from .masterleases import MasterLeases
+from .readonly import ReadOnlyStore, ReadOnlyStrategy
 from .store import ETCD_MAX_REQUEST_BYTES, ResourceStore
 from .strategy import Object, Strategy
-from .readonly import ReadOnlyStore, ReadOnlyStrategy
 from .virtual import VirtualStore, VirtualStrategy
 
 log = logging.getLogger(__name__)

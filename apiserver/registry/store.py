@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, cast
 
 import orjson
@@ -632,7 +632,7 @@ class ResourceStore:
         current_grace = new_meta.get("deletionGracePeriodSeconds")
         if meta.get("deletionTimestamp") and current_grace is not None and grace >= current_grace:
             return obj  # already terminating with a shorter (or equal) grace period: nothing to write
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         new_meta["deletionTimestamp"] = (now + timedelta(seconds=grace)).strftime("%Y-%m-%dT%H:%M:%SZ")
         new_meta["deletionGracePeriodSeconds"] = grace
         return new

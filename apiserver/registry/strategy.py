@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
 
 from apimachinery.errors import Cause
@@ -66,8 +66,8 @@ def translate_age(obj: Object, now: datetime | None = None) -> str:
 
 
 def human_duration(ts: str, now: datetime | None = None) -> str:
-    then = datetime.strptime(ts, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
-    seconds = int(((now or datetime.now(timezone.utc)) - then).total_seconds())
+    then = datetime.strptime(ts, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    seconds = int(((now or datetime.now(UTC)) - then).total_seconds())
     if seconds < 0:
         return "0s"
     if seconds < 60 * 2:

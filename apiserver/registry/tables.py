@@ -7,7 +7,7 @@ hides the ``priority > 0`` columns itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from apimachinery.meta import parse_time
@@ -19,7 +19,7 @@ def since(timestamp: str | None, now: datetime | None = None) -> str:
     if not timestamp:
         return "<unknown>"
     try:
-        then = parse_time(timestamp).astimezone(timezone.utc)
+        then = parse_time(timestamp).astimezone(UTC)
     except ValueError:
         return "<unknown>"
     return human_duration(then.strftime("%Y-%m-%dT%H:%M:%SZ"), now)

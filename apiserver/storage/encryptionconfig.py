@@ -20,8 +20,18 @@ from typing import Any
 
 import yaml
 
-from .value import (AESCBC, AESCBC_PREFIX, AESGCM_PREFIX, SECRETBOX_PREFIX, AESGCMTransformer, Identity,
-                    PrefixTransformer, PrefixTransformers, Secretbox, Transformer)
+from .value import (
+    AESCBC,
+    AESCBC_PREFIX,
+    AESGCM_PREFIX,
+    SECRETBOX_PREFIX,
+    AESGCMTransformer,
+    Identity,
+    PrefixTransformer,
+    PrefixTransformers,
+    Secretbox,
+    Transformer,
+)
 
 API_VERSION = "apiserver.config.k8s.io/v1"
 KIND = "EncryptionConfiguration"

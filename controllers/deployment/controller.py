@@ -23,14 +23,12 @@ from typing import Any
 from apimachinery.errors import AlreadyExists, NotFound, StatusError
 from apimachinery.labels import selector_from_label_selector
 from apimachinery.meta import Object
-from kubeclient import DEPLOYMENTS, PODS, REPLICA_SETS, Clientset, EventRecorder, InformerFactory
-
 from controllers.base import Controller, unwrap
 from controllers.controllerref import ControllerRefManager, controller_uid
-from controllers.deployment import util
-from controllers.deployment import rollout
-from controllers.podutil import controller_ref, get_condition, meta, now_utc
+from controllers.deployment import rollout, util
 from controllers.podcontrol import namespace_terminating
+from controllers.podutil import controller_ref, get_condition, meta, now_utc
+from kubeclient import DEPLOYMENTS, PODS, REPLICA_SETS, Clientset, EventRecorder, InformerFactory
 
 log = logging.getLogger(__name__)
 

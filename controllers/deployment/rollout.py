@@ -19,7 +19,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from apimachinery.meta import Object, parse_time
-
 from controllers.deployment import util
 from controllers.podutil import POD_FAILED, POD_SUCCEEDED, get_condition, meta, now_utc
 

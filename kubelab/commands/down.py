@@ -19,8 +19,8 @@ from pathlib import Path
 
 from kubelab import process
 from kubelab.cluster import stop_records
-from kubelab.etcdcluster import wipe
 from kubelab.commands.up import DEFAULT_DATA_DIR
+from kubelab.etcdcluster import wipe
 from kubelab.state import load_state, remove_state, state_path
 from kubelet.network import ClusterNetwork, default_name, name_exists
 

@@ -31,8 +31,8 @@ from kubelab.cluster import KUBELET_BASE_PORT
 from kubelab.commands.up import _Signals, _stop, _supervise
 from kubelab.components import COMPONENTS, HEALTH_URL_IN_LOG, component_argv
 from kubelab.detach import Console, run_detached
-from kubelab.etcd import free_port
 from kubelab.discovery import ClusterInfo, DiscoveryError, discover, parse_pins
+from kubelab.etcd import free_port
 from kubelab.health import PrintedHealth
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from

@@ -22,8 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from kubelab import auditpolicy
-from kubelab import process
+from kubelab import auditpolicy, process
 from kubelab.commands.up import DEFAULT_DATA_DIR
 from kubelab.state import ClusterState, ProcessRecord, load_state, state_path
 from kubelab.table import format_duration, render_table

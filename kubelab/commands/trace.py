@@ -50,7 +50,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -475,7 +475,7 @@ def _kubelet_first_act(step: Step, status: Write | None, events: list[Step],
     event (``Pulling``…) when that came first; ``status.startTime`` has whole seconds and gives way to either."""
     if not step.applicable or (status is None and not events):
         return
-    first_event = min(events, key=lambda s: s.stamp.at if s.stamp else datetime.max.replace(tzinfo=timezone.utc),
+    first_event = min(events, key=lambda s: s.stamp.at if s.stamp else datetime.max.replace(tzinfo=UTC),
                       default=None)
     step.stamp = None
     step.evidence = step.evidence.replace("status.startTime; ", "")

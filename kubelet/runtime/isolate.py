@@ -27,10 +27,10 @@ Standard library only; nothing may be imported once the root has moved (the host
 
 import errno
 import json
-import time
-import warnings  # noqa: F401 - os.execvpe imports it, and after pivot_root nothing can be imported
 import os
 import sys
+import time
+import warnings  # noqa: F401 - os.execvpe imports it, and after pivot_root nothing can be imported
 
 if __package__:
     from . import syscalls as sc

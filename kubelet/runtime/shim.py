@@ -394,9 +394,9 @@ class Attachments:
 
 
 def _resize(master: int, payload: bytes) -> None:
+    import _struct
     import fcntl
     import termios
-    import _struct
     try:
         width, height = (int(n) for n in payload.split())
         if width > 0 and height > 0:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
+
 from ..framework import SUCCESS, Candidate, Code, FitsOn, NodeInfo, Pod, PostFilterResult, Status, unschedulable
 
 __all__ = ["Candidate", "DefaultPreemption", "Result", "eligible", "pick_one_node", "preempt",

@@ -27,12 +27,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..framework import (MAX_NODE_SCORE, SUCCESS, BatchVerdicts, CodedStatuses, CycleState, NamespaceLabels,
-                         NodeInfo, Pod, Status, builtin_namespace_labels, unschedulable)
+from ..framework import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    BatchVerdicts,
+    CodedStatuses,
+    CycleState,
+    NamespaceLabels,
+    NodeInfo,
+    Pod,
+    Status,
+    builtin_namespace_labels,
+    unschedulable,
+)
 from ..nodetable import NodeTable
 from . import podaffinityindex as index
-from .podaffinityterms import (HARD_POD_AFFINITY_WEIGHT, AffinityTerm, matches_all, preferred_terms,
-                               required_terms)
+from .podaffinityterms import HARD_POD_AFFINITY_WEIGHT, AffinityTerm, matches_all, preferred_terms, required_terms
 
 NAME = "InterPodAffinity"
 ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"

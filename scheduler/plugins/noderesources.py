@@ -15,8 +15,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..framework import (MAX_NODE_SCORE, SUCCESS, BatchVerdicts, CodedStatuses, CycleState, NodeInfo, Pod,
-                         Resources, Status, pod_non_zero_requests, pod_requests, unschedulable)
+from ..framework import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    BatchVerdicts,
+    CodedStatuses,
+    CycleState,
+    NodeInfo,
+    Pod,
+    Resources,
+    Status,
+    pod_non_zero_requests,
+    pod_requests,
+    unschedulable,
+)
 from ..nodetable import CPU, EPH, MEM, PODS, NodeTable
 
 FIT = "NodeResourcesFit"

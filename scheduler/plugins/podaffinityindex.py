@@ -28,8 +28,14 @@ import orjson
 from ..framework import MAX_NODE_SCORE, Pod
 from ..nodetable import NodeTable, grown, sum_by_domain
 from ..podcounts import selector_counts
-from .podaffinityterms import (HARD_POD_AFFINITY_WEIGHT, AffinityTerm, NamespaceLabels, preferred_terms,
-                               required_terms, term_matches)
+from .podaffinityterms import (
+    HARD_POD_AFFINITY_WEIGHT,
+    AffinityTerm,
+    NamespaceLabels,
+    preferred_terms,
+    required_terms,
+    term_matches,
+)
 
 # filter_codes' values, in the order the plugin checks them
 OK, AFFINITY, ANTI_AFFINITY, EXISTING_ANTI_AFFINITY = range(4)

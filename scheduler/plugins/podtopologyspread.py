@@ -31,8 +31,17 @@ import numpy as np
 
 from apimachinery.labels import Selector, selector_from_label_selector, selector_from_set
 
-from ..framework import (MAX_NODE_SCORE, SUCCESS, BatchVerdicts, CodedStatuses, CycleState, NodeInfo, Pod,
-                         Status, unschedulable)
+from ..framework import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    BatchVerdicts,
+    CodedStatuses,
+    CycleState,
+    NodeInfo,
+    Pod,
+    Status,
+    unschedulable,
+)
 from ..nodetable import NodeTable
 from ..podcounts import selector_counts
 from ..shapecache import shape_key

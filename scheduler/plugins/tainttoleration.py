@@ -14,8 +14,17 @@ import numpy as np
 
 from apimachinery.taints import untolerated
 
-from ..framework import (SUCCESS, BatchVerdicts, CycleState, NodeInfo, Pod, Status, default_normalize,
-                         default_normalize_score, unschedulable)
+from ..framework import (
+    SUCCESS,
+    BatchVerdicts,
+    CycleState,
+    NodeInfo,
+    Pod,
+    Status,
+    default_normalize,
+    default_normalize_score,
+    unschedulable,
+)
 from ..nodetable import NodeTable
 from ..shapecache import static_filter, static_scores
 

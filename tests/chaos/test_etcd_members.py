@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from conftest import ApiServer
 
+from conftest import ApiServer
 from kubelab.etcdcluster import EtcdCluster, local_cluster
 
 LOAD_SECONDS = 10.0

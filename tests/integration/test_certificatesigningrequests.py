@@ -21,8 +21,8 @@ from kubernetes import client as k8s
 
 from conftest import KUBECTL, ROOT
 from kubelab.api import Cluster
-from kubelab.pki import KeyPair
 from kubelab.kubeconfig import write_kubeconfig
+from kubelab.pki import KeyPair
 from support.wait import wait_for
 
 SIGNER = "kubernetes.io/kube-apiserver-client"

@@ -19,7 +19,6 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 import kubelab
-
 from support.clusterdns import DnsProcess, FakeUpstream, loopback_address, values
 from support.wait import wait_for
 

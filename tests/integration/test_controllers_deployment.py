@@ -15,7 +15,6 @@ from conftest import Kubectl
 from support.controllers import controller_manager_fixture, pods, set_ready
 from support.wait import wait_for
 
-
 manager = controller_manager_fixture("replicaset,deployment,garbagecollector")
 
 

@@ -13,7 +13,6 @@ from conftest import Kubectl
 from support.controllers import MERGE, bind, controller_manager_fixture, pods
 from support.wait import wait_for
 
-
 manager = controller_manager_fixture("replicaset,deployment,garbagecollector,podgc,namespace")
 
 

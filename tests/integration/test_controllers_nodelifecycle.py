@@ -23,7 +23,6 @@ from support.controllers import (
 )
 from support.wait import wait_for
 
-
 manager = controller_manager_fixture("nodelifecycle,taint-eviction-controller,replicationcontroller",
                                      "--node-monitor-grace-period=3s", "--node-monitor-period=1s")
 
@@ -69,7 +68,7 @@ def test_lost_heartbeat_taints_evicts_and_replaces(client: httpx.Client, api_url
         condition = next(c for c in down["status"]["conditions"] if c["type"] == "Ready")
         assert condition["reason"] == "NodeStatusUnknown"
         assert condition["message"] == "Kubelet stopped posting node status."
-        wait_for(lambda: UNREACHABLE <= taints(client, n1), what="unreachable taints")
+        wait_for(lambda: taints(client, n1) >= UNREACHABLE, what="unreachable taints")
         assert not taints(client, n2) & UNREACHABLE
         name = first["metadata"]["name"]
         wait_for(lambda: ready_status(client.get(f"/api/v1/namespaces/{ns}/pods/{name}").json()) == "False",

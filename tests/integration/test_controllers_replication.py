@@ -10,7 +10,6 @@ import httpx
 from support.controllers import bind, controller_manager_fixture, set_ready
 from support.wait import wait_for
 
-
 controller_manager = controller_manager_fixture("replicationcontroller,replicaset", name="controller_manager")
 
 

@@ -12,7 +12,6 @@ from conftest import Kubectl
 from support.controllers import controller_manager_fixture
 from support.wait import wait_for
 
-
 taint_manager = controller_manager_fixture("taint-eviction-controller", name="taint_manager")
 
 

@@ -67,8 +67,8 @@ def test_kubectl_drives_a_custom_resource_from_crd_to_deletion(kubectl: Kubectl,
     bad = kubectl("patch", f"crontabs.{group}", "nightly", "-n", ns, "--type", "merge",
                   "-p", '{"spec":{"replicas":11}}', check=False)
     assert bad.returncode != 0
-    assert (f'The CronTab "nightly" is invalid: spec.replicas: Invalid value: 11: spec.replicas in body should be '
-            f"less than or equal to 10") in bad.stderr
+    assert ('The CronTab "nightly" is invalid: spec.replicas: Invalid value: 11: spec.replicas in body should be '
+            "less than or equal to 10") in bad.stderr
     enum = kubectl("patch", f"crontabs.{group}", "nightly", "-n", ns, "--type", "merge",
                    "-p", '{"spec":{"color":"pink"}}', check=False)
     assert 'spec.color: Unsupported value: "pink": supported values: "red", "blue"' in enum.stderr

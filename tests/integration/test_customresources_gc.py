@@ -12,9 +12,8 @@ import httpx
 import pytest
 
 from support.controllers import ControllerManager
-from support.wait import wait_for
 from support.crds import CRDS, create_crd, crontab_crd, new_group
-
+from support.wait import wait_for
 
 
 @pytest.fixture(scope="module")

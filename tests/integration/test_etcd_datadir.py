@@ -16,8 +16,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ApiServer
 
+from conftest import ApiServer
 from kubelab.etcd import EtcdServer, _distro_binary, etcd_version
 from kubelab.etcdcluster import EtcdRecord, IncompatibleEtcd, choose_etcd, local_cluster, record_run
 

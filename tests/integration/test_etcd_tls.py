@@ -15,8 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ApiServer
 
+from conftest import ApiServer
 from kubelab.etcdcluster import EtcdCluster, local_cluster
 from kubelab.pki import CertificateAuthority
 

@@ -9,8 +9,8 @@ import os
 import shlex
 import signal
 import ssl
-import sys
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 

@@ -14,9 +14,8 @@ import httpx
 import pytest
 
 from conftest import ROOT, Kubectl
-from support.wait import wait_for
 from kubelab.etcd import free_port
-
+from support.wait import wait_for
 
 
 @contextmanager

@@ -22,9 +22,9 @@ import httpx
 import pytest
 
 from conftest import ROOT, Kubectl
-from kubelet.runtime.cgroups import Cgroups
 from kubelet.images import ImageStore
 from kubelet.rootfs import static_busybox
+from kubelet.runtime.cgroups import Cgroups
 from kubelet.runtime.cri import ContainerMeta, SandboxConfig
 from kubelet.runtime.linux import LinuxRuntime, unavailable
 from kubelet.runtime.process import ContainerProcess, start_ticks

@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-import yaml
 import pytest
+import yaml
 
 from kubelab import process
 from kubelab.etcd import EtcdServer, find_etcd, free_port

@@ -14,7 +14,6 @@ import kubelab
 from kubelab import snapshot
 from kubelab.testing import ApplyError
 
-
 pytestmark = pytest.mark.kubectl
 
 

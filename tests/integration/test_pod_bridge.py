@@ -25,9 +25,9 @@ from conftest import Kubectl
 from kubelet.network import ClusterNetwork, bridge_name, in_netns, name_exists, usable, veth_name
 from kubelet.runtime.linux import unavailable
 from support.controllers import ControllerManager
+from support.kubelet import Node, running_node
 from support.process import ComponentProcess
 from support.proxy import start_proxy
-from support.kubelet import Node, running_node
 from support.wait import wait_for
 
 

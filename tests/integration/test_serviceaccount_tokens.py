@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from conftest import Kubectl
 from support.builders import make_pod

@@ -16,7 +16,6 @@ from conftest import Kubectl
 from support.controllers import controller_manager_fixture
 from support.wait import wait_for
 
-
 manager = controller_manager_fixture("serviceaccount,namespace")
 
 

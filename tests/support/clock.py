@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 
 class FakeClock:
     def __init__(self) -> None:
         self.t = 1000.0
-        self.wall = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
+        self.wall = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
     def monotonic(self) -> float:
         return self.t

@@ -38,7 +38,7 @@ class CertificateAuthority:
 
     def __init__(self) -> None:
         self.key = _key()
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         subject = _name(f"kubelab-test-ca-{x509.random_serial_number() % 10**8}")
         self.cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
                      .public_key(self.key.public_key()).serial_number(x509.random_serial_number())
@@ -63,7 +63,7 @@ class CertificateAuthority:
     def issue(self, dns_names: list[str], ips: list[str]) -> tuple[bytes, bytes]:
         """A server certificate and its key, both PEM."""
         key = _key()
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         names: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
         names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
         cert = (x509.CertificateBuilder().subject_name(_name(dns_names[0] if dns_names else ips[0]))

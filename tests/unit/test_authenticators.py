@@ -10,8 +10,15 @@ from typing import Any
 import pytest
 
 from apimachinery import errors
-from apiserver.authentication import ANONYMOUS, PEER_CERT, UNSECURED, RequestAuthenticator, UserInfo, bearer_token, \
-    user_from_peer_cert
+from apiserver.authentication import (
+    ANONYMOUS,
+    PEER_CERT,
+    UNSECURED,
+    RequestAuthenticator,
+    UserInfo,
+    bearer_token,
+    user_from_peer_cert,
+)
 from apiserver.authenticators.tokenfile import TokenFile, TokenFileError
 
 

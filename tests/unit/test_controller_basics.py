@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -13,7 +13,7 @@ from controllers.manager import enabled_controllers
 from controllers.podutil import deletion_order, is_pod_active, is_pod_available, pod_from_template
 from controllers.taints import matching_tolerations, min_toleration_seconds
 
-NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def ts(seconds_ago: float) -> str:

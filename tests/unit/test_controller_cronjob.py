@@ -4,7 +4,7 @@ history limits; apimachinery.cron's parser and next times."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -21,7 +21,7 @@ class Clock:
         self.offset = timedelta()
 
     def __call__(self) -> datetime:
-        return datetime.now(timezone.utc) + self.offset
+        return datetime.now(UTC) + self.offset
 
 
 def cronjob(name: str = "hello", **spec: Any) -> dict[str, Any]:
@@ -115,7 +115,7 @@ async def test_history_limits_delete_the_oldest_finished_jobs() -> None:
 
 
 def test_cron_parser() -> None:
-    utc = timezone.utc
+    utc = UTC
     start = datetime(2024, 5, 4, 0, 3, tzinfo=utc)  # a Saturday
     assert cron.parse("*/5 * * * *").next_after(start, utc) == datetime(2024, 5, 4, 0, 5, tzinfo=utc)
     assert cron.parse("0 9 * * mon-fri").next_after(start, utc) == datetime(2024, 5, 6, 9, 0, tzinfo=utc)

@@ -4,7 +4,7 @@ steps and the status."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from controllers import daemonutil
@@ -14,7 +14,7 @@ from kubeclient import CONTROLLER_REVISIONS, DAEMON_SETS, PODS, Clientset, FakeA
 from support.fakecontrollers import running, until
 
 NS = "default"
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 READY = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True",
                                              "lastTransitionTime": "2025-12-31T00:00:00Z"}]}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -10,7 +10,7 @@ import pytest
 from controllers.deployment import rollout, util
 from controllers.podutil import fmt_time
 
-NOW = datetime(2024, 5, 1, tzinfo=timezone.utc)
+NOW = datetime(2024, 5, 1, tzinfo=UTC)
 
 
 def deployment(replicas: int = 10, surge: Any = "25%", unavailable: Any = "25%", **spec: Any) -> dict[str, Any]:

@@ -4,7 +4,7 @@ shared disruptedPods map and its two-minute expiry, unmanaged pods and the SyncF
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from controllers.disruption import DisruptionController, build_disrupted_pods, count_healthy
@@ -12,7 +12,7 @@ from controllers.manager import enabled_controllers
 from kubeclient import EVENTS, POD_DISRUPTION_BUDGETS, Clientset, FakeAPIServer, InformerFactory
 from support.fakecontrollers import running, until
 
-NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def stamp(when: datetime) -> str:

@@ -4,7 +4,7 @@ proposal (the downscale stabilization window, scale-up limit, behavior windows a
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -20,7 +20,7 @@ from controllers.replicacalculator import (
     resource_replicas,
 )
 
-NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 LONG_AGO = "2026-01-01T11:00:00Z"
 WINDOW = timedelta(minutes=5)
 

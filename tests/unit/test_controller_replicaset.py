@@ -3,7 +3,7 @@ condition, pure status, and adoption."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from apimachinery.errors import Forbidden
@@ -13,7 +13,7 @@ from controllers.replication import new_replication_controller
 from kubeclient import PODS, REPLICA_SETS, FakeAPIServer
 from support.fakecontrollers import running, until
 
-NOW = datetime(2024, 5, 1, tzinfo=timezone.utc)
+NOW = datetime(2024, 5, 1, tzinfo=UTC)
 
 
 def rs(name: str, replicas: int) -> dict[str, Any]:

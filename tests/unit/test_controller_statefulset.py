@@ -4,7 +4,7 @@ claims and their owners, versioned pods below the partition, and the status."""
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from controllers import statefulutil as su
@@ -24,7 +24,7 @@ from kubeclient import (
 from support.fakecontrollers import running, until
 
 NS = "default"
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 READY = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True",
                                              "lastTransitionTime": "2025-12-31T00:00:00Z"}]}
 REF = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "uid-web", "controller": True}

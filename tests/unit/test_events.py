@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from apimachinery.errors import Forbidden
 from kubeclient.client import Clientset
@@ -26,7 +26,7 @@ def setup(*, window: float = 600.0, queue_size: int = 1000) -> tuple[FakeAPIServ
 
 
 def test_make_event_has_the_core_v1_shape() -> None:
-    now = datetime(2024, 5, 1, 12, 0, 0, 500000, tzinfo=timezone.utc)
+    now = datetime(2024, 5, 1, 12, 0, 0, 500000, tzinfo=UTC)
     event = make_event(POD, event_type="Warning", reason="FailedScheduling", message="0/3 nodes are available",
                        component="default-scheduler", host="host-a", now=now)
     assert event["kind"] == "Event" and event["apiVersion"] == "v1"

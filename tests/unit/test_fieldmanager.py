@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from apimachinery.errors import BadRequest, Conflict, Invalid
-from apiserver.fieldmanager import FieldManager, Schema, manager_of, prefix_from_user_agent
-from apiserver.fieldmanager import fieldpath, typed
+from apiserver.fieldmanager import FieldManager, Schema, fieldpath, manager_of, prefix_from_user_agent, typed
 from apiserver.openapi import swagger
 
 SCHEMA = Schema(swagger()["definitions"])

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from kubelet.runtime import docker
 from kubelet.probes import Result, run_exec
+from kubelet.runtime import docker
 from kubelet.runtime.cri import ContainerMeta, ExecTarget
 
 V = f"/v{docker.API_VERSION}"

@@ -12,9 +12,18 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from kubelet.probes import (
+    ProbeKind,
+    ProbeWorker,
+    Result,
+    resolve_port,
+    run_exec,
+    run_hook,
+    run_http,
+    run_probe,
+    run_tcp,
+)
 from kubelet.runtime.cri import ExecTarget
-from kubelet.probes import (ProbeKind, ProbeWorker, Result, resolve_port, run_exec, run_hook, run_http,
-                            run_probe, run_tcp)
 
 
 def _target(tmp_path: Path, **extra: Any) -> ExecTarget:

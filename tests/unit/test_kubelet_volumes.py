@@ -10,8 +10,15 @@ from typing import Any
 import pytest
 
 from kubelet.sources import CONFIG_MAP, SECRET, volume_references
-from kubelet.volumes import (EMPTY_DIR, Mounts, VolumeError, host_path, mount_container, remove_pod_volumes,
-                             setup_volumes)
+from kubelet.volumes import (
+    EMPTY_DIR,
+    Mounts,
+    VolumeError,
+    host_path,
+    mount_container,
+    remove_pod_volumes,
+    setup_volumes,
+)
 
 
 def _pod(*volumes: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ Three kinds of evidence:
 from __future__ import annotations
 
 import base64
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -35,7 +35,7 @@ from apiserver.protobuf.gen.k8s_io.apimachinery.pkg.apis.meta.v1 import generate
 from apiserver.protobuf.gen.k8s_io.apimachinery.pkg.runtime import generated_pb2 as runtime
 from apiserver.protobuf.gen.k8s_io.apimachinery.pkg.util.intstr import generated_pb2 as intstr
 
-T0 = datetime(2024, 5, 1, 12, 30, 45, tzinfo=timezone.utc)
+T0 = datetime(2024, 5, 1, 12, 30, 45, tzinfo=UTC)
 T0_SECONDS = int(T0.timestamp())
 
 

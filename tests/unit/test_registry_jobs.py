@@ -5,7 +5,7 @@ and table."""
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apiserver.protobuf.kinds import message_type
@@ -89,7 +89,7 @@ def test_template_and_selector_are_immutable() -> None:
 
 
 def test_table_cells() -> None:
-    now = datetime(2024, 5, 1, 0, 10, tzinfo=timezone.utc)
+    now = datetime(2024, 5, 1, 0, 10, tzinfo=UTC)
     status = {"startTime": "2024-05-01T00:00:00Z", "succeeded": 1}
     assert completions_cell({"completions": 4}, status) == "1/4"
     assert completions_cell({"parallelism": 3}, status) == "1/1 of 3"
@@ -104,7 +104,7 @@ def test_table_cells() -> None:
     assert job_status({"metadata": {"deletionTimestamp": "x"}}) == "Terminating"
     assert job_status({}) == "Running"
     obj = created(parallelism=2, completions=4)
-    obj["metadata"]["creationTimestamp"] = (datetime.now(timezone.utc) - timedelta(days=2)).strftime(
+    obj["metadata"]["creationTimestamp"] = (datetime.now(UTC) - timedelta(days=2)).strftime(
         "%Y-%m-%dT%H:%M:%SZ")
     assert [c.name for c in JOB.columns()] == ["Name", "Status", "Completions", "Duration", "Age", "Containers",
                                                "Images", "Selector"]

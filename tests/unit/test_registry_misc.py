@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apimachinery.errors import Cause
@@ -22,7 +22,7 @@ LEASE = LeaseStrategy()
 
 
 def ago(**delta: float) -> str:
-    return (datetime.now(timezone.utc) - timedelta(**delta)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (datetime.now(UTC) - timedelta(**delta)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def errors(causes: list[Cause]) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,7 +15,7 @@ STRATEGY = NodeStrategy()
 
 
 def make_node(name: str = "node-1", **spec: Any) -> dict[str, Any]:
-    created = (datetime.now(timezone.utc) - timedelta(days=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = (datetime.now(UTC) - timedelta(days=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "creationTimestamp": created},
             "spec": spec,
             "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -137,7 +137,7 @@ def test_immutable_secret_keeps_data_and_immutable() -> None:
 
 
 def test_table_and_fields() -> None:
-    stamp = (datetime.now(timezone.utc) - timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = (datetime.now(UTC) - timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
     obj = created(secret("kubernetes.io/tls", {"tls.crt": "", "tls.key": ""}))
     obj["metadata"]["creationTimestamp"] = stamp
     assert [c.name for c in SECRET.columns()] == ["Name", "Type", "Data", "Age"]

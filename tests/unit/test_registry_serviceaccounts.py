@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -40,7 +40,7 @@ def test_secret_references_keep_only_their_names() -> None:
 
 
 def test_table_and_registration() -> None:
-    stamp = (datetime.now(timezone.utc) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = (datetime.now(UTC) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
     obj = account(secrets=[{"name": "a"}, {"name": "b"}])
     obj["metadata"]["creationTimestamp"] = stamp
     assert [c.name for c in SA.columns()] == ["Name", "Secrets", "Age"]

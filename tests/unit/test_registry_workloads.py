@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apimachinery.errors import Cause, invalid
@@ -19,7 +19,7 @@ TEMPLATE_DEFAULTS = {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "sc
 
 
 def created_at() -> str:
-    return (datetime.now(timezone.utc) - timedelta(days=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (datetime.now(UTC) - timedelta(days=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def template(labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:

@@ -11,13 +11,13 @@ import pytest
 
 from scheduler.cache import Cache
 from scheduler.config import Profile
-from scheduler.framework import Handle, NodeInfo
-from scheduler.nominator import Nominator
+from scheduler.framework import Handle, NodeInfo, pod_non_zero_requests, pod_requests
 from scheduler.nodetable import NodeTable
-from scheduler.framework import pod_non_zero_requests, pod_requests
+from scheduler.nominator import Nominator
 from scheduler.plugins.noderesources import balanced_allocation as balanced_one
 from scheduler.plugins.noderesources import balanced_allocation_rows as balanced_allocation
-from scheduler.plugins.noderesources import fit_reasons, insufficient, least_allocated as least_one
+from scheduler.plugins.noderesources import fit_reasons, insufficient
+from scheduler.plugins.noderesources import least_allocated as least_one
 from scheduler.plugins.noderesources import least_allocated_rows as least_allocated
 from scheduler.scheduler import Runner, num_feasible_nodes_to_find
 

@@ -7,9 +7,12 @@ from typing import Any
 import pytest
 
 from scheduler.framework import Code, CycleState, NodeInfo
-from scheduler.plugins.interpodaffinity import (ERR_REASON_AFFINITY_RULES_NOT_MATCH,
-                                                ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
-                                                ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH, InterPodAffinity)
+from scheduler.plugins.interpodaffinity import (
+    ERR_REASON_AFFINITY_RULES_NOT_MATCH,
+    ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
+    ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
+    InterPodAffinity,
+)
 from support.builders import make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"

@@ -9,8 +9,11 @@ from typing import Any
 import pytest
 
 from scheduler.framework import Code, CycleState, NodeInfo
-from scheduler.plugins.podtopologyspread import (ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH,
-                                                 PodTopologySpread)
+from scheduler.plugins.podtopologyspread import (
+    ERR_REASON_CONSTRAINTS_NOT_MATCH,
+    ERR_REASON_NODE_LABEL_NOT_MATCH,
+    PodTopologySpread,
+)
 from support.builders import make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"

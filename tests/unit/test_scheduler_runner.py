@@ -8,8 +8,17 @@ import numpy as np
 
 from scheduler.cache import Cache
 from scheduler.config import Profile
-from scheduler.framework import (SUCCESS, BatchFilterPlugin, BatchScorePlugin, BatchVerdicts, CycleState, NodeInfo,
-                                 Pod, Status, unschedulable)
+from scheduler.framework import (
+    SUCCESS,
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    BatchVerdicts,
+    CycleState,
+    NodeInfo,
+    Pod,
+    Status,
+    unschedulable,
+)
 from scheduler.nodetable import NodeTable
 from scheduler.scheduler import Runner
 from scheduler.shapecache import normalize_through, static_filter, static_scores

@@ -8,8 +8,20 @@ import zlib
 import pytest
 
 from apiserver.spdy import framing
-from apiserver.spdy.framing import (DataFrame, FrameDecoder, GoAway, HeaderEncoder, HeadersFrame, Ping, RstStream,
-                                    Settings, SynReply, SynStream, UnknownControl, WindowUpdate)
+from apiserver.spdy.framing import (
+    DataFrame,
+    FrameDecoder,
+    GoAway,
+    HeaderEncoder,
+    HeadersFrame,
+    Ping,
+    RstStream,
+    Settings,
+    SynReply,
+    SynStream,
+    UnknownControl,
+    WindowUpdate,
+)
 
 # Captured from kubectl 1.27 (`exec box -- echo hi`): its first three SYN_STREAMs on one connection. The second and
 # third header blocks only decode with the compression context the first one left behind.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from xml.etree import ElementTree
 
@@ -524,7 +524,7 @@ def test_steps_that_do_not_apply_are_drawn_faint() -> None:
 def audited(number: int, verb: str, resource: str, *, sub: str = "", name: str = "web-7x2kq", uid: str = "",
             rv: int | None = None, user: str = "system:node:node02", at: float = 0.0) -> Write:
     """An audited request received ``at`` seconds after 10:00:00.100 and complete 2 ms later."""
-    received = datetime(2026, 12, 2, 10, 0, 0, 100000, tzinfo=timezone.utc) + timedelta(seconds=at)
+    received = datetime(2026, 12, 2, 10, 0, 0, 100000, tzinfo=UTC) + timedelta(seconds=at)
     return Write(f"id-{number}", verb, resource, sub, "default", name, uid, rv, user, "kubelab-test", 201,
                  received, received + timedelta(milliseconds=2))
 

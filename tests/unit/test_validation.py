@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from apimachinery.errors import Cause, invalid as invalid_error
+from apimachinery.errors import Cause
+from apimachinery.errors import invalid as invalid_error
 from apimachinery.validation import (
     Raw,
     duplicate,

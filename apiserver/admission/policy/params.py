@@ -6,7 +6,6 @@ request cannot use one); ``name`` picks one object, ``selector`` every object wh
 
 from __future__ import annotations
 
-
 from ..attributes import Attributes, Object
 from ..matching import labels_match
 from ..sources import Sources

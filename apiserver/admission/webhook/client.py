@@ -13,7 +13,6 @@ refused``), which the dispatcher wraps as ``failed calling webhook "…": failed
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import random
@@ -174,7 +173,7 @@ class WebhookClient:
                 raw = await resp.read()
                 if resp.status < 200 or resp.status >= 300:
                     raise CallError(_server_error(resp.status, raw))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise CallError(f'Post "{target.shown}": context deadline exceeded') from None
         except aiohttp.ClientConnectorCertificateError as err:
             raise CallError(f'Post "{target.shown}": tls: failed to verify certificate: {_cert_reason(err)}') \
