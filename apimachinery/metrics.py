@@ -171,7 +171,7 @@ class Histogram(_Vector[HistogramSeries]):
         family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
         for values, series in self._items():
             cumulative, buckets = 0, []
-            for le, count in zip(self._les, list(series.counts)):
+            for le, count in zip(self._les, list(series.counts), strict=False):
                 cumulative += count
                 buckets.append((le, float(cumulative)))
             family.add_metric(values, buckets, series.sum)

@@ -139,20 +139,20 @@ def pod_requests_and_limits(pod: Mapping[str, Any]) -> tuple[ResourceList, Resou
     requests: ResourceList = {}
     limits: ResourceList = {}
     for container in spec.get("containers") or []:
-        r, l = _container_lists(container)
-        requests, limits = add(requests, r), add(limits, l)
+        reqs, lims = _container_lists(container)
+        requests, limits = add(requests, reqs), add(limits, lims)
     sidecar_requests: ResourceList = {}
     sidecar_limits: ResourceList = {}
     init_requests: ResourceList = {}
     init_limits: ResourceList = {}
     for container in spec.get("initContainers") or []:
-        r, l = _container_lists(container)
+        reqs, lims = _container_lists(container)
         if container.get("restartPolicy") == "Always":
-            sidecar_requests, sidecar_limits = add(sidecar_requests, r), add(sidecar_limits, l)
-            requests, limits = add(requests, r), add(limits, l)
+            sidecar_requests, sidecar_limits = add(sidecar_requests, reqs), add(sidecar_limits, lims)
+            requests, limits = add(requests, reqs), add(limits, lims)
         else:
-            init_requests = _max(init_requests, add(r, sidecar_requests))
-            init_limits = _max(init_limits, add(l, sidecar_limits))
+            init_requests = _max(init_requests, add(reqs, sidecar_requests))
+            init_limits = _max(init_limits, add(lims, sidecar_limits))
     requests, limits = _max(requests, init_requests), _max(limits, init_limits)
     overhead = parse_list(spec.get("overhead"))
     if overhead:

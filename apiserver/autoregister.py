@@ -14,6 +14,7 @@ Every apiserver runs this; creates that lose a race answer AlreadyExists and are
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -105,17 +106,13 @@ class AutoRegister(Periodic):
         current = {obj["metadata"]["name"]: obj for obj in (co.obj for co in store.cache.list())}
         for name, (group, version) in wanted.items():
             if name not in current:
-                try:
+                with contextlib.suppress(errors.AlreadyExists):
                     await store.create(local_apiservice(group, version, (group, version) in self.builtin), None)
-                except errors.AlreadyExists:
-                    pass
         for name, obj in current.items():
             labels = obj["metadata"].get("labels") or {}
             if name not in wanted and labels.get(AUTOMANAGED) == "true":
-                try:
+                with contextlib.suppress(errors.NotFound):
                     await store.delete(None, name, DeleteOptions())
-                except errors.NotFound:
-                    pass
         for obj in (co.obj for co in store.cache.list()):
             condition = self._condition(obj)
             if not _same(obj, condition):

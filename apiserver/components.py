@@ -25,8 +25,8 @@ def http_probe(url: str) -> Callable[[], Awaitable[ProbeResult]]:
     """GET ``url``: 200 is healthy with the body as the message; anything else, Go's wording of the failure."""
     async def check() -> ProbeResult:
         try:
-            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT)) as session:
-                async with session.get(url) as response:
+            async with (aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT)) as session,
+                        session.get(url) as response):
                     body = (await response.text())[:1024]
                     if response.status == 200:
                         return ProbeResult(True, body)

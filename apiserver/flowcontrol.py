@@ -44,7 +44,9 @@ def priority_level(name: str, shares: int, lendable: int, queuing: tuple[int, in
     """A Limited level (``queuing``: queues, handSize, queueLengthLimit; None: Reject)."""
     response: Object = {"type": "Reject"}
     if queuing is not None:
-        response = {"type": "Queue", "queuing": dict(zip(("queues", "handSize", "queueLengthLimit"), queuing))}
+        queues, hand_size, queue_length_limit = queuing
+        response = {"type": "Queue", "queuing": {"queues": queues, "handSize": hand_size,
+                                                 "queueLengthLimit": queue_length_limit}}
     return {"apiVersion": f"{GROUP}/v1", "kind": "PriorityLevelConfiguration", "metadata": _metadata(name),
             "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": shares, "lendablePercent": lendable,
                                                     "limitResponse": response}}}

@@ -161,7 +161,7 @@ def start_cluster(tmp: Path, https: bool = False,
         secure = ["--secure-port", str(secure_port), *pki.apiserver_flags()]
         write_kubeconfig(tmp / "kubeconfig", f"https://127.0.0.1:{secure_port}", ca=pki.ca_cert,
                          client=pki.client(ADMIN))
-    log = open(tmp / "apiserver.log", "wb")
+    log = open(tmp / "apiserver.log", "wb")  # noqa: SIM115 (the apiserver's stdout for as long as it runs)
     proc = subprocess.Popen([sys.executable, "-m", "apiserver", "--etcd-servers", etcd.url, "--port", str(port),
                              *secure, "--authorization-mode", authorization_mode,
                              "--disable-admission-plugins", "ServiceAccount", "-v", "0"],

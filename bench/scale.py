@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -125,10 +126,8 @@ async def progress(began: float, stages: dict[str, dict[str, float]], done: asyn
     up` supervises them: a controller-manager that lost its leader lease exits) and the restart is shown."""
     rows = []
     while not done.is_set():
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(done.wait(), every)
-        except TimeoutError:
-            pass
         restarted = supervise()
         row = f"  t={time.monotonic() - began:6.1f}s " + " ".join(f"{k}={len(v)}" for k, v in stages.items())
         row += " (a component exited and was restarted)" if restarted else ""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
@@ -39,6 +40,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+
 
 from api import cluster  # noqa: E402
 
@@ -96,10 +98,8 @@ async def single(write: Write, receipts: Receipts, writes: int, first: int) -> d
         receipts.waiters[i] = asyncio.Event()
         receipts.sent[i] = time.monotonic()
         await write(i)
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(receipts.waiters[i].wait(), 30)
-        except TimeoutError:
-            pass
     return summary(receipts)
 
 
@@ -226,8 +226,8 @@ def main() -> None:
     parser.add_argument("--etcd", help="the etcd that apiserver uses")
     args = parser.parse_args()
     os.environ.setdefault("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")
-    with tempfile.TemporaryDirectory(prefix="kubelab-bench-"):
-        with cluster(args.master, args.etcd) as (master, etcd_url):
+    with (tempfile.TemporaryDirectory(prefix="kubelab-bench-"),
+          cluster(args.master, args.etcd) as (master, etcd_url)):
             assert etcd_url is not None
             print(f"{args.watchers} watchers; single: {args.writes} writes; sustained: {args.rate:.0f} writes/s "
                   f"for {args.seconds:.0f} s. Latency write -> watcher, ms")

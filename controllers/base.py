@@ -15,6 +15,7 @@ Subclasses implement ``sync(key)`` and register informer handlers that only comp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -40,10 +41,8 @@ def key_of(obj: Object | DeletedFinalStateUnknown) -> str:
 
 def ensure_indexer(informer: SharedInformer, name: str, func: Any) -> None:
     """Add an index to a shared informer unless another controller already did (same name, same meaning)."""
-    try:
+    with contextlib.suppress(ValueError):
         informer.add_indexers({name: func})
-    except ValueError:
-        pass
 
 
 class Controller:

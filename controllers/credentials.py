@@ -16,6 +16,7 @@ its kube role lacks fails the same way on either port.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import time
@@ -94,10 +95,8 @@ class ServiceAccountCredentials:
             self.clientsets.append(clientset)
             return clientset
         if name not in self.tokens:
-            try:
+            with contextlib.suppress(AlreadyExists):
                 await self.root.service_accounts.create({"metadata": {"name": name}}, NAMESPACE)
-            except AlreadyExists:
-                pass
             self.tokens[name] = await self._request(name)
         config = dataclasses.replace(self.config, token=None, cert_file=None, cert_data=None, key_file=None,
                                      key_data=None, user_agent=f"kube-controller-manager/{name}")
@@ -114,10 +113,8 @@ class ServiceAccountCredentials:
     async def run(self, stop: asyncio.Event) -> None:
         """Refresh the tokens that are due until ``stop``."""
         while not stop.is_set():
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), TICK_SECONDS)
-            except TimeoutError:
-                pass
             for name, token in list(self.tokens.items()):
                 if time.monotonic() >= token.refresh_at and not stop.is_set():
                     try:

@@ -9,8 +9,8 @@ holds budget keys:
   ``minAvailable`` (an int: as many pods as are selected; a percent: of the controllers' scale) or
   ``maxUnavailable`` (of the controllers' scale), where the scale is the sum of ``spec.replicas`` over the
   distinct controllers of the pods, found as ``getExpectedScale``'s finders do (ReplicationController,
-  ReplicaSet not owned by a Deployment, Deployment through its ReplicaSet, StatefulSet); ``currentHealthy`` the Ready pods
-  neither terminating nor in ``disruptedPods``; ``disruptionsAllowed = currentHealthy - desiredHealthy``
+  ReplicaSet not owned by a Deployment, Deployment through its ReplicaSet, StatefulSet); ``currentHealthy`` the
+  Ready pods neither terminating nor in ``disruptedPods``; ``disruptionsAllowed = currentHealthy - desiredHealthy``
   (0 while no pod is expected); the ``DisruptionAllowed`` condition (SufficientPods / InsufficientPods);
 * ``disruptedPods`` is shared with evictions: the eviction records a pod there before deleting it, so a budget
   does not count the pod as healthy while the delete is on its way. An entry goes once its pod is terminating

@@ -27,6 +27,7 @@ object with owners, or an owner deleting its dependents) or ``orphan``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 from typing import Any
@@ -212,7 +213,7 @@ class GarbageCollector(Controller):
     # --- graph lookups -------------------------------------------------------------------------------------
     def _dependents(self, uid: str) -> list[tuple[Resource, Object]]:
         out = []
-        for plural, informer in self.monitors.items():
+        for _plural, informer in self.monitors.items():
             for obj in informer.indexer.by_index(OWNER_UID_INDEX, uid):
                 out.append((informer.resource, obj))
         return out
@@ -327,7 +328,7 @@ class GarbageCollector(Controller):
     # --- writes --------------------------------------------------------------------------------------------
     async def _delete(self, resource: Resource, obj: Object, policy: str) -> None:
         m = meta(obj)
-        try:
+        try:  # noqa: SIM105 (the comment below says why a miss is fine)
             await self.clientset.resource(resource).delete(m["name"], m.get("namespace"),
                                                            propagation_policy=policy,  # type: ignore[arg-type]
                                                            preconditions={"uid": m["uid"]})
@@ -338,10 +339,8 @@ class GarbageCollector(Controller):
         m = meta(obj)
         body = {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": uid} for uid in sorted(uids)],
                              "uid": m["uid"]}}
-        try:
+        with contextlib.suppress(NotFound):
             await self.clientset.resource(resource).patch(m["name"], body, "strategic", m.get("namespace"))
-        except NotFound:
-            pass
 
     async def _remove_finalizer(self, resource: Resource, obj: Object, finalizer: str) -> None:
         """PUT without ``finalizer``, conditional on the cached resourceVersion (a 409 is retried)."""
@@ -353,7 +352,5 @@ class GarbageCollector(Controller):
             updated["metadata"]["finalizers"] = remaining
         else:
             updated["metadata"].pop("finalizers", None)
-        try:
+        with contextlib.suppress(NotFound):
             await self.clientset.resource(resource).update(updated)
-        except NotFound:
-            pass

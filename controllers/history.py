@@ -17,6 +17,7 @@ with ``constructHistory``/``cleanupHistory`` of ``daemon/update.go`` and ``getSt
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -127,7 +128,5 @@ class History:
         live = [(meta(p).get("labels") or {}).get(REVISION_HASH_LABEL) or "" for p in pods]
         for revision in stale_revisions(revisions, keep, live, self.owner,
                                         DEFAULT_HISTORY_LIMIT if limit is None else limit):
-            try:
+            with contextlib.suppress(NotFound):
                 await self.client.delete(meta(revision)["name"], meta(revision).get("namespace"))
-            except NotFound:
-                pass

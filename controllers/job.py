@@ -24,6 +24,7 @@ finalizer: a pod event for such a pod queues ``pod:<namespace>/<name>``, whose s
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 from collections.abc import Mapping
@@ -468,10 +469,8 @@ class JobController(Controller):
             m = meta(pod)
             if TRACKING_FINALIZER not in (m.get("finalizers") or []):
                 continue
-            try:
+            with contextlib.suppress(NotFound):
                 await self.clientset.pods.patch(m["name"], patch, "strategic", m.get("namespace"))
-            except NotFound:
-                pass
             done.add(m["uid"])
         return done
 

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 from collections import Counter
@@ -104,10 +105,8 @@ class NamespaceController(Controller):
         for item in items:
             if meta(item).get("deletionTimestamp"):
                 continue
-            try:
+            with contextlib.suppress(NotFound):
                 await client.delete(meta(item)["name"], namespace)
-            except NotFound:
-                pass
 
     async def _report(self, ns: Object, remaining: Counter[str], finalizers: Counter[str]) -> None:
         """The Terminating namespace's conditions say what it waits for (as ``kubectl describe ns`` shows)."""

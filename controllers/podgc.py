@@ -13,6 +13,7 @@ Every ``gc_period`` (20 s, and at once when a node is deleted):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -105,16 +106,12 @@ class PodGCController(Controller):
             "lastTransitionTime": fmt_time(now_utc())}]}
         if not is_pod_terminal(pod):
             status["phase"] = "Failed"
-        try:
+        with contextlib.suppress(NotFound):
             await self.clientset.pods.patch(m["name"], {"metadata": {"uid": m["uid"]}, "status": status},
                                             "strategic", m["namespace"], subresource="status")
-        except NotFound:
-            pass
 
     async def _delete(self, pod: Object, *, grace: int | None) -> None:
         m = meta(pod)
-        try:
+        with contextlib.suppress(NotFound):
             await self.clientset.pods.delete(m["name"], m["namespace"], grace_period_seconds=grace,
                                              preconditions={"uid": m["uid"]})
-        except NotFound:
-            pass

@@ -132,7 +132,7 @@ def deletion_order(pods: Sequence[Object], ranks: Sequence[int] | None = None,
             _log_bucket(parse_time(created), now) if created else 0,
         )
 
-    return [pod for pod, _ in sorted(zip(pods, ranks), key=sort_key)]
+    return [pod for pod, _ in sorted(zip(pods, ranks, strict=False), key=sort_key)]
 
 
 def controller_ref(owner: Object, api_version: str, kind: str) -> dict[str, Any]:

@@ -266,7 +266,7 @@ class ReplicaSetController(Controller):
         self.expectations.expect_creations(key, count)
         template = (rs.get("spec") or {}).get("template") or {}
         ref = controller_ref(rs, self.kind.api_version, self.kind.kind)
-        namespace = meta(rs).get("namespace")
+        meta(rs).get("namespace")
 
         async def create() -> None:
             await self.pod_control.create(rs, pod_from_template(template, rs, ref))

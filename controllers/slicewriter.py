@@ -14,6 +14,7 @@ shortly), as Kubernetes' ``EndpointSliceTracker.StaleSlices`` does.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -128,10 +129,8 @@ class SliceWriter:
                 updated = {**reuse, **body, "metadata": {**meta(reuse), **metadata}}
                 self.tracker.wrote(key, await self.clientset.endpoint_slices.update(updated))
         for surplus in existing:
-            try:
+            with contextlib.suppress(NotFound):
                 await self.clientset.endpoint_slices.delete(meta(surplus)["name"], namespace)
-            except NotFound:
-                pass
             self.tracker.deleted(key, meta(surplus)["name"])
         return True
 

@@ -128,7 +128,7 @@ class TaintEvictionController(Controller):
         if not tolerated:
             self._schedule(key, pod, now, now)
             return
-        deadlines = [self._appeared(node_name, taint) + seconds for taint, toleration in zip(taints, used)
+        deadlines = [self._appeared(node_name, taint) + seconds for taint, toleration in zip(taints, used, strict=False)
                      if (seconds := min_toleration_seconds([toleration])) is not None]
         if not deadlines:
             self._cancel(key, event=True)

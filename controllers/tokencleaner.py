@@ -9,6 +9,7 @@ looked at again when it does (``add_after``). A NotFound or Conflict from the de
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 
@@ -52,8 +53,6 @@ class TokenCleaner(Controller):
             return
         meta = secret["metadata"]
         log.info("deleting expired bootstrap token secret %s", key)
-        try:
+        with contextlib.suppress(NotFound, Conflict):  # already gone, or re-created under the same name
             await self.secrets.delete(meta["name"], meta["namespace"],
                                       preconditions={"uid": meta["uid"]} if meta.get("uid") else None)
-        except (NotFound, Conflict):
-            pass  # already gone, or re-created under the same name

@@ -75,7 +75,8 @@ HEALTHZ_PORTS = {"controller-manager": 10257, "scheduler": 10259}
 SECURE_PORT = 6443  # kube-apiserver's --secure-port
 POD_CIDR_TIMEOUT = 30.0  # seconds the node IPAM controller may take to give every Node its podCIDR
 CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need them
-CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "proxy", "dns", "ui")  # the last tiers: any may be left out
+# the last tiers: any may be left out
+CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "proxy", "dns", "ui")
 CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
 POD_NETWORKS = ("host", "bridge")  # kubelets' pods on the host's network (loopback pod IPs) or on the bridge
 PROXY_HEALTHZ_PORT = 10256

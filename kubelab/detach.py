@@ -39,7 +39,7 @@ class Console:
         self.log = log
         self._status = status
         log.parent.mkdir(parents=True, exist_ok=True)
-        self._log: TextIO = open(log, "a", buffering=1)
+        self._log: TextIO = open(log, "a", buffering=1)  # noqa: SIM115 (kept open for the process's life)
         os.dup2(out, 1)
         os.dup2(err, 2)
         for fd in (out, err):
@@ -106,10 +106,8 @@ def run_detached(main: Callable[[Console], int], log: Path) -> int:
             traceback.print_exc()
         finally:
             for stream in (sys.stdout, sys.stderr):
-                try:
+                with contextlib.suppress(OSError, ValueError):
                     stream.flush()
-                except (OSError, ValueError):
-                    pass
             os._exit(code)
     for fd in (out_w, err_w, status_w):
         os.close(fd)
@@ -120,10 +118,8 @@ def _relay(pid: int, out: int, err: int, status: int) -> int:
     """Copy the child's output until every pipe is closed; 0 if it said it is ready, else its exit code."""
 
     def forward(signum: int, frame: FrameType | None) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     said = bytearray()

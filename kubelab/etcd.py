@@ -292,7 +292,7 @@ class EtcdServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir.chmod(0o700)  # etcd 3.4+ warns (3.5 refuses on some checks) otherwise
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "ab")
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 (etcd's output while it runs; closed by stop())
         self._log_offset = self._log.tell()  # the log is appended across runs: judge only this one
         env = dict(os.environ)
         arch = _go_arch()

@@ -120,7 +120,7 @@ def load(archive_path: Path, images_root: Path) -> list[str]:
     """Import every image of the archive into the store at ``images_root``; returns the names loaded."""
     loaded: list[str] = []
     try:
-        archive = tarfile.open(archive_path)
+        archive = tarfile.open(archive_path)  # noqa: SIM115 (entered below, once the open error is translated)
     except (OSError, tarfile.TarError) as err:
         raise ArchiveError(f"cannot read {archive_path}: {err}") from None
     with archive:

@@ -139,6 +139,6 @@ def normalize_through(plugin: Any, state: CycleState, pod: Pod, table: NodeTable
                       raw: np.ndarray) -> np.ndarray:
     """``raw`` (of ``rows``) through the plugin's own dict-based ``normalize``, back as an array."""
     names = [table.names[r] for r in rows.tolist()]
-    normalized = plugin.normalize(state, pod, dict(zip(names, raw.tolist())))
+    normalized = plugin.normalize(state, pod, dict(zip(names, raw.tolist(), strict=False)))
     return np.array([normalized[name] for name in names], np.int64)
 

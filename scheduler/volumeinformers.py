@@ -22,7 +22,8 @@ class VolumeInformers:
 
     def on_change(self, handler: Callable[[str], None]) -> None:
         """``handler(event)`` on every add or update (``PersistentVolumeClaimChange`` …)."""
-        for informer, kind in zip(self.all, ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")):
+        kinds = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
+        for informer, kind in zip(self.all, kinds, strict=True):
             informer.add_event_handler(lambda _obj, kind=kind: handler(f"{kind}Add"),
                                        lambda _old, _new, kind=kind: handler(f"{kind}Update"))
 

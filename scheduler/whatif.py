@@ -273,7 +273,7 @@ def _schedule(runner: Runner, pod: Pod, cache: Cache, outcome: Outcome) -> None:
     if len(attempt.totals):
         best = attempt.totals.max()
         outcome.equal_nodes = sorted(attempt.node_names[int(r)] for r, t in zip(attempt.feasible.tolist(),
-                                                                                attempt.totals.tolist())
+                                                                                attempt.totals.tolist(), strict=False)
                                      if t == best and attempt.node_names[int(r)] != attempt.node)
     cache.assume_pod(pod, attempt.node)
 

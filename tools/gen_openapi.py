@@ -18,7 +18,8 @@ What the client cannot tell lives in the tables below, one table per fact:
 * ``LEAF_TYPES``: Go types the client flattens to ``str``/``datetime``/``object`` (Quantity, MicroTime, FieldsV1 …);
 * ``KUBE_REF_DESCRIPTIONS`` (``tools/openapi_ref_descriptions.json``): kube-apiserver v1.32's descriptions of every
   field whose type is another object (``$ref``, lists and maps of them), which the client's generator drops (or
-  words as a later release does), keyed ``<definition>.<field>``; taken from the Kubernetes v1.32 OpenAPI as the ``kubernetes-validate`` package ships it
+  words as a later release does), keyed ``<definition>.<field>``; taken from the Kubernetes v1.32 OpenAPI as the
+  ``kubernetes-validate`` package ships it
   (``--import-kube-definitions .../v1.32.0-local/_definitions.json`` rewrites the file);
 * ``KUBE_INT_FORMATS`` (``tools/openapi_int_formats.json``, from the same document): each integer field's Go type
   (``int32``/``int64``) for the groups with no ``generated.proto`` under ``apiserver/protobuf/proto``;

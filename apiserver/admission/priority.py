@@ -95,7 +95,8 @@ class Priority:
         """An update without ``spec.priority``/``preemptionPolicy`` keeps the stored ones (validation refuses any
         other change to them)."""
         new_spec, old_spec = (attrs.obj or {}).get("spec") or {}, (attrs.old or {}).get("spec") or {}
-        missing = [f for f in ("priority", "preemptionPolicy") if new_spec.get(f) is None and old_spec.get(f) is not None]
+        missing = [f for f in ("priority", "preemptionPolicy")
+                   if new_spec.get(f) is None and old_spec.get(f) is not None]
         if missing:
             pod = copy.deepcopy(attrs.obj or {})
             for field in missing:

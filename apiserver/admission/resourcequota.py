@@ -18,6 +18,7 @@ Usage is given back by the resourcequota controller, which recounts what exists.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -148,7 +149,5 @@ class ResourceQuotaAdmission:
             return charged(quota, requested)
 
         store = self.registry.get("", "resourcequotas")
-        try:
+        with contextlib.suppress(errors.NotFound):  # the quota went away meanwhile: nothing left to charge
             await store.guaranteed_update(attrs.namespace, quota_name, update, subresource="status")
-        except errors.NotFound:
-            pass  # the quota went away meanwhile: nothing left to charge

@@ -21,6 +21,7 @@ Every sync re-reads the CRD from the cache and is idempotent; a failed sync is r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 from collections.abc import Callable
@@ -291,10 +292,8 @@ class CRDController:
                 for item in list(store.cache.list()):
                     meta = item.obj["metadata"]
                     if not meta.get("deletionTimestamp"):
-                        try:
+                        with contextlib.suppress(errors.NotFound):
                             await store.delete(meta.get("namespace"), meta["name"], DeleteOptions())
-                        except errors.NotFound:
-                            pass
                 await store.cache.wait_fresh()
                 left = len(store.cache.list())
                 if left:

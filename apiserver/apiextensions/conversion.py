@@ -71,7 +71,7 @@ class WebhookConverter:
             raise ConversionFailed(f"conversion webhook for {source} returned {len(converted)} objects, "
                                    f"expected {len(pending)}")
         out = list(objs)
-        for index, (i, new) in enumerate(zip(pending, converted)):
+        for index, (i, new) in enumerate(zip(pending, converted, strict=False)):
             why = _invalid_object(objs[i], new, api_version)
             if why is not None:
                 raise ConversionFailed(f"conversion webhook for {source} returned invalid object at index "

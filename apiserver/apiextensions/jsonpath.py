@@ -54,9 +54,8 @@ def find(obj: Any, path: str) -> list[Any]:
     for kind, arg in parse(path):
         nxt: list[Any] = []
         for node in current:
-            if kind == "name" and isinstance(node, dict) and arg in node:
-                nxt.append(node[arg])
-            elif kind == "index" and isinstance(node, list) and -len(node) <= arg < len(node):
+            if ((kind == "name" and isinstance(node, dict) and arg in node)
+                    or (kind == "index" and isinstance(node, list) and -len(node) <= arg < len(node))):
                 nxt.append(node[arg])
             elif kind == "all" and isinstance(node, list):
                 nxt.extend(node)

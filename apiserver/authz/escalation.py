@@ -136,9 +136,9 @@ class EscalationCheck:
     def _confirm(self, attrs: Attributes, requested: tuple[Rule, ...], namespace: str) -> None:
         grants = list(self.rbac.grants(attrs.user, namespace))
         owner = tuple(rule for grant in grants for rule in grant.rules)
-        if any(ALL in rule.verbs and ALL in rule.api_groups and ALL in rule.resources for rule in owner):
-            if not any(rule.non_resource_urls for rule in requested):
-                return
+        if (any(ALL in rule.verbs and ALL in rule.api_groups and ALL in rule.resources for rule in owner)
+                and not any(rule.non_resource_urls for rule in requested)):
+            return
         missing = missing_rules(owner, requested)
         if not missing:
             return

@@ -10,6 +10,7 @@ a create that loses the race is fine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 from collections.abc import Mapping
@@ -81,10 +82,8 @@ async def reconcile_one(registry: Registry, expected: Obj) -> None:
     namespace, name = meta.get("namespace"), meta["name"]
     current = store.cache.get(store.etcd_key(namespace, name))
     if current is None:
-        try:
+        with contextlib.suppress(errors.AlreadyExists):
             await store.create(copy.deepcopy(expected), namespace)
-        except errors.AlreadyExists:
-            pass
         return
     if (current.obj["metadata"].get("annotations") or {}).get(AUTOUPDATE) == "false":
         return

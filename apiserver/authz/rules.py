@@ -50,7 +50,7 @@ def resource_matches(rule: Rule, resource: str, subresource: str) -> bool:
 def url_matches(patterns: Iterable[str], path: str) -> bool:
     """A non-resource URL: ``*``, the exact path, or a prefix ending in ``*``."""
     for pattern in patterns:
-        if pattern == ALL or pattern == path or (pattern.endswith(ALL) and path.startswith(pattern[:-1])):
+        if pattern in (ALL, path) or pattern.endswith(ALL) and path.startswith(pattern[:-1]):
             return True
     return False
 
@@ -94,7 +94,7 @@ def _covers_url(rule: Rule, verb: str, url: str) -> bool:
     if verb not in rule.verbs and ALL not in rule.verbs:
         return False
     for pattern in rule.non_resource_urls:
-        if pattern == url or pattern == ALL or (pattern.endswith(ALL) and url.startswith(pattern[:-1])):
+        if pattern in (url, ALL) or pattern.endswith(ALL) and url.startswith(pattern[:-1]):
             return True
     return False
 

@@ -62,7 +62,7 @@ def render(node: Node, instrument: bool = True) -> str:
     if kind == "list":
         return "[" + ", ".join(render(arg, instrument) for arg in node.args) + "]"
     if kind == "map":
-        pairs = zip(node.args[::2], node.args[1::2])
+        pairs = zip(node.args[::2], node.args[1::2], strict=False)
         return "{" + ", ".join(f"{render(k, instrument)}: {render(v, instrument)}" for k, v in pairs) + "}"
     if kind == "ternary":
         condition, then, otherwise = (render(arg, instrument) for arg in node.args)

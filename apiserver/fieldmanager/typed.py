@@ -140,8 +140,8 @@ def _merge_list(live: list[Any], config: list[Any], t: TypeNode) -> list[Any]:
     item = t.item()
     lpes = [item_key(v, t) for v in live]
     rpes = [item_key(v, t) for v in config]
-    lobs = dict(zip(lpes, live))
-    robs = dict(zip(rpes, config))
+    lobs = dict(zip(lpes, live, strict=False))
+    robs = dict(zip(rpes, config, strict=False))
     shared = [pe for pe in rpes if pe in lobs]
     next_shared = 0  # index into shared of the shared item expected next
     done: set[str] = set()

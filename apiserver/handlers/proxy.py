@@ -22,6 +22,7 @@ per port: the Python client), relayed to the kubelet untouched.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode
@@ -203,10 +204,8 @@ async def _relay_websockets(client: WebSocket, upstream: aiohttp.ClientWebSocket
         except (WebSocketDisconnect, RuntimeError, ConnectionError):
             pass
         finally:
-            try:
+            with contextlib.suppress(RuntimeError):
                 await client.close()
-            except RuntimeError:
-                pass
 
     tasks = [asyncio.create_task(client_to_upstream()), asyncio.create_task(upstream_to_client())]
     done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -356,13 +355,9 @@ async def _spdy_tunnel(websocket: WebSocket, url: str) -> None:
                 return bytes(message["bytes"])
 
     async def write(data: bytes) -> None:
-        try:
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError, ConnectionError):
             await websocket.send_bytes(data)
-        except (WebSocketDisconnect, RuntimeError, ConnectionError):
-            pass
 
     await run_session(Session(read, write), PortForwarder(url))
-    try:
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError):
         await websocket.close()
-    except (WebSocketDisconnect, RuntimeError):
-        pass

@@ -125,7 +125,7 @@ def decode_body(body: bytes, content_type: str | None, allowed: tuple[str, ...] 
         from apiserver.protobuf import decode as decode_protobuf  # imported on first use: the schema is large
 
         return decode_protobuf(body)
-    if mt == YAML or mt == APPLY_PATCH:
+    if mt in (YAML, APPLY_PATCH):
         return load_yaml(body)
     try:
         data = orjson.loads(body)
@@ -251,11 +251,10 @@ def negotiate(accept: str | None) -> Output:
         if kind is None:
             supported_plain = True
             break
-    if not supported_plain:
-        if any(media_type(c) in ("application/vnd.kubernetes.protobuf", "application/protobuf")
-               for c in accept.split(",")) or "as=" in accept:
-            raise errors.NotAcceptable("only the following media types are accepted: application/json, "
-                                       "application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io")
+    if not supported_plain and (any(media_type(c) in ("application/vnd.kubernetes.protobuf", "application/protobuf")
+           for c in accept.split(",")) or "as=" in accept):
+        raise errors.NotAcceptable("only the following media types are accepted: application/json, "
+                                   "application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io")
     return Output()
 
 

@@ -138,7 +138,8 @@ async def bind(request: Request, pods: ResourceStore, namespace: str | None, nam
 
 # --- token ---------------------------------------------------------------------------------------------------------
 async def _token(tokens: TokenRequests, request: Request, info: RequestInfo) -> Response:
-    """``serviceaccounts/<name>/token``: a TokenRequest answered with a signed token (``serviceaccount.tokenrequest``)."""
+    """``serviceaccounts/<name>/token``: a TokenRequest answered with a signed token
+    (``serviceaccount.tokenrequest``)."""
     from . import rest
     from .request import decode_object
 

@@ -84,7 +84,7 @@ async def document(etcd_revision: int) -> dict[str, Any]:
     """The ``/debug/watches`` body; ``etcd_revision`` is used when no stream is open."""
     streams = list(ACTIVE)
     caches = list({id(s.cache): s.cache for s in streams}.values())
-    positions = dict(zip((id(c) for c in caches), await asyncio.gather(*(c.position() for c in caches))))
+    positions = dict(zip((id(c) for c in caches), await asyncio.gather(*(c.position() for c in caches)), strict=False))
     etcd_revision = max([etcd_revision, *(revision for revision, _ in positions.values())])
     items = sorted((s.to_dict(etcd_revision, positions[id(s.cache)][1]) for s in streams),
                    key=lambda d: (d["resource"], d["user"], d["userAgent"]))

@@ -159,7 +159,7 @@ class MetricsAPI:
         urls = {n["metadata"]["name"]: node_kubelet_url(n) for n in nodes}
         names = [name for name, url in urls.items() if url]
         pairs = await asyncio.gather(*(self.collector.pair(name, urls[name] or "") for name in names))
-        return {name: pair for name, pair in zip(names, pairs) if pair is not None}
+        return {name: pair for name, pair in zip(names, pairs, strict=False) if pair is not None}
 
     async def _nodes(self, request: Request, info: RequestInfo) -> list[Object]:
         nodes = await self._selected(self.registry.get("", "nodes"), request, info)

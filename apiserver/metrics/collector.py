@@ -118,8 +118,8 @@ Scrape = Callable[[str], Awaitable[NodeScrape]]
 async def scrape_kubelet(url: str) -> NodeScrape:
     """``GET {kubelet}/metrics/resource``; ``OSError``/``ValueError``/``aiohttp.ClientError`` when it fails."""
     timeout = aiohttp.ClientTimeout(total=SCRAPE_TIMEOUT)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
-        async with session.get(f"{url}/metrics/resource", ssl=ssl_context()) as response:
+    async with (aiohttp.ClientSession(timeout=timeout) as session,
+                session.get(f"{url}/metrics/resource", ssl=ssl_context()) as response):
             if response.status != 200:
                 raise ValueError(f"{url}/metrics/resource answered {response.status}")
             return decode(await response.text())

@@ -57,7 +57,7 @@ class ComponentStatusStrategy(ReadOnlyStrategy):
 
     async def items(self) -> list[Object]:
         results = await asyncio.gather(*(probe.check() for probe in self.probes))
-        return sorted((component_status(p.name, r) for p, r in zip(self.probes, results)),
+        return sorted((component_status(p.name, r) for p, r in zip(self.probes, results, strict=False)),
                       key=lambda obj: obj["metadata"]["name"])
 
     def columns(self) -> list[TableColumn]:

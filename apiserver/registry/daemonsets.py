@@ -126,8 +126,8 @@ class DaemonSetStrategy(Strategy):
         causes: list[Cause] = []
         for key in STATUS_COUNTS:
             causes.extend(validate_nonnegative(status.get(key), f"status.{key}"))
-        causes.extend(validate_not_decremented(status.get("collisionCount"),
-                                               (old.get("status") or {}).get("collisionCount"), "status.collisionCount"))
+        old_count = (old.get("status") or {}).get("collisionCount")
+        causes.extend(validate_not_decremented(status.get("collisionCount"), old_count, "status.collisionCount"))
         return causes
 
     def columns(self) -> list[TableColumn]:

@@ -129,7 +129,7 @@ class Evictor:
             if dry_run:
                 return False
             try:
-                await self.pdbs.guaranteed_update(namespace, name, lambda _: new, subresource="status",
+                await self.pdbs.guaranteed_update(namespace, name, lambda _, new=new: new, subresource="status",
                                                   precondition_rv=str(co.rv))
                 return False
             except errors.Conflict:

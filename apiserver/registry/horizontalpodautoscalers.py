@@ -5,8 +5,8 @@ What kube-apiserver does, and where:
 * ``SetDefaults_HorizontalPodAutoscaler`` (v2): ``minReplicas`` 1, no metrics → cpu Utilization 80 %, and a
   ``behavior`` that is set gets every unset rule, policy list, selectPolicy and window filled from the defaults
   (``GenerateHPAScaleUpRules`` / ``GenerateHPAScaleDownRules``); an unset behavior stays unset;
-* ``PrepareForCreate`` clears ``status`` (``desiredReplicas: 0`` is all a new one shows); an update keeps it (status subresource) and bumps the generation on a
-  spec change;
+* ``PrepareForCreate`` clears ``status`` (``desiredReplicas: 0`` is all a new one shows); an update keeps it
+  (status subresource) and bumps the generation on a spec change;
 * ``ValidateHorizontalPodAutoscaler``: minReplicas ≥ 1, maxReplicas > 0 and ≥ minReplicas, the scale target's kind
   and name, each metric (type, its one source, the target), the behavior's windows and policies;
   ``ValidateHorizontalPodAutoscalerStatusUpdate``: non-negative replica counts;

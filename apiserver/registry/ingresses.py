@@ -138,9 +138,9 @@ def _validate_rule(rule: Mapping[str, Any], path: str) -> list[Cause]:
             causes.append(required(f"{item_path}.pathType", "pathType must be specified"))
         elif path_type not in PATH_TYPES:
             causes.append(not_supported(f"{item_path}.pathType", path_type, PATH_TYPES))
-        if path_type in ("Exact", "Prefix") or (value and path_type == "ImplementationSpecific"):
-            if not value.startswith("/"):
-                causes.append(invalid(f"{item_path}.path", value, "must be an absolute path"))
+        if ((path_type in ("Exact", "Prefix") or (value and path_type == "ImplementationSpecific"))
+                and not value.startswith("/")):
+            causes.append(invalid(f"{item_path}.path", value, "must be an absolute path"))
         causes.extend(validate_backend(item.get("backend") or {}, f"{item_path}.backend"))
     return causes
 

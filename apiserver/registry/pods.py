@@ -260,7 +260,7 @@ def _munge_updatable(new: Mapping[str, Any], old: Mapping[str, Any]) -> Object:
     """The new spec with every field users may change reset to its old value."""
     munged = copy.deepcopy(dict(new))
     for kind in ("containers", "initContainers"):
-        for container, previous in zip(munged.get(kind) or [], old.get(kind) or []):
+        for container, previous in zip(munged.get(kind) or [], old.get(kind) or [], strict=False):
             container["image"] = previous.get("image")
     for key in ("activeDeadlineSeconds", "schedulingGates", "tolerations"):
         munged.pop(key, None)
@@ -298,7 +298,8 @@ def _diff_lines(old: Any, new: Any, path: str) -> list[str]:
             lines.extend(_diff_lines(old.get(key), new.get(key), f"{path}.{key}" if path else key))
         return lines
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [line for i, (a, b) in enumerate(zip(old, new)) for line in _diff_lines(a, b, f"{path}[{i}]")]
+        pairs = enumerate(zip(old, new, strict=True))
+        return [line for i, (a, b) in pairs for line in _diff_lines(a, b, f"{path}[{i}]")]
     if old == new:
         return []
     lines = []

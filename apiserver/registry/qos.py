@@ -173,9 +173,9 @@ def qos_class(spec: Mapping[str, Any]) -> str:
             guaranteed = False
     if not requests and not limits:
         return "BestEffort"
-    if guaranteed and all(limits.get(name) == value for name, value in requests.items()):
-        if len(requests) == len(limits):
-            return "Guaranteed"
+    if (guaranteed and all(limits.get(name) == value for name, value in requests.items())
+            and len(requests) == len(limits)):
+        return "Guaranteed"
     return "Burstable"
 
 

@@ -126,7 +126,7 @@ class Registry:
                                                 or (store.strategy.converter is None) !=
                                                 (strategies[0].converter is None)):
                 await self._drop(g, v, r)
-        for strategy, decoder, schema in zip(strategies, decoders, schemas):
+        for strategy, decoder, schema in zip(strategies, decoders, schemas, strict=False):
             key = (group, strategy.version, resource)
             store = self.versions.get(key)
             if store is not None:

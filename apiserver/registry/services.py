@@ -190,10 +190,10 @@ def _hash(key: str) -> int:
 def _drop_type_dependent_fields(new: Object, old: Object) -> None:
     """A type change releases what only the old type needed, if the body still carries the old values."""
     spec, old_spec = new["spec"], old.get("spec") or {}
-    if old_spec.get("type") != "ExternalName" and spec.get("type") == "ExternalName":
-        if (spec.get("clusterIPs") or [spec.get("clusterIP")]) == (old_spec.get("clusterIPs") or [None]):
-            for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
-                spec.pop(key, None)
+    if (old_spec.get("type") != "ExternalName" and spec.get("type") == "ExternalName"
+            and (spec.get("clusterIPs") or [spec.get("clusterIP")]) == (old_spec.get("clusterIPs") or [None])):
+        for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+            spec.pop(key, None)
     if _needs_node_ports(old_spec) and not _needs_node_ports(spec):
         old_node_ports = [p.get("nodePort") for p in old_spec.get("ports") or []]
         if [p.get("nodePort") for p in spec.get("ports") or []] == old_node_ports:
@@ -206,11 +206,11 @@ def _drop_type_dependent_fields(new: Object, old: Object) -> None:
 def _keep_allocated(new: Object, old: Object) -> None:
     """An update that omits allocated values keeps them (``patchAllocatedValues``)."""
     spec, old_spec = new["spec"], old.get("spec") or {}
-    if spec.get("type") != "ExternalName" and old_spec.get("type") != "ExternalName":
-        if not spec.get("clusterIP") and not spec.get("clusterIPs"):
-            for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
-                if key in old_spec and key not in spec:
-                    spec[key] = old_spec[key]
+    if (spec.get("type") != "ExternalName" and old_spec.get("type") != "ExternalName"
+            and not spec.get("clusterIP") and not spec.get("clusterIPs")):
+        for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+            if key in old_spec and key not in spec:
+                spec[key] = old_spec[key]
     if _needs_node_ports(spec) and _needs_node_ports(old_spec):
         old_ports = {(p.get("port"), p.get("protocol")): p.get("nodePort") for p in old_spec.get("ports") or []}
         for port in spec.get("ports") or []:

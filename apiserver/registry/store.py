@@ -168,7 +168,7 @@ class ResourceStore:
         except errors.StatusError as err:  # those already in this version are still read
             converted = iter([o if o.get("apiVersion") == wanted else err for o in objs])
         out: list[CachedObject | errors.StatusError] = []
-        for kv, item in zip(kvs, loaded):
+        for kv, item in zip(kvs, loaded, strict=False):
             if isinstance(item, errors.StatusError):
                 out.append(item)
                 continue
@@ -266,7 +266,7 @@ class ResourceStore:
             kvs, rev, more = await self.storage.list(prefix, start=start, revision=revision, limit=chunk)
             revision = revision or rev
             decoded = await self._decode_page(kvs)
-            for i, (kv, co) in enumerate(zip(kvs, decoded)):
+            for i, (kv, co) in enumerate(zip(kvs, decoded, strict=False)):
                 if filter.matches(co):
                     out.append(co)
                     if len(out) == limit:
@@ -283,7 +283,7 @@ class ResourceStore:
         for kv in kvs:
             cached = self.cache.get(kv.key)
             out.append(cached if cached is not None and cached.rv == kv.mod_revision else None)
-        missing = [kv for kv, co in zip(kvs, out) if co is None]
+        missing = [kv for kv, co in zip(kvs, out, strict=False) if co is None]
         if self.strategy.converter is None:
             fresh = iter([self._decode(kv.key, kv.value, kv.mod_revision) for kv in missing])
         else:

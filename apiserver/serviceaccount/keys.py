@@ -18,7 +18,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import orjson
 from cryptography.exceptions import InvalidSignature
@@ -26,8 +26,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
-PrivateKey = Union[rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey]
-PublicKey = Union[rsa.RSAPublicKey, ec.EllipticCurvePublicKey]
+PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
+PublicKey = rsa.RSAPublicKey | ec.EllipticCurvePublicKey
 
 _EC_ALGORITHMS = {"secp256r1": ("ES256", hashes.SHA256(), 32), "secp384r1": ("ES384", hashes.SHA384(), 48),
                   "secp521r1": ("ES512", hashes.SHA512(), 66)}

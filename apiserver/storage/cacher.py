@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import logging
 import time
 from collections import deque
@@ -119,9 +120,7 @@ class ObjectFilter:
             return False
         if self.labels is not None and not self.labels.matches(co.labels):
             return False
-        if self.fields is not None and not self.fields.matches(co.fields):
-            return False
-        return True
+        return not (self.fields is not None and not self.fields.matches(co.fields))
 
 
 class CacheWatcher:
@@ -233,10 +232,8 @@ class WatchCache:
         for task in (self._task, self._healer):
             if task is not None:
                 task.cancel()
-                try:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-                except (asyncio.CancelledError, Exception):
-                    pass
         for watcher in list(self._watchers):
             watcher.close()
 
@@ -258,7 +255,7 @@ class WatchCache:
             start = page[-1].key + b"\0"
         fresh: dict[bytes, CachedObject] = {}
         self.broken = {}
-        for kv, co in zip(kvs, await self._decode_all(kvs)):
+        for kv, co in zip(kvs, await self._decode_all(kvs), strict=False):
             if isinstance(co, StatusError):
                 self._mark_broken(kv.key, co)
             else:
@@ -331,7 +328,8 @@ class WatchCache:
                 decoded[(kv.key, kv.mod_revision)] = primed
             else:
                 kvs.append(kv)
-        decoded.update(((kv.key, kv.mod_revision), co) for kv, co in zip(kvs, await self._decode_all(kvs)))
+        cos = await self._decode_all(kvs)
+        decoded.update(((kv.key, kv.mod_revision), co) for kv, co in zip(kvs, cos, strict=True))
         return decoded
 
     def _apply(self, change: WatchChange,
@@ -389,7 +387,7 @@ class WatchCache:
             except StorageError as err:
                 log.warning("retrying objects of %s that did not decode: %s", self._prefix.decode(), err)
                 continue
-            for kv, co in zip(kvs, decoded):
+            for kv, co in zip(kvs, decoded, strict=False):
                 if isinstance(co, StatusError) or self.broken.get(kv.key) is not failures[kv.key] or \
                         kv.mod_revision > self.rv:
                     continue  # still failing, changed (or failed again) meanwhile, or a newer event is on its way
@@ -456,10 +454,8 @@ class WatchCache:
                 raise Timeout(f"the watch cache of {self._prefix.decode()} is not catching up with etcd",
                               retry_after=1)
             async with self._advanced:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._advanced.wait(), min(remaining, 0.05))
-                except TimeoutError:
-                    pass
 
     async def position(self) -> tuple[int, int]:
         """(etcd's revision, the revision this cache reflects) — equal when nothing of this resource is in flight

@@ -16,6 +16,7 @@ old ReplicaSet's template back, and step 4 finds that ReplicaSet again and gives
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 from typing import Any
@@ -358,11 +359,9 @@ class DeploymentController(Controller):
 
     async def delete_replica_set(self, rs: Object) -> None:
         m = meta(rs)
-        try:
+        with contextlib.suppress(NotFound):
             await self.clientset.replica_sets.delete(m["name"], m["namespace"],
                                                      preconditions={"uid": m["uid"]})
-        except NotFound:
-            pass
 
     async def update_status(self, d: Object, status: dict[str, Any]) -> None:
         updated = await self.clientset.deployments.update_status({**d, "status": status})

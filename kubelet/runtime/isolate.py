@@ -25,6 +25,7 @@ probes, hooks): setns into its namespaces and cgroups, then a fork that becomes 
 Standard library only; nothing may be imported once the root has moved (the host's Python is not in the image).
 """
 
+import contextlib
 import errno
 import json
 import os
@@ -241,10 +242,8 @@ def exited(config: dict, code: int) -> str:  # type: ignore[type-arg]
         except (OSError, ValueError):
             pass
     for path in config.get("cgroups") or []:
-        try:
+        with contextlib.suppress(OSError):
             os.rmdir(path)
-        except OSError:
-            pass
     return reason
 
 

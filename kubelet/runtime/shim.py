@@ -23,6 +23,7 @@ too, only for a tty). It starts in ~6 ms and holds ~8 MB.
 
 import _signal  # type: ignore[import-not-found]  # signal's C core: ``import signal`` would load enum (3 ms per container start)
 import _socket  # socket's C core: ``import socket`` would load enum and selectors
+import contextlib
 import os
 import select
 import sys
@@ -318,10 +319,8 @@ class Attachments:
             self._drop(fd)
         self.poller.unregister(self.listener.fileno())
         self.listener.close()
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(ATTACH_SOCKET)
-        except OSError:
-            pass
         self._close_stdin()
 
     def _accept(self) -> None:
@@ -378,17 +377,13 @@ class Attachments:
         if mask:
             self.poller.register(self.stdin, mask)
         elif self.stdin >= 0:
-            try:
+            with contextlib.suppress(KeyError):
                 self.poller.unregister(self.stdin)
-            except KeyError:
-                pass
 
     def _close_stdin(self) -> None:
         if self.stdin >= 0 and self.stdin != self.output:
-            try:
+            with contextlib.suppress(KeyError):
                 self.poller.unregister(self.stdin)
-            except KeyError:
-                pass
             os.close(self.stdin)
             self.stdin = -1
 

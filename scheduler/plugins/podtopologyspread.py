@@ -351,7 +351,7 @@ def raw_scores(table: NodeTable, pod: Pod, constraints: list[Constraint], own: b
             everyone = everyone & (key_ids >= 0)
     valid = rows[~ignored]
     total = np.zeros(len(rows), np.float64)
-    for c, key_ids in zip(constraints, ids):
+    for c, key_ids in zip(constraints, ids, strict=False):
         counts = matching_rows(table, pod, c)
         if c.topology_key == HOSTNAME:
             weight = math.log(len(valid) + 2)
@@ -376,9 +376,6 @@ def normalize_rows(raw: np.ndarray, ignored: np.ndarray) -> np.ndarray:
     valid = raw[~ignored]
     high = int(valid.max()) if len(valid) else 0
     low = int(valid.min()) if len(valid) else 0
-    if high == 0:
-        out = np.full(len(raw), MAX_NODE_SCORE, np.int64)
-    else:
-        out = MAX_NODE_SCORE * (high + low - raw) // high
+    out = np.full(len(raw), MAX_NODE_SCORE, np.int64) if high == 0 else MAX_NODE_SCORE * (high + low - raw) // high
     out[ignored] = 0
     return out

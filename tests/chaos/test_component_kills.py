@@ -22,6 +22,7 @@ Every wait is bounded; nothing asserts how long anything took.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -169,10 +170,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def rc(name: str, marker: str) -> dict[str, Any]:

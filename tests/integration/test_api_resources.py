@@ -108,7 +108,7 @@ def kubelab_rows(kubectl: Kubectl) -> dict[tuple[str, str], Row]:
               ("NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND", "VERBS", "CATEGORIES")]
     rows: dict[tuple[str, str], Row] = {}
     for line in lines[1:]:
-        cells = [line[start:end].strip() for start, end in zip(starts, [*starts[1:], None])]
+        cells = [line[start:end].strip() for start, end in zip(starts, [*starts[1:], None], strict=False)]
         row: Row = tuple(cells)  # type: ignore[assignment]
         if built_in(row[2]):
             rows[(row[0], row[2])] = row

@@ -245,7 +245,7 @@ def test_a_full_disk_fails_no_request(tmp_path: Path, etcd: EtcdServer) -> None:
     try:
         api.start()
         with httpx.Client(base_url=api.url, timeout=30) as client:
-            for i in range(5):
+            for _i in range(5):
                 resp = client.post("/api/v1/namespaces", json={"metadata": {"name": f"full-{uuid.uuid4().hex[:8]}"}})
                 assert resp.status_code == 201, resp.text
                 client.delete(f"/api/v1/namespaces/{resp.json()['metadata']['name']}")

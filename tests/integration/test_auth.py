@@ -48,7 +48,8 @@ def test_can_i_list_shows_rules_that_allow_everything(kubectl: Kubectl) -> None:
 def test_whoami(kubectl: Kubectl) -> None:
     out = kubectl("auth", "whoami").stdout
     assert [line.split() for line in out.splitlines()] == [
-        ["ATTRIBUTE", "VALUE"], ["Username", "system:unsecured"], ["Groups", "[system:masters", "system:authenticated]"]]
+        ["ATTRIBUTE", "VALUE"], ["Username", "system:unsecured"],
+        ["Groups", "[system:masters", "system:authenticated]"]]
     review = json.loads(kubectl("auth", "whoami", "-o", "json").stdout)
     assert review["apiVersion"] == "authentication.k8s.io/v1" and review["kind"] == "SelfSubjectReview"
     assert review["status"] == {"userInfo": {"username": "system:unsecured",

@@ -136,9 +136,9 @@ def test_anonymous_over_https(secure: SecureServer) -> None:
 def test_serving_certificate_names(secure: SecureServer) -> None:
     """kubeadm's SANs: clients that reach it by ``localhost`` (or inside the cluster by its Service names) verify."""
     assert httpx.get(f"https://localhost:{secure.secure_port}/healthz", verify=secure.verify()).text == "ok"
-    with ssl.create_connection(("127.0.0.1", secure.secure_port)) as sock:
-        with secure.verify().wrap_socket(sock, server_hostname="kubernetes.default.svc.cluster.local") as tls:
-            names = {value for _, value in tls.getpeercert()["subjectAltName"]}
+    with (ssl.create_connection(("127.0.0.1", secure.secure_port)) as sock,
+          secure.verify().wrap_socket(sock, server_hostname="kubernetes.default.svc.cluster.local") as tls):
+        names = {value for _, value in tls.getpeercert()["subjectAltName"]}
     assert {"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
             "localhost", "127.0.0.1", "10.96.0.1"} <= names
 

@@ -42,7 +42,7 @@ def test_failover(client: httpx.Client, api_url: str, ns: str, tmp_path: Path) -
         # Exactly one acts: the other never started its controllers.
         logs = [m.log() for m in managers]
         assert sum("started controllers" in text for text in logs) == 1
-        leader = next(m for m, text in zip(managers, logs) if "started controllers" in text)
+        leader = next(m for m, text in zip(managers, logs, strict=False) if "started controllers" in text)
         follower = next(m for m in managers if m is not leader)
         assert leader.kill() != 0  # dies without releasing the lease
         new_holder = wait_for(lambda: (h := lease(client, name).get("holderIdentity")) and h != holder and h,

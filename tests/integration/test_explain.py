@@ -66,7 +66,7 @@ def test_explain_scheduled_and_unschedulable_pods(client: httpx.Client, api_url:
 
         # 100 cpu: the tainted nodes lack cpu as well (two changes away), the untainted one only cpu (one).
         create_pod(client, ns, "huge", scheduler_name, "100")
-        wait_for(lambda: (r := httpx.get(f"{endpoint}/debug/explain/{ns}/huge")).status_code == 200,
+        wait_for(lambda: httpx.get(f"{endpoint}/debug/explain/{ns}/huge").status_code == 200,
                  what="the scheduler's record of huge")
         output = explain(api_url, ns, "huge", endpoint)
         assert output.splitlines()[0].startswith(f"Pod {ns}/huge: Unschedulable")

@@ -102,7 +102,8 @@ def forwards() -> Iterator[list[PortForward]]:
         forward.stop()
 
 
-def test_pod_port_answers_many_connections(kube: Kubectl, module_ns: str, web: int, forwards: list[PortForward]) -> None:
+def test_pod_port_answers_many_connections(kube: Kubectl, module_ns: str, web: int,
+                                           forwards: list[PortForward]) -> None:
     local = free_port()
     forwards.append(forward := PortForward(kube, "-n", module_ns, "pod/web", f"{local}:{web}"))
     assert forward.local == local

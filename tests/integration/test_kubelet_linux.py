@@ -182,7 +182,7 @@ def _docker_save(path: Path, tag: str, config: dict[str, Any], layers: list[byte
     names = [f"{hashlib.sha256(layer).hexdigest()}/layer.tar" for layer in layers]
     manifest = json.dumps([{"Config": config_name, "RepoTags": [tag], "Layers": names}]).encode()
     with tarfile.open(path, "w") as tar:
-        for name, body in [("manifest.json", manifest), (config_name, config_body), *zip(names, layers)]:
+        for name, body in [("manifest.json", manifest), (config_name, config_body), *zip(names, layers, strict=False)]:
             info = tarfile.TarInfo(name)
             info.size = len(body)
             tar.addfile(info, io.BytesIO(body))

@@ -4,6 +4,7 @@ and hollow nodes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -46,10 +47,8 @@ class KubeletProcess:
             self.proc.terminate()
             self.proc.wait(15)
         for state in (self.root / "containers").glob("*/pid.json"):  # whatever a killed kubelet left running
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
                 os.killpg(json.loads(state.read_text())["pid"], signal.SIGKILL)
-            except (ProcessLookupError, PermissionError, ValueError):
-                pass
 
 
 @pytest.fixture()

@@ -303,7 +303,8 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
         f"--audit-policy-file {data_dir / 'audit-policy.yaml'} --audit-log-path {data_dir}/logs/audit.log "
         "--audit-log-maxsize 20 --audit-log-maxbackup 5 --audit-log-maxage 7 --audit-log-format json")
     assert args_of("controller-manager") == (
-        f"--kubeconfig {data_dir}/controller-manager.conf --use-service-account-credentials --root-ca-file {pki}/ca.crt "
+        f"--kubeconfig {data_dir}/controller-manager.conf --use-service-account-credentials "
+        f"--root-ca-file {pki}/ca.crt "
         f"--cluster-signing-cert-file {pki}/ca.crt --cluster-signing-key-file {pki}/ca.key "
         f"--controllers *,bootstrapsigner,tokencleaner --healthz-port {healthz['controller-manager']}")
     assert args_of("scheduler") == f"--kubeconfig {data_dir}/scheduler.conf --healthz-port {healthz['scheduler']}"

@@ -48,7 +48,7 @@ def cluster(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
                         pod("quiet", node, {"app": "db"}, ("main", IDLE))):
                 assert client.post(f"/api/v1/namespaces/{ns}/pods", json=obj).status_code == 201
             for name in ("busy", "quiet"):
-                wait_for(lambda: client.get(f"/api/v1/namespaces/{ns}/pods/{name}").json()
+                wait_for(lambda name=name: client.get(f"/api/v1/namespaces/{ns}/pods/{name}").json()
                          .get("status", {}).get("phase") == "Running", what=f"{name} Running")
             yield ns, node
         finally:

@@ -137,7 +137,7 @@ def test_aggregation_fills_cluster_roles(kubectl: Kubectl, client: httpx.Client,
     assert client.post(f"{RBAC}/clusterroles", json=role).status_code == 201
     try:
         for name in ("view", "edit", "admin"):  # edit aggregates view, admin aggregates edit
-            wait_for(lambda: "widgets" in {res for r in client.get(f"{RBAC}/clusterroles/{name}").json().get(
+            wait_for(lambda name=name: "widgets" in {res for r in client.get(f"{RBAC}/clusterroles/{name}").json().get(
                 "rules") or [] for res in r.get("resources", [])}, what=f"{name} to gain widgets")
     finally:
         client.delete(f"{RBAC}/clusterroles/widget-viewer")

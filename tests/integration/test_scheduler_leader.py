@@ -48,7 +48,7 @@ def test_only_the_leader_binds_and_the_other_takes_over(client: httpx.Client, ap
         assert wait_for(lambda: node_of(client, ns, "first"), what="binding") == f"{ns}-a"  # more room on a
         logs = [s.log() for s in schedulers]
         assert sum("started leading" in text for text in logs) == 1
-        leader = next(s for s, text in zip(schedulers, logs) if "started leading" in text)
+        leader = next(s for s, text in zip(schedulers, logs, strict=False) if "started leading" in text)
         follower = next(s for s in schedulers if s is not leader)
 
         # The leader names its debug endpoint on the Lease and explains its decisions there.

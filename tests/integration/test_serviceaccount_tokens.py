@@ -34,7 +34,8 @@ def create_account(client: httpx.Client, ns: str, name: str = "builder") -> dict
 def whoami(client: httpx.Client, token: str) -> httpx.Response:
     """What ``kubectl --token … auth whoami`` asks (kubectl sends a token only over HTTPS; this server's plain port
     takes it from any client)."""
-    return client.post("/apis/authentication.k8s.io/v1/selfsubjectreviews", headers={"Authorization": f"Bearer {token}"},
+    return client.post("/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                       headers={"Authorization": f"Bearer {token}"},
                        json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
 
 

@@ -84,7 +84,7 @@ def test_ordered_start_claims_and_scaling(client: httpx.Client, ns: str, kubectl
     kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(statefulset()))
     for ordinal in range(3):
         # the controller has seen this pod (status counts it) and made no successor while it is not Ready
-        wait_for(lambda: synced(client, ns, "web", replicas=ordinal + 1), what=f"web-{ordinal} seen")
+        wait_for(lambda ordinal=ordinal: synced(client, ns, "web", replicas=ordinal + 1), what=f"web-{ordinal} seen")
         assert names(client, ns, "app=web") == [f"web-{i}" for i in range(ordinal + 1)]
         set_ready(client, pods(client, ns, "app=web")[-1] if ordinal == 0 else
                   next(p for p in pods(client, ns, "app=web") if p["metadata"]["name"] == f"web-{ordinal}"))

@@ -28,7 +28,7 @@ async def stores(etcd: EtcdServer) -> AsyncIterator[tuple[ResourceStore, Resourc
         await store.cache.start()
         pair.append(store)
     yield pair[0], pair[1]
-    for store, storage in zip(pair, storages):
+    for store, storage in zip(pair, storages, strict=False):
         await store.cache.stop()
         await storage.close()
 

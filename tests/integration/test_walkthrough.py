@@ -9,9 +9,10 @@ cluster, ``POD=$(...)`` carried to later commands. After each one the test check
 sees, polling where the page says "within seconds". Only these are run differently, each for a stated reason:
 ``kubelab up`` is started ``--detach`` on a free port (the test cannot leave a foreground process or take 8080),
 the watch (the page's second terminal) runs in the background and is stopped once it has shown the flow
-(the user presses Ctrl-C), so does the kopf operator (stopped once its ConfigMap has been garbage-collected), ``exec -it`` is fed its input (no terminal), ``debug -it`` is typed into once kubectl
-says it is attached (``Shell.typed``), and the kubelet's pid comes from ``.kubelab/state.json`` instead of
-``pgrep`` (a test must not signal processes by name).
+(the user presses Ctrl-C), so does the kopf operator (stopped once its ConfigMap has been garbage-collected),
+``exec -it`` is fed its input (no terminal), ``debug -it`` is typed into once kubectl says it is attached
+(``Shell.typed``), and the kubelet's pid comes from ``.kubelab/state.json`` instead of ``pgrep`` (a test must
+not signal processes by name).
 
 ``test_every_walkthrough_command_has_a_check`` keeps the pages and this module in step and always runs. The
 sequence diagrams the pages embed (docs/img/creation-flow*.svg) are drawn by ``kubelab trace --svg`` during the run;
@@ -263,7 +264,10 @@ def watched_flow(shell: Shell, line: str, result: Result) -> None:
     """What the watch showed (stopped once three web pods were Running): each pod Pending, bound, Running."""
     watch = shell.notes.pop("watch")
     assert isinstance(watch, Watch)
-    running_pods = lambda lines: {row.split()[0] for row in lines if " Running " in row and row.startswith("web-")}
+
+    def running_pods(lines: list[str]) -> set[str]:
+        return {row.split()[0] for row in lines if " Running " in row and row.startswith("web-")}
+
     watch.wait_for(lambda lines: len(running_pods(lines)) >= 3)
     out = watch.stop()
     rows = [row.split() for row in out.splitlines() if row.startswith("web-")]

@@ -135,8 +135,9 @@ def test_whatif_drain_agrees_with_kubectl_drain(api_url: str, client: httpx.Clie
         if app in ("db", "pinned"):
             continue
         allowed = {n for e in entries for n in (e["node"], *e["equalNodes"])}
-        placed = wait_for(lambda app=app: (nodes := running_on(client, ns, app)) and len(nodes) == len(entries)
-                          and node02 not in nodes and nodes, what=f"{app}'s replacements Running")
+        placed = wait_for(lambda app=app, entries=entries: (nodes := running_on(client, ns, app))
+                          and len(nodes) == len(entries) and node02 not in nodes and nodes,
+                          what=f"{app}'s replacements Running")
         assert set(placed) <= allowed, (app, placed, entries)
         assert sorted(placed) == sorted(e["node"] for e in entries) or len(allowed) > len(entries)
 

@@ -107,9 +107,7 @@ class Browser:
 
     def close(self) -> None:
         self._stack.close()
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(10)
         self.log.close()

@@ -7,7 +7,7 @@ import json
 import os
 import signal
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
@@ -78,10 +78,8 @@ def running_node(api_url: str, name: str, root: Path, runtime: str = "process",
         node.kubelet.stop()
         root = node.root / "root"  # the containers, and the linux runtime's pod sandboxes (pause processes)
         for state in [*root.glob("containers/*/pid.json"), *root.glob("sandboxes/*/pid.json")]:
-            try:
+            with suppress(ProcessLookupError, PermissionError, ValueError):
                 os.killpg(json.loads(state.read_text())["pid"], signal.SIGKILL)
-            except (ProcessLookupError, PermissionError, ValueError):
-                pass
         Cgroups(node.name).remove_node()  # the linux runtime's, should the kubelet have left any
 
 

@@ -6,6 +6,7 @@ The scheduler and the controller-manager are started, logged and stopped alike; 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -63,7 +64,5 @@ def impersonating_kubeconfig(path: Path, api_url: str, user: str, groups: tuple[
 def kill_containers(root_dir: Path) -> None:
     """Kill what a stopped kubelet (``--root-dir root_dir``) left running: its containers' process groups."""
     for state in (root_dir / "containers").glob("*/pid.json"):
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
             os.killpg(json.loads(state.read_text())["pid"], signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, ValueError):
-            pass

@@ -3,6 +3,7 @@ debug endpoint the leader publishes there (for ``/debug/explain`` and ``kubelab 
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,8 @@ TEST_LEASES = "kubelab-tests:scheduler-leases"
 def grant_test_leases(api_url: str) -> None:
     """kube's system:kube-scheduler role may get and update only the lease named ``kube-scheduler``; the tests give
     each scheduler a lease of its own (they share one apiserver), so they grant the rest (once per apiserver)."""
-    try:
+    with contextlib.suppress(httpx.TransportError):  # no apiserver there (a scheduler that never reaches one)
         _grant(f"{api_url}/apis/rbac.authorization.k8s.io/v1")
-    except httpx.TransportError:
-        pass  # no apiserver there (a test of a scheduler that never reaches one)
 
 
 def _grant(rbac: str) -> None:

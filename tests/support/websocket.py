@@ -22,9 +22,9 @@ async def channel_session(handler: Callable[[web.Request], Awaitable[web.StreamR
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     try:
-        async with aiohttp.ClientSession() as client:
-            async with client.ws_connect(f"http://127.0.0.1:{port}/", params=query, protocols=[protocol]) as ws:
-                yield ws
+        async with (aiohttp.ClientSession() as client,
+                    client.ws_connect(f"http://127.0.0.1:{port}/", params=query, protocols=[protocol]) as ws):
+            yield ws
     finally:
         await runner.cleanup()
 

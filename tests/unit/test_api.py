@@ -21,7 +21,7 @@ def test_components_must_name_the_apiserver_and_known_components(components: lis
 
 def test_a_cluster_not_started_says_so() -> None:
     with pytest.raises(RuntimeError, match="not started"):
-        Cluster().api_url
+        _ = Cluster().api_url
 
 
 def test_without_kubelets_no_nodes_are_expected() -> None:

@@ -1,6 +1,7 @@
-"""controllers.disruption over the FakeAPIServer: expected pods from the pods' controllers (ReplicationController,
-ReplicaSet, Deployment through its ReplicaSet, StatefulSet), healthy and allowed counts, the DisruptionAllowed condition, the
-shared disruptedPods map and its two-minute expiry, unmanaged pods and the SyncFailed fail-safe."""
+"""controllers.disruption over the FakeAPIServer: expected pods from the pods' controllers
+(ReplicationController, ReplicaSet, Deployment through its ReplicaSet, StatefulSet), healthy and allowed counts,
+the DisruptionAllowed condition, the shared disruptedPods map and its two-minute expiry, unmanaged pods and the
+SyncFailed fail-safe."""
 
 from __future__ import annotations
 

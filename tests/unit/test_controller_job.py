@@ -79,10 +79,10 @@ async def test_parallelism_two_completions_four() -> None:
     async with running(controller) as (fake, cs):
         await cs.resource(JOBS).create(job("pi", parallelism=2, completions=4))
         for done in range(4):
-            await until(lambda: len(live_pods(fake)) == min(2, 4 - done))
+            await until(lambda done=done: len(live_pods(fake)) == min(2, 4 - done))
             assert len(live_pods(fake)) <= 2
             await finish(cs, live_pods(fake)[0], "Succeeded")
-            await until(lambda: status(fake).get("succeeded") == done + 1)
+            await until(lambda done=done: status(fake).get("succeeded") == done + 1)
         await until(lambda: ("Complete", "CompletionsReached") in conditions(fake))
         assert len(fake.objects(PODS, "default")) == 4
 
@@ -93,7 +93,7 @@ async def test_failures_past_the_backoff_limit_fail_the_job() -> None:
         for failed in range(2):
             await until(lambda: len(live_pods(fake)) == 1)
             await finish(cs, live_pods(fake)[0], "Failed")
-            await until(lambda: status(fake).get("failed") == failed + 1)
+            await until(lambda failed=failed: status(fake).get("failed") == failed + 1)
         await until(lambda: ("Failed", "BackoffLimitExceeded") in conditions(fake))
         assert conditions(fake) == [("FailureTarget", "BackoffLimitExceeded"), ("Failed", "BackoffLimitExceeded")]
         assert "completionTime" not in status(fake)

@@ -184,17 +184,17 @@ def test_explain_follows_the_lease_and_adds_the_nearest_node() -> None:
 
 
 def test_explain_errors_are_plain() -> None:
-    with httpx.Client(base_url="http://api", transport=apiserver(None)) as api:
-        with pytest.raises(cmd.ExplainError, match="is a scheduler running"):
-            cmd.explain(api, "default", "web", None, scheduler_at({}, []))
+    with (httpx.Client(base_url="http://api", transport=apiserver(None)) as api,
+          pytest.raises(cmd.ExplainError, match="is a scheduler running")):
+        cmd.explain(api, "default", "web", None, scheduler_at({}, []))
     with httpx.Client(base_url="http://api", transport=apiserver({})) as api:
         with pytest.raises(cmd.ExplainError, match="--scheduler URL"):
             cmd.explain(api, "default", "web", None, scheduler_at({}, []))
         with pytest.raises(cmd.ExplainError, match="not found"):
             cmd.explain(api, "default", "other", "http://sched", scheduler_at({}, []))
-    with httpx.Client(base_url="http://api", transport=apiserver({})) as api:
-        with pytest.raises(cmd.ExplainError, match="scheduling record"):
-            cmd.explain(api, "default", "web", "http://sched", scheduler_at(None, []))
+    with (httpx.Client(base_url="http://api", transport=apiserver({})) as api,
+          pytest.raises(cmd.ExplainError, match="scheduling record")):
+        cmd.explain(api, "default", "web", "http://sched", scheduler_at(None, []))
 
 
 def test_run_prints_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

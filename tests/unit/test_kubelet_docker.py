@@ -5,6 +5,7 @@ real engine is exercised by tests/integration/test_kubelet_docker.py where one i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 from collections.abc import AsyncIterator
@@ -163,10 +164,8 @@ class FakeEngine:
             sent = len(c.output)
             if not c.running or request.query.get("follow") != "1":
                 break
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(c.exited.wait(), 0.05)
-            except TimeoutError:
-                pass
         await resp.write_eof()
         return resp
 

@@ -25,7 +25,8 @@ async def test_a_deletion_pushed_during_a_status_write_is_not_lost(tmp_path: Pat
 
     async def patch_then_delete(*args: Any, **kwargs: Any) -> Any:
         answer = await patch(*args, **kwargs)
-        if not deleted and kwargs.get("subresource") == "status":  # the Deployment's rollout deletes the pod; the watch event overtakes the PATCH's answer
+        # the Deployment's rollout deletes the pod; the watch event overtakes the PATCH's answer
+        if not deleted and kwargs.get("subresource") == "status":
             await cs.pods.delete("burn", "default")
             deleted.append(await cs.pods.get("burn", "default"))
             kubelet.workers[pod["metadata"]["uid"]].push(deleted[0])

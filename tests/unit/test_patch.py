@@ -541,7 +541,7 @@ def test_patches_agree_with_the_real_kubectl(kubectl_bin: str, tmp_path: Path) -
     with ThreadPoolExecutor(max_workers=4) as pool:
         expected = list(pool.map(lambda item: _kubectl_patch(kubectl_bin, tmp_path, item[0], *item[1]),
                                  enumerate(_ORACLE_CASES)))
-    for (obj, kind, patch), want in zip(_ORACLE_CASES, expected):
+    for (obj, kind, patch), want in zip(_ORACLE_CASES, expected, strict=False):
         if kind == "strategic":
             got = strategic.apply(obj, patch, obj["kind"])
         elif kind == "merge":

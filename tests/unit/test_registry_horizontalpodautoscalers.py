@@ -20,7 +20,8 @@ from apiserver.registry.horizontalpodautoscalers import HorizontalPodAutoscalerS
 V2 = HorizontalPodAutoscalerStrategy()
 V1 = HorizontalPodAutoscalerV1Strategy()
 CPU50 = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}
-MEMORY = {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}}}
+MEMORY = {"type": "Resource",
+          "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}}}
 
 
 def messages(causes: list[Any]) -> list[str]:
@@ -102,7 +103,8 @@ def test_table_shows_reference_targets_and_replicas_as_kubectl() -> None:
 def test_v1_round_trips_through_v2_with_kubes_annotations() -> None:
     v2 = hpa(minReplicas=2, metrics=[CPU50, MEMORY], behavior={"scaleDown": {"stabilizationWindowSeconds": 10}})
     v2["status"] = {"currentReplicas": 2, "desiredReplicas": 3, "currentMetrics": [
-        {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 70, "averageValue": "70m"}}}],
+        {"type": "Resource",
+         "resource": {"name": "cpu", "current": {"averageUtilization": 70, "averageValue": "70m"}}}],
         "conditions": [{"type": "AbleToScale", "status": "True", "reason": "ReadyForNewScale"}]}
     v1 = v2_to_v1(v2)
     assert v1["apiVersion"] == "autoscaling/v1"
@@ -113,7 +115,8 @@ def test_v1_round_trips_through_v2_with_kubes_annotations() -> None:
     assert json.loads(annotations[METRICS_ANNOTATION]) == [
         {"type": "Resource", "resource": {"name": "memory", "targetAverageValue": "100Mi"}}]
     assert json.loads(annotations[CURRENT_METRICS_ANNOTATION]) == [
-        {"type": "Resource", "resource": {"name": "cpu", "currentAverageUtilization": 70, "currentAverageValue": "70m"}}]
+        {"type": "Resource",
+         "resource": {"name": "cpu", "currentAverageUtilization": 70, "currentAverageValue": "70m"}}]
     assert json.loads(annotations[BEHAVIOR_ANNOTATION]) == {
         "ScaleUp": None, "ScaleDown": {"StabilizationWindowSeconds": 10}}
     assert json.loads(annotations[CONDITIONS_ANNOTATION]) == v2["status"]["conditions"]

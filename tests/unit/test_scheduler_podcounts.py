@@ -119,7 +119,7 @@ def test_kept_counts_equal_a_count_from_scratch(seed: int) -> None:
             for c in constraints_of(probe, "DoNotSchedule") + constraints_of(probe, "ScheduleAnyway") + \
                     default_constraints(probe):
                 kept = matching_rows(table, probe, c).tolist()
-                assert kept == from_scratch(table, lambda p: not p["metadata"].get("deletionTimestamp")
+                assert kept == from_scratch(table, lambda p, c=c: not p["metadata"].get("deletionTimestamp")
                                             and c.matches(p), ns)
             for key in (ZONE, HOST, "rack"):
                 assert table.domain_ids(key).tolist() == [
