@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make up      start etcd + the control plane on http://127.0.0.1:8080 (ARGS='--nodes 3 --detach')"
 	@echo "make test    run the test suite (PYTEST_ARGS='-k watch -x')"
-	@echo "make lint    ruff, then the layering contracts (import-linter); configured in pyproject.toml"
+	@echo "make lint    ruff, mypy --strict, then the layering contracts (import-linter); configured in pyproject.toml"
 	@echo "make bench   run bench/*.py"
 	@echo "make down    stop a detached cluster     make status   show its components"
 	@echo "make image   build localhost/kubelab:latest for podman from Debian packages (tools/build-image.sh)"
@@ -28,10 +28,12 @@ up: setup
 test: setup
 	KUBELAB_ETCD_UNSAFE_NO_FSYNC=1 $(BIN)/pytest -q -ra $(PYTEST_ARGS)
 
-# The repository checks itself, all configured in pyproject.toml: ruff ([tool.ruff]) and the layers and
-# independence rules of docs/design.md (import-linter's contracts, [tool.importlinter]).
+# The repository checks itself, all configured in pyproject.toml: ruff ([tool.ruff]), mypy --strict over every
+# package ([tool.mypy]) and the layers and independence rules of docs/design.md (import-linter's contracts,
+# [tool.importlinter]).
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/lint-imports
 
 bench: setup

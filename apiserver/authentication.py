@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from urllib.parse import unquote
 
 import orjson
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apimachinery import errors
 
@@ -200,7 +201,7 @@ class RequestAuthenticator:
         self.tokens: list[TokenAuthenticator] = list(tokens)
         self.anonymous = anonymous
 
-    async def authenticate(self, scope: dict[str, Any]) -> UserInfo:
+    async def authenticate(self, scope: Scope) -> UserInfo:
         """The request's user before impersonation; raises ``Unauthorized`` as kube answers 401."""
         cert = scope.get(PEER_CERT)
         if cert:
@@ -229,13 +230,13 @@ class AuthenticationMiddleware:
     """Pure ASGI middleware: sets the request's user for the handlers; a refused credential is a 401 Status and
     a bad impersonation a 500 (a refused websocket gets the same answer before the upgrade)."""
 
-    def __init__(self, app: Any, authenticator: RequestAuthenticator | None = None,
+    def __init__(self, app: ASGIApp, authenticator: RequestAuthenticator | None = None,
                  check: ImpersonationCheck | None = None) -> None:
         self.app = app
         self.authenticator = authenticator or RequestAuthenticator()
         self.check = check
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
@@ -255,7 +256,7 @@ class AuthenticationMiddleware:
             _user.reset(token)
 
 
-async def send_status(scope: dict[str, Any], send: Any, err: errors.StatusError) -> None:
+async def send_status(scope: Scope, send: Send, err: errors.StatusError) -> None:
     """Answer with a Status before the app runs; a websocket upgrade gets the same HTTP response where the server
     supports it (ASGI's websocket.http.response), else the upgrade is refused (403)."""
     body = err.to_json()

@@ -15,6 +15,7 @@ Every apiserver runs this; creates that lose a race answer AlreadyExists and are
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -117,7 +118,8 @@ class AutoRegister(Periodic):
             condition = self._condition(obj)
             if not _same(obj, condition):
                 await store.guaranteed_update(None, obj["metadata"]["name"],
-                                              lambda obj, c=condition: _with_condition(obj, c), subresource="status")
+                                              functools.partial(_with_condition, condition=condition),
+                                              subresource="status")
 
     def _condition(self, obj: dict[str, Any]) -> dict[str, Any]:
         """kube's availability check, without calling the service (nothing is proxied to it)."""

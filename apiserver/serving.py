@@ -74,7 +74,7 @@ class PeerCertHttpToolsProtocol(HttpToolsProtocol):
             self.ws_protocol_class = _PeerCertWebSocketProtocol
         self.peer_cert: dict[str, Any] | None = None
 
-    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+    def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self.peer_cert = transport.get_extra_info("peercert") or None
 

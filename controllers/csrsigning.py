@@ -107,12 +107,12 @@ class Authority:
             x509.CertificateBuilder()
             .subject_name(request.subject)
             .issuer_name(self.cert.subject)
-            .public_key(request.public_key())  # type: ignore[arg-type]
+            .public_key(request.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - BACKDATE)
             .not_valid_after(not_after)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()),  # type: ignore
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()),
                            critical=False)
         )
         key_usage = _key_usage(usages)

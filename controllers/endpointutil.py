@@ -73,7 +73,8 @@ def find_port(pod: Object, service_port: Mapping[str, Any]) -> int | None:
     for container in [*(spec.get("containers") or []), *sidecars]:
         for port in container.get("ports") or []:
             if port.get("name") == target and (port.get("protocol") or "TCP") == service_port.get("protocol"):
-                return port.get("containerPort")
+                number: int | None = port.get("containerPort")
+                return number
     return None
 
 

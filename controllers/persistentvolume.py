@@ -171,7 +171,7 @@ class PersistentVolumeController(Controller):
         node = self.node_informer.store.get_by_key(selected) if selected else None
         volume = find_matching_volume(claim, self.volume_informer.store.list(), node if delay else None, delay)
         if volume is not None:
-            await self.bind(volume, claim)
+            await self.bind(dict(volume), claim)  # the informer's read-only object: bind copies before writing
             return
         if delay and not selected:
             self.recorder.event(claim, "Normal", "WaitForFirstConsumer",

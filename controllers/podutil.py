@@ -135,7 +135,7 @@ def deletion_order(pods: Sequence[Object], ranks: Sequence[int] | None = None,
     return [pod for pod, _ in sorted(zip(pods, ranks, strict=False), key=sort_key)]
 
 
-def controller_ref(owner: Object, api_version: str, kind: str) -> dict[str, Any]:
+def controller_ref(owner: Mapping[str, Any], api_version: str, kind: str) -> dict[str, Any]:
     """The ownerReference a controller puts on what it creates: ``controller`` and ``blockOwnerDeletion``."""
     m = meta(owner)
     return {"apiVersion": api_version, "kind": kind, "name": m["name"], "uid": m["uid"],

@@ -228,7 +228,7 @@ def pod_metrics(items: Sequence[Object], resource: str, container: str = "") -> 
         usages = [(c.get("usage") or {}).get(resource) for c in containers]
         if not containers or any(u is None for u in usages):
             continue
-        total = sum(parse_quantity(u).milli_value() for u in usages)
+        total: int = sum(parse_quantity(u).milli_value() for u in usages if u is not None)
         window = timedelta(seconds=parse_duration(item.get("window") or "0s"))
         out[item["metadata"]["name"]] = PodMetric(total, parse_time(item["timestamp"]), window)
     return out

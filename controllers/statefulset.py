@@ -30,7 +30,7 @@ import asyncio
 import copy
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from apimachinery.labels import Selector
 from apimachinery.meta import Object
@@ -214,7 +214,7 @@ class _Update:
         if su.is_failed(pod) or su.is_succeeded(pod):
             reason, what = ("RecreatingFailedPod", "failed") if su.is_failed(pod) else \
                 ("RecreatingTerminatedPod", "terminated")
-            kind = "Warning" if su.is_failed(pod) else "Normal"
+            kind: Literal["Normal", "Warning"] = "Warning" if su.is_failed(pod) else "Normal"
             m = meta(self.sts)
             self.recorder.event(self.sts, kind, reason, f"StatefulSet {m.get('namespace')}/{m['name']} is "
                                                         f"recreating {what} Pod {meta(pod)['name']}")

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -200,7 +200,8 @@ class Cluster:
         """An ``ApiClient`` of the official ``kubernetes`` package, configured from this cluster's kubeconfig."""
         from kubernetes import config  # the client is the test extra's, not a runtime dependency
 
-        return config.new_client_from_config(config_file=str(self.kubeconfig))
+        new_client: Callable[..., ApiClient] = config.new_client_from_config  # the package has no annotations
+        return new_client(config_file=str(self.kubeconfig))
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True,
                 timeout: float = 60.0) -> subprocess.CompletedProcess[str]:

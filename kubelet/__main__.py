@@ -193,7 +193,7 @@ async def run(args: argparse.Namespace) -> None:
         images = DockerImages(root / "images", args.crashloop_backoff, engine=docker.engine)
         try:
             await docker.connect()
-            await images.refresh()
+            await images.relist()
         except EngineError as err:
             await docker.close()
             await client.close()

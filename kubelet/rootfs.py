@@ -114,8 +114,8 @@ def _build(path: Path, python: bool) -> None:
     (tmp / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n")
     (tmp / "etc" / "group").write_text("root:x:0:\nnobody:x:65534:\n")
     if python:
-        for link in ("usr/bin/python3", "usr/bin/python", "usr/local/bin/python3", "usr/local/bin/python"):
-            (tmp / link).symlink_to(interpreter())
+        for name in ("usr/bin/python3", "usr/bin/python", "usr/local/bin/python3", "usr/local/bin/python"):
+            (tmp / name).symlink_to(interpreter())
         for lib in ("/lib", "/lib64"):  # the host's merged-/usr links, so the dynamic loader's paths resolve
             if os.path.islink(lib) and not (tmp / lib[1:]).exists():
                 (tmp / lib[1:]).symlink_to(os.readlink(lib))

@@ -110,7 +110,7 @@ def _written_volume(pod: Mapping[str, Any], volume: Mapping[str, Any], pod_dir: 
     """A projected or downwardAPI volume, its payload put in place by the atomic writer."""
     try:
         if volume.get("projected") is not None:
-            target = volumes_dir(pod_dir) / PROJECTED / volume["name"]
+            target: Path = volumes_dir(pod_dir) / PROJECTED / volume["name"]
             payload = projected_files(pod, volume["projected"], sources, tokens, pod_ip=pod_ip, host_ip=host_ip,
                                       allocatable=allocatable)
         else:

@@ -145,7 +145,8 @@ class NodeInfo:
 
     @property
     def name(self) -> str:
-        return self.node["metadata"]["name"]
+        name: str = self.node["metadata"]["name"]
+        return name
 
     @property
     def labels(self) -> dict[str, str]:

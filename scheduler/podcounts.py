@@ -34,7 +34,8 @@ PodPredicate = Callable[[Pod], bool]
 
 
 def _namespace(pod: Pod) -> str:
-    return pod.get("metadata", {}).get("namespace", "default")
+    namespace: str = pod.get("metadata", {}).get("namespace", "default")
+    return namespace
 
 
 @dataclass

@@ -218,7 +218,7 @@ class SchedulingQueue:
         metrics.incoming("backoff", "ScheduleAttemptFailure")
 
     def backoff_expiry(self, info: QueuedPodInfo) -> float:
-        duration = min(self.initial_backoff * 2 ** max(info.attempts - 1, 0), self.max_backoff)
+        duration: float = min(self.initial_backoff * 2 ** max(info.attempts - 1, 0), self.max_backoff)
         return info.timestamp + duration
 
     # --- time -------------------------------------------------------------------------------------------------

@@ -106,14 +106,16 @@ class Runner:
     def _filter_form(self, plugin: Any, pod: Pod, table: NodeTable, state: CycleState) -> BatchVerdicts | None:
         """The plugin's verdicts over all rows, or None: every row goes through its per-node ``filter``."""
         if implements(plugin, BatchFilterPlugin):
-            return plugin.batch_filter(state, pod, table)
+            verdicts: BatchVerdicts = plugin.batch_filter(state, pod, table)
+            return verdicts
         return None
 
     def _score_form(self, plugin: Any, pod: Pod, table: NodeTable, state: CycleState, rows: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray] | None:
         """(raw, normalized) for the feasible ``rows``, or None: the per-node ``score`` and ``normalize``."""
         if implements(plugin, BatchScorePlugin):
-            return plugin.batch_score(state, pod, table, rows)
+            scores: tuple[np.ndarray, np.ndarray] = plugin.batch_score(state, pod, table, rows)
+            return scores
         return None
 
     # --- nominated pods -----------------------------------------------------------------------------------------
@@ -195,6 +197,7 @@ class Runner:
         undecided: list[np.ndarray | None] = []
         for k, plugin in enumerate(self.filters):
             form = self._filter_form(plugin, pod, table, state)
+            unknown: np.ndarray | None
             if form is None:
                 passed, unknown = np.zeros(n, bool), np.ones(n, bool)
             else:
@@ -342,7 +345,7 @@ class Runner:
 
         messages, clear = [], False
         for plugin in self.post_filters:
-            result = plugin.post_filter(pod, infos, verdicts, fits_on)
+            result: PostFilterResult = plugin.post_filter(pod, infos, verdicts, fits_on)
             if result.candidate is not None:
                 return result
             if result.message:
@@ -372,8 +375,7 @@ class Runner:
         def resolve(row: int) -> bool:
             failed = self.filter_with_nominated_pods(state, pod, table.infos[row], table.infos)
             if failed is not None:
-                attempt.fail_at[row] = failed[0]
-                attempt.statuses[failed[0]][row] = failed[1]
+                attempt.override_status(failed[0], row, failed[1])
                 return False
             attempt.fail_at[row] = k_all
             return True

@@ -45,7 +45,8 @@ MAX_BINDS_IN_FLIGHT = 64
 
 
 def _spec(pod: Pod) -> dict[str, Any]:
-    return pod.get("spec", {})
+    spec: dict[str, Any] = pod.get("spec", {})
+    return spec
 
 
 class Scheduler:

@@ -132,7 +132,8 @@ def static_scores(plugin: Any, view: Any, state: CycleState, pod: Pod, table: No
     """Raw scores of ``rows`` from a node-static ``plugin``'s ``score``, cached per ``view``."""
     entry = table.shapes.score((_plugin_id(plugin), "score", shape_key(view)),
                                lambda info: plugin.score(state, pod, info))
-    return entry.raw[rows]
+    raw: np.ndarray = entry.raw[rows]
+    return raw
 
 
 def normalize_through(plugin: Any, state: CycleState, pod: Pod, table: NodeTable, rows: np.ndarray,

@@ -4,6 +4,7 @@ plugins parked (kube-scheduler's PersistentVolumeClaim/PersistentVolume/StorageC
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -24,8 +25,8 @@ class VolumeInformers:
         """``handler(event)`` on every add or update (``PersistentVolumeClaimChange`` …)."""
         kinds = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
         for informer, kind in zip(self.all, kinds, strict=True):
-            informer.add_event_handler(lambda _obj, kind=kind: handler(f"{kind}Add"),
-                                       lambda _old, _new, kind=kind: handler(f"{kind}Update"))
+            informer.add_event_handler(functools.partial(_added, handler, f"{kind}Add"),
+                                       functools.partial(_updated, handler, f"{kind}Update"))
 
     def claim(self, namespace: str, name: str) -> Object | None:
         return self.claims.store.get_by_key(f"{namespace}/{name}")
@@ -35,3 +36,11 @@ class VolumeInformers:
 
     def storage_class(self, name: str) -> Object | None:
         return self.classes.store.get_by_key(name) if name else None
+
+
+def _added(handler: Callable[[str], None], event: str, _obj: Object) -> None:
+    handler(event)
+
+
+def _updated(handler: Callable[[str], None], event: str, _old: Object, _new: Object) -> None:
+    handler(event)

@@ -22,7 +22,9 @@ from .attributes import Attributes, Object, Operation
 EXEMPT_GROUP = "admissionregistration.k8s.io"
 
 
-class MutatingPlugin(Protocol):
+class Plugin(Protocol):
+    """What the chain asks every plugin, mutating or validating, before it calls it."""
+
     def configured(self) -> bool:
         """Whether any configuration exists at all (nothing configured: the plugin never acts). Asked during the
         request, so a plugin that acts only for some users may answer for the requesting one."""
@@ -31,22 +33,15 @@ class MutatingPlugin(Protocol):
         """Whether requests to this resource can ever need the plugin (cheap: checked on every write)."""
 
     def handles(self, attrs: Attributes) -> bool:
-        """Whether ``admit`` has anything to do for this request (no configuration: False)."""
+        """Whether the plugin has anything to do for this request (no configuration: False)."""
 
+
+class MutatingPlugin(Plugin, Protocol):
     async def admit(self, attrs: Attributes) -> None:
         """Change ``attrs.obj`` (replace it) or refuse with a StatusError."""
 
 
-class ValidatingPlugin(Protocol):
-    def configured(self) -> bool:
-        """Whether any configuration exists at all."""
-
-    def concerns(self, group: str, resource: str) -> bool:
-        """Whether requests to this resource can ever need the plugin."""
-
-    def handles(self, attrs: Attributes) -> bool:
-        """Whether ``validate`` has anything to do for this request."""
-
+class ValidatingPlugin(Plugin, Protocol):
     async def validate(self, attrs: Attributes) -> None:
         """Accept (return) or refuse (raise a StatusError); never change the object."""
 
@@ -67,16 +62,16 @@ class AdmissionChain:
         _check_protocol(validating, ("configured", "concerns", "handles", "validate"))
         self.mutating = mutating
         self.validating = validating
+        self._plugins: tuple[Plugin, ...] = (*mutating, *validating)
 
     def configured(self) -> bool:
         """Whether any plugin could act: callers skip work done only for admission (reading an old Scale)."""
-        return any(plugin.configured() for plugin in (*self.mutating, *self.validating))
+        return any(plugin.configured() for plugin in self._plugins)
 
     def configured_for(self, group: str, resource: str) -> bool:
         """Whether any plugin could act on a write to this resource: without one the request skips admission (the
         always-on plugins, Priority, concern only their own resources)."""
-        return any(plugin.configured() and plugin.concerns(group, resource)
-                   for plugin in (*self.mutating, *self.validating))
+        return any(plugin.configured() and plugin.concerns(group, resource) for plugin in self._plugins)
 
     def request(self, *, operation: Operation, strategy: Any, namespace: str | None, name: str,
                 subresource: str = "", dry_run: bool = False, options: Object | None = None,

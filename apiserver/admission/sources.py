@@ -7,6 +7,7 @@ informers the same way). ``Sources`` is the plugins' only view of the registry.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from ..registry.registry import Registry
@@ -48,7 +49,7 @@ class Sources:
             return [co.obj for co in objects if co.fields.get("metadata.namespace") == namespace]
         return [co.obj for co in objects]
 
-    def equivalents(self, group: str, resource: str) -> list[Strategy]:
+    def equivalents(self, group: str, resource: str) -> builtins.list[Strategy]:
         """Every served version of a resource (matchPolicy Equivalent), the request's own among them."""
         return [store.strategy for (g, _v, r), store in self.registry.versions.items() if g == group and r == resource]
 

@@ -156,7 +156,7 @@ class CRDController:
         cond: crds.Condition = {"type": "NamesAccepted", "status": "Unknown"}
 
         def conflict(reason: str, message: str) -> None:
-            cond.update(status="False", reason=reason, message=message)
+            cond["status"], cond["reason"], cond["message"] = "False", reason, message
 
         for field, pool, reason in (("plural", resources, "PluralConflict"),
                                     ("singular", resources, "SingularConflict")):
@@ -187,7 +187,7 @@ class CRDController:
         if not new.get("shortNames"):
             new.pop("shortNames", None)
         if cond["status"] == "Unknown":
-            cond.update(status="True", reason="NoConflicts", message="no conflicts found")
+            cond["status"], cond["reason"], cond["message"] = "True", "NoConflicts", "no conflicts found"
         established = crds.condition(crd, "Established") or {
             "type": "Established", "status": "False", "reason": "NotAccepted", "message": "not all names are accepted"}
         if cond["status"] == "True":

@@ -6,7 +6,7 @@ CRDs are plain dicts on the wire and in the stores; these accessors are the one 
 from __future__ import annotations
 
 import re
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from apimachinery.meta import now_rfc3339
 
@@ -79,8 +79,8 @@ def set_condition(crd: Object, new: Condition) -> None:
 
 
 def _ordered(c: Condition) -> Condition:
-    return {k: c[k] for k in ("type", "status", "lastTransitionTime", "reason", "message")  # type: ignore[misc]
-            if k in c}
+    return cast(Condition, {k: c[k] for k in ("type", "status", "lastTransitionTime", "reason", "message")
+                            if k in c})
 
 
 def version_of(crd: Object, name: str) -> Object | None:

@@ -42,8 +42,8 @@ def custom_openapi(swagger: Json, strategies: list[CustomResourceStrategy]) -> t
 
 
 def _kind_definition(s: CustomResourceStrategy) -> Json:
-    schema = _to_v2(copy.deepcopy(s.schema)) if s.schema else {"type": "object"}
-    props = schema.setdefault("properties", {})
+    schema: Json = _to_v2(copy.deepcopy(s.schema)) if s.schema else {"type": "object"}
+    props: Json = schema.setdefault("properties", {})
     props["apiVersion"] = {"description": "APIVersion defines the versioned schema of this representation of an "
                                           "object. Servers should convert recognized schemas to the latest internal "
                                           "value, and may reject unrecognized values. More info: https://git.k8s.io/"

@@ -201,7 +201,7 @@ def is_url(text: Value) -> bool:
 
 def _url_part(part: str) -> Callable[[Value], str]:
     def get(value: Value) -> str:
-        parts = urlsplit(_expect(value, "url", part)["value"])
+        parts = urlsplit(str(_expect(value, "url", part)["value"]))
         if part == "getScheme":
             return parts.scheme
         if part == "getHost":
@@ -252,7 +252,8 @@ def is_ip(value: Value) -> bool:
 
 
 def ip_is_canonical(value: Value) -> bool:
-    return str(_parse_ip(value)) == value
+    canonical: bool = str(_parse_ip(value)) == value
+    return canonical
 
 
 def _parse_cidr(text: Value) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:
@@ -365,22 +366,29 @@ def _unwrap(value: Value) -> tuple[bool, Value]:
     return True, value
 
 
+def _optional(present: bool, value: Value = None) -> cel.OptionalValue:
+    """``optional.of(value)`` or ``optional.none()`` (the evaluator's module is loaded lazily, hence untyped)."""
+    optional = engine.module().OptionalValue
+    made: cel.OptionalValue = optional.of(value) if present else optional.none()
+    return made
+
+
 def opt_select(target: Value, field: str) -> cel.OptionalValue:
     """``target.?field``: the field when present, else ``optional.none()``."""
     present, value = _unwrap(target)
     if present and isinstance(value, dict) and field in value:
-        return engine.module().OptionalValue.of(value[field])
-    return engine.module().OptionalValue.none()
+        return _optional(True, value[field])
+    return _optional(False)
 
 
 def opt_index(target: Value, key: Value) -> cel.OptionalValue:
     """``target[?key]``: the entry (map key or list index) when present, else ``optional.none()``."""
     present, value = _unwrap(target)
     if present and isinstance(value, dict) and key in value:
-        return engine.module().OptionalValue.of(value[key])
+        return _optional(True, value[key])
     if present and isinstance(value, list) and isinstance(key, int) and 0 <= key < len(value):
-        return engine.module().OptionalValue.of(value[key])
-    return engine.module().OptionalValue.none()
+        return _optional(True, value[key])
+    return _optional(False)
 
 
 def functions() -> dict[str, Callable[..., Value]]:

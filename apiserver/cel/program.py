@@ -53,7 +53,7 @@ def _step(amount: int, value: Any) -> Any:
 
 
 def _base_context() -> cel.Context:
-    context = engine.module().Context()
+    context: cel.Context = engine.module().Context()
     engine.stdlib().add_stdlib_to_context(context)
     for name, function in library.functions().items():
         context.add_function(name, function)

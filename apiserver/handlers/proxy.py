@@ -57,7 +57,7 @@ EXEC_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io",
 def _container_name(pod: dict[str, Any], requested: str | None) -> str:
     """The container a log/exec/attach request means: the named one, or the only one (else 400 as Kubernetes says)."""
     spec = pod.get("spec", {})
-    containers = [c["name"] for c in spec.get("containers", [])]
+    containers: list[str] = [c["name"] for c in spec.get("containers", [])]
     init = [c["name"] for c in spec.get("initContainers", []) or []]
     ephemeral = [c["name"] for c in spec.get("ephemeralContainers", []) or []]
     name = pod["metadata"]["name"]

@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 import unicodedata
 from contextvars import ContextVar
-from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
 _warnings: ContextVar[list[str] | None] = ContextVar("warnings", default=None)
 
-Scope = dict[str, Any]
 TRUNCATE_AT_TOTAL_RUNES = 4 * 1024
 TRUNCATE_ITEM_RUNES = 256
 
@@ -63,17 +63,17 @@ def warning_headers(texts: list[str]) -> list[bytes]:
 class WarningMiddleware:
     """Pure ASGI middleware: collects warnings while the handler runs, emits them with the response headers."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         collected: list[str] = []
         token = _warnings.set(collected)
 
-        async def send_with_warnings(message: Scope) -> None:
+        async def send_with_warnings(message: Message) -> None:
             if message["type"] == "http.response.start" and collected:
                 try:
                     extra = [(b"warning", h) for h in warning_headers(collected)]

@@ -274,7 +274,7 @@ def to_json(message: Message) -> dict[str, Any]:
 
 
 def _fill(out: dict[str, Any], message: Message) -> None:
-    desc: Descriptor = message.DESCRIPTOR
+    desc = message.DESCRIPTOR
     for field, value in message.ListFields():
         if (desc.full_name, field.name) in INLINE:
             _fill(out, value)
@@ -291,7 +291,7 @@ def _fill(out: dict[str, Any], message: Message) -> None:
 
 def _value(field: FieldDescriptor, value: Any) -> Any:
     if field.type == FieldDescriptor.TYPE_MESSAGE:
-        special = SPECIAL_TYPES.get(field.message_type.full_name)
+        special = SPECIAL_TYPES.get(_message_type(field).full_name)
         return special(value) if special is not None else to_json(value)
     if field.type == FieldDescriptor.TYPE_BYTES:
         return base64.b64encode(value).decode("ascii")  # Go's encoding/json writes []byte as base64
@@ -316,8 +316,15 @@ def _is_map(field: FieldDescriptor) -> bool:
 
 
 def _map_value_field(field: FieldDescriptor) -> FieldDescriptor:
-    value_field: FieldDescriptor = field.message_type.fields_by_name["value"]
+    value_field: FieldDescriptor = _message_type(field).fields_by_name["value"]
     return value_field
+
+
+def _message_type(field: FieldDescriptor) -> Descriptor:
+    """A message field's type (set for every TYPE_MESSAGE field, maps' entries included)."""
+    message_type = field.message_type
+    assert message_type is not None, field.full_name
+    return message_type
 
 
 def go_duration(ns: int) -> str:

@@ -54,7 +54,7 @@ def template_generation(obj: Mapping[str, Any]) -> int:
     """The template generation a DaemonSet carries in its annotation (0 when missing or unparsable)."""
     value = ((obj.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION)
     try:
-        return int(value)
+        return int(value)  # type: ignore[arg-type]  # None and garbage alike: the except below
     except (TypeError, ValueError):
         return 0
 

@@ -22,6 +22,7 @@ nothing is written.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -129,8 +130,8 @@ class Evictor:
             if dry_run:
                 return False
             try:
-                await self.pdbs.guaranteed_update(namespace, name, lambda _, new=new: new, subresource="status",
-                                                  precondition_rv=str(co.rv))
+                await self.pdbs.guaranteed_update(namespace, name, functools.partial(_replaced_by, new),
+                                                  subresource="status", precondition_rv=str(co.rv))
                 return False
             except errors.Conflict:
                 continue
@@ -159,3 +160,8 @@ class Evictor:
         if options.precondition_rv is None:
             return options
         return replace(options, precondition_rv=str(co.rv))
+
+
+def _replaced_by(new: Object, _current: Object) -> Object:
+    """A guaranteed update's function that writes ``new`` (its precondition guards against a newer current)."""
+    return new

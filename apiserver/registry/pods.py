@@ -494,7 +494,7 @@ def _restartable(container: Mapping[str, Any] | None) -> bool:
 def _condition_true(status: Mapping[str, Any], condition_type: str) -> bool:
     for condition in status.get("conditions") or []:
         if condition.get("type") == condition_type:
-            return condition.get("status") == "True"
+            return bool(condition.get("status") == "True")
     return False
 
 

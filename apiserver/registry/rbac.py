@@ -142,7 +142,7 @@ class RoleBindingStrategy(RBACStrategy):
         self.prepare_for_create(new)
 
     def validate(self, obj: Object) -> list[Cause]:
-        ref = obj.get("roleRef") if isinstance(obj.get("roleRef"), dict) else {}
+        ref: Object = obj["roleRef"] if isinstance(obj.get("roleRef"), dict) else {}
         causes: list[Cause] = []
         if (ref.get("apiGroup") or "") != GROUP:
             causes.append(not_supported("roleRef.apiGroup", ref.get("apiGroup") or "", [GROUP]))

@@ -128,9 +128,10 @@ class Registry:
                 await self._drop(g, v, r)
         for strategy, decoder, schema in zip(strategies, decoders, schemas, strict=False):
             key = (group, strategy.version, resource)
-            store = self.versions.get(key)
-            if store is not None:
-                store.reconfigure(strategy, decoder, schema)
+            existing = self.versions.get(key)
+            if existing is not None:
+                existing.reconfigure(strategy, decoder, schema)
+                store = existing
             else:
                 store = ResourceStore(strategy, self.storage, self.cache_capacity, decoder, self.on_warning, schema)
                 await store.cache.start()

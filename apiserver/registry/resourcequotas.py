@@ -151,7 +151,8 @@ class ResourceQuotaStrategy(Strategy):
         """``printResourceQuota``: ``used/hard`` per name of ``status.hard``, limits.* in their own column."""
         status = obj.get("status") or {}
         hard, used = status.get("hard") or {}, status.get("used") or {}
-        request, limit = [], []
+        request: list[str] = []
+        limit: list[str] = []
         for name in sorted(hard):
             column = limit if name.split(".")[0] == "limits" and "." in name else request
             column.append(f"{name}: {used.get(name, '0')}/{hard[name]}")

@@ -366,7 +366,7 @@ class ResourceStore:
         """Mutating admission, then (if it changed anything) defaults and validation again, as kube-apiserver
         defaults a webhook's patched object and validates it in ``BeforeCreate``; then validating admission."""
         mutated = await admission.mutate(obj, None)
-        if mutated is not obj and mutated != obj:
+        if mutated is not None and mutated is not obj and mutated != obj:
             obj = self._revalidate_create(mutated, obj)
         await admission.validate(obj, None)
         return obj
@@ -439,7 +439,7 @@ class ResourceStore:
                 if precondition_rv and precondition_rv != str(co.rv):
                     raise errors.conflict(strategy.resource, name, strategy.group)
                 result = update(co.obj)  # a second decode: the update's own copy
-                new: Object = await result if isinstance(result, Awaitable) else result  # type: ignore[assignment]
+                new: Object = await result if isinstance(result, Awaitable) else result
                 new = self._prepare_update(new, old, subresource, field_validation, writer)
                 if admission is not None:
                     # Inside the retry loop, as kube-apiserver's admission runs inside GuaranteedUpdate.

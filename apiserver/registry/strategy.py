@@ -101,22 +101,23 @@ class Strategy:
     """Defaults, validation, status handling, fields and table rows of one resource.
 
     Subclasses set the class attributes that identify the resource and override the hooks they need; the
-    defaults here are right for a simple object with ``spec`` and ``status``.
+    defaults here are right for a simple object with ``spec`` and ``status``. The identity (group … subresources)
+    is not ClassVar: a custom resource's strategy sets it per instance.
     """
 
-    group: ClassVar[str] = ""
-    version: ClassVar[str] = "v1"
-    kind: ClassVar[str]
-    resource: ClassVar[str]
-    singular: ClassVar[str]
-    namespaced: ClassVar[bool] = True
-    short_names: ClassVar[tuple[str, ...]] = ()
-    categories: ClassVar[tuple[str, ...]] = ()
+    group: str = ""
+    version: str = "v1"
+    kind: str
+    resource: str
+    singular: str
+    namespaced: bool = True
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
     verbs: ClassVar[tuple[str, ...]] = (
         "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
     )
     # Subresources served for this resource: any of "status", "scale", "binding", "eviction", "log", "exec".
-    subresources: ClassVar[tuple[str, ...]] = ()
+    subresources: tuple[str, ...] = ()
     # Metadata a ``/status`` write cannot change (besides the server-set fields): the status strategy's resets.
     status_resets: ClassVar[tuple[str, ...]] = ()
     # Whether metadata.generation is set on create and bumped when spec_changed() (pods: False in v1.32).
@@ -243,7 +244,7 @@ class Strategy:
             skeleton: Object = {"metadata": {}, "spec": {}, "status": {}}
             cached = frozenset(self.selectable_fields(skeleton)) | {"metadata.name", "metadata.namespace"}
             self.__dict__["_field_labels"] = cached
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def columns(self) -> list[TableColumn]:
         """Server-side table columns, as ``kubectl get`` shows them (default: NAME, AGE)."""

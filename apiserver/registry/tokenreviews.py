@@ -64,7 +64,7 @@ class TokenReviewStrategy(VirtualStrategy):
     api_audiences: Sequence[str] = ()
 
     async def answer_async(self, obj: Object, user: UserInfo) -> Object:
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        spec: Object = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
         token = spec.get("token") or ""
         if not token:
             raise errors.BadRequest("token is required for TokenReview in authentication")

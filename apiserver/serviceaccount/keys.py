@@ -187,9 +187,9 @@ def jwk(key: PublicKey) -> dict[str, Any]:
                    e=b64url(numbers.e.to_bytes((numbers.e.bit_length() + 7) // 8, "big")))
     else:
         alg, _, size = _EC_ALGORITHMS[key.curve.name]
-        numbers = key.public_numbers()
+        point = key.public_numbers()
         out.update(kty="EC", kid=key_id(key), crv=_EC_CURVES[key.curve.name], alg=alg,
-                   x=b64url(numbers.x.to_bytes(size, "big")), y=b64url(numbers.y.to_bytes(size, "big")))
+                   x=b64url(point.x.to_bytes(size, "big")), y=b64url(point.y.to_bytes(size, "big")))
     return out
 
 

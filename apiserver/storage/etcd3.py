@@ -16,6 +16,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import builtins
 import ipaddress
 import socket
 from collections.abc import AsyncIterator
@@ -357,7 +358,7 @@ class EtcdStorage:
         except grpc.aio.AioRpcError as err:
             raise Unavailable(f"etcd defragment: {err.code().name}: {err.details()}") from err
 
-    async def alarms(self) -> list[Alarm]:
+    async def alarms(self) -> builtins.list[Alarm]:  # builtins: `list` here is the method above
         resp = await self._call(self._maintenance().Alarm, rpc.AlarmRequest(action=rpc.AlarmRequest.GET))
         return [Alarm(int(a.memberID), rpc.AlarmType.Name(a.alarm)) for a in resp.alarms]
 

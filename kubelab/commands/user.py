@@ -14,6 +14,7 @@ import base64
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 from cryptography import x509
@@ -65,7 +66,7 @@ def certificate_request(name: str, groups: list[str]) -> tuple[bytes, bytes]:
 
 def issue(client: httpx.Client, name: str, request: bytes, expiration: int | None) -> tuple[str, bytes]:
     """Create, approve and wait for the CSR; (its name, the certificate PEM)."""
-    spec = {"request": base64.b64encode(request).decode(), "signerName": SIGNER,
+    spec: dict[str, Any] = {"request": base64.b64encode(request).decode(), "signerName": SIGNER,
             "usages": ["digital signature", "key encipherment", "client auth"]}
     if expiration is not None:
         spec["expirationSeconds"] = expiration

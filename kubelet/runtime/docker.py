@@ -152,7 +152,12 @@ class DockerImages(ImageStore):
     engine: Engine = field(default_factory=Engine)
     _listed: list[dict[str, Any]] = field(default_factory=list)
 
-    async def refresh(self) -> None:
+    def refresh(self) -> None:
+        """Nothing to notice between pulls: the engine's images are listed again (``relist``) before each
+        ``ensure`` and after each pull. (An ``async`` override here was called unawaited by the node's status
+        loop, which leaked a never-awaited coroutine per heartbeat.)"""
+
+    async def relist(self) -> None:
         self._listed = list(await self.engine.request("GET", "/images/json") or [])
 
     def _names(self, image: dict[str, Any]) -> list[str]:
@@ -191,7 +196,7 @@ class DockerImages(ImageStore):
             except EngineError as err:
                 raise PullError(str(err)) from err
             done = time.monotonic()
-            await self.refresh()
+            await self.relist()
         self.changed.set()
         found = self._find(image)
         return int((found or {}).get("Size") or 0), done - began, done - queued
@@ -199,7 +204,7 @@ class DockerImages(ImageStore):
     async def ensure(self, pod: dict[str, Any], container: dict[str, Any], record: Recorder,
                      now: float | None = None) -> PullFailure | None:
         try:
-            await self.refresh()  # the engine's images may have changed under us (docker rmi, docker pull)
+            await self.relist()  # the engine's images may have changed under us (docker rmi, docker pull)
         except EngineError as err:
             log.warning("listing the engine's images: %s", err)
         return await super().ensure(pod, container, record, now)

@@ -249,7 +249,7 @@ def exited(config: dict, code: int) -> str:  # type: ignore[type-arg]
 
 def exec_in(state_dir: str, argv: list[str]) -> int:
     """``kubectl exec``: run ``argv`` in the running container of ``state_dir``; its exit code (128+N: signal N)."""
-    import _signal  # type: ignore[import-not-found]
+    import _signal
     with open(os.path.join(state_dir, "config.json")) as f:
         config = json.load(f)
     with open(os.path.join(state_dir, "pid.json")) as f:

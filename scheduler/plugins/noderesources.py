@@ -114,7 +114,9 @@ def least_allocated_rows(table: NodeTable, rows: np.ndarray, want_non_zero: Reso
     """``least_allocated`` for ``rows``."""
     cpu = table.nz[rows, 0] + want_non_zero.milli_cpu
     mem = table.nz[rows, 1] + want_non_zero.memory
-    return (_least_requested(cpu, table.alloc[rows, CPU]) + _least_requested(mem, table.alloc[rows, MEM])) // 2
+    scores: np.ndarray = (_least_requested(cpu, table.alloc[rows, CPU])
+                          + _least_requested(mem, table.alloc[rows, MEM])) // 2
+    return scores
 
 
 def balanced_allocation_rows(table: NodeTable, rows: np.ndarray, want_non_zero: Resources) -> np.ndarray:
@@ -127,7 +129,8 @@ def balanced_allocation_rows(table: NodeTable, rows: np.ndarray, want_non_zero: 
         cpu_fraction = np.where(cap_cpu != 0, np.minimum(cpu / np.where(cap_cpu == 0, 1, cap_cpu), 1.0), 1.0)
         mem_fraction = np.where(cap_mem != 0, np.minimum(mem / np.where(cap_mem == 0, 1, cap_mem), 1.0), 1.0)
     std = np.abs(cpu_fraction - mem_fraction) / 2
-    return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+    scores: np.ndarray = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+    return scores
 
 
 class NodeResourcesFit:

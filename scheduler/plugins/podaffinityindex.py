@@ -20,18 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import orjson
 
-from ..framework import MAX_NODE_SCORE, Pod
+from ..framework import MAX_NODE_SCORE, NamespaceLabels, Pod
 from ..nodetable import NodeTable, grown, sum_by_domain
 from ..podcounts import selector_counts
 from .podaffinityterms import (
     HARD_POD_AFFINITY_WEIGHT,
     AffinityTerm,
-    NamespaceLabels,
     preferred_terms,
     required_terms,
     term_matches,
@@ -43,7 +42,22 @@ TRACKER_KEY = "InterPodAffinity"
 
 
 def _namespace(pod: Pod) -> str:
-    return pod.get("metadata", {}).get("namespace", "default")
+    namespace: str = pod.get("metadata", {}).get("namespace", "default")
+    return namespace
+
+
+class _Counted(Protocol):
+    total: int
+
+
+_K = TypeVar("_K")
+_G = TypeVar("_G", bound=_Counted)
+
+
+def _drop_empty(groups: dict[_K, _G]) -> None:
+    """Forget the groups no node counts any more."""
+    for key in [k for k, g in groups.items() if g.total <= 0]:
+        del groups[key]
 
 
 def _pod_affinity(pod: Pod) -> tuple[Any, Any]:
@@ -94,9 +108,8 @@ class AffinityIndex:
         for group in self._groups():
             group.total -= int(group.rows[dst])
             group.rows[dst], group.rows[src] = group.rows[src], 0
-        for groups in (self.label_groups, self.term_groups):
-            for key in [k for k, g in groups.items() if g.total <= 0]:
-                del groups[key]  # type: ignore[attr-defined]
+        _drop_empty(self.label_groups)
+        _drop_empty(self.term_groups)
 
     def count(self, row: int, pod: Pod, sign: int) -> None:
         namespace = _namespace(pod)

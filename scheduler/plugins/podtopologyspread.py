@@ -84,7 +84,8 @@ def label_matcher(selector: Selector) -> PodMatcher:
 def controller_uid(pod: Pod) -> str | None:
     for ref in pod.get("metadata", {}).get("ownerReferences") or []:
         if ref.get("controller"):
-            return ref.get("uid")
+            uid: str | None = ref.get("uid")
+            return uid
     return None
 
 
@@ -123,7 +124,8 @@ def count_matching(node: NodeInfo, constraint: Constraint, namespace: str) -> in
 
 
 def _namespace(pod: Pod) -> str:
-    return pod.get("metadata", {}).get("namespace", "default")
+    namespace: str = pod.get("metadata", {}).get("namespace", "default")
+    return namespace
 
 
 def _has_keys(node: NodeInfo, constraints: list[Constraint]) -> bool:

@@ -143,9 +143,9 @@ class VolumeBinding:
             if selected and selected != node_info.name:
                 return unschedulable(ERR_BIND_CONFLICT, resolvable=False)
             free = [v for v in found.volumes if v["metadata"]["name"] not in taken]
-            volume = find_matching_volume(claim, free, node_info.node, delay_binding=True)
-            if volume is not None:
-                taken.add(volume["metadata"]["name"])
+            match = find_matching_volume(claim, free, node_info.node, delay_binding=True)
+            if match is not None:
+                taken.add(match["metadata"]["name"])
             elif not _provisionable_on(storage_class, node_info):
                 return unschedulable(ERR_BIND_CONFLICT, resolvable=False)
         return SUCCESS
