@@ -221,6 +221,11 @@ async def run(args: argparse.Namespace, config: Configuration) -> int:
         log.info("scheduler stopped (pid %d)", os.getpid())
 
 
+async def _ok(_: web.Request) -> web.Response:
+    """The health endpoints: a scheduler whose loop answers is healthy."""
+    return web.Response(text="ok")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     level = logging.WARNING if args.verbosity <= 0 else logging.INFO if args.verbosity == 1 else logging.DEBUG
@@ -235,8 +240,3 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
-
-
-async def _ok(_: web.Request) -> web.Response:
-    """The health endpoints: a scheduler whose loop answers is healthy."""
-    return web.Response(text="ok")
