@@ -11,7 +11,6 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import aiohttp
 import httpx
 import pytest
 from kubernetes import client as k8s
@@ -22,6 +21,7 @@ from kubelab.clusterpki import ADMIN, ClusterPKI, Identity, make_cluster_pki
 from kubelab.etcd import EtcdServer, free_port
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.pki import CertificateAuthority
+from support.websocket import upgrade_status
 
 TOKENS = 'alice-token,alice,1001,"dev,qa"\nbob-token,bob,1002\n'
 WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
@@ -164,21 +164,11 @@ def test_without_anonymous_auth_a_request_without_credentials_is_401(etcd: EtcdS
             httpx.get(server.server.url)  # --insecure-port 0: no plain port
         # a websocket upgrade (exec) is authenticated before it is accepted
         exec_url = f"{server.url}/api/v1/namespaces/default/pods/nope/exec?command=true&stdout=1"
-        assert asyncio.run(_upgrade_status(exec_url, server.verify())) == 401
+        assert asyncio.run(upgrade_status(exec_url, server.verify())) == 401
         # the admin gets past authentication to the pod lookup, whose refusal closes the websocket before it opens
-        assert asyncio.run(_upgrade_status(exec_url, server.server.verify)) == 403
+        assert asyncio.run(upgrade_status(exec_url, server.server.verify)) == 403
     finally:
         server.server.stop()
-
-
-async def _upgrade_status(url: str, context: ssl.SSLContext) -> int:
-    """The HTTP status a websocket upgrade is refused with (101 when it is accepted)."""
-    async with aiohttp.ClientSession() as session:
-        try:
-            async with session.ws_connect(url, ssl=context, protocols=["v5.channel.k8s.io"]):
-                return 101
-        except aiohttp.WSServerHandshakeError as err:
-            return err.status
 
 
 # ---- a whole cluster: every component its own identity, over HTTPS --------------------------------------------

@@ -15,7 +15,6 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import aiohttp
 import httpx
 import pytest
 
@@ -24,6 +23,7 @@ from kubelab.api import find_kubectl
 from kubelab.etcd import free_port
 from kubelab.pki import CertificateAuthority
 from support.wait import wait_for
+from support.websocket import upgrade_status
 
 NS = "default"
 
@@ -85,14 +85,7 @@ def _token(cluster: kubelab.Cluster, account: str) -> str:
 
 def _ws_status(url: str, ctx: ssl.SSLContext, headers: dict[str, str] | None = None) -> int:
     """The HTTP status a websocket upgrade (exec) gets from the kubelet (101 once accepted)."""
-    async def dial() -> int:
-        async with aiohttp.ClientSession() as session:
-            try:
-                async with session.ws_connect(url, ssl=ctx, headers=headers, protocols=("v4.channel.k8s.io",)):
-                    return 101
-            except aiohttp.WSServerHandshakeError as err:
-                return err.status
-    return asyncio.run(dial())
+    return asyncio.run(upgrade_status(url, ctx, ("v4.channel.k8s.io",), headers))
 
 
 def test_the_kubelet_refuses_anonymous_and_unknown_callers(cluster: kubelab.Cluster, web: int,

@@ -3,7 +3,9 @@ exec and attach sessions over a real websocket)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+import asyncio
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 
 import aiohttp
@@ -39,3 +41,21 @@ async def received(ws: aiohttp.ClientWebSocketResponse) -> tuple[dict[int, bytes
         frames.append(msg.data)
         channels[msg.data[0]] = channels.get(msg.data[0], b"") + msg.data[1:]
     return channels, frames
+
+
+async def upgrade_status(url: str, context: ssl.SSLContext, protocols: Sequence[str] = ("v5.channel.k8s.io",),
+                         headers: dict[str, str] | None = None) -> int:
+    """The HTTP status a websocket upgrade gets (101 once accepted).
+
+    The session's TLS transports close only after the loop runs once more: without the short wait, the
+    transport is collected later, inside whichever test runs next, as an 'unclosed transport' warning
+    (aiohttp's documented graceful shutdown for TLS connections)."""
+    try:
+        async with aiohttp.ClientSession() as session:
+            try:
+                async with session.ws_connect(url, ssl=context, headers=headers, protocols=tuple(protocols)):
+                    return 101
+            except aiohttp.WSServerHandshakeError as err:
+                return err.status
+    finally:
+        await asyncio.sleep(0.25)
