@@ -49,7 +49,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,68 +59,17 @@ import httpx
 from apimachinery.meta import parse_time
 from kubelab.commands.podtarget import add_pod_arguments, apiserver_client, unreachable
 from kubelab.commands.traceaudit import Write, find_writes
+from kubelab.commands.tracesteps import Evidence, Object, Stamp, Step, Version, critical_path, latency_text
 from kubelab.commands.up import DEFAULT_DATA_DIR
 from kubelab.table import render_table
 
-__all__ = ["Evidence", "Stamp", "Step", "Version", "add_arguments", "build_steps", "gather", "latency_text", "render",
-           "run"]
-
-Object = dict[str, Any]
+__all__ = ["Evidence", "Stamp", "Step", "Version", "add_arguments", "build_steps", "critical_path", "gather",
+           "latency_text", "render", "run"]
 
 LEADER_LEASES = (("controller-manager", "kube-controller-manager"), ("scheduler", "kube-scheduler"))
 KUBELET_REASONS = ("Pulling", "Pulled", "Created", "Started")
 APPLY_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 DEFAULT_AUDIT_LOG = f"{DEFAULT_DATA_DIR}/logs/audit.log"  # where `kubelab up` has the apiserver write it
-
-
-@dataclass(frozen=True, slots=True)
-class Stamp:
-    """When a step happened, and the field that says so."""
-
-    at: datetime
-    precise: bool  # MicroTime (µs) rather than metav1.Time (whole seconds)
-    source: str
-
-
-@dataclass(frozen=True, slots=True)
-class Version:
-    """One stored version of an object, replayed from etcd's history."""
-
-    type: str  # ADDED | MODIFIED | DELETED
-    rv: int
-    obj: Object
-
-
-@dataclass
-class Evidence:
-    """Everything the components recorded about one pod; ``build_steps`` reads nothing else."""
-
-    pod: Object
-    controllers: list[Object] = field(default_factory=list)  # the pod's controller, its controller, ...
-    pod_events: list[Object] = field(default_factory=list)
-    owner_events: list[Object] = field(default_factory=list)  # events about controllers[0]
-    pod_history: list[Version] | None = None  # None: etcd's history was not available
-    root_history: list[Version] | None = None  # of controllers[-1]
-    node: Object | None = None
-    leases: dict[str, Object | None] = field(default_factory=dict)  # lease name -> lease (None: absent)
-    audit_log: str | None = None  # the audit log read (None: none found)
-    writes: list[Write] | None = None  # the audited writes in the pod's namespace (None: no audit log)
-
-
-@dataclass
-class Step:
-    number: str  # "1".."13"; sub-steps "12a", ...
-    actor: str
-    what: str
-    stamp: Stamp | None = None
-    revision: int | None = None
-    evidence: str = ""
-    observed: bool = True
-    applicable: bool = True
-    latency: float | None = None  # seconds since the previous step with a time
-    latency_precise: bool = False
-    included_in: str | None = None  # no record of its own: its time is within this later step's latency
-    audit_id: str | None = None  # the audited request whose stages time this step
 
 
 # ---- reading the records -------------------------------------------------------------------------------
@@ -488,18 +437,6 @@ def _kubelet_first_act(step: Step, status: Write | None, events: list[Step],
                           f"seeing the pod is within step {first_event.number}'s latency")
 
 
-def critical_path(steps: list[Step]) -> Object | None:
-    """The pod's critical path: from the first timed step of the flow (2 onwards) to the last, with its total."""
-    timed = [s for s in steps if s.stamp is not None and s.number != "1"]
-    if len(timed) < 2:
-        return None
-    first, last = timed[0], timed[-1]
-    total = (last.stamp.at - first.stamp.at).total_seconds() if first.stamp and last.stamp else 0.0
-    exact = all(s.stamp is not None and s.stamp.precise for s in timed)
-    return {"from": first.number, "to": last.number, "total_ms": round(total * 1000, 3), "exact": exact,
-            "hops": [s.number for s in timed[1:]]}
-
-
 # ---- output --------------------------------------------------------------------------------------------
 
 
@@ -511,15 +448,6 @@ def _time(step: Step) -> str:
     if step.stamp is None:
         return "-"
     return step.stamp.at.strftime("%H:%M:%S.%f" if step.stamp.precise else "%H:%M:%S")
-
-
-def latency_text(step: Step) -> str:
-    """A step's latency as the table prints it (``+12.3ms``, ``+1.250s``, ``~+1s``; ``-`` without one)."""
-    if step.latency is None:
-        return f"(in {step.included_in})" if step.included_in else "-"
-    if step.latency_precise:
-        return f"{step.latency * 1000:+.1f}ms" if abs(step.latency) < 1 else f"{step.latency:+.3f}s"
-    return f"~{int(round(step.latency)):+d}s"
 
 
 def render(ev: Evidence, steps: list[Step]) -> str:
