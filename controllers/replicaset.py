@@ -27,11 +27,11 @@ from typing import Any
 from apimachinery.errors import Conflict, StatusError
 from apimachinery.labels import Selector, selector_from_label_selector, selector_from_set
 from apimachinery.meta import Object
-from controllers.base import Controller, key_of, unwrap
-from controllers.controllerref import ControllerRefManager, controller_uid
-from controllers.expectations import Expectations
-from controllers.podcontrol import PodControl, slow_start_batch
-from controllers.podutil import (
+from controllers.support.base import Controller, key_of, unwrap
+from controllers.support.controllerref import ControllerRefManager, controller_uid
+from controllers.support.expectations import Expectations
+from controllers.support.podcontrol import PodControl, slow_start_batch
+from controllers.support.podutil import (
     controller_ref,
     deletion_order,
     fmt_time,

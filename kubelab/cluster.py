@@ -52,7 +52,6 @@ from kubelab.components import (
     HEALTH_URL_IN_LOG,
     Component,
     component_argv,
-    is_available,
     kubelet_node_name,
 )
 from kubelab.encryption import ensure_encryption_config
@@ -183,7 +182,6 @@ class Cluster:
             kubeconfig=str(self.data_dir / "kubeconfig"),
             secure_url=self.secure_url,
         )
-        self.skipped: list[Component] = []  # components whose package has no __main__.py yet
         self.healthz_ports: dict[str, int] = {}  # chosen at start
         self.supervisor = Supervisor(spawn=_spawn_unit, say=say)
 
@@ -200,8 +198,6 @@ class Cluster:
         self._kubeconfig(Path(self.state.kubeconfig), ADMIN)
         self._start_etcd()
         apiserver = COMPONENTS["apiserver"]
-        if not is_available(apiserver):
-            raise StartupError("the apiserver package has no __main__.py yet: nothing to start beyond etcd")
         self.healthz_ports = self._healthz_ports()
         if self.network is not None:
             try:
@@ -215,43 +211,33 @@ class Cluster:
             component = COMPONENTS[name]
             if name not in self.components:
                 continue
-            if is_available(component):
-                identity = CONTROLLER_MANAGER if name == "controller-manager" else SCHEDULER
-                conf = self._kubeconfig(self.data_dir / f"{name}.conf", identity)
-                # As kubeadm: the controllers write as their own service accounts, the CA is published as
-                # kube-root-ca.crt for pods' in-cluster clients and signs approved CSRs.
-                # kubeadm also turns on the bootstrap signer and the token cleaner, which joining nodes need.
-                own = ["--use-service-account-credentials", "--root-ca-file", str(pki.ca_cert), *pki.signing_flags(),
-                       "--controllers", "*,bootstrapsigner,tokencleaner"] if name == "controller-manager" else []
-                if name == "controller-manager" and self.network is not None:
-                    own += ["--cluster-cidr", CLUSTER_CIDR]
-                tier.append(self._spawn(component, name, ["--kubeconfig", str(conf), *own,
-                                                          "--healthz-port", str(self.healthz_ports[name])]))
-            else:
-                self.skipped.append(component)
-        dns = COMPONENTS["dns"]
-        if "dns" in self.components and is_available(dns):
-            tier.append(self._spawn_dns(dns))
-        elif "dns" in self.components:
-            self.skipped.append(dns)
+            identity = CONTROLLER_MANAGER if name == "controller-manager" else SCHEDULER
+            conf = self._kubeconfig(self.data_dir / f"{name}.conf", identity)
+            # As kubeadm: the controllers write as their own service accounts, the CA is published as
+            # kube-root-ca.crt for pods' in-cluster clients and signs approved CSRs.
+            # kubeadm also turns on the bootstrap signer and the token cleaner, which joining nodes need.
+            own = ["--use-service-account-credentials", "--root-ca-file", str(pki.ca_cert), *pki.signing_flags(),
+                   "--controllers", "*,bootstrapsigner,tokencleaner"] if name == "controller-manager" else []
+            if name == "controller-manager" and self.network is not None:
+                own += ["--cluster-cidr", CLUSTER_CIDR]
+            tier.append(self._spawn(component, name, ["--kubeconfig", str(conf), *own,
+                                                      "--healthz-port", str(self.healthz_ports[name])]))
+        if "dns" in self.components:
+            tier.append(self._spawn_dns(COMPONENTS["dns"]))
         kubelet = COMPONENTS["kubelet"]
-        wanted = "kubelet" in self.components and (self.nodes > 0 or self.hollow_nodes > 0)
-        if wanted and is_available(kubelet):
+        if "kubelet" in self.components and (self.nodes > 0 or self.hollow_nodes > 0):
             for index, port in enumerate(self._kubelet_ports(self.nodes), start=1):
                 tier.append(self._spawn_kubelet(kubelet, kubelet_node_name(index), port))
             if self.hollow_nodes > 0:
                 tier.append(self._spawn_hollow(kubelet))
-        elif wanted:
-            self.skipped.append(kubelet)
         if self.network is not None and "proxy" in self.components:
             tier.append(self._spawn_proxy(COMPONENTS["proxy"], self.network))
         self._start_tier([spawned_apiserver])
         self._create_addons()
         self._create_join_objects()
         self._start_tier(tier)
-        console = COMPONENTS["ui"]
-        if "ui" in self.components and is_available(console):
-            self._start_tier([self._spawn_console(console)])
+        if "ui" in self.components:
+            self._start_tier([self._spawn_console(COMPONENTS["ui"])])
         if any(p.component.name == "controller-manager" for p in tier):
             self._wait_pod_cidrs([p.record.name.removeprefix("kubelet-") for p in tier
                                   if p.component.name == "kubelet" and p.record.name != HOLLOW_UNIT])
@@ -376,7 +362,7 @@ class Cluster:
             "--node-name", node,
             "--port", str(port),
             "--root-dir", str(root),
-            *(dnsaddon.kubelet_flags() if "dns" in self.components and is_available(COMPONENTS["dns"]) else ()),
+            *(dnsaddon.kubelet_flags() if "dns" in self.components else ()),
             # the API is HTTPS behind authentication: the launcher checks health on kube's plain healthz port
             "--healthz-port", str(free_port()),
             *self.pki.kubelet_flags(node, ["localhost", "127.0.0.1"]),

@@ -328,8 +328,6 @@ class _ProgressPrinter:
 def _print_ready(cluster: Cluster, args: argparse.Namespace, seconds: float) -> None:
     data = _shown(Path(cluster.state.data_dir))
     kubeconfig = _shown(Path(cluster.state.kubeconfig))
-    for component in cluster.skipped:
-        print(f"  - {component.name:<20} not started: package {component.package!r} has no __main__.py yet")
     print(f"\nkubelab is up in {seconds:.1f}s: apiserver {cluster.secure_url} (HTTPS, the kubeconfig's) and "
           f"{cluster.api_url} (plain HTTP, no authentication), {args.nodes} node(s).")
     if args.port == DEFAULT_PORT:
