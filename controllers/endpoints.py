@@ -24,8 +24,7 @@ from typing import Any
 
 from apimachinery.errors import Forbidden, NotFound
 from apimachinery.meta import Object
-from controllers.serviceaccount import is_namespace_terminating
-from controllers.support.base import key_of, unwrap
+from controllers.support.base import is_namespace_terminating, key_of, unwrap
 from controllers.support.endpointutil import (
     LABEL_HEADLESS,
     ServicePodsController,

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,6 +30,7 @@ POD_FAILED = "Failed"
 POD_UNKNOWN = "Unknown"
 TERMINAL_PHASES = (POD_SUCCEEDED, POD_FAILED)
 _PHASE_RANK = {POD_PENDING: 0, POD_UNKNOWN: 1, POD_RUNNING: 2}
+_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # rand.SafeEncodeString's: no vowels, no look-alikes
 
 
 def meta(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -155,3 +157,15 @@ def pod_from_template(template: Mapping[str, Any], owner: Object, ref: Mapping[s
             metadata[field] = copy.deepcopy(template_meta[field])
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
             "spec": copy.deepcopy(template.get("spec") or {})}
+
+
+def compute_hash(template: Mapping[str, Any], collision_count: int | None) -> str:
+    """A pod template's hash (``controller.ComputeHash``: FNV-32a of the template and collision count, in the safe
+    alphabet): a Deployment's ``pod-template-hash``, a DaemonSet's or StatefulSet's revision name."""
+    h = 0x811C9DC5
+    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
+    if collision_count is not None:
+        data += (collision_count & 0xFFFFFFFF).to_bytes(8, "little")
+    for byte in data:
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return "".join(_SAFE_ALPHABET[b % len(_SAFE_ALPHABET)] for b in str(h).encode())
