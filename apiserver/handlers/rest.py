@@ -95,10 +95,9 @@ def check_verb(verbs: tuple[str, ...], method: str, named: bool, watch: bool) ->
 class RESTHandler:
     """Dispatches a parsed request to the verb that serves it."""
 
-    def __init__(self, registry: Registry, kubelet_client: Any = None, admission: AdmissionChain | None = None,
+    def __init__(self, registry: Registry, admission: AdmissionChain | None = None,
                  token_requests: TokenRequests | None = None) -> None:
         self.registry = registry
-        self.kubelet_client = kubelet_client
         self.admission = admission
         self.token_requests = token_requests  # serviceaccounts/<name>/token (None: this apiserver issues none)
 
