@@ -404,11 +404,13 @@ class RESTHandler:
             patch = json_numbers(patch)
 
         def apply(old: dict[str, Any]) -> dict[str, Any]:
-            current_rv = old["metadata"].get("resourceVersion")
+            """``old`` is the update's own copy of the stored object (``guaranteed_update``), so a merge patch is
+            applied to it in place."""
+            current_rv, name = old["metadata"].get("resourceVersion"), old["metadata"]["name"]
             if mt == JSON_PATCH:
                 new = jsonpatch.apply(old, patch)
             elif mt == MERGE_PATCH:
-                new = mergepatch.apply(old, patch)
+                new = mergepatch.apply_in_place(old, patch)
             else:
                 assert mt == STRATEGIC_PATCH
                 new = strategic.apply(old, patch, kind)
@@ -416,7 +418,7 @@ class RESTHandler:
                 raise errors.BadRequest("the patched object must be a JSON object")
             new_rv = (new.get("metadata") or {}).get("resourceVersion")
             if new_rv and new_rv != current_rv:
-                raise errors.conflict(resource, old["metadata"]["name"], group)
+                raise errors.conflict(resource, name, group)
             return new
 
         return apply
