@@ -87,7 +87,9 @@ def ready_and_available(pod: Object, min_ready_seconds: int, now: datetime) -> t
     if min_ready_seconds <= 0:
         return True, True
     since = condition.get("lastTransitionTime")
-    return True, bool(since) and (now - parse_time(since)).total_seconds() >= min_ready_seconds
+    if not since:
+        return True, False
+    return True, (now - parse_time(since)).total_seconds() >= min_ready_seconds
 
 
 def available_after(pod: Object, min_ready_seconds: int, now: datetime) -> float | None:
