@@ -133,6 +133,7 @@ class Cluster:
         kubelet_base_port: int | None = KUBELET_BASE_PORT,
         secure_port: int | None = SECURE_PORT,
         pod_network: str = "host",
+        apiservers: int = 1,
     ) -> None:
         """Raises IncompatibleEtcd (or FileNotFoundError) when no etcd found can run the data dir's etcd.
 
@@ -143,8 +144,12 @@ class Cluster:
         ``secure_port``: the apiserver's HTTPS port, the first free one from it (None: one the kernel picks);
         ``pod_network``: ``host`` (pods share the host's network, each with a loopback IP of 127.16.0.0/12) or
         ``bridge`` (linux runtime kubelets on the cluster network ``kubelet.network`` describes, pod IPs of
-        10.244.0.0/16, kube-proxy; needs root and nft).
+        10.244.0.0/16, kube-proxy; needs root and nft); ``apiservers``: how many apiserver processes on the one
+        etcd, all serving the secure port (``--reuse-port``), each its own plain port (the first ``port``) and
+        audit log, named ``apiserver``, ``apiserver-2``, ...
         """
+        if apiservers < 1:
+            raise ValueError("apiservers must be 1 or more")
         unknown = set(components or ()) - set(CLIENT_COMPONENTS)
         if unknown:
             raise ValueError(f"unknown components {sorted(unknown)}: choose among {list(CLIENT_COMPONENTS)} "
@@ -163,6 +168,7 @@ class Cluster:
         # The cluster network (``bridge``): created at start, deleted at stop (and by `kubelab down`).
         self.network = ClusterNetwork(default_name(self.data_dir)) if pod_network == "bridge" else None
         self.hollow_nodes = hollow_nodes
+        self.apiservers = apiservers
         self.extra_args = {name: list(args) for name, args in (extra_args or {}).items()}
         self.kubelet_base_port = kubelet_base_port
         self.secure_port = (free_ports_from(secure_port, 1, avoid={port})[0] if secure_port is not None
@@ -183,6 +189,7 @@ class Cluster:
             secure_url=self.secure_url,
         )
         self.healthz_ports: dict[str, int] = {}  # chosen at start
+        self.apiserver_ports: list[int] = []  # each apiserver's plain port, chosen at start
         self.supervisor = Supervisor(spawn=_spawn_unit, say=say)
 
     # ---- start -------------------------------------------------------------------------------
@@ -205,7 +212,7 @@ class Cluster:
             except (OSError, RuntimeError) as err:
                 raise StartupError(f"--pod-network bridge: cannot create the cluster network "
                                    f"{self.network.name}: {err}") from None
-        spawned_apiserver = self._spawn_apiserver(apiserver)
+        spawned_apiservers = [self._spawn_apiserver(apiserver, index) for index in range(1, self.apiservers + 1)]
         tier: list[_Pending] = []
         for name in ("controller-manager", "scheduler"):
             component = COMPONENTS[name]
@@ -232,7 +239,7 @@ class Cluster:
                 tier.append(self._spawn_hollow(kubelet))
         if self.network is not None and "proxy" in self.components:
             tier.append(self._spawn_proxy(COMPONENTS["proxy"], self.network))
-        self._start_tier([spawned_apiserver])
+        self._start_tier(spawned_apiservers)
         self._create_addons()
         self._create_join_objects()
         self._start_tier(tier)
@@ -316,12 +323,22 @@ class Cluster:
         assert self.pki is not None
         return write_kubeconfig(path, self.secure_url, ca=self.pki.ca_cert, client=self.pki.client(identity))
 
-    def _spawn_apiserver(self, component: Component) -> _Pending:
+    def _spawn_apiserver(self, component: Component, index: int = 1) -> _Pending:
+        """The ``index``-th apiserver: the first on ``port``, each further one on a free plain port of its own and
+        with an audit log of its own (one lumberjack writer per file); with more than one, all share the secure
+        port (``--reuse-port``)."""
         assert self.pki is not None
+        name = component.name if index == 1 else f"{component.name}-{index}"
+        port = self.port if index == 1 else free_ports_from(self.port + 1, 1, avoid=self._reserved_ports())[0]
+        self.apiserver_ports.append(port)
+        audit = auditpolicy.apiserver_flags(self.data_dir, self.logs)
+        if index > 1:
+            audit[audit.index("--audit-log-path") + 1] = str(self.logs / f"audit-{name}.log")
         args = [
             *self.etcd.apiserver_flags(),
-            "--insecure-port", str(self.port),
+            "--insecure-port", str(port),
             "--secure-port", str(self.secure_port),
+            *(["--reuse-port"] if self.apiservers > 1 else []),
             *self._apiserver_address(),
             *self.pki.apiserver_flags(),
             *self.pki.service_account_flags(),
@@ -331,9 +348,9 @@ class Cluster:
               for arg in (f"--{name}-healthz-url", f"http://127.0.0.1:{port}/healthz")),
             "--authorization-mode", "Node,RBAC",
             "--enable-bootstrap-token-auth",
-            *auditpolicy.apiserver_flags(self.data_dir, self.logs),
+            *audit,
         ]  # fmt: skip
-        return self._spawn(component, component.name, args, port=self.port)
+        return self._spawn(component, name, args, port=port)
 
     def _apiserver_address(self) -> list[str]:
         """The secure port on 127.0.0.1; with the cluster network on every address, advertised (the ``kubernetes``
@@ -398,7 +415,7 @@ class Cluster:
 
     def _reserved_ports(self) -> set[int]:
         """Ports this cluster has chosen but its components may not have bound yet."""
-        return {self.port, self.secure_port, *self.healthz_ports.values()}
+        return {self.port, self.secure_port, *self.healthz_ports.values(), *self.apiserver_ports}
 
     def _kubelet_ports(self, count: int) -> list[int]:
         if self.kubelet_base_port is None:

@@ -45,11 +45,13 @@ def patcher(content_type: str | None, body: bytes, kind: str, resource: str, gro
         patch = json_numbers(patch)
 
     def apply(old: dict[str, Any]) -> dict[str, Any]:
+        """``old`` is the update's own copy of the stored object (``guaranteed_update``), so a merge patch is
+        applied to it in place."""
         current_rv = old["metadata"].get("resourceVersion")
         if mt == JSON_PATCH:
             new = jsonpatch.apply(old, patch)
         elif mt == MERGE_PATCH:
-            new = mergepatch.apply(old, patch)
+            new = mergepatch.apply_in_place(old, patch)
         else:
             assert mt == STRATEGIC_PATCH
             new = strategic.apply(old, patch, kind)
