@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import ssl
 import statistics
 import subprocess
@@ -153,6 +154,17 @@ async def creates(master: str, path: str, make: Callable[[str], dict], count: in
 
 
 APISERVER_ARGV: list[str] = []  # the own apiserver's command line: more processes of it share its ports
+APISERVER_PIDS: list[int] = []  # the own apiserver processes running now
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """user + system CPU seconds the processes have used (``/proc/<pid>/stat``)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / TICKS
 
 
 def start_cluster(tmp: Path, https: bool = False, authorization_mode: str = "Node,RBAC",
@@ -176,6 +188,7 @@ def start_cluster(tmp: Path, https: bool = False, authorization_mode: str = "Nod
                          "--disable-admission-plugins", "ServiceAccount", "-v", "0",
                          *(["--reuse-port"] if reuse_port else [])]
     proc = subprocess.Popen(APISERVER_ARGV, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    APISERVER_PIDS[:] = [proc.pid]
     master = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -195,6 +208,7 @@ def more_apiservers(master: str, count: int) -> Iterator[None]:
     want = len(listening_sockets(port)) + count
     procs = [subprocess.Popen(APISERVER_ARGV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for _ in range(count)]
+    APISERVER_PIDS.extend(p.pid for p in procs)
     try:
         deadline = time.monotonic() + 60
         while len(listening_sockets(port)) < want:  # uvicorn listens once the app has started
@@ -203,6 +217,7 @@ def more_apiservers(master: str, count: int) -> Iterator[None]:
             time.sleep(0.1)
         yield
     finally:
+        del APISERVER_PIDS[-count:]
         for proc in procs:
             proc.terminate()
         for proc in procs:
@@ -284,21 +299,30 @@ def run(args: argparse.Namespace, master: str, etcd_url: str, kubeconfig: str | 
 
 def run_apiservers(args: argparse.Namespace, master: str, etcd_url: str, concurrency: int = 50) -> None:
     """Creates/s through one apiserver and through ``--apiservers`` sharing its port, per repeat interleaved with
-    the transaction baseline; medians and each one's ratio to the transaction rate."""
-    rates: dict[str, list[float]] = {"etcd txn": [], "1 apiserver": [], f"{args.apiservers} apiservers": []}
+    the transaction baseline; medians, each one's ratio to the transaction rate, and the apiservers' CPU
+    milliseconds per create (all processes together: what a machine with a core per apiserver would need)."""
+    many = f"{args.apiservers} apiservers"
+    rates: dict[str, list[float]] = {"etcd txn": [], "1 apiserver": [], many: []}
+    cpu: dict[str, list[float]] = {"1 apiserver": [], many: []}
+
+    def measure(name: str) -> None:
+        before = cpu_seconds(APISERVER_PIDS)
+        rates[name].append(asyncio.run(through_apiserver(master, args.count, concurrency)))
+        cpu[name].append((cpu_seconds(APISERVER_PIDS) - before) / args.count * 1000)
+
     for _ in range(args.repeat):
         rates["etcd txn"].append(asyncio.run(raw_etcd_txn(etcd_url, args.count, concurrency)))
-        rates["1 apiserver"].append(asyncio.run(through_apiserver(master, args.count, concurrency)))
+        measure("1 apiserver")
         with more_apiservers(master, args.apiservers - 1):
-            rates[f"{args.apiservers} apiservers"].append(
-                asyncio.run(through_apiserver(master, args.count, concurrency)))
+            measure(many)
     txn = statistics.median(rates["etcd txn"])
     one = statistics.median(rates["1 apiserver"])
     print(f"\nconcurrency {concurrency}, one port (SO_REUSEPORT), median of {args.repeat} interleaved runs:")
-    print(f"{'':>14} {'creates/s':>10} {'vs txn':>7} {'vs 1':>6}   runs")
+    print(f"{'':>14} {'creates/s':>10} {'vs txn':>7} {'vs 1':>6} {'CPU ms/create':>14}   runs")
     for name, values in rates.items():
         median = statistics.median(values)
-        print(f"{name:>14} {median:>10.0f} {median / txn:>7.2f} {median / one:>6.2f}   "
+        per_create = f"{statistics.median(cpu[name]):.2f}" if name in cpu else "-"
+        print(f"{name:>14} {median:>10.0f} {median / txn:>7.2f} {median / one:>6.2f} {per_create:>14}   "
               + ", ".join(f"{v:.0f}" for v in values))
 
 

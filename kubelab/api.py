@@ -61,7 +61,8 @@ class Cluster:
     snapshot file (`kubelab snapshot save`) restored into the fresh data dir before etcd starts. ``manifests``: a
     YAML file or a directory of them, applied (server-side) once the cluster is up. ``extra_args``: flags added
     to a component's command line, by component name (``{"apiserver": ["--etcd-compaction-interval", "0"]}``).
-    ``pod_network``: ``host`` or ``bridge`` (``kubelab up --pod-network``).
+    ``pod_network``: ``host`` or ``bridge`` (``kubelab up --pod-network``). ``apiservers``: apiserver processes
+    sharing the secure port (``kubelab up --apiservers``); ``api_url`` is the first one's plain port.
     """
 
     def __init__(
@@ -79,6 +80,7 @@ class Cluster:
         etcd_tls: bool = False,
         timeout: float = READY_TIMEOUT,
         pod_network: str = "host",
+        apiservers: int = 1,
     ) -> None:
         unknown = [c for c in components if c not in ALL_COMPONENTS]
         if unknown or "apiserver" not in components:
@@ -98,6 +100,7 @@ class Cluster:
         self.etcd_tls = etcd_tls
         self.timeout = timeout
         self.pod_network = pod_network  # "bridge": the cluster network and kube-proxy (`kubelab up --pod-network`)
+        self.apiservers = apiservers
         self._engine: engine.Cluster | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -123,6 +126,7 @@ class Cluster:
             kubelet_base_port=None,
             secure_port=None,
             pod_network=self.pod_network,
+            apiservers=self.apiservers,
         )
         try:
             self._engine.start()

@@ -20,6 +20,8 @@ from __future__ import annotations
 import base64
 from typing import Any, Protocol
 
+import orjson
+
 from apimachinery import errors
 from apimachinery.patch import go_json_kind
 from apimachinery.quantity import parse_quantity
@@ -129,7 +131,7 @@ class _Walk:
         for key in list(obj):
             value = obj[key]
             before = stored.get(key) if stored is not None else None
-            if before is not None and value == before:
+            if before is not None and as_stored(value, before):
                 continue  # as stored, so already decoded
             child = f"{path}.{key}" if path else key
             prop = properties.get(key)
@@ -189,7 +191,7 @@ class _Walk:
                 raise self.fail(value, parent, path, self.go_type(schema))
             items = schema.get("items") or {}
             stored = old if isinstance(old, list) else ()
-            return [v if i < len(stored) and v is not None and v == stored[i]
+            return [v if i < len(stored) and v is not None and as_stored(v, stored[i])
                     else self.value(v, items, parent, path, stored[i] if i < len(stored) else None)
                     if v is not None else self.zero(items) for i, v in enumerate(value)]
         elif kind == "object":
@@ -240,6 +242,18 @@ class _Walk:
             raise errors.BadRequest(
                 f'{self.kind} in version "{self.version}" cannot be handled as a {self.kind}: quantities must '
                 f"match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'") from None
+
+
+def as_stored(value: Any, stored: Any) -> bool:
+    """``value`` is exactly the stored value, JSON types included: ``==`` alone takes ``2.0`` for ``2`` and ``true``
+    for ``1``, which decoding refuses for an integer or a string field. The encoding settles it (in C; a dict with
+    its keys in another order is walked, which is only slower)."""
+    if value != stored:
+        return False
+    try:
+        return orjson.dumps(value) == orjson.dumps(stored)
+    except orjson.JSONEncodeError:
+        return False
 
 
 def go_number(value: int | float) -> str:

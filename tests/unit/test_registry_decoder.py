@@ -104,3 +104,15 @@ def test_an_update_walks_only_what_differs_from_the_stored_object(monkeypatch: p
     DECODER.decode(whole, "", "v1", "Pod")
     assert update == whole  # what decoding it whole gives: the quantity canonical ("500m"), the unknown field pruned
     assert update["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
+
+
+@pytest.mark.parametrize(("field", "stored", "sent"), [("replicas", 2, 2.0), ("paused", True, 1),
+                                                       ("minReadySeconds", 0, False)])
+def test_an_update_equal_to_the_stored_value_but_of_another_json_type_is_still_refused(
+        field: str, stored: Any, sent: Any) -> None:
+    old = deployment(**{field: stored})
+    decode(old)
+    new = deployment(**{field: sent})
+    assert new == old  # Python's == takes them for equal
+    with pytest.raises(errors.BadRequest, match="cannot unmarshal"):
+        DECODER.decode(new, "apps", "v1", "Deployment", "Ignore", old=old)
