@@ -17,24 +17,33 @@ Every row comes from something a component wrote down; nothing is inferred from 
 
 - the apiserver's audit log (``--audit-log``, default ``.kubelab/logs/audit.log`` of ``kubelab up``; read by
   ``traceaudit``): each write of the flow by its ``RequestReceived`` (the component acting) and
-  ``ResponseComplete`` (stored in etcd), matched by ``objectRef`` uid and revision, never by time (``_exact``).
+  ``ResponseComplete`` (stored in etcd), matched by ``objectRef`` uid and revision, never by time (``_exact``);
+- the apiserver's record of watch deliveries (``GET /debug/watches/deliveries``, apiserver/storage/deliveries.py):
+  when etcd's watch handed each version to the watch cache (step 4) and when the cache wrote it down the
+  controller-manager's, the scheduler's and the kubelet's watch streams (steps 5, 8, 11), matched by the object's
+  name and revision and the watcher's user agent or user (``_delivered``); the streams' opening times time step 1.
 
 A step without such a record is printed "not observed"; one that does not apply to this pod (no controller,
 ``spec.nodeName`` set by the client) says so. ``metav1.Time`` has whole seconds, so a latency next to one is
-only good to ±1 s and is marked ``~``; an event's ``eventTime`` (MicroTime) and the audit log's stages (µs) are
-used whenever they exist. A watch delivery is recorded by nothing, so with the audit log its step names the later
-step whose latency includes it (``included_in``). Latencies run from one timed step to the next, so they add up
-to the critical path (the first timed step of the flow to the last).
+only good to ±1 s and is marked ``~``; an event's ``eventTime`` (MicroTime), the audit log's stages and the
+deliveries (µs) are used whenever they exist. A delivery the apiserver no longer holds (its ring keeps the last
+20,000) leaves its step to name the later step whose latency includes it (``included_in``). Latencies run from one
+timed step to the next, so they add up to the critical path (the first timed step of the flow to the last); step
+2, where the flow starts, has latency 0. A delivery can precede the writer's own response (both follow etcd's
+commit), so a delivery step's latency can be a fraction of a millisecond below zero. Step 1 stands apart: its time
+is when the last of the three watch streams opened and its latency how long the apiserver took to open it (the
+request's arrival to the stream's start).
 
 ``-o json`` (stable: ``kubelab ui`` and scripts read it)::
 
     {"pod": {"namespace", "name", "uid"},
      "controllers": ["ReplicationController/web", ...],        # the pod's controller first
      "audit_log": "/path/audit.log" | null,                    # null: none read, times are the objects' own
+     "deliveries": true | false,                               # the apiserver's record of watch deliveries read
      "critical_path": {"from": "2", "to": "13", "total_ms": 207.7, "exact": true, "hops": ["3", "6", ...]} | null,
      "steps": [{"number": "1".."13" | "12a"..,  "actor", "what", "evidence",
                 "time": "2026-12-06T03:04:05.123456Z" | null, "precision": "us" | "s" | null,
-                "time_source": "audit RequestReceived" | "event Scheduled eventTime" | "status.startTime" | ... | null,
+                "time_source": "audit RequestReceived" | "watch delivery" | "event Scheduled eventTime" | ... | null,
                 "revision": int | null,                        # the etcd revision stored or acted on
                 "latency": float | null,                       # seconds since the previous timed step
                 "latency_precise": bool,                       # both ends exact (µs)
@@ -51,6 +60,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +115,7 @@ class Evidence:
     leases: dict[str, Object | None] = field(default_factory=dict)  # lease name -> lease (None: absent)
     audit_log: str | None = None  # the audit log read (None: none found)
     writes: list[Write] | None = None  # the audited writes in the pod's namespace (None: no audit log)
+    deliveries: list[Object] | None = None  # /debug/watches/deliveries items of the pod and its root (None: none)
 
 
 @dataclass
@@ -194,11 +205,13 @@ def _created(history: list[Version] | None) -> Version | None:
 def build_steps(ev: Evidence) -> list[Step]:
     """The seed's 13 steps for ``ev.pod``, in the seed's order, with latencies filled in."""
     steps = [_watching(ev), *_submitted(ev), *_controller(ev), *_scheduler(ev), *_kubelet(ev), _running(ev)]
+    if ev.deliveries:
+        _delivered(ev, steps)
     if ev.writes:
         _exact(ev, steps)
     previous: Stamp | None = None
     for step in steps:
-        if step.stamp is None:
+        if step.stamp is None or step.number == "1":  # step 1 is the watches' opening, not a hop of the flow
             continue
         if previous is not None:
             step.latency_precise = step.stamp.precise and previous.precise
@@ -206,6 +219,8 @@ def build_steps(ev: Evidence) -> list[Step]:
                 step.latency = (step.stamp.at - previous.at).total_seconds()
             else:  # a whole-second time T means [T, T+1): compare whole seconds, exact to ±1s
                 step.latency = float(int(step.stamp.at.timestamp()) - int(previous.at.timestamp()))
+        elif step.number == "2" and step.stamp.precise:
+            step.latency, step.latency_precise = 0.0, True  # where the flow starts
         previous = step.stamp
     return steps
 
@@ -399,6 +414,85 @@ def _running(ev: Evidence) -> Step:
                 revision=first.rv if first else None, evidence=f"{where}; {conditions or 'no readiness conditions'}")
 
 
+# ---- exact times of the watch deliveries ---------------------------------------------------------------
+
+# Who a delivery step's watcher is: its user agent's product (kube's "kube-scheduler/v1.32.0 (linux/amd64) ..."),
+# or its user (kubeadm's identities).
+WATCHERS = {"controller-manager": ("kube-controller-manager", "system:kube-controller-manager"),
+            "scheduler": ("kube-scheduler", "system:kube-scheduler"), "kubelet": ("kubelet", "system:node:")}
+
+
+def _is(watcher: Object, component: str, node: str | None = None) -> bool:
+    agent, user = WATCHERS[component]
+    if component == "kubelet" and node:
+        user = f"system:node:{node}"
+    return str(watcher.get("userAgent", "")).split("/", 1)[0] == agent or str(watcher.get("user", "")).startswith(user)
+
+
+def _streamed_to(watcher: Object, *, component: str, node: str | None) -> bool:
+    return not watcher.get("watchCache") and _is(watcher, component, node)
+
+
+def _delivered(ev: Evidence, steps: list[Step]) -> None:
+    """Time the watch deliveries — 4 (etcd to the watch cache), 5, 8, 11 (the cache to the controller-manager,
+    the scheduler, the kubelet) — by the apiserver's record of them, matched by name and revision; and step 1 by
+    the opening of the streams that delivered 5, 8 and 11."""
+    by = {s.number: s for s in steps}
+    root = ev.controllers[-1] if ev.controllers else ev.pod
+    pod_name, root_name = _meta(ev.pod).get("name"), _meta(root).get("name")
+    node = (ev.pod.get("spec") or {}).get("nodeName")
+    items = ev.deliveries or []
+
+    def first(name: str | None, rv: int | None, test: Callable[[Object], bool]) -> Object | None:
+        found = [d for d in items if d.get("name") == name and rv is not None and d.get("resourceVersion") == str(rv)
+                 and test(d.get("watcher") or {})]
+        return min(found, key=lambda d: str(d.get("time")), default=None)
+
+    def time(number: str, delivery: Object | None) -> None:
+        step = by.get(number)
+        if step is None or delivery is None or not step.applicable:
+            return
+        watcher = delivery.get("watcher") or {}
+        at = parse_time(delivery["time"])
+        who = "the watch cache (etcd's watch)" if watcher.get("watchCache") else \
+            f"{watcher.get('user')} ({str(watcher.get('userAgent', '')).split(' ', 1)[0]})"
+        step.stamp = Stamp(at, True, "watch delivery")
+        step.observed, step.included_in = True, None
+        step.evidence = step.evidence.replace("status.startTime; ", "")  # (11: the delivery times it, not that)
+        if step.revision is None:
+            step.revision = int(delivery["resourceVersion"])
+        note = (f"delivered: {delivery.get('type')} {delivery.get('resource')} rev {delivery['resourceVersion']} "
+                f"to {who} at {at.strftime('%H:%M:%S.%f')}")
+        step.evidence = f"{step.evidence}; {note}" if step.evidence else note
+
+    root_rv = by["3"].revision
+    pod_rv = by["7"].revision if ev.controllers else root_rv
+    time("4", first(root_name, root_rv, lambda w: bool(w.get("watchCache"))))
+    seen: list[Object] = []
+    for number, name, rv, component in (("5", root_name, root_rv, "controller-manager"),
+                                        ("8", pod_name, pod_rv, "scheduler"),
+                                        ("11", pod_name, by["10"].revision, "kubelet")):
+        delivery = first(name, rv, partial(_streamed_to, component=component, node=node))
+        if delivery is not None and by[number].applicable:
+            time(number, delivery)
+            seen.append(delivery)
+    if seen:
+        _watches_opened(by["1"], seen)
+
+
+def _watches_opened(step: Step, deliveries: list[Object]) -> None:
+    """1: the watch streams that delivered this pod's flow, when each opened; the last one times the step, its
+    latency is how long the apiserver took from the request to the open stream."""
+    last = max((d["watcher"] for d in deliveries), key=lambda w: str(w.get("started")))
+    started, requested = parse_time(last["started"]), parse_time(last["requestReceived"])
+    step.stamp = Stamp(started, True, "watch stream started")
+    step.latency, step.latency_precise = (started - requested).total_seconds(), True
+    opened = "; ".join(f"{str(d['watcher'].get('userAgent', '')).split(' ', 1)[0] or d['watcher'].get('user')} "
+                       f"watching {d.get('resource')} since "
+                       f"{parse_time(d['watcher']['started']).strftime('%H:%M:%S.%f')}" for d in deliveries)
+    step.evidence = f"{step.evidence}; streams: {opened}"
+
+
 # ---- exact times from the audit log -------------------------------------------------------------------
 
 
@@ -473,8 +567,8 @@ def _kubelet_first_act(step: Step, status: Write | None, events: list[Step],
                        time: Callable[[Step, Write | None, str, str], None]) -> None:
     """11: the kubelet seeing the bound pod is recorded by its first act — its first status write, or its first
     event (``Pulling``…) when that came first; ``status.startTime`` has whole seconds and gives way to either."""
-    if not step.applicable or (status is None and not events):
-        return
+    if not step.applicable or (status is None and not events) or (step.stamp is not None and step.stamp.precise):
+        return  # (a precise time already: the delivery itself, ``_delivered``)
     first_event = min(events, key=lambda s: s.stamp.at if s.stamp else datetime.max.replace(tzinfo=UTC),
                       default=None)
     step.stamp = None
@@ -536,6 +630,8 @@ def render(ev: Evidence, steps: list[Step]) -> str:
         "request stages, an event's eventTime)",
         f"audit log: {ev.audit_log}" if ev.writes else "audit log: none (times of writes are the objects' own, "
         "to the second; `kubelab up` writes one to <data-dir>/logs/audit.log, or give --audit-log)",
+        "watch deliveries: the apiserver's record (/debug/watches/deliveries)" if ev.deliveries else
+        "watch deliveries: none recorded (the apiserver's ring no longer holds them, or it refused)",
         "",
     ]
     rows = [(s.number, s.actor, s.what, _time(s), str(s.revision) if s.revision is not None else "-", latency_text(s))
@@ -547,8 +643,9 @@ def render(ev: Evidence, steps: list[Step]) -> str:
         if step.evidence:
             out.append(f"{indent}{step.evidence}")
     foot = ["", "REV: the etcd revision (resourceVersion) of the version a step stored or acted on.",
-            "LATENCY: from the previous step with a time; ~ means a whole-second timestamp is involved (±1s); "
-            "(in N): no record of its own, its time is within step N's latency."]
+            "LATENCY: from the previous step with a time (step 2 starts the flow; step 1: how long opening the "
+            "watch took); ~ means a whole-second timestamp is involved (±1s); (in N): no record of its own, its "
+            "time is within step N's latency."]
     path = critical_path(steps)
     if path is not None:
         total = f"{path['total_ms']:.1f}ms" if path["exact"] else f"~{path['total_ms'] / 1000:.0f}s"
@@ -569,6 +666,7 @@ def to_json(ev: Evidence, steps: list[Step]) -> str:
     meta = _meta(ev.pod)
     doc = {"pod": {"namespace": meta.get("namespace"), "name": meta.get("name"), "uid": meta.get("uid")},
            "controllers": [_ref(c) for c in ev.controllers], "audit_log": ev.audit_log if ev.writes else None,
+           "deliveries": bool(ev.deliveries),
            "critical_path": critical_path(steps), "steps": [encode(s) for s in steps]}
     return json.dumps(doc, indent=2)
 
@@ -606,6 +704,16 @@ class _Api:
                 ns = f"/namespaces/{namespace}" if resource.get("namespaced") and namespace else ""
                 return f"{prefix}{ns}/{resource['name']}"
         return None
+
+    def deliveries(self, namespace: str, names: Iterable[str]) -> list[Object] | None:
+        """The apiserver's record of watch deliveries of these objects; None where it has none or refuses."""
+        items: list[Object] = []
+        for name in dict.fromkeys(names):
+            resp = self.client.get("/debug/watches/deliveries", params={"namespace": namespace, "name": name})
+            if resp.status_code != 200:
+                return None  # an apiserver without the record (404) or a user not allowed to read it (403)
+            items += resp.json().get("items") or []
+        return items
 
     def events(self, namespace: str, uid: str) -> list[Object]:
         found = self.get(f"/api/v1/namespaces/{namespace}/events", {"fieldSelector": f"involvedObject.uid={uid}"})
@@ -691,6 +799,7 @@ def gather(client: httpx.Client, namespace: str, name: str, audit_log: Path | No
         hints = [rv for rv in (_seen_rv(e) for e in made) if rv]
         ev.root_history = _history_from(api, collections[-1], ev.controllers[-1])
     ev.pod_history = _history_from(api, pods, pod, sorted(hints)[:1])
+    ev.deliveries = api.deliveries(namespace, [name, *(_meta(c).get("name") or "" for c in ev.controllers[-1:])])
     node = (pod.get("spec") or {}).get("nodeName")
     ev.node = api.get(f"/api/v1/nodes/{node}") if node else None
     for _, lease in LEADER_LEASES:
