@@ -80,6 +80,7 @@ CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "proxy", "dns
 CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
 POD_NETWORKS = ("host", "bridge")  # kubelets' pods on the host's network (loopback pod IPs) or on the bridge
 PROXY_HEALTHZ_PORT = 10256
+PROXY_METRICS_PORT = 10249  # kube-proxy's --metrics-bind-address; taken only when free (10250 is the kubelet's)
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
 
 
@@ -360,8 +361,10 @@ class Cluster:
     def _spawn_proxy(self, component: Component, network: ClusterNetwork) -> _Pending:
         conf = self._kubeconfig(self.data_dir / "kube-proxy.conf", KUBE_PROXY)
         port = free_ports_from(PROXY_HEALTHZ_PORT, 1, avoid=self._reserved_ports())[0]
+        metrics = free_ports_from(PROXY_METRICS_PORT, 1, avoid=self._reserved_ports() | {port})[0]
         args = ["--kubeconfig", str(conf), "--cluster-network", network.name, "--cluster-cidr", CLUSTER_CIDR,
-                "--healthz-port", str(port)]
+                "--healthz-port", str(port), "--metrics-port", str(metrics if metrics == PROXY_METRICS_PORT
+                                                                else free_port())]
         return self._spawn(component, "proxy", args)
 
     def _spawn_kubelet(self, component: Component, node: str, port: int) -> _Pending:
