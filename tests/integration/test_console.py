@@ -1,8 +1,9 @@
 """The web console (``kubelab ui``) in headless Chromium on a live cluster: the real apiserver and etcd, a
 controller-manager (replicationcontroller), a scheduler of this module's own (its Lease and schedulerName) and two
 real kubelets (process runtime). The browser is driven over the DevTools protocol (support/browser.py); pages
-update over server-sent events, so the test reads the DOM without reloading. Screenshots are kept in a
-directory the test prints (shown on failure)."""
+update over server-sent events, so the test reads the DOM without reloading. Each screenshot is checked (a PNG
+of a real size, not a blank page) and kept as a test artifact in ``$KUBELAB_TEST_ARTIFACTS/console`` (``.ci/run``:
+``.artifacts/console``), else in a temporary directory the test prints (shown on failure)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from support.artifacts import artifacts_dir, check_png
 from support.browser import Browser, chromium
 from support.controllers import controller_manager_fixture
 from support.kubelet import running_node
@@ -62,7 +64,12 @@ def cluster(api_url: str, module_ns: str, tmp_path_factory: pytest.TempPathFacto
 
 @pytest.fixture(scope="module")
 def screens(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("console-screenshots")
+    return artifacts_dir("console", tmp_path_factory)
+
+
+def shot(browser: Browser, path: Path) -> None:
+    """A screenshot of the page as it is now, kept at ``path``: a PNG of a real size, not a blank page."""
+    check_png(browser.screenshot(path))
 
 
 @pytest.fixture(autouse=True)
@@ -106,13 +113,13 @@ def test_pods_appear_and_run_without_reload_then_pod_and_watch_pages(cluster: di
     create_rc(client, ns, cluster["scheduler"], cluster["nodes"])
     browser.wait_js(f"document.querySelectorAll('.pod[data-pod^=\"{ns}/web-\"]').length === 2",
                     what="the RC's two pods shown")
-    browser.screenshot(screens / "1-pods-appear.png")
+    shot(browser, screens / "1-pods-appear.png")
     browser.wait_js(RUNNING.format(ns=ns) + " === 2", timeout=60, what="both pods Running in the page")
     assert browser.evaluate("window.notReloaded === true")  # the same document all along: no reload
     placed = browser.evaluate(f"[...document.querySelectorAll('.pod[data-pod^=\"{ns}/web-\"]')]"
                               ".map(a => a.closest('.node').dataset.node)")
     assert set(placed) <= set(cluster["nodes"])
-    browser.screenshot(screens / "2-pods-running.png")
+    shot(browser, screens / "2-pods-running.png")
 
     # One pod: the 13 steps with their latencies, and the scheduler's per-node table.
     pod = browser.evaluate(f"document.querySelector('.pod[data-pod^=\"{ns}/web-\"]').getAttribute('href')")
@@ -128,7 +135,7 @@ def test_pods_appear_and_run_without_reload_then_pod_and_watch_pages(cluster: di
     for node in cluster["nodes"]:
         assert any(node in row and "feasible" in row for row in rows), rows
     assert browser.evaluate("document.querySelectorAll('#nodes-table tr.chosen').length") == 1
-    browser.screenshot(screens / "3-pod-page.png")
+    shot(browser, screens / "3-pod-page.png")
 
     # The watch streams: the scheduler's and the kubelets' watches, with their lag; the components' informers.
     browser.goto(cluster["url"].rstrip("/") + "/watches")
@@ -147,7 +154,7 @@ def test_pods_appear_and_run_without_reload_then_pod_and_watch_pages(cluster: di
         "([...document.querySelectorAll('#informers tr')].map(r => [...r.children].map(c => c.textContent)))",
         what="the scheduler's and a kubelet's informers")
     assert any(r[0] == "scheduler" and r[1] == "nodes" for r in informers)
-    browser.screenshot(screens / "4-watches.png")
+    shot(browser, screens / "4-watches.png")
 
 
 def test_whatif_page_asks_the_scheduler(cluster: dict[str, Any], browser: Browser, screens: Path) -> None:
@@ -159,7 +166,7 @@ def test_whatif_page_asks_the_scheduler(cluster: dict[str, Any], browser: Browse
     answer = browser.wait_js("(t => t && t !== 'asking the scheduler…' && t)(document.querySelector('#answer')"
                              ".textContent)", what="the scheduler's answer")
     assert "No pod would move." in answer
-    browser.screenshot(screens / "5-whatif.png")
+    shot(browser, screens / "5-whatif.png")
 
 
 def test_unschedulable_pod_page_shows_the_nearest_node_and_the_change(cluster: dict[str, Any], browser: Browser,
@@ -178,4 +185,4 @@ def test_unschedulable_pod_page_shows_the_nearest_node_and_the_change(cluster: d
     assert "Unschedulable" in text and "Insufficient cpu" in text
     assert re.search(rf"Nearest node: {ns}-n[12] \(1 change away\)", text), text
     assert re.search(r"lacks \d+ cpu: the pod requests \S+, ", text), text
-    browser.screenshot(screens / "6-unschedulable.png")
+    shot(browser, screens / "6-unschedulable.png")
