@@ -36,6 +36,7 @@ from kubelab.addons import ADDONS
 from kubelab.bootstraptokens import ensure_join_objects
 from kubelab.clusterpki import (
     ADMIN,
+    CONSOLE,
     CONTROLLER_MANAGER,
     DNS,
     HOLLOW_NODES,
@@ -423,12 +424,13 @@ class Cluster:
         return free_ports_from(self.kubelet_base_port, count, avoid=self._reserved_ports())
 
     def _spawn_console(self, component: Component) -> _Pending:
-        """The web console (``python -m kubelab.ui``) as the admin, on ``CONSOLE_PORT`` when free; it finds the
-        scheduler and the kubelets itself and is told the controller-manager's debug port."""
+        """The web console (``python -m kubelab.ui``) as ``kubelab:console`` over HTTPS (its rights: kubelab.addons),
+        on ``CONSOLE_PORT`` when free; it finds the scheduler and the kubelets itself and is told the
+        controller-manager's debug port."""
         port = free_port() if self.kubelet_base_port is None else \
             free_ports_from(CONSOLE_PORT, 1, avoid=self._reserved_ports())[0]
         manager = self.healthz_ports.get("controller-manager")
-        args = ["--kubeconfig", self.state.kubeconfig, "--port", str(port),
+        args = ["--kubeconfig", str(self._kubeconfig(self.data_dir / "console.conf", CONSOLE)), "--port", str(port),
                 *(["--component", f"controller-manager=http://127.0.0.1:{manager}"] if manager else []),
                 "--audit-log", str(self.logs / auditpolicy.LOG_NAME)]
         pending = self._spawn(component, component.name, args, port=port)
