@@ -13,7 +13,8 @@ resource's watch cache is (``WatchCache.position``) and renders every stream:
 * ``eventsSent`` and ``eventsPerSecond`` (over the stream's life, or the last ``RATE_WINDOW`` seconds).
 
 ``GET /debug/watches/deliveries`` serves the record of deliveries (``storage/deliveries.py``): which watcher — the
-watch cache, or a stream's user, user agent and resource — received which object version, and when (µs).
+watch cache, or a stream's user, user agent and resource — received which object version, and when (µs); and when
+etcd's transaction stored each version (type ``STORED``).
 ``namespace``, ``name``, ``resource`` and ``resourceVersion`` select; ``limit`` (1..5000) keeps the newest.
 
 Both are non-resource paths, authorized as any other (kube's ``cluster-admin`` has ``nonResourceURLs: ["*"]``,

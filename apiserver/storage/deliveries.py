@@ -4,6 +4,8 @@ The seed's steps 4, 5, 8 and 11 are deliveries: etcd's watch handing a change to
 handing it down a client's watch stream. No other record has them (the audit log times requests; a component's
 next write only bounds when it saw the change), so the apiserver writes each one down as it happens:
 
+- a write records its version as ``STORED`` when etcd's transaction returned (``system:apiserver`` /
+  ``etcd-txn``): "stored in etcd" (steps 3, 7, 10, 13), which the audit log's ``ResponseComplete`` only bounds;
 - the watch cache records every event etcd's watch delivered to it, as the watcher ``system:apiserver`` /
   ``watch-cache``, at the moment the batch arrived;
 - each watch stream records the events it wrote, with the stream's user, user agent and resource, at the moment

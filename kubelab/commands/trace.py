@@ -19,9 +19,11 @@ Every row comes from something a component wrote down; nothing is inferred from 
   ``traceaudit``): each write of the flow by its ``RequestReceived`` (the component acting) and
   ``ResponseComplete`` (stored in etcd), matched by ``objectRef`` uid and revision, never by time (``_exact``);
 - the apiserver's record of watch deliveries (``GET /debug/watches/deliveries``, apiserver/storage/deliveries.py):
-  when etcd's watch handed each version to the watch cache (step 4) and when the cache wrote it down the
-  controller-manager's, the scheduler's and the kubelet's watch streams (steps 5, 8, 11), matched by the object's
-  name and revision and the watcher's user agent or user (``_delivered``); the streams' opening times time step 1.
+  when etcd's transaction stored each version of the flow (steps 3, 7, 10, 13: ``_stored``; the audit log's
+  ResponseComplete comes later, once the response is written), when etcd's watch handed it to the watch cache
+  (step 4) and when the cache wrote it down the controller-manager's, the scheduler's and the kubelet's watch
+  streams (steps 5, 8, 11), matched by the object's name and revision and the watcher's user agent or user
+  (``_delivered``); the streams' opening times time step 1.
 
 A step without such a record is printed "not observed"; one that does not apply to this pod (no controller,
 ``spec.nodeName`` set by the client) says so. ``metav1.Time`` has whole seconds, so a latency next to one is
@@ -43,7 +45,8 @@ request's arrival to the stream's start).
      "critical_path": {"from": "2", "to": "13", "total_ms": 207.7, "exact": true, "hops": ["3", "6", ...]} | null,
      "steps": [{"number": "1".."13" | "12a"..,  "actor", "what", "evidence",
                 "time": "2026-12-06T03:04:05.123456Z" | null, "precision": "us" | "s" | null,
-                "time_source": "audit RequestReceived" | "watch delivery" | "event Scheduled eventTime" | ... | null,
+                "time_source": "audit RequestReceived" | "etcd txn" | "watch delivery" | "event Scheduled eventTime"
+                               | ... | null,
                 "revision": int | null,                        # the etcd revision stored or acted on
                 "latency": float | null,                       # seconds since the previous timed step
                 "latency_precise": bool,                       # both ends exact (µs)
@@ -209,6 +212,8 @@ def build_steps(ev: Evidence) -> list[Step]:
         _delivered(ev, steps)
     if ev.writes:
         _exact(ev, steps)
+    if ev.deliveries:
+        _stored(ev, steps)
     previous: Stamp | None = None
     for step in steps:
         if step.stamp is None or step.number == "1":  # step 1 is the watches' opening, not a hop of the flow
@@ -491,6 +496,25 @@ def _watches_opened(step: Step, deliveries: list[Object]) -> None:
                        f"watching {d.get('resource')} since "
                        f"{parse_time(d['watcher']['started']).strftime('%H:%M:%S.%f')}" for d in deliveries)
     step.evidence = f"{step.evidence}; streams: {opened}"
+
+
+def _stored(ev: Evidence, steps: list[Step]) -> None:
+    """3, 7, 10, 13: "stored in etcd" is the moment etcd's transaction returned the step's revision to the
+    apiserver (its ``STORED`` record), earlier than the response the audit log's ResponseComplete times."""
+    root = ev.controllers[-1] if ev.controllers else ev.pod
+    names = {"3": _meta(root).get("name"), "7": _meta(ev.pod).get("name"), "10": _meta(ev.pod).get("name"),
+             "13": _meta(ev.pod).get("name")}
+    for step in steps:
+        if step.number not in names or step.revision is None or not step.applicable:
+            continue
+        stored = [d for d in ev.deliveries or [] if d.get("type") == "STORED" and d.get("name") == names[step.number]
+                  and d.get("resourceVersion") == str(step.revision)]
+        if not stored:
+            continue
+        at = parse_time(stored[0]["time"])
+        step.stamp, step.observed, step.included_in = Stamp(at, True, "etcd txn"), True, None
+        note = f"stored: etcd's transaction returned rev {step.revision} at {at.strftime('%H:%M:%S.%f')}"
+        step.evidence = f"{step.evidence}; {note}" if step.evidence else note
 
 
 # ---- exact times from the audit log -------------------------------------------------------------------
