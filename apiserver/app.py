@@ -66,7 +66,8 @@ from .autoregister import AutoRegister, served_group_versions
 from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ, component_probes
 from .handlers import discovery, openapi, proxy, watches
 from .handlers.request import limit_body, parse_path
-from .handlers.rest import RESTHandler, json_response, status_response
+from .handlers.responses import json_response, status_response
+from .handlers.rest import RESTHandler
 from .handlers.subresources import bind
 from .handlers.warnings import WarningMiddleware, add_warning
 from .instrumentation import RequestMetrics

@@ -20,8 +20,8 @@ import logging
 
 from apimachinery.errors import AlreadyExists, Forbidden
 from apimachinery.meta import Object
-from controllers.base import Controller, unwrap
-from controllers.podutil import meta
+from controllers.support.base import Controller, unwrap
+from controllers.support.podutil import meta
 from kubeclient import NAMESPACES, SERVICE_ACCOUNTS, Clientset, DeletedFinalStateUnknown, InformerFactory
 
 log = logging.getLogger(__name__)

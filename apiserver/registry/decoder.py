@@ -9,6 +9,10 @@ schema's ``format``): a value out of that range, or any JSON number with a fract
 Go's decoder gives ("cannot unmarshal number 2147483648 into Go struct field ReplicationControllerSpec.spec.replicas
 of type int32"), so what is stored is always an int that fits. The schema is the same ``swagger.json`` the OpenAPI
 endpoints serve, so one description of the types drives both.
+
+An update's object is decoded against the stored one it replaces (``old``): a field whose value equals the stored
+object's is not walked, since what is stored was decoded when it was written (pruned, canonical, in range) and
+decoding is idempotent. A status update or a patch of one field then walks what changed, not the whole object.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ class BodyDecoder(Protocol):
     decoder (``apiextensions.strategy``) for custom resources."""
 
     def decode(self, obj: dict[str, Any], group: str, version: str, kind: str,
-               field_validation: str = "Ignore") -> list[str]: ...
+               field_validation: str = "Ignore", old: dict[str, Any] | None = None) -> list[str]: ...
 
 
 class Decoder:
@@ -48,14 +52,15 @@ class Decoder:
                 self.by_kind.setdefault((gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", "")), name)
 
     def decode(self, obj: dict[str, Any], group: str, version: str, kind: str,
-               field_validation: str = "Ignore") -> list[str]:
+               field_validation: str = "Ignore", old: dict[str, Any] | None = None) -> list[str]:
         """Check ``obj`` in place: prune unknown fields and canonicalise quantities. Returns the warnings
-        (unknown fields) for ``Warn``; raises BadRequest for wrong types and, with ``Strict``, unknown fields."""
+        (unknown fields) for ``Warn``; raises BadRequest for wrong types and, with ``Strict``, unknown fields.
+        ``old``: the stored object an update replaces, whose equal fields are not walked again."""
         name = self.by_kind.get((group, version, kind))
         if name is None:
             return []
         unknown: list[str] = []
-        _Walk(self.definitions, kind, version, unknown).object(obj, name, "")
+        _Walk(self.definitions, kind, version, unknown).object(obj, name, "", old)
         return unknown_fields(unknown, field_validation)
 
     def unknown_in(self, obj: dict[str, Any], definition: str, kind: str, version: str, path: str) -> list[str]:
@@ -113,26 +118,31 @@ class _Walk:
             return schema.get("format") or "int64"
         return {"number": "float64", "boolean": "bool"}.get(kind or "", "string")
 
-    def object(self, obj: dict[str, Any], name: str, path: str) -> None:
+    def object(self, obj: dict[str, Any], name: str, path: str, old: Any = None) -> None:
+        """``old``: the stored object at this place, if any (a field equal to its own is left as it is)."""
         schema = self.definitions[name]
         properties = schema.get("properties")
         if not properties:
             return
         parent = name.rsplit(".", 1)[-1]
+        stored = old if isinstance(old, dict) else None
         for key in list(obj):
+            value = obj[key]
+            before = stored.get(key) if stored is not None else None
+            if before is not None and value == before:
+                continue  # as stored, so already decoded
             child = f"{path}.{key}" if path else key
             prop = properties.get(key)
             if prop is None:
                 self.unknown.append(child)
                 del obj[key]
                 continue
-            value = obj[key]
             if value is None:
                 del obj[key]  # null is the zero value: the field is absent
                 continue
-            obj[key] = self.value(value, prop, parent, child)
+            obj[key] = self.value(value, prop, parent, child, before)
 
-    def value(self, value: Any, schema: Schema, parent: str, path: str) -> Any:
+    def value(self, value: Any, schema: Schema, parent: str, path: str, old: Any = None) -> Any:
         ref = schema.get("$ref")
         if ref:
             name = ref.rsplit("/", 1)[-1]
@@ -148,7 +158,7 @@ class _Walk:
             if target.get("properties"):
                 if not isinstance(value, dict):
                     raise self.fail(value, parent, path, self.go_type(schema))
-                self.object(value, name, path)
+                self.object(value, name, path, old)
             return value
         kind = schema.get("type")
         if kind == "string":
@@ -178,7 +188,10 @@ class _Walk:
             if not isinstance(value, list):
                 raise self.fail(value, parent, path, self.go_type(schema))
             items = schema.get("items") or {}
-            return [self.value(v, items, parent, path) if v is not None else self.zero(items) for v in value]
+            stored = old if isinstance(old, list) else ()
+            return [v if i < len(stored) and v is not None and v == stored[i]
+                    else self.value(v, items, parent, path, stored[i] if i < len(stored) else None)
+                    if v is not None else self.zero(items) for i, v in enumerate(value)]
         elif kind == "object":
             if not isinstance(value, dict):
                 raise self.fail(value, parent, path, self.go_type(schema))

@@ -298,12 +298,13 @@ class ResourceStore:
             fresh = iter(decoded)  # type: ignore[arg-type]
         return [co if co is not None else next(fresh) for co in out]
 
-    def _decode_typed(self, obj: Object, field_validation: str) -> None:
-        """Wrong JSON types are 400; unknown fields are dropped (Warn: a Warning header; Strict: 400)."""
+    def _decode_typed(self, obj: Object, field_validation: str, old: Object | None = None) -> None:
+        """Wrong JSON types are 400; unknown fields are dropped (Warn: a Warning header; Strict: 400). ``old``: the
+        stored object an update replaces (its equal fields are not decoded again)."""
         if self.decoder is None:
             return
         strategy = self.strategy
-        warnings = self.decoder.decode(obj, strategy.group, strategy.version, strategy.kind, field_validation)
+        warnings = self.decoder.decode(obj, strategy.group, strategy.version, strategy.kind, field_validation, old)
         if self.on_warning is not None:
             for warning in warnings:
                 self.on_warning(warning)
@@ -488,7 +489,7 @@ class ResourceStore:
         strategy = self.strategy
         if not isinstance(new, dict) or not isinstance(new.get("metadata", {}), dict):
             raise errors.BadRequest("the object must be a JSON object with metadata")
-        self._decode_typed(new, field_validation)
+        self._decode_typed(new, field_validation, old)
         meta = new.setdefault("metadata", {})
         old_meta = old["metadata"]
         body_name = meta.get("name")

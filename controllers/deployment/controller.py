@@ -24,11 +24,11 @@ from typing import Any
 from apimachinery.errors import AlreadyExists, NotFound, StatusError
 from apimachinery.labels import selector_from_label_selector
 from apimachinery.meta import Object
-from controllers.base import Controller, unwrap
-from controllers.controllerref import ControllerRefManager, controller_uid
 from controllers.deployment import rollout, util
-from controllers.podcontrol import namespace_terminating
-from controllers.podutil import controller_ref, get_condition, meta, now_utc
+from controllers.support.base import Controller, unwrap
+from controllers.support.controllerref import ControllerRefManager, controller_uid
+from controllers.support.podcontrol import namespace_terminating
+from controllers.support.podutil import controller_ref, get_condition, meta, now_utc
 from kubeclient import DEPLOYMENTS, PODS, REPLICA_SETS, Clientset, EventRecorder, InformerFactory
 
 log = logging.getLogger(__name__)

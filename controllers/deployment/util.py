@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from apimachinery.meta import Object, parse_time
-from controllers.podutil import fmt_time, get_condition, meta
+from controllers.support.podutil import fmt_time, get_condition, meta
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"

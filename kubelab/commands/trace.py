@@ -19,11 +19,11 @@ Every row comes from something a component wrote down; nothing is inferred from 
   ``traceaudit``): each write of the flow by its ``RequestReceived`` (the component acting) and
   ``ResponseComplete`` (stored in etcd), matched by ``objectRef`` uid and revision, never by time (``_exact``);
 - the apiserver's record of watch deliveries (``GET /debug/watches/deliveries``, apiserver/storage/deliveries.py):
-  when etcd's transaction stored each version of the flow (steps 3, 7, 10, 13: ``_stored``; the audit log's
+  when etcd's transaction stored each version of the flow (steps 3, 7, 10, 13; the audit log's
   ResponseComplete comes later, once the response is written), when etcd's watch handed it to the watch cache
   (step 4) and when the cache wrote it down the controller-manager's, the scheduler's and the kubelet's watch
   streams (steps 5, 8, 11), matched by the object's name and revision and the watcher's user agent or user
-  (``_delivered``); the streams' opening times time step 1.
+  (``tracedeliveries``); the streams' opening times time step 1.
 
 A step without such a record is printed "not observed"; one that does not apply to this pod (no controller,
 ``spec.nodeName`` set by the client) says so. ``metav1.Time`` has whole seconds, so a latency next to one is
@@ -61,9 +61,8 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -72,69 +71,18 @@ import httpx
 from apimachinery.meta import parse_time
 from kubelab.commands.podtarget import add_pod_arguments, apiserver_client, unreachable
 from kubelab.commands.traceaudit import Write, find_writes
+from kubelab.commands.tracedeliveries import time_deliveries, time_stored
+from kubelab.commands.tracesteps import Evidence, Object, Stamp, Step, Version, critical_path, latency_text
 from kubelab.commands.up import DEFAULT_DATA_DIR
 from kubelab.table import render_table
 
-__all__ = ["Evidence", "Stamp", "Step", "Version", "add_arguments", "build_steps", "gather", "latency_text", "render",
-           "run"]
-
-Object = dict[str, Any]
+__all__ = ["Evidence", "Stamp", "Step", "Version", "add_arguments", "build_steps", "critical_path", "gather",
+           "latency_text", "render", "run"]
 
 LEADER_LEASES = (("controller-manager", "kube-controller-manager"), ("scheduler", "kube-scheduler"))
 KUBELET_REASONS = ("Pulling", "Pulled", "Created", "Started")
 APPLY_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 DEFAULT_AUDIT_LOG = f"{DEFAULT_DATA_DIR}/logs/audit.log"  # where `kubelab up` has the apiserver write it
-
-
-@dataclass(frozen=True, slots=True)
-class Stamp:
-    """When a step happened, and the field that says so."""
-
-    at: datetime
-    precise: bool  # MicroTime (µs) rather than metav1.Time (whole seconds)
-    source: str
-
-
-@dataclass(frozen=True, slots=True)
-class Version:
-    """One stored version of an object, replayed from etcd's history."""
-
-    type: str  # ADDED | MODIFIED | DELETED
-    rv: int
-    obj: Object
-
-
-@dataclass
-class Evidence:
-    """Everything the components recorded about one pod; ``build_steps`` reads nothing else."""
-
-    pod: Object
-    controllers: list[Object] = field(default_factory=list)  # the pod's controller, its controller, ...
-    pod_events: list[Object] = field(default_factory=list)
-    owner_events: list[Object] = field(default_factory=list)  # events about controllers[0]
-    pod_history: list[Version] | None = None  # None: etcd's history was not available
-    root_history: list[Version] | None = None  # of controllers[-1]
-    node: Object | None = None
-    leases: dict[str, Object | None] = field(default_factory=dict)  # lease name -> lease (None: absent)
-    audit_log: str | None = None  # the audit log read (None: none found)
-    writes: list[Write] | None = None  # the audited writes in the pod's namespace (None: no audit log)
-    deliveries: list[Object] | None = None  # /debug/watches/deliveries items of the pod and its root (None: none)
-
-
-@dataclass
-class Step:
-    number: str  # "1".."13"; sub-steps "12a", ...
-    actor: str
-    what: str
-    stamp: Stamp | None = None
-    revision: int | None = None
-    evidence: str = ""
-    observed: bool = True
-    applicable: bool = True
-    latency: float | None = None  # seconds since the previous step with a time
-    latency_precise: bool = False
-    included_in: str | None = None  # no record of its own: its time is within this later step's latency
-    audit_id: str | None = None  # the audited request whose stages time this step
 
 
 # ---- reading the records -------------------------------------------------------------------------------
@@ -209,11 +157,11 @@ def build_steps(ev: Evidence) -> list[Step]:
     """The seed's 13 steps for ``ev.pod``, in the seed's order, with latencies filled in."""
     steps = [_watching(ev), *_submitted(ev), *_controller(ev), *_scheduler(ev), *_kubelet(ev), _running(ev)]
     if ev.deliveries:
-        _delivered(ev, steps)
+        time_deliveries(ev, steps)
     if ev.writes:
         _exact(ev, steps)
     if ev.deliveries:
-        _stored(ev, steps)
+        time_stored(ev, steps)
     previous: Stamp | None = None
     for step in steps:
         if step.stamp is None or step.number == "1":  # step 1 is the watches' opening, not a hop of the flow
@@ -419,104 +367,6 @@ def _running(ev: Evidence) -> Step:
                 revision=first.rv if first else None, evidence=f"{where}; {conditions or 'no readiness conditions'}")
 
 
-# ---- exact times of the watch deliveries ---------------------------------------------------------------
-
-# Who a delivery step's watcher is: its user agent's product (kube's "kube-scheduler/v1.32.0 (linux/amd64) ..."),
-# or its user (kubeadm's identities).
-WATCHERS = {"controller-manager": ("kube-controller-manager", "system:kube-controller-manager"),
-            "scheduler": ("kube-scheduler", "system:kube-scheduler"), "kubelet": ("kubelet", "system:node:")}
-
-
-def _is(watcher: Object, component: str, node: str | None = None) -> bool:
-    agent, user = WATCHERS[component]
-    if component == "kubelet" and node:
-        user = f"system:node:{node}"
-    return str(watcher.get("userAgent", "")).split("/", 1)[0] == agent or str(watcher.get("user", "")).startswith(user)
-
-
-def _streamed_to(watcher: Object, *, component: str, node: str | None) -> bool:
-    return not watcher.get("watchCache") and _is(watcher, component, node)
-
-
-def _delivered(ev: Evidence, steps: list[Step]) -> None:
-    """Time the watch deliveries — 4 (etcd to the watch cache), 5, 8, 11 (the cache to the controller-manager,
-    the scheduler, the kubelet) — by the apiserver's record of them, matched by name and revision; and step 1 by
-    the opening of the streams that delivered 5, 8 and 11."""
-    by = {s.number: s for s in steps}
-    root = ev.controllers[-1] if ev.controllers else ev.pod
-    pod_name, root_name = _meta(ev.pod).get("name"), _meta(root).get("name")
-    node = (ev.pod.get("spec") or {}).get("nodeName")
-    items = ev.deliveries or []
-
-    def first(name: str | None, rv: int | None, test: Callable[[Object], bool]) -> Object | None:
-        found = [d for d in items if d.get("name") == name and rv is not None and d.get("resourceVersion") == str(rv)
-                 and test(d.get("watcher") or {})]
-        return min(found, key=lambda d: str(d.get("time")), default=None)
-
-    def time(number: str, delivery: Object | None) -> None:
-        step = by.get(number)
-        if step is None or delivery is None or not step.applicable:
-            return
-        watcher = delivery.get("watcher") or {}
-        at = parse_time(delivery["time"])
-        who = "the watch cache (etcd's watch)" if watcher.get("watchCache") else \
-            f"{watcher.get('user')} ({str(watcher.get('userAgent', '')).split(' ', 1)[0]})"
-        step.stamp = Stamp(at, True, "watch delivery")
-        step.observed, step.included_in = True, None
-        step.evidence = step.evidence.replace("status.startTime; ", "")  # (11: the delivery times it, not that)
-        if step.revision is None:
-            step.revision = int(delivery["resourceVersion"])
-        note = (f"delivered: {delivery.get('type')} {delivery.get('resource')} rev {delivery['resourceVersion']} "
-                f"to {who} at {at.strftime('%H:%M:%S.%f')}")
-        step.evidence = f"{step.evidence}; {note}" if step.evidence else note
-
-    root_rv = by["3"].revision
-    pod_rv = by["7"].revision if ev.controllers else root_rv
-    time("4", first(root_name, root_rv, lambda w: bool(w.get("watchCache"))))
-    seen: list[Object] = []
-    for number, name, rv, component in (("5", root_name, root_rv, "controller-manager"),
-                                        ("8", pod_name, pod_rv, "scheduler"),
-                                        ("11", pod_name, by["10"].revision, "kubelet")):
-        delivery = first(name, rv, partial(_streamed_to, component=component, node=node))
-        if delivery is not None and by[number].applicable:
-            time(number, delivery)
-            seen.append(delivery)
-    if seen:
-        _watches_opened(by["1"], seen)
-
-
-def _watches_opened(step: Step, deliveries: list[Object]) -> None:
-    """1: the watch streams that delivered this pod's flow, when each opened; the last one times the step, its
-    latency is how long the apiserver took from the request to the open stream."""
-    last = max((d["watcher"] for d in deliveries), key=lambda w: str(w.get("started")))
-    started, requested = parse_time(last["started"]), parse_time(last["requestReceived"])
-    step.stamp = Stamp(started, True, "watch stream started")
-    step.latency, step.latency_precise = (started - requested).total_seconds(), True
-    opened = "; ".join(f"{str(d['watcher'].get('userAgent', '')).split(' ', 1)[0] or d['watcher'].get('user')} "
-                       f"watching {d.get('resource')} since "
-                       f"{parse_time(d['watcher']['started']).strftime('%H:%M:%S.%f')}" for d in deliveries)
-    step.evidence = f"{step.evidence}; streams: {opened}"
-
-
-def _stored(ev: Evidence, steps: list[Step]) -> None:
-    """3, 7, 10, 13: "stored in etcd" is the moment etcd's transaction returned the step's revision to the
-    apiserver (its ``STORED`` record), earlier than the response the audit log's ResponseComplete times."""
-    root = ev.controllers[-1] if ev.controllers else ev.pod
-    names = {"3": _meta(root).get("name"), "7": _meta(ev.pod).get("name"), "10": _meta(ev.pod).get("name"),
-             "13": _meta(ev.pod).get("name")}
-    for step in steps:
-        if step.number not in names or step.revision is None or not step.applicable:
-            continue
-        stored = [d for d in ev.deliveries or [] if d.get("type") == "STORED" and d.get("name") == names[step.number]
-                  and d.get("resourceVersion") == str(step.revision)]
-        if not stored:
-            continue
-        at = parse_time(stored[0]["time"])
-        step.stamp, step.observed, step.included_in = Stamp(at, True, "etcd txn"), True, None
-        note = f"stored: etcd's transaction returned rev {step.revision} at {at.strftime('%H:%M:%S.%f')}"
-        step.evidence = f"{step.evidence}; {note}" if step.evidence else note
-
-
 # ---- exact times from the audit log -------------------------------------------------------------------
 
 
@@ -606,18 +456,6 @@ def _kubelet_first_act(step: Step, status: Write | None, events: list[Step],
                           f"seeing the pod is within step {first_event.number}'s latency")
 
 
-def critical_path(steps: list[Step]) -> Object | None:
-    """The pod's critical path: from the first timed step of the flow (2 onwards) to the last, with its total."""
-    timed = [s for s in steps if s.stamp is not None and s.number != "1"]
-    if len(timed) < 2:
-        return None
-    first, last = timed[0], timed[-1]
-    total = (last.stamp.at - first.stamp.at).total_seconds() if first.stamp and last.stamp else 0.0
-    exact = all(s.stamp is not None and s.stamp.precise for s in timed)
-    return {"from": first.number, "to": last.number, "total_ms": round(total * 1000, 3), "exact": exact,
-            "hops": [s.number for s in timed[1:]]}
-
-
 # ---- output --------------------------------------------------------------------------------------------
 
 
@@ -629,15 +467,6 @@ def _time(step: Step) -> str:
     if step.stamp is None:
         return "-"
     return step.stamp.at.strftime("%H:%M:%S.%f" if step.stamp.precise else "%H:%M:%S")
-
-
-def latency_text(step: Step) -> str:
-    """A step's latency as the table prints it (``+12.3ms``, ``+1.250s``, ``~+1s``; ``-`` without one)."""
-    if step.latency is None:
-        return f"(in {step.included_in})" if step.included_in else "-"
-    if step.latency_precise:
-        return f"{step.latency * 1000:+.1f}ms" if abs(step.latency) < 1 else f"{step.latency:+.3f}s"
-    return f"~{int(round(step.latency)):+d}s"
 
 
 def render(ev: Evidence, steps: list[Step]) -> str:

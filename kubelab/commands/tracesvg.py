@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 from xml.sax.saxutils import escape
 
-from kubelab.commands.trace import Evidence, Step, critical_path, latency_text
+from kubelab.commands.tracesteps import Evidence, Step, critical_path, latency_text
 
 Lang = Literal["en", "zh"]
 Kind = Literal["write", "watch", "local"]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from controllers.deployment import rollout, util
-from controllers.podutil import fmt_time
+from controllers.support.podutil import fmt_time
 
 NOW = datetime(2024, 5, 1, tzinfo=UTC)
 

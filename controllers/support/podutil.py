@@ -76,12 +76,20 @@ def ready_since(pod: Object) -> datetime | None:
 
 def is_pod_available(pod: Object, min_ready_seconds: int, now: datetime) -> bool:
     """Ready, and (with ``minReadySeconds``) ready for at least that long (``IsPodAvailable``)."""
-    if not is_pod_ready(pod):
-        return False
+    return ready_and_available(pod, min_ready_seconds, now)[1]
+
+
+def ready_and_available(pod: Object, min_ready_seconds: int, now: datetime) -> tuple[bool, bool]:
+    """``(is_pod_ready, is_pod_available)`` from one look at the Ready condition, for counting both over many pods."""
+    condition = get_condition(pod.get("status"), "Ready")
+    if condition is None or condition.get("status") != "True":
+        return False, False
     if min_ready_seconds <= 0:
-        return True
-    since = ready_since(pod)
-    return since is not None and (now - since).total_seconds() >= min_ready_seconds
+        return True, True
+    since = condition.get("lastTransitionTime")
+    if not since:
+        return True, False
+    return True, (now - parse_time(since)).total_seconds() >= min_ready_seconds
 
 
 def available_after(pod: Object, min_ready_seconds: int, now: datetime) -> float | None:

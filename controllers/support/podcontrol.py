@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from apimachinery.errors import Forbidden, NotFound, StatusError
 from apimachinery.meta import Object
-from controllers.podutil import meta
+from controllers.support.podutil import meta
 from kubeclient import Clientset, EventRecorder
 
 
