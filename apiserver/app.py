@@ -359,6 +359,11 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> R
         """The watch streams this apiserver serves (handlers/watches.py)."""
         return json_response(await watches.document(await storage.current_revision()))
 
+    @app.get("/debug/watches/deliveries", include_in_schema=False)
+    async def debug_watch_deliveries(request: Request) -> Response:
+        """Which watcher received which object version when (storage/deliveries.py), for `kubelab trace`."""
+        return json_response(watches.deliveries(request.query_params))
+
     @app.get("/version", include_in_schema=False)
     async def version() -> Response:
         return json_response(discovery.version_info())

@@ -36,6 +36,7 @@ from kubelab.addons import ADDONS
 from kubelab.bootstraptokens import ensure_join_objects
 from kubelab.clusterpki import (
     ADMIN,
+    CONSOLE,
     CONTROLLER_MANAGER,
     DNS,
     HOLLOW_NODES,
@@ -79,6 +80,7 @@ CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "proxy", "dns
 CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
 POD_NETWORKS = ("host", "bridge")  # kubelets' pods on the host's network (loopback pod IPs) or on the bridge
 PROXY_HEALTHZ_PORT = 10256
+PROXY_METRICS_PORT = 10249  # kube-proxy's --metrics-bind-address; taken only when free (10250 is the kubelet's)
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
 
 
@@ -363,8 +365,10 @@ class Cluster:
     def _spawn_proxy(self, component: Component, network: ClusterNetwork) -> _Pending:
         conf = self._kubeconfig(self.data_dir / "kube-proxy.conf", KUBE_PROXY)
         port = free_ports_from(PROXY_HEALTHZ_PORT, 1, avoid=self._reserved_ports())[0]
+        metrics = free_ports_from(PROXY_METRICS_PORT, 1, avoid=self._reserved_ports() | {port})[0]
         args = ["--kubeconfig", str(conf), "--cluster-network", network.name, "--cluster-cidr", CLUSTER_CIDR,
-                "--healthz-port", str(port)]
+                "--healthz-port", str(port), "--metrics-port", str(metrics if metrics == PROXY_METRICS_PORT
+                                                                else free_port())]
         return self._spawn(component, "proxy", args)
 
     def _spawn_kubelet(self, component: Component, node: str, port: int) -> _Pending:
@@ -423,12 +427,13 @@ class Cluster:
         return free_ports_from(self.kubelet_base_port, count, avoid=self._reserved_ports())
 
     def _spawn_console(self, component: Component) -> _Pending:
-        """The web console (``python -m kubelab.ui``) as the admin, on ``CONSOLE_PORT`` when free; it finds the
-        scheduler and the kubelets itself and is told the controller-manager's debug port."""
+        """The web console (``python -m kubelab.ui``) as ``kubelab:console`` over HTTPS (its rights: kubelab.addons),
+        on ``CONSOLE_PORT`` when free; it finds the scheduler and the kubelets itself and is told the
+        controller-manager's debug port."""
         port = free_port() if self.kubelet_base_port is None else \
             free_ports_from(CONSOLE_PORT, 1, avoid=self._reserved_ports())[0]
         manager = self.healthz_ports.get("controller-manager")
-        args = ["--kubeconfig", self.state.kubeconfig, "--port", str(port),
+        args = ["--kubeconfig", str(self._kubeconfig(self.data_dir / "console.conf", CONSOLE)), "--port", str(port),
                 *(["--component", f"controller-manager=http://127.0.0.1:{manager}"] if manager else []),
                 "--audit-log", str(self.logs / auditpolicy.LOG_NAME)]
         pending = self._spawn(component, component.name, args, port=port)

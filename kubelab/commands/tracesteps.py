@@ -46,6 +46,7 @@ class Evidence:
     leases: dict[str, Object | None] = field(default_factory=dict)  # lease name -> lease (None: absent)
     audit_log: str | None = None  # the audit log read (None: none found)
     writes: list[Write] | None = None  # the audited writes in the pod's namespace (None: no audit log)
+    deliveries: list[Object] | None = None  # /debug/watches/deliveries items of the pod and its root (None: none)
 
 
 @dataclass

@@ -94,7 +94,8 @@ def arrows(steps: list[Step], lang: Lang = "en") -> list[Arrow]:
         latency = (latency_text(step).replace("-", "–") if step.latency is not None
                    else TEXT[lang]["within"].format(step=step.included_in) if step.included_in else "–")
         if step.number == "1":
-            out += [Arrow("1", who, "apiserver", "watch", label if who == WATCHERS[0] else "", "", faint)
+            out += [Arrow("1", who, "apiserver", "watch", label if who == WATCHERS[0] else "",
+                          latency if who == WATCHERS[0] and step.latency is not None else "", faint)
                     for who in WATCHERS]
         elif step.number in HOPS:
             source, target, kind = HOPS[step.number]

@@ -149,6 +149,10 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
     console = re.search(r"web console: (http://127.0.0.1:\d+/)", up.stdout)
     assert console and f"web console: {console.group(1)}" in status.stdout, up.stdout + status.stdout
     assert "Nodes × pods" in httpx.get(console.group(1), timeout=5).text
+    watches = wait_for(lambda: [w for w in httpx.get(f"http://127.0.0.1:{port}/debug/watches", timeout=5)
+                                .json()["items"] if w["userAgent"].startswith("kubelab-console")] or None,
+                       what="the console's watches")
+    assert {w["user"] for w in watches} == {"kubelab:console"}  # its own certificate, over HTTPS
     cs = httpx.get(f"http://127.0.0.1:{port}/api/v1/componentstatuses", timeout=10).json()["items"]
     assert [(c["metadata"]["name"], c["conditions"][0]["status"]) for c in cs] == [
         ("controller-manager", "True"), ("etcd-0", "True"), ("scheduler", "True")]
