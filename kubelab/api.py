@@ -61,7 +61,8 @@ class Cluster:
     snapshot file (`kubelab snapshot save`) restored into the fresh data dir before etcd starts. ``manifests``: a
     YAML file or a directory of them, applied (server-side) once the cluster is up. ``extra_args``: flags added
     to a component's command line, by component name (``{"apiserver": ["--etcd-compaction-interval", "0"]}``).
-    ``pod_network``: ``host`` or ``bridge`` (``kubelab up --pod-network``).
+    ``pod_network``: ``host`` or ``bridge`` (``kubelab up --pod-network``); ``proxy_mode``: kube-proxy's mode with
+    the bridge (``kubelab up --proxy-mode``).
     """
 
     def __init__(
@@ -79,6 +80,7 @@ class Cluster:
         etcd_tls: bool = False,
         timeout: float = READY_TIMEOUT,
         pod_network: str = "host",
+        proxy_mode: str = "auto",
     ) -> None:
         unknown = [c for c in components if c not in ALL_COMPONENTS]
         if unknown or "apiserver" not in components:
@@ -98,6 +100,7 @@ class Cluster:
         self.etcd_tls = etcd_tls
         self.timeout = timeout
         self.pod_network = pod_network  # "bridge": the cluster network and kube-proxy (`kubelab up --pod-network`)
+        self.proxy_mode = proxy_mode
         self._engine: engine.Cluster | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -123,6 +126,7 @@ class Cluster:
             kubelet_base_port=None,
             secure_port=None,
             pod_network=self.pod_network,
+            proxy_mode=self.proxy_mode,
         )
         try:
             self._engine.start()

@@ -65,8 +65,8 @@ from kubelab.state import ClusterState, ProcessRecord
 from kubelab.supervisor import StartupFailed, Supervised, Supervisor, Unit
 from kubelet.network import CLUSTER_CIDR, ClusterNetwork, default_name
 
-__all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "POD_NETWORKS", "SECURE_PORT", "Cluster", "Progress",
-           "StartupError", "stop_records"]
+__all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "POD_NETWORKS", "PROXY_MODES", "SECURE_PORT", "Cluster",
+           "Progress", "StartupError", "stop_records"]
 
 KUBELET_BASE_PORT = 10250
 # kube's secure ports of the controller-manager and the scheduler: where their /healthz is served (plain HTTP here)
@@ -79,6 +79,7 @@ CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need th
 CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "proxy", "dns", "ui")
 CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
 POD_NETWORKS = ("host", "bridge")  # kubelets' pods on the host's network (loopback pod IPs) or on the bridge
+PROXY_MODES = ("auto", "nftables", "iptables", "userspace")  # kubelab proxy --proxy-mode
 PROXY_HEALTHZ_PORT = 10256
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
 
@@ -134,6 +135,7 @@ class Cluster:
         kubelet_base_port: int | None = KUBELET_BASE_PORT,
         secure_port: int | None = SECURE_PORT,
         pod_network: str = "host",
+        proxy_mode: str = "auto",
     ) -> None:
         """Raises IncompatibleEtcd (or FileNotFoundError) when no etcd found can run the data dir's etcd.
 
@@ -144,7 +146,7 @@ class Cluster:
         ``secure_port``: the apiserver's HTTPS port, the first free one from it (None: one the kernel picks);
         ``pod_network``: ``host`` (pods share the host's network, each with a loopback IP of 127.16.0.0/12) or
         ``bridge`` (linux runtime kubelets on the cluster network ``kubelet.network`` describes, pod IPs of
-        10.244.0.0/16, kube-proxy; needs root and nft).
+        10.244.0.0/16, kube-proxy; needs root and nft); ``proxy_mode``: kube-proxy's ``--proxy-mode``.
         """
         unknown = set(components or ()) - set(CLIENT_COMPONENTS)
         if unknown:
@@ -163,6 +165,9 @@ class Cluster:
             raise ValueError(f"unknown pod network {pod_network!r}: choose among {list(POD_NETWORKS)}")
         # The cluster network (``bridge``): created at start, deleted at stop (and by `kubelab down`).
         self.network = ClusterNetwork(default_name(self.data_dir)) if pod_network == "bridge" else None
+        if proxy_mode not in PROXY_MODES:
+            raise ValueError(f"unknown proxy mode {proxy_mode!r}: choose among {list(PROXY_MODES)}")
+        self.proxy_mode = proxy_mode
         self.hollow_nodes = hollow_nodes
         self.extra_args = {name: list(args) for name, args in (extra_args or {}).items()}
         self.kubelet_base_port = kubelet_base_port
@@ -361,7 +366,7 @@ class Cluster:
         conf = self._kubeconfig(self.data_dir / "kube-proxy.conf", KUBE_PROXY)
         port = free_ports_from(PROXY_HEALTHZ_PORT, 1, avoid=self._reserved_ports())[0]
         args = ["--kubeconfig", str(conf), "--cluster-network", network.name, "--cluster-cidr", CLUSTER_CIDR,
-                "--healthz-port", str(port)]
+                "--healthz-port", str(port), "--proxy-mode", self.proxy_mode]
         return self._spawn(component, "proxy", args)
 
     def _spawn_kubelet(self, component: Component, node: str, port: int) -> _Pending:

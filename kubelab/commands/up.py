@@ -24,7 +24,7 @@ from pathlib import Path
 from types import FrameType
 
 from kubelab import process
-from kubelab.cluster import POD_NETWORKS, SECURE_PORT, Cluster, Progress, StartupError, stop_records
+from kubelab.cluster import POD_NETWORKS, PROXY_MODES, SECURE_PORT, Cluster, Progress, StartupError, stop_records
 from kubelab.detach import Console, run_detached
 from kubelab.etcd import QUOTA_BACKEND_BYTES, etcd_version
 from kubelab.etcdcluster import IncompatibleEtcd
@@ -103,6 +103,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "bridge: Linux containers (--runtime linux) on a bridge per node in a network namespace of the "
              "cluster's, pod IPs of 10.244.0.0/16, Services routed by kube-proxy (kubelab proxy, nftables); needs "
              "root and nft; `kubelab down` deletes the namespace (default: host)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--proxy-mode", choices=PROXY_MODES, default="auto",
+        help="kube-proxy's mode with the bridge pod network (kubelab proxy --proxy-mode): nftables or iptables "
+             "rules, as kube-proxy's modes; auto: nftables where nft works, else iptables (default: auto)",
     )  # fmt: skip
     parser.add_argument(
         "--etcd-quota-backend-bytes", type=_count, default=QUOTA_BACKEND_BYTES, metavar="BYTES",
@@ -202,6 +207,7 @@ def _run(args: argparse.Namespace, console: Console | None) -> int:
             etcd_tls=args.etcd_tls,
             secure_port=args.secure_port,
             pod_network=args.pod_network,
+            proxy_mode=args.proxy_mode,
         )
     except (FileNotFoundError, IncompatibleEtcd) as e:
         _fail(str(e))
