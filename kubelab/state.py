@@ -61,6 +61,8 @@ class ClusterState:
     detached: bool = False
     secure_url: str | None = None  # the apiserver's HTTPS URL (the kubeconfig's server); None: plain HTTP only
     console_url: str | None = None  # the web console's (kubelab ui); None: not started
+    runtime: str | None = None  # the kubelets' container runtime and why: "linux (auto: ...)"
+    pod_network: str | None = None  # host or bridge
     processes: list[ProcessRecord] = field(default_factory=list)
 
     def to_json(self) -> str:

@@ -99,12 +99,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--node-lease-renew-interval", type=float, default=10.0, help="seconds between Lease renewals")
     p.add_argument("--node-status-update-frequency", type=float, default=60.0,
                    help="seconds between node status posts")
-    p.add_argument("--runtime", choices=("auto", "linux", "process", "docker"), default="process",
+    p.add_argument("--runtime", choices=("auto", "linux", "process", "docker"), default="auto",
                    help="linux: Linux containers (namespaces, the image's root file system, cgroups; needs root); "
                         "process: each container is an OS process; docker: real containers through the Docker "
-                        "engine at DOCKER_HOST or unix:///var/run/docker.sock; auto: linux where this host allows "
-                        "it, else process (default: %(default)s; linux becomes the default once the seed "
-                        "walkthrough passes on it)")
+                        "engine at DOCKER_HOST or unix:///var/run/docker.sock; auto: linux where the kubelet runs "
+                        "as root and the kernel allows namespaces and pivot_root and a static busybox is there, else "
+                        "process, saying why in the log (default: %(default)s)")
     p.add_argument("--cluster-network", default="",
                    help="with the linux runtime: put pods on this cluster network namespace (created if absent; "
                         "see kubelet/network.py): a bridge for this node, a veth per pod, pod IPs from the Node's "

@@ -14,7 +14,8 @@ from aiohttp import web
 
 from kubeclient import Clientset, metrics
 
-from .proxier import Backend, NftBackend, Proxier, nft_in
+from . import mode
+from .proxier import Backend, IptablesBackend, NftBackend, Proxier, nft_in, run_in
 from .userspace import UserspaceBackend
 
 HEALTHZ_PORT = 10256  # kube-proxy's --healthz-bind-address port
@@ -24,13 +25,16 @@ PORTS_TRIED = 50
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="kubelab proxy", description="kube-proxy: programs ClusterIPs, NodePorts and "
-                                "session affinity of every Service as nftables rules in the cluster network.")
+                                "session affinity of every Service as nftables or iptables rules in the cluster "
+                                "network, or relays them itself (userspace).")
     p.add_argument("--master", help="apiserver URL (e.g. http://127.0.0.1:8080)")
     p.add_argument("--kubeconfig", help="kubeconfig file to find the apiserver")
-    p.add_argument("--proxy-mode", choices=("nftables", "userspace"), default="nftables",
-                   help="nftables: rules in the cluster network (needs --cluster-network); userspace: the proxy "
-                        "relays each ClusterIP's connections itself on its loopback stand-in (10.96.0.1 → "
-                        "127.96.0.1), for pods of the process runtime (default: %(default)s)")
+    p.add_argument("--proxy-mode", choices=mode.MODES, default="auto",
+                   help="nftables or iptables: kube-proxy's rules in the cluster network (needs --cluster-network); "
+                        "userspace: the proxy relays each ClusterIP's connections itself on its loopback stand-in "
+                        "(10.96.0.1 → 127.96.0.1), for pods of the process runtime; auto: nftables where nft works "
+                        "in the cluster network, else iptables, userspace without a cluster network "
+                        "(default: %(default)s)")
     p.add_argument("--cluster-network", default="",
                    help="the cluster network namespace the kubelets' --cluster-network names (/run/netns/NAME)")
     p.add_argument("--cluster-cidr", default="10.244.0.0/16",
@@ -81,18 +85,27 @@ async def _serve(app: web.Application, first: int, path: str) -> web.AppRunner:
     raise SystemExit(f"no free port for /{path} in {first}..{first + PORTS_TRIED - 1}")
 
 
-def backend(args: argparse.Namespace) -> Backend:
-    if args.proxy_mode == "userspace":
-        return UserspaceBackend()
+def backend(args: argparse.Namespace) -> tuple[Backend, str]:
+    """The mode's backend, and the mode with the reason it was chosen (``--proxy-mode auto``)."""
     netns = Path("/run/netns") / args.cluster_network
+    try:
+        chosen, why = mode.resolve(args.proxy_mode, args.cluster_network,
+                                   run_in(str(netns)) if args.cluster_network and netns.exists() else None)
+    except RuntimeError as err:
+        raise SystemExit(f"kubelab proxy: {err}") from None
+    if chosen == "userspace":
+        return UserspaceBackend(), f"userspace: {why}"
     if not args.cluster_network or not netns.exists():
         raise SystemExit(f"kubelab proxy: no cluster network {args.cluster_network!r} ({netns} does not exist; "
                          f"the kubelets create it with --cluster-network; without one use --proxy-mode userspace)")
-    return NftBackend(nft_in(str(netns)), args.cluster_cidr)
+    mode.remove_leftovers(chosen, run_in(str(netns)))
+    if chosen == "iptables":
+        return IptablesBackend(run_in(str(netns)), args.cluster_cidr), f"iptables: {why}"
+    return NftBackend(nft_in(str(netns)), args.cluster_cidr), f"nftables: {why}"
 
 
 async def run(args: argparse.Namespace) -> None:
-    chosen = backend(args)
+    chosen, described = backend(args)
     client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig, user_agent="kube-proxy")
     proxier = Proxier(client, chosen, sync_period=args.sync_period, min_sync_period=args.min_sync_period)
     runner = await serve_healthz(proxier, args.healthz_port) if args.healthz_port else None
@@ -101,8 +114,8 @@ async def run(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    logging.info("kube-proxy (%s)%s", args.proxy_mode,
-                 f" for cluster network {args.cluster_network}" if args.proxy_mode == "nftables" else "")
+    logging.info("kube-proxy in mode %s%s", described,
+                 f"; cluster network {args.cluster_network}" if args.cluster_network else "")
     try:
         await proxier.run(stop)
     finally:

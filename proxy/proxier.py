@@ -1,6 +1,7 @@
 """The sync loop: informers mark the proxy dirty, ``sync`` turns the caches into ``ServicePort``s and hands them to
-a ``Backend``: ``NftBackend`` applies the renderer's transaction (only the changed Service ports; see
-``nftables``), ``userspace.UserspaceBackend`` relays connections itself.
+a ``Backend``: ``NftBackend`` applies the nftables renderer's transaction (only the changed Service ports; see
+``nftables``), ``IptablesBackend`` the iptables renderer's ``iptables-restore --noflush`` input (``iptables``),
+``userspace.UserspaceBackend`` relays connections itself.
 
 Guarantees: a sync starts at most ``min_sync_period`` after the change that asked for it and no sooner than that
 after the previous one; one runs at least every ``sync_period`` even without changes (a failed one is retried
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 
 from kubeclient import Clientset, SharedInformer
 
-from . import metrics
+from . import iptables, metrics
 from .model import ServicePort, service_ports
 from .nftables import Renderer
 
@@ -28,15 +29,25 @@ log = logging.getLogger(__name__)
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
 Apply = Callable[[str], None]  # raises RuntimeError with nft's message
+Run = Callable[[Sequence[str], str], str]  # (argv, standard input) → standard output; RuntimeError on failure
+
+
+def run_in(netns_path: str) -> Run:
+    """Run commands inside the network namespace at ``netns_path`` (``nsenter --net``)."""
+    def run(argv: Sequence[str], stdin: str) -> str:
+        done = subprocess.run(["nsenter", f"--net={netns_path}", *argv], input=stdin, text=True, capture_output=True)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr.strip() or f"{argv[0]} exited {done.returncode}")
+        return done.stdout
+    return run
 
 
 def nft_in(netns_path: str) -> Apply:
     """Apply a script with ``nft -f -`` inside the namespace at ``netns_path`` (one transaction)."""
+    run = run_in(netns_path)
+
     def apply(script: str) -> None:
-        done = subprocess.run(["nsenter", f"--net={netns_path}", "nft", "-f", "-"], input=script, text=True,
-                              capture_output=True)
-        if done.returncode != 0:
-            raise RuntimeError(done.stderr.strip() or f"nft exited {done.returncode}")
+        run(["nft", "-f", "-"], script)
     return apply
 
 
@@ -48,6 +59,40 @@ class Backend(Protocol):
         ...
 
 
+class Rendering(Protocol):
+    """A renderer's bookkeeping (``nftables.Renderer``, ``iptables.Renderer``): what the kernel holds by Service
+    port, told whether the last rendered change was applied."""
+
+    @property
+    def current(self) -> Mapping[str, Any]: ...
+
+    def applied(self) -> None: ...
+
+    def failed(self) -> None: ...
+
+
+async def sync_rules(renderer: Rendering, render: Callable[[], str], apply: Apply) -> bool:
+    """Render and apply one change off the event loop; False (and the next sync a full one) when it failed."""
+    started = time.monotonic()
+
+    def render_and_apply() -> str:
+        script = render()
+        if script:
+            apply(script)
+        return script
+    try:
+        script = await asyncio.to_thread(render_and_apply)
+    except (RuntimeError, OSError) as err:
+        log.error("sync failed (retried as a full sync): %s", err)
+        renderer.failed()
+        return False
+    renderer.applied()
+    if script:
+        log.info("synced %d service ports in %.0f ms (%d lines)", len(renderer.current),
+                 (time.monotonic() - started) * 1000, script.count("\n"))
+    return True
+
+
 class NftBackend:
     """kube-proxy's nftables mode: the renderer's transaction, applied with ``apply``."""
 
@@ -56,20 +101,28 @@ class NftBackend:
         self.renderer = Renderer(cluster_cidr)
 
     async def sync(self, ports: Mapping[str, ServicePort], node_ips: Sequence[str]) -> bool:
-        script = self.renderer.sync(ports, node_ips)
-        started = time.monotonic()
-        if script:
-            try:
-                await asyncio.to_thread(self.apply, script)
-            except (RuntimeError, OSError) as err:
-                log.error("sync failed (retried as a full sync): %s", err)
-                self.renderer.failed()
-                return False
-        self.renderer.applied()
-        if script:
-            log.info("synced %d service ports in %.0f ms (%d lines)", len(self.renderer.current),
-                     (time.monotonic() - started) * 1000, script.count("\n"))
-        return True
+        return await sync_rules(self.renderer, lambda: self.renderer.sync(ports, node_ips), self.apply)
+
+
+class IptablesBackend:
+    """kube-proxy's iptables mode: the renderer's input, applied with ``iptables-restore --noflush`` (the
+    rest of the tables untouched); a full sync first reads the tables with ``iptables-save``."""
+
+    RESTORE = ("iptables-restore", "-w", "5", "--noflush")
+
+    def __init__(self, run: Run, cluster_cidr: str) -> None:
+        self.run = run
+        self.renderer = iptables.Renderer(cluster_cidr)
+
+    async def sync(self, ports: Mapping[str, ServicePort], node_ips: Sequence[str]) -> bool:
+        def render() -> str:
+            full = not self.renderer.synced
+            saved = iptables.Saved.parse(self.run(["iptables-save"], "")) if full else None
+            return self.renderer.sync(ports, node_ips, saved)
+        return await sync_rules(self.renderer, render, self.restore)
+
+    def restore(self, script: str) -> None:
+        self.run(self.RESTORE, script)
 
 
 class Proxier:

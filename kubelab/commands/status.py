@@ -10,7 +10,8 @@ the process is gone and nothing will restart it. RESTARTS counts the supervisor'
 ``restartCount``); LAST EXIT says how the previous run ended and when: ``Error (exit 1) 2m ago``,
 ``Completed (exit 0) 5s ago``, ``signal SIGKILL 40s ago``. Exit code 0 only if every row is ok or running.
 The first line also names each node's container runtime (``node01 linux://0.1.0``: Linux containers;
-``kubelab-process``: plain processes), as ``kubectl get nodes -o wide`` shows it.
+``process://0.1``: plain processes), as ``kubectl get nodes -o wide`` shows it, then the runtime and pod network
+`kubelab up` chose, with why (``runtime: linux (auto: root, namespaces, ...), pod network: bridge``).
 """
 
 from __future__ import annotations
@@ -110,10 +111,11 @@ def run(args: argparse.Namespace) -> int:
         ]
         runtimes = node_runtimes(client, state.api_url)
     nodes = f"; container runtime: {runtimes}" if runtimes else ""
+    chosen = f"; runtime: {state.runtime}, pod network: {state.pod_network}" if state.runtime else ""
     secure = f" and {state.secure_url}" if state.secure_url else ""
     console = f", web console: {state.console_url}" if state.console_url else ""
     print(f"kubelab in {data_dir}: apiserver {state.api_url}{secure} ({supervisor_of(state)}), "
-          f"kubeconfig {state.kubeconfig}{console}{nodes}")
+          f"kubeconfig {state.kubeconfig}{console}{nodes}{chosen}")
     print(render_table(HEADERS, rows))
     audit = data_dir / "logs" / auditpolicy.LOG_NAME
     if audit.exists():

@@ -24,11 +24,12 @@ from pathlib import Path
 from types import FrameType
 
 from kubelab import process
-from kubelab.cluster import POD_NETWORKS, SECURE_PORT, Cluster, Progress, StartupError, stop_records
+from kubelab.cluster import PROXY_MODES, SECURE_PORT, Cluster, Progress, StartupError, stop_records
 from kubelab.detach import Console, run_detached
 from kubelab.etcd import QUOTA_BACKEND_BYTES, etcd_version
 from kubelab.etcdcluster import IncompatibleEtcd
 from kubelab.net import free_ports_from, port_in_use
+from kubelab.runtimechoice import POD_NETWORKS, RUNTIMES
 from kubelab.state import ClusterState, load_state, remove_state, save_state
 from kubelab.supervisor import Supervising
 
@@ -105,11 +106,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve etcd's clients and peers over TLS with client certificates from <data-dir>/pki (default: on)",
     )  # fmt: skip
     parser.add_argument(
-        "--pod-network", choices=POD_NETWORKS, default="host",
+        "--runtime", choices=RUNTIMES, default="auto",
+        help="every kubelet's container runtime: linux (Linux containers: namespaces, the image's root file "
+             "system, cgroups; needs root), process (each container an OS process), docker (a Docker engine); "
+             "auto: linux where this runs as root and the kernel allows namespaces and pivot_root and a static "
+             "busybox is there, else process — `kubelab status` says which and why (default: auto)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--pod-network", choices=POD_NETWORKS, default="auto",
         help="host: pods share the host's network namespace, each with its own loopback IP of 127.16.0.0/12; "
              "bridge: Linux containers (--runtime linux) on a bridge per node in a network namespace of the "
-             "cluster's, pod IPs of 10.244.0.0/16, Services routed by kube-proxy (kubelab proxy, nftables); needs "
-             "root and nft; `kubelab down` deletes the namespace (default: host)",
+             "cluster's, pod IPs of 10.244.0.0/16, Services routed by kube-proxy (kubelab proxy); needs root and "
+             "nft; `kubelab down` deletes the namespace; auto: bridge when the runtime is linux, else host "
+             "(default: auto)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--proxy-mode", choices=PROXY_MODES, default="auto",
+        help="kube-proxy's mode with the bridge pod network (kubelab proxy --proxy-mode): nftables or iptables "
+             "rules, as kube-proxy's modes; auto: nftables where nft works, else iptables (default: auto)",
     )  # fmt: skip
     parser.add_argument(
         "--apiservers", type=_positive, default=1, metavar="N",
@@ -215,9 +229,11 @@ def _run(args: argparse.Namespace, console: Console | None) -> int:
             etcd_tls=args.etcd_tls,
             secure_port=args.secure_port,
             pod_network=args.pod_network,
+            proxy_mode=args.proxy_mode,
+            runtime=args.runtime,
             apiservers=args.apiservers,
         )
-    except (FileNotFoundError, IncompatibleEtcd) as e:
+    except (FileNotFoundError, IncompatibleEtcd, ValueError) as e:
         _fail(str(e))
         return 1
     etcd_binary = cluster.etcd.members[0].binary
@@ -345,6 +361,7 @@ def _print_ready(cluster: Cluster, args: argparse.Namespace, seconds: float) -> 
     apiservers = f"{cluster.apiservers} apiservers" if cluster.apiservers > 1 else "apiserver"
     print(f"\nkubelab is up in {seconds:.1f}s: {apiservers} {cluster.secure_url} (HTTPS, the kubeconfig's) and "
           f"{cluster.api_url} (plain HTTP, no authentication), {args.nodes} node(s).")
+    print(f"  runtime: {cluster.choice.runtime} ({cluster.choice.why}), pod network: {cluster.choice.pod_network}")
     if args.port == DEFAULT_PORT:
         print("  kubectl get nodes                  (kubectl's default server is http://localhost:8080)")
     else:

@@ -45,9 +45,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SHIM = Path(__file__).with_name("shim.py")
-# The runtime's name in ``containerID`` (``kubelab-process://<id>``) and the node's ``containerRuntimeVersion``,
+# The runtime's name in ``containerID`` (``process://<id>``) and the node's ``containerRuntimeVersion``,
 # as ``containerd://…`` names containerd's containers.
-RUNTIME_NAME = "kubelab-process"
+RUNTIME_NAME = "process"
 UNKNOWN_EXIT_CODE = 137  # a container that vanished: kubelet's ContainerStatusUnknown reports 137
 MAX_TERMINATION_MESSAGE = 4096  # the kubelet's maxMessageLength
 POLL_SECONDS = 0.5  # how often an adopted container is checked where pidfd_open is not available
@@ -117,7 +117,7 @@ class ContainerProcess:
 
     @property
     def container_id(self) -> str:
-        """The instance as a pod status names it: ``kubelab-process://<id>``."""
+        """The instance as a pod status names it: ``process://<id>``."""
         return f"{self.runtime_name}://{self.id}"
 
     @property

@@ -148,7 +148,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         add(name,
             lambda name=name, port=port, root=root: ComponentProcess(
                 "kubelet", url, tmp / f"{name}.log", "--node-name", name, "--port", str(port),
-                "--root-dir", str(root), "--node-lease-renew-interval", "1", cwd=root),
+                "--root-dir", str(root), "--node-lease-renew-interval", "1", "--runtime", "process", cwd=root),
             lambda name=name, port=port: _healthy(f"https://127.0.0.1:{port}/healthz") and _node_ready(url, name))
     namespace = "chaos"
     cluster = Cluster(etcd, apiserver, components, namespace, marker, tmp, kubelet_ports)

@@ -150,7 +150,7 @@ def cluster(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     with httpx.Client(base_url=api_url, timeout=30) as client:
         assert client.post("/api/v1/namespaces", json={"metadata": {"name": ns}}).status_code == 201
         kubelet = ComponentProcess("kubelet", api_url, tmp / "kubelet.log", "--node-name", node,
-                                   "--port", str(free_port()), "--root-dir", str(tmp / "root"))
+                                   "--port", str(free_port()), "--root-dir", str(tmp / "root"), "--runtime", "process")
         manager = ControllerManager(api_url, tmp / "controller-manager.log", "--leader-elect=false",
                                     "--controllers=deployment,replicaset,horizontalpodautoscaling",
                                     "--horizontal-pod-autoscaler-sync-period=1s")

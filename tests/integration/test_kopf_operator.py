@@ -94,7 +94,7 @@ def cluster(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     scheduler = SchedulerProcess(api_url, root / "scheduler.log", "--leader-elect=false")
     kubelet = ComponentProcess("kubelet", api_url, root / "kubelet.log", "--node-name", f"{label}-node",
                                "--port", str(free_port()), "--root-dir", str(root / "kubelet"),
-                               "--node-labels", f"kopftest={label}")
+                               "--node-labels", f"kopftest={label}", "--runtime", "process")
     try:
         yield group, label, root
     finally:

@@ -38,7 +38,7 @@ def box(api_url: str, module_ns: str, tmp_path_factory: pytest.TempPathFactory) 
     root = tmp_path_factory.mktemp("spdy-kubelet")
     node = f"{module_ns}-node"
     kubelet = ComponentProcess("kubelet", api_url, root / "kubelet.log", "--port", str(free_port()), "--root-dir",
-                               str(root / "root"), "--node-name", node)
+                               str(root / "root"), "--node-name", node, "--runtime", "process")
     try:
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "box", "namespace": module_ns},
                 "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1,

@@ -33,7 +33,7 @@ def web(api_url: str, module_ns: str, tmp_path_factory: pytest.TempPathFactory) 
     root = tmp_path_factory.mktemp("pf-kubelet")
     node, port = f"{module_ns}-node", free_port()
     kubelet = ComponentProcess("kubelet", api_url, root / "kubelet.log", "--port", str(free_port()), "--root-dir",
-                               str(root / "root"), "--node-name", node)
+                               str(root / "root"), "--node-name", node, "--runtime", "process")
     labels = {"app": "web"}
     container = {"name": "web", "image": "python:3", "command": ["python3", "-m", "http.server", str(port)],
                  "ports": [{"containerPort": port}]}

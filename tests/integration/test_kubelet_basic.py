@@ -24,7 +24,8 @@ def kubelet(api_url: str, name: str, root: Path, backoff: float = 1) -> Iterator
     with open(root.parent / f"{name}-kubelet.log", "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "kubelet", "--master", api_url, "--node-name", name,
                                  "--port", str(free_port()), "--root-dir", str(root),
-                                 "--crashloop-backoff", str(backoff), "--node-lease-renew-interval", "1"],
+                                 "--crashloop-backoff", str(backoff), "--node-lease-renew-interval", "1",
+                                 "--runtime", "process"],
                                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         yield name
@@ -77,7 +78,7 @@ def test_pod_runs_to_completion_with_logs(client: httpx.Client, kubectl: Kubectl
     status = client.get(f"/api/v1/namespaces/{ns}/pods/done").json()["status"]
     terminated = status["containerStatuses"][0]["state"]["terminated"]
     assert terminated["exitCode"] == 0 and terminated["reason"] == "Completed"
-    assert status["containerStatuses"][0]["containerID"].startswith(("kubelab-process://", "linux://"))
+    assert status["containerStatuses"][0]["containerID"].startswith("process://")
     assert terminated["containerID"] == status["containerStatuses"][0]["containerID"]
     assert kubectl("logs", "done", "-n", ns).stdout == f"hi from done on {node}\n"
     table = kubectl("get", "pod", "done", "-n", ns).stdout.splitlines()[1].split()

@@ -36,7 +36,8 @@ def node(api_url: str, ns: str, tmp_path: Path) -> Iterator[Node]:
     with open(tmp_path / "kubelet.log", "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "kubelet", "--master", api_url, "--node-name", name,
                                  "--port", str(free_port()), "--root-dir", str(tmp_path / "root"),
-                                 "--crashloop-backoff", "1", "--node-lease-renew-interval", "1"],
+                                 "--crashloop-backoff", "1", "--node-lease-renew-interval", "1",
+                                 "--runtime", "process"],
                                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         yield Node(name, tmp_path / "root")

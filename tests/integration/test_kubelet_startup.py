@@ -30,7 +30,7 @@ def test_kubelet_waits_for_a_late_apiserver(etcd: EtcdServer, ns: str, tmp_path:
     with open(log_path, "wb") as log:
         kubelet = subprocess.Popen([sys.executable, "-m", "kubelet", "--master", api.url, "--node-name", node,
                                     "--port", str(port), "--healthz-port", str(health_port),
-                                    "--root-dir", str(tmp_path / "root")],
+                                    "--root-dir", str(tmp_path / "root"), "--runtime", "process"],
                                    cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: "Unable to register node" in log_path.read_text(), what="a failed registration attempt")

@@ -50,7 +50,7 @@ class Launcher:
     def __init__(self, data_dir: Path, port: int, nodes: int, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kubelab", "up", "--data-dir", str(data_dir), "--port", str(port)]
-            + ["--nodes", str(nodes)],
+            + ["--nodes", str(nodes), "--pod-network", "host"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -245,7 +245,8 @@ while True:
 
 @pytest.fixture()
 def stand_ins(tmp_path: Path) -> dict[str, str]:
-    """Env that makes `python -m apiserver|controllers|scheduler|kubelet|clusterdns` run the stand-in above.
+    """Env that makes `python -m apiserver|controllers|scheduler|kubelet|clusterdns` run the stand-in above (with
+    ``--pod-network host``: the bridge network's kube-proxy and namespace are not stand-ins).
 
     Run the launcher with ``cwd=tmp_path``: `python -m` puts the working directory first on sys.path,
     and from the repository root the real packages would shadow the stand-ins.
@@ -262,7 +263,7 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
     _etcd_or_skip()
     port = free_port()
     up = kubelab(
-        "up", "--detach", "--data-dir", str(data_dir), "--port", str(port), "--nodes", "2",
+        "up", "--detach", "--data-dir", str(data_dir), "--port", str(port), "--nodes", "2", "--pod-network", "host",
         env=stand_ins, cwd=data_dir.parent,
     )  # fmt: skip
     assert up.returncode == 0, up.stdout + up.stderr
@@ -360,7 +361,7 @@ def test_up_fails_clearly_when_the_apiserver_fails(data_dir: Path, stand_ins: di
     _etcd_or_skip()
     up = kubelab(
         "up", "--detach", "--data-dir", str(data_dir), "--port", str(free_port()), "--nodes", "1",
-        env={**stand_ins, "STAND_IN_FAIL": "apiserver"}, cwd=data_dir.parent,
+        "--pod-network", "host", env={**stand_ins, "STAND_IN_FAIL": "apiserver"}, cwd=data_dir.parent,
     )  # fmt: skip
     assert up.returncode == 1, up.stdout + up.stderr
     assert "apiserver exited with code 3 during start-up" in up.stderr

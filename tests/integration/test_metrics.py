@@ -41,7 +41,8 @@ def cluster(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     with httpx.Client(base_url=api_url, timeout=30) as client, open(tmp / "kubelet.log", "wb") as log:
         assert client.post("/api/v1/namespaces", json={"metadata": {"name": ns}}).status_code == 201
         kubelet = subprocess.Popen([sys.executable, "-m", "kubelet", "--master", api_url, "--node-name", node,
-                                    "--port", str(free_port()), "--root-dir", str(tmp / "root")],
+                                    "--port", str(free_port()), "--root-dir", str(tmp / "root"),
+                                    "--runtime", "process"],
                                    cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         try:
             for obj in (pod("busy", node, {"app": "web"}, ("spin", SPIN), ("idle", IDLE)),

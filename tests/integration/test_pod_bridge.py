@@ -14,7 +14,6 @@ import ipaddress
 import socket
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
 from typing import Any
 
 import httpx
@@ -24,8 +23,8 @@ from pyroute2 import IPRoute
 from conftest import Kubectl
 from kubelet.network import ClusterNetwork, bridge_name, in_netns, name_exists, usable, veth_name
 from kubelet.runtime.linux import unavailable
-from support.controllers import ControllerManager
-from support.kubelet import Node, running_node
+from support.kubelet import Node
+from support.podnet import SERVE, answers, bridge_nodes, get, make_service, run_pod
 from support.process import ComponentProcess
 from support.proxy import start_proxy
 from support.wait import wait_for
@@ -33,27 +32,10 @@ from support.wait import wait_for
 
 @pytest.fixture(scope="module")
 def nodes(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ClusterNetwork, list[Node]]]:
-    root = tmp_path_factory.mktemp("podbridge")
-    why = unavailable(root / "probe") or usable()
-    if why is not None:
-        pytest.skip(f"this host cannot build a pod network: {why}")
-    cluster = ClusterNetwork(f"kubelab-t{uuid.uuid4().hex[:6]}")
-    cm = ControllerManager(api_url, root / "controller-manager.log", "--leader-elect=false",
-                           "--controllers=nodeipam,endpointslice", "--cluster-cidr", "10.244.0.0/16")
-    try:
-        with ExitStack() as stack:
-            names = [f"br-{uuid.uuid4().hex[:8]}" for _ in range(2)]
-            found = []
-            for name in names:
-                (root / name).mkdir()
-                found.append(stack.enter_context(running_node(api_url, name, root / name, "linux",
-                                                              flags=["--cluster-network", cluster.name])))
-            yield cluster, found
-            for proxy in PROXIES:
-                proxy.stop()
-    finally:
-        cm.stop()
-        cluster.remove()
+    with bridge_nodes(api_url, tmp_path_factory.mktemp("podbridge")) as found:
+        yield found
+        for proxy in PROXIES:
+            proxy.stop()
 
 
 PROXIES: list[ComponentProcess] = []
@@ -71,30 +53,11 @@ def _start_proxy(api_url: str, cluster: ClusterNetwork, logs: Any) -> ComponentP
     return start_proxy(api_url, logs / "proxy.log", "--cluster-network", cluster.name)
 
 
-def _pod(api_url: str, ns: str, node: Node, name: str, command: str, labels: dict[str, str] | None = None
-         ) -> dict[str, Any]:
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
-            "spec": {"nodeName": node.name, "terminationGracePeriodSeconds": 0,
-                     "containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", command]}]}}
-    assert httpx.post(f"{api_url}/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
-
-    def running() -> dict[str, Any] | None:
-        pod = httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/{name}").json()
-        return pod if pod.get("status", {}).get("phase") == "Running" else None
-    try:
-        return wait_for(running, what=f"{name} Running")
-    except AssertionError:
-        raise AssertionError(httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/{name}").json()["status"]) from None
-
-
-SERVE = "mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www"
-
-
 def test_pods_on_two_nodes_reach_each_other_by_pod_ip(api_url: str, kubectl: Kubectl, ns: str,
                                                       nodes: tuple[ClusterNetwork, list[Node]]) -> None:
     cluster, (one, two) = nodes
-    a = _pod(api_url, ns, one, "a", SERVE)
-    b = _pod(api_url, ns, two, "b", SERVE)
+    a = run_pod(api_url, ns, one, "a", SERVE)
+    b = run_pod(api_url, ns, two, "b", SERVE)
     ips = {p["metadata"]["name"]: p["status"]["podIP"] for p in (a, b)}
     for pod in (a, b):
         ip = ipaddress.ip_address(pod["status"]["podIP"])
@@ -117,8 +80,8 @@ def test_a_restarted_kubelet_adopts_its_pods_network(api_url: str, kubectl: Kube
                                                      nodes: tuple[ClusterNetwork, list[Node]]) -> None:
     """Killed and restarted, the kubelet keeps its pod's namespace, veth and IP; the pod still answers."""
     _, (one, two) = nodes
-    served = _pod(api_url, ns, one, "kept", SERVE)
-    _pod(api_url, ns, two, "asker", "exec sleep 3600")
+    served = run_pod(api_url, ns, one, "kept", SERVE)
+    run_pod(api_url, ns, two, "asker", "exec sleep 3600")
     one.restart(ns, "kept", "main")
     pod = httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/kept").json()
     assert pod["status"]["podIP"] == served["status"]["podIP"]
@@ -129,7 +92,7 @@ def test_a_restarted_kubelet_adopts_its_pods_network(api_url: str, kubectl: Kube
 def test_a_deleted_pods_veth_goes(api_url: str, kubectl: Kubectl, ns: str,
                                   nodes: tuple[ClusterNetwork, list[Node]]) -> None:
     cluster, (one, _) = nodes
-    pod = _pod(api_url, ns, one, "gone", "exec sleep 3600")
+    pod = run_pod(api_url, ns, one, "gone", "exec sleep 3600")
     veth = veth_name(pod["metadata"]["uid"])
     assert links(cluster, veth, bridge_name(one.name)) == [True, True]
     kubectl("delete", "pod", "-n", ns, "gone", "--wait=true")
@@ -163,30 +126,15 @@ def test_removing_the_cluster_network_leaves_nothing_behind(tmp_path: Any) -> No
     assert not cluster.state.exists()
 
 
-def _service(api_url: str, ns: str, name: str, selector: dict[str, str], **spec: Any) -> dict[str, Any]:
-    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
-            "spec": {"selector": selector, "ports": [{"port": 80, "targetPort": 8080}], **spec}}
-    resp = httpx.post(f"{api_url}/api/v1/namespaces/{ns}/services", json=body)
-    assert resp.status_code == 201, resp.text
-    return dict(resp.json())
-
-
-def _answers(kubectl: Kubectl, ns: str, pod: str, url: str, times: int) -> list[str]:
-    """``times`` requests from inside ``pod`` (busybox wget, each a new connection), the bodies. (busybox's own
-    ``wget -T`` crashes with this static build: ``timeout`` bounds each request instead.)"""
-    script = f"for i in $(seq {times}); do timeout 3 wget -qO- {url} || echo failed; done"
-    return kubectl("exec", "-n", ns, pod, "--", "sh", "-c", script).stdout.split()
-
-
 @pytest.fixture(scope="module")
 def web(api_url: str, nodes: tuple[ClusterNetwork, list[Node]], proxy: ComponentProcess, module_ns: str
         ) -> dict[str, Any]:
     """Three pods behind a NodePort Service, on both nodes, and a client pod."""
     _, (one, two) = nodes
     for name, node in (("web-0", one), ("web-1", two), ("web-2", one)):
-        _pod(api_url, module_ns, node, name, SERVE, {"app": "web"})
-    _pod(api_url, module_ns, two, "client", "exec sleep 3600")
-    svc = _service(api_url, module_ns, "web", {"app": "web"}, type="NodePort")
+        run_pod(api_url, module_ns, node, name, SERVE, {"app": "web"})
+    run_pod(api_url, module_ns, two, "client", "exec sleep 3600")
+    svc = make_service(api_url, module_ns, "web", {"app": "web"}, type="NodePort")
     return svc
 
 
@@ -194,8 +142,8 @@ def test_a_service_answers_from_all_three_pods_through_its_cluster_ip(kubectl: K
                                                                       web: dict[str, Any]) -> None:
     ip = web["spec"]["clusterIP"]
     assert ipaddress.ip_address(ip) in ipaddress.ip_network("10.96.0.0/12")
-    wait_for(lambda: "web-0" in _answers(kubectl, module_ns, "client", f"http://{ip}/", 3), what="the ClusterIP")
-    assert set(_answers(kubectl, module_ns, "client", f"http://{ip}/", 40)) == {"web-0", "web-1", "web-2"}
+    wait_for(lambda: "web-0" in answers(kubectl, module_ns, "client", f"http://{ip}/", 3), what="the ClusterIP")
+    assert set(answers(kubectl, module_ns, "client", f"http://{ip}/", 40)) == {"web-0", "web-1", "web-2"}
 
 
 def test_a_service_answers_from_all_three_pods_through_its_node_port(api_url: str, module_ns: str,
@@ -206,34 +154,27 @@ def test_a_service_answers_from_all_three_pods_through_its_node_port(api_url: st
         status = httpx.get(f"{api_url}/api/v1/nodes/{node.name}").json()["status"]
         internal = next(a["address"] for a in status["addresses"] if a["type"] == "InternalIP")
         url = f"http://{internal}:{node_port}/"
-        wait_for(lambda url=url: _get(url), what=f"NodePort {url}")
-        assert {_get(url) for _ in range(40)} == {"web-0", "web-1", "web-2"}
-
-
-def _get(url: str) -> str:
-    try:
-        return httpx.get(url, timeout=3, headers={"Connection": "close"}).text.strip()
-    except httpx.TransportError:
-        return ""
+        wait_for(lambda url=url: get(url), what=f"NodePort {url}")
+        assert {get(url) for _ in range(40)} == {"web-0", "web-1", "web-2"}
 
 
 def test_session_affinity_client_ip_sticks(api_url: str, kubectl: Kubectl, module_ns: str,
                                            web: dict[str, Any]) -> None:
-    svc = _service(api_url, module_ns, "sticky", {"app": "web"}, sessionAffinity="ClientIP")
+    svc = make_service(api_url, module_ns, "sticky", {"app": "web"}, sessionAffinity="ClientIP")
     url = f"http://{svc['spec']['clusterIP']}/"
-    wait_for(lambda: "web" in " ".join(_answers(kubectl, module_ns, "client", url, 1)), what="the sticky Service")
-    assert len(set(_answers(kubectl, module_ns, "client", url, 20))) == 1
+    wait_for(lambda: "web" in " ".join(answers(kubectl, module_ns, "client", url, 1)), what="the sticky Service")
+    assert len(set(answers(kubectl, module_ns, "client", url, 20))) == 1
 
 
-def test_a_pod_reaches_itself_through_its_service(api_url: str, kubectl: Kubectl, module_ns: str,
+def test_a_pod_reaches_itself_through_itsmake_service(api_url: str, kubectl: Kubectl, module_ns: str,
                                                   web: dict[str, Any]) -> None:
     resp = httpx.patch(f"{api_url}/api/v1/namespaces/{module_ns}/pods/web-1",
                        json={"metadata": {"labels": {"self": "y"}}},
                        headers={"Content-Type": "application/merge-patch+json"})
     assert resp.status_code == 200, resp.text
-    svc = _service(api_url, module_ns, "self", {"self": "y"})
+    svc = make_service(api_url, module_ns, "self", {"self": "y"})
     url = f"http://{svc['spec']['clusterIP']}/"
-    wait_for(lambda: _answers(kubectl, module_ns, "web-1", url, 1) == ["web-1"], what="web-1 through its Service")
+    wait_for(lambda: answers(kubectl, module_ns, "web-1", url, 1) == ["web-1"], what="web-1 through its Service")
 
 
 def test_a_restarted_proxy_keeps_the_rules_working(api_url: str, kubectl: Kubectl, module_ns: str,
@@ -243,9 +184,9 @@ def test_a_restarted_proxy_keeps_the_rules_working(api_url: str, kubectl: Kubect
     picks up what changed meanwhile (a new Service)."""
     url = f"http://{web['spec']['clusterIP']}/"
     PROXIES[-1].kill()
-    assert set(_answers(kubectl, module_ns, "client", url, 20)) == {"web-0", "web-1", "web-2"}
-    late = _service(api_url, module_ns, "late", {"app": "web"})
+    assert set(answers(kubectl, module_ns, "client", url, 20)) == {"web-0", "web-1", "web-2"}
+    late = make_service(api_url, module_ns, "late", {"app": "web"})
     PROXIES.append(_start_proxy(api_url, nodes[0], tmp_path))
     late_url = f"http://{late['spec']['clusterIP']}/"
-    wait_for(lambda: "web" in " ".join(_answers(kubectl, module_ns, "client", late_url, 1)), what="the late Service")
-    assert set(_answers(kubectl, module_ns, "client", url, 20)) == {"web-0", "web-1", "web-2"}
+    wait_for(lambda: "web" in " ".join(answers(kubectl, module_ns, "client", late_url, 1)), what="the late Service")
+    assert set(answers(kubectl, module_ns, "client", url, 20)) == {"web-0", "web-1", "web-2"}

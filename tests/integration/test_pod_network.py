@@ -34,7 +34,7 @@ class Kubelet:
     def __init__(self, api_url: str, name: str, label: str, root: Path) -> None:
         self.args = [sys.executable, "-m", "kubelet", "--master", api_url, "--node-name", name,
                      "--port", str(free_port()), "--root-dir", str(root / "root"), "--node-labels", f"podnet={label}",
-                     "--node-lease-renew-interval", "1"]
+                     "--node-lease-renew-interval", "1", "--runtime", "process"]
         self.log = root / "kubelet.log"
         self.proc = self._start()
 

@@ -48,6 +48,8 @@ SECTIONS = {"en": ["0", "1", "2", "3", "4", "5", "6", "7", "8", "Clean up"],
             "zh": ["一", "二", "三", "四", "五", "六", "七", "八", "清理"]}
 ASSETS = ROOT / "docs" / "img"
 Result = subprocess.CompletedProcess[str]
+# Pod IPs: 10.244.0.0/16 on the bridge pod network (`kubelab up`'s default as root), 127.16.0.0/12 on the host's
+POD_CIDRS = ("10.244.", "127.16.")
 
 
 # ---- the page --------------------------------------------------------------------------------------------
@@ -418,7 +420,7 @@ CHECKS: dict[str, list[Check]] = {
     "kubectl scale rc web --replicas=5": [prints("replicationcontroller/web scaled")],
     "kubectl get pods -l app=web -o wide": [
         shows(lambda rows: len(running(rows, "web-")) == 5  # 1: scaled to 5, each pod with its own IP
-              and len({r["IP"] for r in running(rows, "web-") if r["IP"].startswith("127.16.")}) == 5),
+              and len({r["IP"] for r in running(rows, "web-") if r["IP"].startswith(POD_CIDRS)}) == 5),
         remember("web-nodes", web_nodes),  # 3: where the web pods run (two of them)
         shows(lambda rows: len(running(rows, "web-")) == 2 and all(r["NODE"] != "node01" for r in rows
                                                                   if r["NAME"].startswith("web-"))),  # 4
@@ -426,7 +428,7 @@ CHECKS: dict[str, list[Check]] = {
     ],
     "kubectl get nodes -o custom-columns=NAME:.metadata.name,POD-CIDR:.spec.podCIDR": [shows(
         lambda rows: sorted(r["NAME"] for r in rows) == ["node01", "node02", "node03"]
-        and len({r["POD-CIDR"] for r in rows if r["POD-CIDR"].startswith("127.16.")}) == 3)],
+        and len({r["POD-CIDR"] for r in rows if r["POD-CIDR"].startswith(POD_CIDRS)}) == 3)],
     "kubectl scale rc web --replicas=2": [prints("replicationcontroller/web scaled")],
     "kubectl get pods -l app=web": [shows(lambda rows: len(rows) == 2 and len(running(rows)) == 2)],
     # 2

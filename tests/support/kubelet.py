@@ -84,7 +84,7 @@ def running_node(api_url: str, name: str, root: Path, runtime: str = "process",
 
 
 def node_runtime(api_url: str, node: str) -> str:
-    """The node's container runtime as its status names it: ``linux`` or ``kubelab-process`` (``docker``)."""
+    """The node's container runtime as its status names it: ``linux`` or ``process`` (``docker``)."""
     def version() -> str:
         resp = httpx.get(f"{api_url}/api/v1/nodes/{node}")
         info = resp.json()["status"]["nodeInfo"] if resp.status_code == 200 else {}

@@ -91,8 +91,10 @@ def launcher_argv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[st
         for talks_to_the_apiserver in ("_create_addons", "_create_join_objects", "_wait_pod_cidrs"):  # none runs
             mp.setattr(Cluster, talks_to_the_apiserver, lambda self, *args: None)
         # compose's etcd serves its own Docker network without TLS (no PKI in the containers yet): compare with
-        # the launcher's plain-HTTP etcd
-        Cluster(tmp_path_factory.mktemp("up"), nodes=2, etcd_binary=find_etcd(), etcd_tls=False).start()
+        # the launcher's plain-HTTP etcd. Compose's kubelets keep the kubelet's --runtime auto (in a container
+        # that cannot make namespaces: process) on its own network, as the launcher's with --pod-network host.
+        Cluster(tmp_path_factory.mktemp("up"), nodes=2, etcd_binary=find_etcd(), etcd_tls=False,
+                pod_network="host").start()
     return spawned
 
 

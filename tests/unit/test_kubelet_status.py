@@ -118,7 +118,7 @@ def test_completed_and_failed_reasons() -> None:
 
 
 def test_container_id_follows_the_instance() -> None:
-    cid = "kubelab-process://abc"
+    cid = "process://abc"
     assert st.waiting(C, "ContainerCreating", 0)["containerID"] == ""
     assert _run(container_id=cid)["containerID"] == cid
     done = st.terminated(C, 1, T0, T0, 0, container_id=cid)

@@ -52,7 +52,14 @@ def test_up_all_flags() -> None:
     )
 
 
-@pytest.mark.parametrize("argv", [["up", "--nodes", "-1"], ["up", "--port", "0"], ["up", "--port", "x"]])
+def test_up_proxy_mode() -> None:
+    """kube-proxy's mode with the bridge pod network: auto unless asked (nftables where nft works, else iptables)."""
+    assert cli.parse_args(["up"])[1].proxy_mode == "auto"
+    assert cli.parse_args(["up", "--proxy-mode", "iptables"])[1].proxy_mode == "iptables"
+
+
+@pytest.mark.parametrize("argv", [["up", "--nodes", "-1"], ["up", "--port", "0"], ["up", "--port", "x"],
+                                  ["up", "--proxy-mode", "ipvs"]])
 def test_up_rejects_bad_values(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         cli.parse_args(argv)
