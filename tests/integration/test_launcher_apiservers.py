@@ -1,14 +1,16 @@
 """`kubelab up --apiservers 2`: two apiserver processes on one etcd behind one HTTPS port (SO_REUSEPORT).
 
 As a user checks it: both are supervised and shown by `kubelab status`, the real kubectl works through the
-kubeconfig's one server, each process holds a listening socket of that port, and connections to it reach both
-(each apiserver's own ``apiserver_request_total`` counts some of them). Free ports and an own data dir.
+kubeconfig's one server, each process holds a listening socket of that port, connections to it reach both (each
+apiserver's own ``apiserver_request_total`` counts some of them), and the second, killed, is restarted on the
+shared port. Free ports and an own data dir.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +24,7 @@ from kubelab.etcd import find_etcd, free_port
 from kubelab.net import listening_sockets
 from kubelab.state import load_state
 from support.launcher import assert_nothing_left, kubelab
+from support.wait import wait_for
 
 PROBES = 40  # connections to the shared port: all reaching one of two processes has odds of 2**-39
 
@@ -103,6 +106,18 @@ def test_up_with_two_apiservers_behind_one_port(data_dir: Path) -> None:
             assert resp.status_code == 200 and resp.json()["data"] == {"k": "v"}, resp.text
     served = {name: _configmap_gets(r.port or 0) - before[name] for name, r in apiservers.items()}
     assert sum(served.values()) >= PROBES and all(count > 0 for count in served.values()), served
+
+    # Each is supervised: apiserver-2 killed is restarted on the same shared port.
+    os.kill(apiservers["apiserver-2"].pid, signal.SIGKILL)
+
+    def restarted() -> bool:
+        out = kubelab("status", "--data-dir", str(data_dir)).stdout
+        row = next((line.split() for line in out.splitlines() if line.startswith("apiserver-2 ")), [])
+        return row[3:5] == ["ok", "1"] and len(listening_sockets(secure_port)) == 2
+
+    wait_for(restarted, timeout=90, what="apiserver-2 restarted and listening on the shared port")
+    state = load_state(data_dir)
+    assert state is not None
 
     down = kubelab("down", "--data-dir", str(data_dir))
     assert down.returncode == 0, down.stdout + down.stderr
