@@ -520,7 +520,8 @@ class Cluster:
         return self.supervisor.poll()
 
     def stop(self, timeout: float = 10.0) -> list[ProcessRecord]:
-        """Stop restarting, then stop everything in reverse order (tier by tier); returns what was running."""
+        """Stop restarting, then stop everything in reverse order (tier by tier); returns what was running. Whatever
+        happens, each child is then reaped (SIGKILLed if it still runs): none outlives ``stop`` unwaited for."""
         self.supervisor.close()
         try:
             stopped = stop_records(self.state.processes, timeout)
