@@ -520,15 +520,19 @@ class Cluster:
         return self.supervisor.poll()
 
     def stop(self, timeout: float = 10.0) -> list[ProcessRecord]:
-        """Stop restarting, then stop everything in reverse order (tier by tier); returns what was running."""
+        """Stop restarting, then stop everything in reverse order (tier by tier); returns what was running. Whatever
+        happens, each child is then reaped (SIGKILLed if it still runs): none outlives ``stop`` unwaited for."""
         self.supervisor.close()
-        stopped = stop_records(self.state.processes, timeout)
-        self.etcd.stop(timeout)  # closes etcd's log (the process itself went with its tier)
-        if self.network is not None:
-            self.network.remove()
-        for entry in self.supervisor.entries:
-            if entry.child is not None:
-                entry.child.poll()  # reap each child, so none lingers as a zombie
+        try:
+            stopped = stop_records(self.state.processes, timeout)
+            self.etcd.stop(timeout)  # closes etcd's log (the process itself went with its tier)
+            if self.network is not None:
+                self.network.remove()
+        finally:
+            deadline = time.monotonic() + process.REAP_TIMEOUT
+            for entry in self.supervisor.entries:  # whatever happened: each child reaped, none left running
+                if isinstance(entry.child, process.Spawned):
+                    entry.child.reap(max(0.0, deadline - time.monotonic()))
         self.state.processes.clear()
         return stopped
 

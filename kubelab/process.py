@@ -35,6 +35,9 @@ __all__ = [
 ]
 
 
+REAP_TIMEOUT = 1.0  # seconds a stopped child may still take to exit before ``Spawned.reap`` SIGKILLs it
+
+
 @dataclass(frozen=True)
 class ExitStatus:
     """How a process ended: its exit code, or the signal that killed it (neither: unknown, it was not our child)."""
@@ -113,6 +116,20 @@ class Spawned:
         """None while running, else the exit code (negative: the signal), as ``Popen.poll``."""
         status = self.poll()
         return None if status is None else status.returncode
+
+    def reap(self, timeout: float = REAP_TIMEOUT) -> ExitStatus | None:
+        """How it ended, waiting up to ``timeout`` seconds; a child of ours (``popen``) still running then is
+        SIGKILLed and waited for, so once its group was stopped no process we started is left unwaited for (Python
+        says "subprocess N is still running" when a Popen is dropped so). Only our own child is signalled by pid:
+        its pid cannot be reused before we reap it. None: another's process, still running."""
+        deadline = time.monotonic() + timeout
+        while (status := self.poll()) is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if status is None and self.popen is not None:
+            self.popen.kill()
+            code = self.popen.wait()
+            self.status = status = ExitStatus(signal=-code) if code < 0 else ExitStatus(code=code)
+        return status
 
 
 def spawn(

@@ -51,16 +51,25 @@ class ApiServer:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 30.0) -> None:
+        """Start the process and wait until it is healthy; on any failure (an exit, the timeout, an interrupt) it is
+        stopped and waited for before the error is raised, so no running apiserver is ever left behind."""
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "apiserver", "--etcd-servers", self.etcd_url, "--port", str(self.port),
                  *self.extra],
                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
+        try:
+            self._wait_healthy(self.proc, timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_healthy(self, proc: subprocess.Popen[bytes], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"apiserver exited ({self.proc.returncode}):\n{self.log_path.read_text()[-4000:]}")
+            if proc.poll() is not None:
+                raise RuntimeError(f"apiserver exited ({proc.returncode}):\n{self.log_path.read_text()[-4000:]}")
             try:
                 if httpx.get(self.health_url, timeout=1, verify=self.verify).status_code == 200:
                     return
