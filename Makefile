@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make up      start etcd + the control plane on http://127.0.0.1:8080 (ARGS='--nodes 3 --detach')"
 	@echo "make test    run the test suite (PYTEST_ARGS='-k watch -x')"
-	@echo "make lint    ruff, mypy --strict, then the layering contracts (import-linter); configured in pyproject.toml"
+	@echo "make lint    ruff, mypy --strict, the layering contracts (import-linter), no run-time import cycle"
 	@echo "make bench   run bench/*.py"
 	@echo "make down    stop a detached cluster     make status   show its components"
 	@echo "make image   build localhost/kubelab:latest for podman from Debian packages (tools/build-image.sh)"
@@ -30,16 +30,16 @@ test: setup
 
 # The repository checks itself, all configured in pyproject.toml: ruff ([tool.ruff]), mypy --strict over every
 # package ([tool.mypy]) and the layers and independence rules of docs/design.md (import-linter's contracts,
-# [tool.importlinter]).
+# [tool.importlinter]); and no import cycle at run time (tools/import_cycles.py: only TYPE_CHECKING ones may stay).
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python tools/import_cycles.py --check
 
 bench: setup
-	@set -e; for f in bench/api.py $$(ls bench/*.py 2>/dev/null | grep -v '^bench/api.py$$'); do \
-		if [ -f "$$f" ]; then echo "==> $(BIN)/python $$f"; $(BIN)/python "$$f"; \
-		else echo "==> $$f does not exist yet"; fi; \
+	@set -e; for f in bench/api.py $$(ls bench/*.py | grep -v '^bench/api.py$$'); do \
+		echo "==> $(BIN)/python $$f"; $(BIN)/python "$$f"; \
 	done
 
 down: setup

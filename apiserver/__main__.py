@@ -48,6 +48,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "(default: %(default)s)")
     parser.add_argument("--bind-address", default="127.0.0.1",
                         help="address to listen on (default: %(default)s)")
+    parser.add_argument("--reuse-port", action="store_true",
+                        help="bind the ports with SO_REUSEPORT, so several apiserver processes on one etcd serve "
+                             "the same port, the kernel spreading connections among them (kubelab up --apiservers)")
     parser.add_argument("--tls-cert-file", default=None, help="the HTTPS serving certificate (PEM)")
     parser.add_argument("--tls-private-key-file", default=None, help="the key of --tls-cert-file (PEM)")
     parser.add_argument("--client-ca-file", default=None,
@@ -143,10 +146,11 @@ def listeners(args: argparse.Namespace) -> list[Listener]:
     out = []
     if secure:
         out.append(Listener(args.bind_address, args.secure_port,
-                            TLSFiles(args.tls_cert_file, args.tls_private_key_file, args.client_ca_file)))
+                            TLSFiles(args.tls_cert_file, args.tls_private_key_file, args.client_ca_file),
+                            reuse_port=args.reuse_port))
     if args.insecure_port > 0:
         out.append(Listener(args.insecure_bind_address or ("127.0.0.1" if secure else args.bind_address),
-                            args.insecure_port))
+                            args.insecure_port, reuse_port=args.reuse_port))
     return out
 def _modes(text: str) -> list[str]:
     try:

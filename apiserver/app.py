@@ -66,7 +66,8 @@ from .autoregister import AutoRegister, served_group_versions
 from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ, component_probes
 from .handlers import discovery, openapi, proxy, watches
 from .handlers.request import limit_body, parse_path
-from .handlers.rest import RESTHandler, json_response, status_response
+from .handlers.responses import json_response, status_response
+from .handlers.rest import RESTHandler
 from .handlers.subresources import bind
 from .handlers.warnings import WarningMiddleware, add_warning
 from .instrumentation import RequestMetrics
@@ -357,6 +358,11 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> R
     async def debug_watches() -> Response:
         """The watch streams this apiserver serves (handlers/watches.py)."""
         return json_response(await watches.document(await storage.current_revision()))
+
+    @app.get("/debug/watches/deliveries", include_in_schema=False)
+    async def debug_watch_deliveries(request: Request) -> Response:
+        """Which watcher received which object version when (storage/deliveries.py), for `kubelab trace`."""
+        return json_response(watches.deliveries(request.query_params))
 
     @app.get("/version", include_in_schema=False)
     async def version() -> Response:

@@ -13,6 +13,10 @@ during the handshake; the protocol classes here put the verified certificate int
 ``apiserver.authentication.PEER_CERT`` for the x509 authenticator. One difference from kube: Python's ``ssl`` cannot
 ask for a certificate without verifying it, so a certificate from an unknown CA fails the handshake (kube accepts
 the connection and answers 401).
+
+``--reuse-port`` binds every listener with ``SO_REUSEPORT``: several apiserver processes on one etcd (each with its
+own watch cache, as HA kube-apiservers run) then accept on the same port, and the kernel spreads the connections
+among them (``kubelab up --apiservers N``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import socket
 import ssl
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -49,6 +54,7 @@ class Listener:
     host: str
     port: int
     tls: TLSFiles | None = None
+    reuse_port: bool = False  # SO_REUSEPORT: other processes may listen on the same port (see the module doc)
 
 
 class _PeerCertWebSocketProtocol(WebSocketProtocol):
@@ -108,20 +114,34 @@ def _config(app: Any, listener: Listener, *, lifespan: bool, verbosity: int) -> 
     )  # fmt: skip
 
 
-async def _serve_all(servers: list[_Server]) -> None:
+def _reuse_port_socket(listener: Listener) -> socket.socket:
+    """A socket bound with ``SO_REUSEPORT`` (uvicorn listens on it), so that other processes may bind the port."""
+    family = socket.AF_INET6 if ":" in listener.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((listener.host, listener.port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def _serve_all(servers: list[tuple[_Server, list[socket.socket] | None]]) -> None:
     loop = asyncio.get_running_loop()
 
     def stop() -> None:
-        for server in servers:
+        for server, _ in servers:
             server.should_exit = True
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop)
-    first, rest = servers[0], servers[1:]
-    main = asyncio.create_task(first.serve())
+    (first, first_sockets), rest = servers[0], servers[1:]
+    main = asyncio.create_task(first.serve(first_sockets))
     while not first.started and not main.done():
         await asyncio.sleep(0.01)
-    others = [asyncio.create_task(server.serve()) for server in rest if not main.done()]
+    others = [asyncio.create_task(server.serve(sockets)) for server, sockets in rest if not main.done()]
     try:
         await main
     finally:
@@ -133,6 +153,7 @@ def serve(app: Any, listeners: list[Listener], *, verbosity: int = 1) -> None:
     """Serve ``app`` on every listener until SIGINT/SIGTERM (the first listener's server runs the lifespan)."""
     import uvloop
 
-    servers = [_Server(_config(app, listener, lifespan=index == 0, verbosity=verbosity))
+    servers = [(_Server(_config(app, listener, lifespan=index == 0, verbosity=verbosity)),
+                [_reuse_port_socket(listener)] if listener.reuse_port else None)
                for index, listener in enumerate(listeners)]
     uvloop.run(_serve_all(servers))

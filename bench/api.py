@@ -9,19 +9,25 @@ All run from the same process against the same etcd, at concurrency 1 and 50:
 - with ``--https``, also over HTTPS on the secure port with the admin client certificate (TLS, x509
   authentication, and whatever authorization the apiserver runs), and its ratio to the plain port in the same run
   (target: >= 0.9).
-Each figure is the median of ``--repeat`` runs; ratios are apiserver / baseline. Target: >= 0.5 of raw puts at
+With ``--apiservers N`` (N > 1), also N apiserver processes on the same etcd sharing the plain port
+(``--reuse-port``, as ``kubelab up --apiservers N`` shares the secure port) against one, at concurrency 50 in the
+same run: per repeat the transaction baseline, the one apiserver, then N (the others started for their turn and
+stopped after it, so the one-apiserver figure carries no idle watch caches), each creates/s and its ratio to the
+transaction rate — the issue's figure. Each figure is the median of ``--repeat`` runs; ratios are apiserver /
+baseline. Target: >= 0.5 of raw puts at
 concurrency 50. The apiserver authorizes as ``kubelab up``'s does (``--authorization-mode Node,RBAC``); the plain
 port's user is ``system:masters``, so ``--as USER`` measures the whole RBAC path instead: each create impersonates
 USER, whom a RoleBinding in the namespace grants ``create`` on pods.
 
     python bench/api.py [--count 2000] [--repeat 3] [--https] [--master URL --etcd URL [--kubeconfig FILE]]
-                        [--authorization-mode MODES] [--as USER]
+                        [--authorization-mode MODES] [--as USER] [--apiservers N]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import ssl
 import statistics
 import subprocess
@@ -46,6 +52,7 @@ from kubeclient.config import load_kubeconfig  # noqa: E402
 from kubelab.clusterpki import ADMIN, make_cluster_pki  # noqa: E402
 from kubelab.etcd import EtcdServer, free_port  # noqa: E402
 from kubelab.kubeconfig import write_kubeconfig  # noqa: E402
+from kubelab.net import listening_sockets  # noqa: E402
 
 
 def pod(name: str) -> dict:
@@ -146,11 +153,25 @@ async def creates(master: str, path: str, make: Callable[[str], dict], count: in
         return await run_concurrently(count, concurrency, create)
 
 
-def start_cluster(tmp: Path, https: bool = False,
-                  authorization_mode: str = "Node,RBAC") -> tuple[EtcdServer, subprocess.Popen[bytes], str]:
+APISERVER_ARGV: list[str] = []  # the own apiserver's command line: more processes of it share its ports
+APISERVER_PIDS: list[int] = []  # the own apiserver processes running now
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """user + system CPU seconds the processes have used (``/proc/<pid>/stat``)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / TICKS
+
+
+def start_cluster(tmp: Path, https: bool = False, authorization_mode: str = "Node,RBAC",
+                  reuse_port: bool = False) -> tuple[EtcdServer, subprocess.Popen[bytes], str]:
     """An etcd and an apiserver; ``https``: the apiserver also serves HTTPS, described by ``tmp/kubeconfig``. Its
     pods need no service account (no controller-manager makes ``default``): ServiceAccount admission is off, as in
-    kube's integration benchmarks."""
+    kube's integration benchmarks. ``reuse_port``: its ports bound with SO_REUSEPORT, for ``more_apiservers``."""
     etcd = EtcdServer(tmp / "etcd", log_path=tmp / "etcd.log")
     etcd.start()
     port = free_port()
@@ -162,10 +183,12 @@ def start_cluster(tmp: Path, https: bool = False,
         write_kubeconfig(tmp / "kubeconfig", f"https://127.0.0.1:{secure_port}", ca=pki.ca_cert,
                          client=pki.client(ADMIN))
     log = open(tmp / "apiserver.log", "wb")  # noqa: SIM115 (the apiserver's stdout for as long as it runs)
-    proc = subprocess.Popen([sys.executable, "-m", "apiserver", "--etcd-servers", etcd.url, "--port", str(port),
-                             *secure, "--authorization-mode", authorization_mode,
-                             "--disable-admission-plugins", "ServiceAccount", "-v", "0"],
-                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    APISERVER_ARGV[:] = [sys.executable, "-m", "apiserver", "--etcd-servers", etcd.url, "--port", str(port),
+                         *secure, "--authorization-mode", authorization_mode,
+                         "--disable-admission-plugins", "ServiceAccount", "-v", "0",
+                         *(["--reuse-port"] if reuse_port else [])]
+    proc = subprocess.Popen(APISERVER_ARGV, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    APISERVER_PIDS[:] = [proc.pid]
     master = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -178,15 +201,40 @@ def start_cluster(tmp: Path, https: bool = False,
 
 
 @contextmanager
+def more_apiservers(master: str, count: int) -> Iterator[None]:
+    """``count`` more processes of the own apiserver, serving its port beside it (SO_REUSEPORT) once every one
+    listens; stopped after."""
+    port = urlsplit(master).port or 80
+    want = len(listening_sockets(port)) + count
+    procs = [subprocess.Popen(APISERVER_ARGV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for _ in range(count)]
+    APISERVER_PIDS.extend(p.pid for p in procs)
+    try:
+        deadline = time.monotonic() + 60
+        while len(listening_sockets(port)) < want:  # uvicorn listens once the app has started
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                raise RuntimeError("the other apiservers did not start")
+            time.sleep(0.1)
+        yield
+    finally:
+        del APISERVER_PIDS[-count:]
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(10)
+
+
+@contextmanager
 def cluster(master: str | None, etcd_url: str | None = None, https: bool = False,
-            kubeconfig: str | None = None, authorization_mode: str = "Node,RBAC") -> Iterator[tuple[str, str | None]]:
+            kubeconfig: str | None = None, authorization_mode: str = "Node,RBAC",
+            reuse_port: bool = False) -> Iterator[tuple[str, str | None]]:
     """``master`` (and its etcd) when given, else an etcd and an apiserver of the benchmark's own, stopped after.
     ``https``: an own apiserver serves HTTPS too; its kubeconfig is written to ``kubeconfig``."""
     if master:
         yield master, etcd_url
         return
     with tempfile.TemporaryDirectory(prefix="kubelab-bench-") as tmp:
-        etcd, proc, url = start_cluster(Path(tmp), https, authorization_mode)
+        etcd, proc, url = start_cluster(Path(tmp), https, authorization_mode, reuse_port)
         if https and kubeconfig:
             Path(kubeconfig).write_bytes((Path(tmp) / "kubeconfig").read_bytes())
         try:
@@ -209,17 +257,23 @@ def main() -> None:
     parser.add_argument("--kubeconfig", help="with --master and --https: the running apiserver's HTTPS kubeconfig")
     parser.add_argument("--authorization-mode", default="Node,RBAC", help="the benchmark's own apiserver's")
     parser.add_argument("--as", dest="user", help="impersonate USER, granted pod creates by RBAC")
+    parser.add_argument("--apiservers", type=int, default=1, metavar="N",
+                        help="also compare N apiserver processes sharing the port with one (an own apiserver only)")
     args = parser.parse_args()
     if args.user:
         IMPERSONATE["Impersonate-User"] = args.user
 
     assert args.etcd or not args.master, "--master needs --etcd"
     assert not (args.master and args.https) or args.kubeconfig, "--master --https needs --kubeconfig"
+    assert args.apiservers == 1 or not args.master, "--apiservers starts the apiservers itself: no --master"
     with tempfile.TemporaryDirectory(prefix="kubelab-bench-") as scratch:
         kubeconfig = args.kubeconfig if args.master else str(Path(scratch) / "kubeconfig")
-        with cluster(args.master, args.etcd, args.https, kubeconfig, args.authorization_mode) as (master, etcd_url):
+        with cluster(args.master, args.etcd, args.https, kubeconfig, args.authorization_mode,
+                     args.apiservers > 1) as (master, etcd_url):
             assert etcd_url is not None
             run(args, master, etcd_url, kubeconfig if args.https else None)
+            if args.apiservers > 1:
+                run_apiservers(args, master, etcd_url)
 
 
 def run(args: argparse.Namespace, master: str, etcd_url: str, kubeconfig: str | None) -> None:
@@ -242,6 +296,35 @@ def run(args: argparse.Namespace, master: str, etcd_url: str, kubeconfig: str | 
             line += f" {rate:>16.0f} {rate / api:>11.2f}"
         print(line)
     print(f"(median of {args.repeat} runs; {args.count} creates per run at concurrency 50)")
+
+def run_apiservers(args: argparse.Namespace, master: str, etcd_url: str, concurrency: int = 50) -> None:
+    """Creates/s through one apiserver and through ``--apiservers`` sharing its port, per repeat interleaved with
+    the transaction baseline; medians, each one's ratio to the transaction rate, and the apiservers' CPU
+    milliseconds per create (all processes together: what a machine with a core per apiserver would need)."""
+    many = f"{args.apiservers} apiservers"
+    rates: dict[str, list[float]] = {"etcd txn": [], "1 apiserver": [], many: []}
+    cpu: dict[str, list[float]] = {"1 apiserver": [], many: []}
+
+    def measure(name: str) -> None:
+        before = cpu_seconds(APISERVER_PIDS)
+        rates[name].append(asyncio.run(through_apiserver(master, args.count, concurrency)))
+        cpu[name].append((cpu_seconds(APISERVER_PIDS) - before) / args.count * 1000)
+
+    for _ in range(args.repeat):
+        rates["etcd txn"].append(asyncio.run(raw_etcd_txn(etcd_url, args.count, concurrency)))
+        measure("1 apiserver")
+        with more_apiservers(master, args.apiservers - 1):
+            measure(many)
+    txn = statistics.median(rates["etcd txn"])
+    one = statistics.median(rates["1 apiserver"])
+    print(f"\nconcurrency {concurrency}, one port (SO_REUSEPORT), median of {args.repeat} interleaved runs:")
+    print(f"{'':>14} {'creates/s':>10} {'vs txn':>7} {'vs 1':>6} {'CPU ms/create':>14}   runs")
+    for name, values in rates.items():
+        median = statistics.median(values)
+        per_create = f"{statistics.median(cpu[name]):.2f}" if name in cpu else "-"
+        print(f"{name:>14} {median:>10.0f} {median / txn:>7.2f} {median / one:>6.2f} {per_create:>14}   "
+              + ", ".join(f"{v:.0f}" for v in values))
+
 
 if __name__ == "__main__":
     main()

@@ -15,7 +15,10 @@ and first seen Running. Figures:
 ``--profile DIR``: ``py-spy record`` (when installed) attached to every component during the workload; its
 collapsed stacks land in DIR, one file per component.
 
+``--apiservers N``: N apiserver processes sharing the secure port, every component's (``kubelab up --apiservers``).
+
     python bench/scale.py [--nodes 1000] [--pods 10000] [--kind rc|deployment] [--timeout 900] [--profile DIR]
+                          [--apiservers N]
 """
 
 from __future__ import annotations
@@ -240,11 +243,13 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for all pods Running")
     parser.add_argument("--profile", type=Path, help="py-spy every component; collapsed stacks in DIR")
     parser.add_argument("--keep", type=Path, help="the cluster's data dir (kept: logs of every component)")
+    parser.add_argument("--apiservers", type=int, default=1, help="apiserver processes sharing the secure port")
     args = parser.parse_args()
     os.environ.setdefault("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
-    cluster = kubelab.Cluster(nodes=0, hollow_nodes=args.nodes, data_dir=args.keep, timeout=600)
+    cluster = kubelab.Cluster(nodes=0, hollow_nodes=args.nodes, data_dir=args.keep, timeout=600,
+                              apiservers=args.apiservers)
     print(f"starting: {args.nodes} hollow nodes ...", flush=True)
     began = time.monotonic()
     # The apiserver's RSS before the nodes: the cluster without the hollow kubelet first would need a second

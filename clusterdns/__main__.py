@@ -3,6 +3,7 @@
     .:53 {
         health :8080 / ready :8181          here: one port (``--health-port``) serving /health, /ready, /healthz,
                                             /readyz; /ready and /readyz answer 200 once the informers synced
+        prometheus :9153                    here: /metrics on that port too (``metrics``: coredns_dns_*)
         kubernetes cluster.local in-addr.arpa ip6.arpa { pods insecure; fallthrough in-addr.arpa ip6.arpa; ttl 30 }
         forward . /etc/resolv.conf          ``--forward``: a resolv.conf or ``host[:port]`` addresses
         cache 30
@@ -25,7 +26,7 @@ import sys
 
 from aiohttp import web
 
-from kubeclient import Clientset
+from kubeclient import Clientset, metrics
 
 from .forward import Forwarder, upstreams_from
 from .kubedns import KubeDnsPublisher
@@ -75,6 +76,7 @@ async def _health(records_ready: asyncio.Event, host: str, port: int) -> web.App
         app.router.add_get(path, ok)
     for path in ("/ready", "/readyz"):
         app.router.add_get(path, ready)
+    app.router.add_get("/metrics", metrics.serve)  # coredns_dns_* (clusterdns/metrics.py), rest_client_*, process_*
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 
+from . import metrics
 from .forward import Forwarder
 from .records import Answer, ClusterRecords
 from .wire import DNSError, encode, failure, parse, query_for, upstream_answers
@@ -35,18 +37,30 @@ class DnsServer:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def handle(self, data: bytes, *, tcp: bool) -> bytes | None:
-        """The reply to one query (None: dropped)."""
+        """The reply to one query (None: dropped), counted in CoreDNS's ``coredns_dns_*`` (``metrics``)."""
+        started = time.monotonic()
+        server, proto = f"dns://{self.host}:{self.port}", "tcp" if tcp else "udp"
         try:
             question = parse(data)
         except (DNSError, IndexError, ValueError):
-            return failure(data, "FORMERR")
+            reply = failure(data, "FORMERR")
+            metrics.observe(server, ".", proto, "other", reply, time.monotonic() - started, "")
+            return reply
         if question.request.header.opcode != 0:
-            return failure(data, "NOTIMP")
+            reply = failure(data, "NOTIMP")
+            metrics.observe(server, ".", proto, question.qtype, reply, time.monotonic() - started, "")
+            return reply
         answer = self.records.lookup(question.qname, question.qtype)
         if answer is not None:
-            return encode(question, answer, udp=not tcp, chased=await self._chase(answer, question.qtype, tcp))
-        reply = await self.forwarder.resolve(data, tcp=tcp)
-        return reply if reply is not None else failure(data, "SERVFAIL")
+            reply = encode(question, answer, udp=not tcp, chased=await self._chase(answer, question.qtype, tcp))
+            metrics.observe(server, self.records.zone, proto, question.qtype, reply,
+                            time.monotonic() - started, "kubernetes")
+            return reply
+        forwarded = await self.forwarder.resolve(data, tcp=tcp)
+        reply = forwarded if forwarded is not None else failure(data, "SERVFAIL")
+        metrics.observe(server, ".", proto, question.qtype, reply, time.monotonic() - started,
+                        "forward" if forwarded is not None else "")
+        return reply
 
     async def _chase(self, answer: Answer, qtype: str, tcp: bool) -> list[object]:
         """An ExternalName's CNAME target outside the zone, resolved upstream for an A/AAAA question (CoreDNS's

@@ -6,7 +6,7 @@ Routes::
     GET  /pod/{namespace}/{name}        one pod: 13 steps, scheduler GET  /api/pods/{ns}/{name}/trace|explain
     GET  /events                        the event stream, live      GET  /api/watches    apiserver + informers
     GET  /watches                       watch streams and informers POST /api/whatif     → the scheduler
-    GET  /whatif                        the what-if form            GET  /healthz
+    GET  /whatif                        the what-if form            GET  /healthz, /metrics (Prometheus)
 
 ``Providers`` carries what the launcher knows how to compute and a component may not import (the trace, the
 smallest change that would make a pod fit); without them the API answers 501 and the page says why.
@@ -25,7 +25,8 @@ import yaml
 from aiohttp import web
 
 from apimachinery import errors
-from kubeclient import Clientset
+from apimachinery.metrics import Gauge
+from kubeclient import Clientset, metrics
 
 from .feed import Feed
 from .sources import SourceError, Sources
@@ -37,6 +38,8 @@ STATIC = Path(__file__).parent / "static"
 PAGES = {"/": ("cluster", "nodes × pods"), "/pod/{namespace}/{name}": ("pod", "pod"), "/events": ("events", "events"),
          "/watches": ("watches", "watch streams"), "/whatif": ("whatif", "what-if")}
 KEEPALIVE = 15.0
+# This project's (kube has no console); beside it on /metrics: rest_client_* of its client, process_*.
+STREAMS = Gauge("console_event_streams", "Browsers following the cluster over /api/stream (server-sent events)")
 
 # (namespace, name) -> a JSON document; called in a worker thread (the launcher's code is synchronous).
 Provider = Callable[[str, str], dict[str, Any]]
@@ -73,6 +76,7 @@ class Console:
             app.router.add_get(path, self._page(html))
         app.router.add_static("/static/", STATIC)
         app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/metrics", metrics.serve)
         app.router.add_get("/api/stream", self._stream)
         app.router.add_get("/api/pods/{namespace}/{name}", self._pod)
         app.router.add_get("/api/pods/{namespace}/{name}/trace", self._provided("trace"))
@@ -95,6 +99,7 @@ class Console:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
         queue = self.feed.subscribe()
+        STREAMS.labels().inc()
         try:
             while True:
                 try:
@@ -105,6 +110,7 @@ class Console:
         except ConnectionResetError:  # the browser went away (a cancellation propagates: shutdown)
             pass
         finally:
+            STREAMS.labels().dec()
             self.feed.unsubscribe(queue)
         return resp
 

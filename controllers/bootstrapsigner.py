@@ -21,7 +21,7 @@ import logging
 
 from apimachinery import bootstraptoken as bt
 from apimachinery.meta import Object
-from controllers.base import Controller, unwrap
+from controllers.support.base import Controller, unwrap
 from controllers.tokencleaner import is_token_secret
 from kubeclient import CONFIG_MAPS, SECRETS, Clientset, DeletedFinalStateUnknown, InformerFactory
 

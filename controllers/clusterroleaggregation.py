@@ -19,7 +19,7 @@ from typing import Any
 
 from apimachinery.labels import selector_from_label_selector
 from apimachinery.meta import Object
-from controllers.base import Controller
+from controllers.support.base import Controller
 from kubeclient import CLUSTER_ROLES, Clientset, DeletedFinalStateUnknown, InformerFactory
 
 log = logging.getLogger(__name__)

@@ -26,9 +26,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from apimachinery import cron
 from apimachinery.errors import AlreadyExists, NotFound
 from apimachinery.meta import Object, parse_time
-from controllers.base import Controller, key_of, unwrap
 from controllers.job import has_condition, is_finished
-from controllers.podutil import controller_ref, fmt_time, meta, now_utc
+from controllers.support.base import Controller, key_of, unwrap
+from controllers.support.podutil import controller_ref, fmt_time, meta, now_utc
 from kubeclient import CRON_JOBS, JOBS, Clientset, EventRecorder, InformerFactory
 
 log = logging.getLogger(__name__)

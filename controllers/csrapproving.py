@@ -19,8 +19,8 @@ import logging
 from cryptography.x509.oid import NameOID
 
 from apimachinery.meta import Object
-from controllers.base import Controller
-from controllers.csrutil import (
+from controllers.support.base import Controller
+from controllers.support.csrutil import (
     KUBE_APISERVER_CLIENT_KUBELET,
     approval,
     condition,

@@ -28,8 +28,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from apimachinery.meta import Object
-from controllers.base import Controller
-from controllers.csrutil import (
+from controllers.support.base import Controller
+from controllers.support.csrutil import (
     KUBE_APISERVER_CLIENT,
     KUBE_APISERVER_CLIENT_KUBELET,
     approval,

@@ -29,20 +29,20 @@ from typing import Any
 from apimachinery.errors import StatusError
 from apimachinery.labels import Selector
 from apimachinery.meta import Object
-from controllers import daemonutil
-from controllers.base import Controller, key_of, unwrap
-from controllers.controllerref import (
+from controllers.support import daemonutil
+from controllers.support.base import Controller, key_of, unwrap
+from controllers.support.controllerref import (
     ControllerRefManager,
     controller_uid,
     resolve_controller,
     selecting_owners,
     spec_selector,
 )
-from controllers.expectations import Expectations
-from controllers.history import HASH_LABEL, History, HistoryOwner
-from controllers.podcontrol import PodControl, slow_start_batch
-from controllers.podutil import controller_ref, meta, now_utc
-from controllers.statuswrite import write_status
+from controllers.support.expectations import Expectations
+from controllers.support.history import HASH_LABEL, History, HistoryOwner
+from controllers.support.podcontrol import PodControl, slow_start_batch
+from controllers.support.podutil import controller_ref, meta, now_utc
+from controllers.support.statuswrite import write_status
 from kubeclient import CONTROLLER_REVISIONS, DAEMON_SETS, NODES, PODS, Clientset, EventRecorder, InformerFactory
 
 log = logging.getLogger(__name__)

@@ -34,9 +34,9 @@ from apimachinery.disruption import DISRUPTION_ALLOWED, selects, set_status_cond
 from apimachinery.errors import Conflict
 from apimachinery.labels import selector_from_label_selector
 from apimachinery.meta import Object
-from controllers.base import Controller, key_of, unwrap
 from controllers.deployment.util import scaled_value
-from controllers.podutil import is_pod_ready, meta, now_utc
+from controllers.support.base import Controller, key_of, unwrap
+from controllers.support.podutil import is_pod_ready, meta, now_utc
 from kubeclient import (
     DEPLOYMENTS,
     POD_DISRUPTION_BUDGETS,

@@ -24,8 +24,8 @@ from typing import Any
 
 from apimachinery.errors import Forbidden, NotFound
 from apimachinery.meta import Object
-from controllers.base import key_of, unwrap
-from controllers.endpointutil import (
+from controllers.support.base import is_namespace_terminating, key_of, unwrap
+from controllers.support.endpointutil import (
     LABEL_HEADLESS,
     ServicePodsController,
     find_port,
@@ -37,8 +37,7 @@ from controllers.endpointutil import (
     should_pod_be_in_endpoints,
     target_ref,
 )
-from controllers.podutil import is_pod_ready, meta
-from controllers.serviceaccount import is_namespace_terminating
+from controllers.support.podutil import is_pod_ready, meta
 from kubeclient import ENDPOINTS, Clientset, DeletedFinalStateUnknown, InformerFactory
 
 log = logging.getLogger(__name__)

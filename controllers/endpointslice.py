@@ -21,7 +21,7 @@ from typing import Any
 
 from apimachinery.meta import Object
 from controllers.endpoints import endpoints_labels
-from controllers.endpointutil import (
+from controllers.support.endpointutil import (
     ServicePodsController,
     find_port,
     hostname,
@@ -31,8 +31,8 @@ from controllers.endpointutil import (
     should_pod_be_in_endpoints,
     target_ref,
 )
-from controllers.podutil import controller_ref, is_pod_ready, meta
-from controllers.slicewriter import STALE_RETRY_SECONDS, DesiredSlice, SliceWriter, chunked, managed_labels
+from controllers.support.podutil import controller_ref, is_pod_ready, meta
+from controllers.support.slicewriter import STALE_RETRY_SECONDS, DesiredSlice, SliceWriter, chunked, managed_labels
 from kubeclient import ENDPOINT_SLICES, Clientset, InformerFactory
 
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"

@@ -18,10 +18,10 @@ import ipaddress
 from typing import Any
 
 from apimachinery.meta import Object
-from controllers.base import Controller
 from controllers.endpoints import LEADER_ANNOTATION
-from controllers.podutil import controller_ref, meta
-from controllers.slicewriter import STALE_RETRY_SECONDS, DesiredSlice, SliceWriter, chunked, managed_labels
+from controllers.support.base import Controller
+from controllers.support.podutil import controller_ref, meta
+from controllers.support.slicewriter import STALE_RETRY_SECONDS, DesiredSlice, SliceWriter, chunked, managed_labels
 from kubeclient import ENDPOINT_SLICES, ENDPOINTS, SERVICES, Clientset, InformerFactory
 
 CONTROLLER_NAME = "endpointslicemirroring-controller.k8s.io"

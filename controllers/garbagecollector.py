@@ -34,9 +34,9 @@ from typing import Any
 
 from apimachinery.errors import NotFound
 from apimachinery.meta import Object
-from controllers.base import Controller, ensure_indexer, key_of, unwrap
-from controllers.discovery import discover
-from controllers.podutil import meta
+from controllers.support.base import Controller, ensure_indexer, key_of, unwrap
+from controllers.support.discovery import discover
+from controllers.support.podutil import meta
 from kubeclient import (
     CONFIG_MAPS,
     CONTROLLER_REVISIONS,

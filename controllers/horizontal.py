@@ -35,11 +35,11 @@ from apimachinery.errors import Conflict, StatusError
 from apimachinery.labels import parse_selector
 from apimachinery.meta import Object
 from apimachinery.quantity import format_cpu_milli, parse_quantity
-from controllers.base import Controller, key_of, unwrap
-from controllers.discovery import scalable_resource
-from controllers.hpanormalize import Condition, Recommendations, normalize, normalize_with_behavior
-from controllers.podutil import fmt_time, now_utc
-from controllers.replicacalculator import (
+from controllers.support.base import Controller, key_of, unwrap
+from controllers.support.discovery import scalable_resource
+from controllers.support.hpanormalize import Condition, Recommendations, normalize, normalize_with_behavior
+from controllers.support.podutil import fmt_time, now_utc
+from controllers.support.replicacalculator import (
     DEFAULT_CPU_INITIALIZATION_PERIOD,
     DEFAULT_INITIAL_READINESS_DELAY,
     DEFAULT_TOLERANCE,

@@ -35,11 +35,11 @@ from typing import Any
 from apimachinery.errors import NotFound, StatusError
 from apimachinery.labels import Selector, selector_from_label_selector
 from apimachinery.meta import Object, parse_time
-from controllers.base import Controller, key_of, unwrap
-from controllers.controllerref import ControllerRefManager
-from controllers.expectations import Expectations
-from controllers.podcontrol import PodControl, slow_start_batch
-from controllers.podutil import (
+from controllers.support.base import Controller, key_of, unwrap
+from controllers.support.controllerref import ControllerRefManager
+from controllers.support.expectations import Expectations
+from controllers.support.podcontrol import PodControl, slow_start_batch
+from controllers.support.podutil import (
     POD_FAILED,
     POD_SUCCEEDED,
     controller_ref,

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from controllers.base import Controller
-from controllers.healthz import HealthServer
+from controllers.support.base import Controller
+from controllers.support.healthz import HealthServer
 from kubeclient import Clientset, InformerFactory, LeaderElector
 from kubeclient.config import build_config
 
@@ -303,17 +303,13 @@ async def run_controllers(clientset: Clientset, options: argparse.Namespace, sto
     ctx = Context(clientset, factory, options)
     credentials = None
     if options.use_service_account_credentials:
-        from controllers.credentials import ServiceAccountCredentials
+        from controllers.support.credentials import ServiceAccountCredentials
         credentials = ServiceAccountCredentials(clientset, build_config(
             master=options.master, kubeconfig=options.kubeconfig, user_agent="kube-controller-manager"))
     controllers = []
     for name in enabled_controllers(options.controllers):
-        try:
-            own = ctx if credentials is None else Context(await credentials.clientset(name), factory, options)
-            controller = CONTROLLERS[name][1](own)
-        except ImportError as err:  # not written yet (issue 5): say so, run the others
-            log.warning("controller %s is not available in this build (%s); not started", name, err)
-            continue
+        own = ctx if credentials is None else Context(await credentials.clientset(name), factory, options)
+        controller = CONTROLLERS[name][1](own)
         if controller is not None:
             controllers.append(controller)
     factory.start(stop)

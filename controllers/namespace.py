@@ -22,9 +22,9 @@ from typing import Any
 
 from apimachinery.errors import MethodNotAllowed, NotFound, StatusError
 from apimachinery.meta import Object
-from controllers.base import Controller
-from controllers.discovery import discover
-from controllers.podutil import fmt_time, get_condition, meta, now_utc
+from controllers.support.base import Controller
+from controllers.support.discovery import discover
+from controllers.support.podutil import fmt_time, get_condition, meta, now_utc
 from kubeclient import NAMESPACES, Clientset, InformerFactory, Resource
 
 log = logging.getLogger(__name__)

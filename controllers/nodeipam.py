@@ -20,9 +20,9 @@ import logging
 
 from apimachinery.errors import NotFound
 from apimachinery.meta import Object
-from controllers.base import Controller, unwrap
 from controllers.nodelifecycle import node_ref
-from controllers.podutil import meta
+from controllers.support.base import Controller, unwrap
+from controllers.support.podutil import meta
 from kubeclient import NODES, Clientset, DeletedFinalStateUnknown, EventRecorder, InformerFactory
 
 log = logging.getLogger(__name__)

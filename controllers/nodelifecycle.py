@@ -32,9 +32,9 @@ from typing import Any
 
 from apimachinery.errors import NotFound, StatusError
 from apimachinery.meta import Object, parse_time
-from controllers.base import Controller, ensure_indexer, unwrap
-from controllers.podutil import fmt_time, get_condition, is_pod_ready, meta, now_utc
-from controllers.taints import (
+from controllers.support.base import Controller, ensure_indexer, unwrap
+from controllers.support.podutil import fmt_time, get_condition, is_pod_ready, meta, now_utc
+from controllers.support.taints import (
     NO_EXECUTE,
     NO_SCHEDULE,
     TAINT_DISK_PRESSURE,

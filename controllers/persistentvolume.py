@@ -51,8 +51,8 @@ from apimachinery.volumes import (
     is_delay_binding,
     storage_class_of,
 )
-from controllers.base import Controller, unwrap
-from controllers.podutil import meta
+from controllers.support.base import Controller, unwrap
+from controllers.support.podutil import meta
 from kubeclient import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,

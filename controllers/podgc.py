@@ -19,8 +19,8 @@ from typing import Any
 
 from apimachinery.errors import NotFound
 from apimachinery.meta import Object
-from controllers.base import Controller, key_of
-from controllers.podutil import fmt_time, get_condition, is_pod_terminal, meta, now_utc
+from controllers.support.base import Controller, key_of
+from controllers.support.podutil import fmt_time, get_condition, is_pod_terminal, meta, now_utc
 from kubeclient import NODES, PODS, Clientset, InformerFactory
 
 log = logging.getLogger(__name__)

@@ -27,21 +27,21 @@ from typing import Any
 from apimachinery.errors import Conflict, StatusError
 from apimachinery.labels import Selector, selector_from_label_selector, selector_from_set
 from apimachinery.meta import Object
-from controllers.base import Controller, key_of, unwrap
-from controllers.controllerref import ControllerRefManager, controller_uid
-from controllers.expectations import Expectations
-from controllers.podcontrol import PodControl, slow_start_batch
-from controllers.podutil import (
+from controllers.support.base import Controller, key_of, unwrap
+from controllers.support.controllerref import ControllerRefManager, controller_uid
+from controllers.support.expectations import Expectations
+from controllers.support.podcontrol import PodControl, slow_start_batch
+from controllers.support.podutil import (
     controller_ref,
     deletion_order,
     fmt_time,
     get_condition,
     is_pod_active,
-    is_pod_available,
     is_pod_ready,
     meta,
     now_utc,
     pod_from_template,
+    ready_and_available,
     related_pod_ranks,
 )
 from kubeclient import PODS, REPLICA_SETS, Clientset, EventRecorder, InformerFactory, Resource
@@ -91,7 +91,7 @@ def _compact_status(status: Mapping[str, Any]) -> dict[str, Any]:
 def calculate_status(rs: Object, pods: list[Object], manage_error: Exception | None, now: datetime) -> dict[str, Any]:
     """The status ``rs`` should have given its claimed active ``pods`` (pure: ``calculateStatus``)."""
     spec = rs.get("spec") or {}
-    template_labels = selector_from_set(((spec.get("template") or {}).get("metadata") or {}).get("labels"))
+    template = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
     min_ready = int(spec.get("minReadySeconds") or 0)
     old = rs.get("status") or {}
     conditions = [dict(c) for c in old.get("conditions") or []]
@@ -104,14 +104,32 @@ def calculate_status(rs: Object, pods: list[Object], manage_error: Exception | N
                            "lastTransitionTime": fmt_time(now)})
     elif manage_error is None and failure is not None:
         conditions = [c for c in conditions if c.get("type") != REPLICA_FAILURE]
+    labeled, ready, available = _count_replicas(pods, template, min_ready, now)
     return _compact_status({
         "replicas": len(pods),
-        "fullyLabeledReplicas": sum(1 for p in pods if template_labels.matches(meta(p).get("labels") or {})),
-        "readyReplicas": sum(1 for p in pods if is_pod_ready(p)),
-        "availableReplicas": sum(1 for p in pods if is_pod_available(p, min_ready, now)),
+        "fullyLabeledReplicas": labeled,
+        "readyReplicas": ready,
+        "availableReplicas": available,
         "observedGeneration": int(meta(rs).get("generation") or 0),
         "conditions": conditions,
     })
+
+
+def _count_replicas(pods: list[Object], template: Mapping[str, Any], min_ready: int,
+                    now: datetime) -> tuple[int, int, int]:
+    """(fully labeled, ready, available) in one pass over the pods: a sync of a controller of 10,000 pods walks
+    them once, not three times. A pod whose labels equal the template's (as the controller made it) matches
+    without a selector evaluation."""
+    selector = selector_from_set(template)
+    labeled = ready = available = 0
+    for pod in pods:
+        labels = meta(pod).get("labels") or {}
+        if labels == template or selector.matches(labels):
+            labeled += 1
+        is_ready, is_available = ready_and_available(pod, min_ready, now)
+        ready += is_ready
+        available += is_available
+    return labeled, ready, available
 
 
 class ReplicaSetController(Controller):

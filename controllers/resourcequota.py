@@ -38,8 +38,8 @@ from apimachinery.quota import (
     to_wire,
     usage,
 )
-from controllers.base import Controller, unwrap
-from controllers.podutil import meta
+from controllers.support.base import Controller, unwrap
+from controllers.support.podutil import meta
 from kubeclient import (
     CONFIG_MAPS,
     NAMESPACE_INDEX,

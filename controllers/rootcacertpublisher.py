@@ -17,9 +17,8 @@ import logging
 
 from apimachinery.errors import AlreadyExists, Forbidden, NotFound
 from apimachinery.meta import Object
-from controllers.base import Controller, unwrap
-from controllers.podutil import meta
-from controllers.serviceaccount import is_namespace_terminating
+from controllers.support.base import Controller, is_namespace_terminating, unwrap
+from controllers.support.podutil import meta
 from kubeclient import CONFIG_MAPS, NAMESPACES, Clientset, DeletedFinalStateUnknown, InformerFactory
 
 log = logging.getLogger(__name__)

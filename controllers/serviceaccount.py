@@ -20,21 +20,13 @@ import logging
 
 from apimachinery.errors import AlreadyExists, Forbidden
 from apimachinery.meta import Object
-from controllers.base import Controller, unwrap
-from controllers.podutil import meta
+from controllers.support.base import Controller, is_namespace_terminating, unwrap
+from controllers.support.podutil import meta
 from kubeclient import NAMESPACES, SERVICE_ACCOUNTS, Clientset, DeletedFinalStateUnknown, InformerFactory
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SERVICE_ACCOUNTS = ("default",)
-NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
-
-
-def is_namespace_terminating(err: Forbidden) -> bool:
-    """The apiserver refused a create because the namespace is being deleted (``v1.NamespaceTerminatingCause``)."""
-    return any(cause.type == NAMESPACE_TERMINATING_CAUSE for cause in err.causes)
-
-
 class ServiceAccountsController(Controller):
     name = "serviceaccount-controller"
     queue_name = "serviceaccount"

@@ -34,19 +34,19 @@ from typing import Any, Literal
 
 from apimachinery.labels import Selector
 from apimachinery.meta import Object
-from controllers import statefulutil as su
-from controllers.base import Controller, unwrap
-from controllers.controllerref import (
+from controllers.support import statefulutil as su
+from controllers.support.base import Controller, unwrap
+from controllers.support.controllerref import (
     ControllerRefManager,
     controller_uid,
     resolve_controller,
     selecting_owners,
     spec_selector,
 )
-from controllers.history import History, HistoryOwner
-from controllers.podutil import controller_ref, meta, now_utc
-from controllers.statefulpodcontrol import StatefulPodControl
-from controllers.statuswrite import write_status
+from controllers.support.history import History, HistoryOwner
+from controllers.support.podutil import controller_ref, meta, now_utc
+from controllers.support.statefulpodcontrol import StatefulPodControl
+from controllers.support.statuswrite import write_status
 from kubeclient import (
     CONTROLLER_REVISIONS,
     PERSISTENT_VOLUME_CLAIMS,

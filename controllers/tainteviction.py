@@ -28,9 +28,9 @@ from typing import Any
 
 from apimachinery.errors import NotFound
 from apimachinery.meta import Object, parse_time
-from controllers.base import Controller, ensure_indexer, key_of, unwrap
-from controllers.podutil import fmt_time, get_condition, is_pod_terminal, meta, now_utc
-from controllers.taints import matching_tolerations, min_toleration_seconds, no_execute_taints
+from controllers.support.base import Controller, ensure_indexer, key_of, unwrap
+from controllers.support.podutil import fmt_time, get_condition, is_pod_terminal, meta, now_utc
+from controllers.support.taints import matching_tolerations, min_toleration_seconds, no_execute_taints
 from kubeclient import NODE_NAME_INDEX, NODES, PODS, Clientset, EventRecorder, InformerFactory
 from kubeclient.informer import node_name_index_func
 

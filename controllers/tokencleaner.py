@@ -16,7 +16,7 @@ import logging
 from apimachinery import bootstraptoken as bt
 from apimachinery.errors import Conflict, NotFound
 from apimachinery.meta import Object
-from controllers.base import Controller, unwrap
+from controllers.support.base import Controller, unwrap
 from kubeclient import SECRETS, Clientset, InformerFactory
 
 log = logging.getLogger(__name__)

@@ -15,9 +15,9 @@ from typing import Any
 
 from apimachinery.errors import Conflict, NotFound
 from apimachinery.meta import Object, parse_time
-from controllers.base import Controller
 from controllers.job import is_finished
-from controllers.podutil import get_condition, meta, now_utc
+from controllers.support.base import Controller
+from controllers.support.podutil import get_condition, meta, now_utc
 from kubeclient import JOBS, Clientset, InformerFactory
 
 log = logging.getLogger(__name__)

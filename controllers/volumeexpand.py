@@ -16,8 +16,8 @@ import copy
 from apimachinery.meta import Object
 from apimachinery.quantity import parse_quantity
 from apimachinery.volumes import claim_key, requested_storage, storage_class_of
-from controllers.base import Controller
-from controllers.podutil import meta
+from controllers.support.base import Controller
+from controllers.support.podutil import meta
 from kubeclient import (
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,

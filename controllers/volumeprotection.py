@@ -17,8 +17,8 @@ import logging
 
 from apimachinery.meta import Object
 from apimachinery.volumes import claim_key, pod_claim_names
-from controllers.base import Controller, unwrap
-from controllers.podutil import meta
+from controllers.support.base import Controller, unwrap
+from controllers.support.podutil import meta
 from kubeclient import (
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,

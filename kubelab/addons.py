@@ -12,20 +12,26 @@ to create ``kube-dns`` and keep its EndpointSlice.
 
 The apiserver's kubelet client (``kube-apiserver-kubelet-client``) bound to ``system:kubelet-api-admin``, as kubeadm
 binds it: the kubelets authorize its log, exec and proxy calls with SubjectAccessReviews.
+
+The web console's rights (``kubelab ui``, as ``kubelab:console``): reading what its pages show — nodes, pods and
+events (its informers), the objects a pod's trace follows (its controllers, the leader Leases) and the apiserver's
+``/debug/watches`` and ``/debug/watches/deliveries`` — and writing nothing.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kubelab.clusterpki import APISERVER_KUBELET_CLIENT, DNS, LOCAL_PATH_PROVISIONER
+from kubelab.clusterpki import APISERVER_KUBELET_CLIENT, CONSOLE, DNS, LOCAL_PATH_PROVISIONER
 
-__all__ = ["ADDONS", "Addon", "binding"]
+__all__ = ["ADDONS", "CONSOLE_ROLE", "Addon", "binding"]
 
 Addon = tuple[str, dict[str, Any]]  # (collection path under the apiserver, object)
 
 RBAC = "rbac.authorization.k8s.io"
 PROVISIONER_ROLE = "kubelab:local-path-provisioner"
+CONSOLE_ROLE = "kubelab:console"
+READ = ["get", "list", "watch"]
 
 DEFAULT_STORAGE_CLASS: dict[str, Any] = {
     "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
@@ -79,6 +85,21 @@ DNS_PUBLISHER_ROLE: dict[str, Any] = {
     ],
 }
 
+CONSOLE_CLUSTER_ROLE: dict[str, Any] = {
+    "apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": {"name": CONSOLE_ROLE},
+    "rules": [
+        {"apiGroups": [""], "resources": ["nodes", "pods", "events", "namespaces", "replicationcontrollers"],
+         "verbs": READ},
+        {"apiGroups": ["apps"], "resources": ["replicasets", "deployments", "statefulsets", "daemonsets"],
+         "verbs": READ},
+        {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"], "verbs": READ},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": READ},
+        {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": READ},
+        {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": READ},
+        {"nonResourceURLs": ["/debug/watches", "/debug/watches/deliveries"], "verbs": ["get"]},
+    ],
+}
+
 
 ADDONS: list[Addon] = [
     ("/apis/storage.k8s.io/v1/storageclasses", DEFAULT_STORAGE_CLASS),
@@ -90,4 +111,6 @@ ADDONS: list[Addon] = [
     (f"/apis/{RBAC}/v1/namespaces/kube-system/rolebindings",
      binding("kubelab:dns", "kubelab:dns", DNS.user, role_kind="Role", namespace="kube-system")),
     (f"/apis/{RBAC}/v1/clusterrolebindings", KUBELET_API_ADMIN_BINDING),
+    (f"/apis/{RBAC}/v1/clusterroles", CONSOLE_CLUSTER_ROLE),
+    (f"/apis/{RBAC}/v1/clusterrolebindings", binding(CONSOLE_ROLE, CONSOLE_ROLE, CONSOLE.user)),
 ]

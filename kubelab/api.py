@@ -66,6 +66,8 @@ class Cluster:
     with the bridge (``kubelab up --proxy-mode``).
     The library keeps ``host`` and ``process`` as its defaults where `kubelab up` has ``auto``: tests start many
     clusters at once on one machine, and only one of them can own the host's routes to the pod network.
+    ``apiservers``: apiserver processes sharing the secure port (``kubelab up --apiservers``); ``api_url`` is the
+    first one's plain port.
     """
 
     def __init__(
@@ -83,6 +85,7 @@ class Cluster:
         etcd_tls: bool = False,
         timeout: float = READY_TIMEOUT,
         pod_network: str = "host",
+        apiservers: int = 1,
         proxy_mode: str = "auto",
         runtime: str | None = None,
     ) -> None:
@@ -104,6 +107,7 @@ class Cluster:
         self.etcd_tls = etcd_tls
         self.timeout = timeout
         self.pod_network = pod_network  # "bridge": the cluster network and kube-proxy (`kubelab up --pod-network`)
+        self.apiservers = apiservers
         self.proxy_mode = proxy_mode
         self.runtime = runtime or ("linux" if pod_network == "bridge" else "process")
         self._engine: engine.Cluster | None = None
@@ -131,6 +135,7 @@ class Cluster:
             kubelet_base_port=None,
             secure_port=None,
             pod_network=self.pod_network,
+            apiservers=self.apiservers,
             proxy_mode=self.proxy_mode,
             runtime=self.runtime,
         )

@@ -36,6 +36,7 @@ from kubelab.addons import ADDONS
 from kubelab.bootstraptokens import ensure_join_objects
 from kubelab.clusterpki import (
     ADMIN,
+    CONSOLE,
     CONTROLLER_MANAGER,
     DNS,
     HOLLOW_NODES,
@@ -52,7 +53,6 @@ from kubelab.components import (
     HEALTH_URL_IN_LOG,
     Component,
     component_argv,
-    is_available,
     kubelet_node_name,
 )
 from kubelab.encryption import ensure_encryption_config
@@ -81,6 +81,7 @@ CLIENT_COMPONENTS = ("controller-manager", "scheduler", "kubelet", "proxy", "dns
 CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
 PROXY_MODES = ("auto", "nftables", "iptables", "userspace")  # kubelab proxy --proxy-mode
 PROXY_HEALTHZ_PORT = 10256
+PROXY_METRICS_PORT = 10249  # kube-proxy's --metrics-bind-address; taken only when free (10250 is the kubelet's)
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
 
 
@@ -137,6 +138,7 @@ class Cluster:
         pod_network: str = "auto",
         proxy_mode: str = "auto",
         runtime: str = "auto",
+        apiservers: int = 1,
     ) -> None:
         """Raises IncompatibleEtcd (or FileNotFoundError) when no etcd found can run the data dir's etcd.
 
@@ -149,8 +151,12 @@ class Cluster:
         ``bridge`` (linux runtime kubelets on the cluster network ``kubelet.network`` describes, pod IPs of
         10.244.0.0/16, kube-proxy; needs root and nft) or ``auto``; ``runtime``: the kubelets' ``--runtime``
         (``auto``: see ``runtimechoice``; raises ValueError for ``bridge`` without linux); ``proxy_mode``:
-        kube-proxy's ``--proxy-mode``.
+        kube-proxy's ``--proxy-mode``; ``apiservers``: how many apiserver processes on the one etcd, all serving
+        the secure port (``--reuse-port``), each its own plain port (the first ``port``) and audit log, named
+        ``apiserver``, ``apiserver-2``, ...
         """
+        if apiservers < 1:
+            raise ValueError("apiservers must be 1 or more")
         unknown = set(components or ()) - set(CLIENT_COMPONENTS)
         if unknown:
             raise ValueError(f"unknown components {sorted(unknown)}: choose among {list(CLIENT_COMPONENTS)} "
@@ -172,6 +178,7 @@ class Cluster:
             raise ValueError(f"unknown proxy mode {proxy_mode!r}: choose among {list(PROXY_MODES)}")
         self.proxy_mode = proxy_mode
         self.hollow_nodes = hollow_nodes
+        self.apiservers = apiservers
         self.extra_args = {name: list(args) for name, args in (extra_args or {}).items()}
         self.kubelet_base_port = kubelet_base_port
         self.secure_port = (free_ports_from(secure_port, 1, avoid={port})[0] if secure_port is not None
@@ -193,8 +200,8 @@ class Cluster:
             runtime=f"{self.choice.runtime} ({self.choice.why})",
             pod_network=self.choice.pod_network,
         )
-        self.skipped: list[Component] = []  # components whose package has no __main__.py yet
         self.healthz_ports: dict[str, int] = {}  # chosen at start
+        self.apiserver_ports: list[int] = []  # each apiserver's plain port, chosen at start
         self.kubelet_ports: list[int] = []  # chosen at start
         self.supervisor = Supervisor(spawn=_spawn_unit, say=say)
 
@@ -211,8 +218,6 @@ class Cluster:
         self._kubeconfig(Path(self.state.kubeconfig), ADMIN)
         self._start_etcd()
         apiserver = COMPONENTS["apiserver"]
-        if not is_available(apiserver):
-            raise StartupError("the apiserver package has no __main__.py yet: nothing to start beyond etcd")
         self.healthz_ports = self._healthz_ports()
         if self.network is not None:
             try:
@@ -220,49 +225,39 @@ class Cluster:
             except (OSError, RuntimeError) as err:
                 raise StartupError(f"--pod-network bridge: cannot create the cluster network "
                                    f"{self.network.name}: {err}") from None
-        spawned_apiserver = self._spawn_apiserver(apiserver)
+        spawned_apiservers = [self._spawn_apiserver(apiserver, index) for index in range(1, self.apiservers + 1)]
         tier: list[_Pending] = []
         for name in ("controller-manager", "scheduler"):
             component = COMPONENTS[name]
             if name not in self.components:
                 continue
-            if is_available(component):
-                identity = CONTROLLER_MANAGER if name == "controller-manager" else SCHEDULER
-                conf = self._kubeconfig(self.data_dir / f"{name}.conf", identity)
-                # As kubeadm: the controllers write as their own service accounts, the CA is published as
-                # kube-root-ca.crt for pods' in-cluster clients and signs approved CSRs.
-                # kubeadm also turns on the bootstrap signer and the token cleaner, which joining nodes need.
-                own = ["--use-service-account-credentials", "--root-ca-file", str(pki.ca_cert), *pki.signing_flags(),
-                       "--controllers", "*,bootstrapsigner,tokencleaner"] if name == "controller-manager" else []
-                if name == "controller-manager" and self.network is not None:
-                    own += ["--cluster-cidr", CLUSTER_CIDR]
-                tier.append(self._spawn(component, name, ["--kubeconfig", str(conf), *own,
-                                                          "--healthz-port", str(self.healthz_ports[name])]))
-            else:
-                self.skipped.append(component)
-        dns = COMPONENTS["dns"]
-        if "dns" in self.components and is_available(dns):
-            tier.append(self._spawn_dns(dns))
-        elif "dns" in self.components:
-            self.skipped.append(dns)
+            identity = CONTROLLER_MANAGER if name == "controller-manager" else SCHEDULER
+            conf = self._kubeconfig(self.data_dir / f"{name}.conf", identity)
+            # As kubeadm: the controllers write as their own service accounts, the CA is published as
+            # kube-root-ca.crt for pods' in-cluster clients and signs approved CSRs.
+            # kubeadm also turns on the bootstrap signer and the token cleaner, which joining nodes need.
+            own = ["--use-service-account-credentials", "--root-ca-file", str(pki.ca_cert), *pki.signing_flags(),
+                   "--controllers", "*,bootstrapsigner,tokencleaner"] if name == "controller-manager" else []
+            if name == "controller-manager" and self.network is not None:
+                own += ["--cluster-cidr", CLUSTER_CIDR]
+            tier.append(self._spawn(component, name, ["--kubeconfig", str(conf), *own,
+                                                      "--healthz-port", str(self.healthz_ports[name])]))
+        if "dns" in self.components:
+            tier.append(self._spawn_dns(COMPONENTS["dns"]))
         kubelet = COMPONENTS["kubelet"]
-        wanted = "kubelet" in self.components and (self.nodes > 0 or self.hollow_nodes > 0)
-        if wanted and is_available(kubelet):
+        if "kubelet" in self.components and (self.nodes > 0 or self.hollow_nodes > 0):
             for index, port in enumerate(self._kubelet_ports(self.nodes), start=1):
                 tier.append(self._spawn_kubelet(kubelet, kubelet_node_name(index), port))
             if self.hollow_nodes > 0:
                 tier.append(self._spawn_hollow(kubelet))
-        elif wanted:
-            self.skipped.append(kubelet)
         if self.network is not None and "proxy" in self.components:
             tier.append(self._spawn_proxy(COMPONENTS["proxy"], self.network))
-        self._start_tier([spawned_apiserver])
+        self._start_tier(spawned_apiservers)
         self._create_addons()
         self._create_join_objects()
         self._start_tier(tier)
-        console = COMPONENTS["ui"]
-        if "ui" in self.components and is_available(console):
-            self._start_tier([self._spawn_console(console)])
+        if "ui" in self.components:
+            self._start_tier([self._spawn_console(COMPONENTS["ui"])])
         if any(p.component.name == "controller-manager" for p in tier):
             self._wait_pod_cidrs([p.record.name.removeprefix("kubelet-") for p in tier
                                   if p.component.name == "kubelet" and p.record.name != HOLLOW_UNIT])
@@ -341,12 +336,22 @@ class Cluster:
         assert self.pki is not None
         return write_kubeconfig(path, self.secure_url, ca=self.pki.ca_cert, client=self.pki.client(identity))
 
-    def _spawn_apiserver(self, component: Component) -> _Pending:
+    def _spawn_apiserver(self, component: Component, index: int = 1) -> _Pending:
+        """The ``index``-th apiserver: the first on ``port``, each further one on a free plain port of its own and
+        with an audit log of its own (one lumberjack writer per file); with more than one, all share the secure
+        port (``--reuse-port``)."""
         assert self.pki is not None
+        name = component.name if index == 1 else f"{component.name}-{index}"
+        port = self.port if index == 1 else free_ports_from(self.port + 1, 1, avoid=self._reserved_ports())[0]
+        self.apiserver_ports.append(port)
+        audit = auditpolicy.apiserver_flags(self.data_dir, self.logs)
+        if index > 1:
+            audit[audit.index("--audit-log-path") + 1] = str(self.logs / f"audit-{name}.log")
         args = [
             *self.etcd.apiserver_flags(),
-            "--insecure-port", str(self.port),
+            "--insecure-port", str(port),
             "--secure-port", str(self.secure_port),
+            *(["--reuse-port"] if self.apiservers > 1 else []),
             *self._apiserver_address(),
             *self.pki.apiserver_flags(),
             *self.pki.service_account_flags(),
@@ -356,9 +361,9 @@ class Cluster:
               for arg in (f"--{name}-healthz-url", f"http://127.0.0.1:{port}/healthz")),
             "--authorization-mode", "Node,RBAC",
             "--enable-bootstrap-token-auth",
-            *auditpolicy.apiserver_flags(self.data_dir, self.logs),
+            *audit,
         ]  # fmt: skip
-        return self._spawn(component, component.name, args, port=self.port)
+        return self._spawn(component, name, args, port=port)
 
     def _apiserver_address(self) -> list[str]:
         """The secure port on 127.0.0.1; with the cluster network on every address, advertised (the ``kubernetes``
@@ -371,8 +376,10 @@ class Cluster:
     def _spawn_proxy(self, component: Component, network: ClusterNetwork) -> _Pending:
         conf = self._kubeconfig(self.data_dir / "kube-proxy.conf", KUBE_PROXY)
         port = free_ports_from(PROXY_HEALTHZ_PORT, 1, avoid=self._reserved_ports())[0]
+        metrics = free_ports_from(PROXY_METRICS_PORT, 1, avoid=self._reserved_ports() | {port})[0]
         args = ["--kubeconfig", str(conf), "--cluster-network", network.name, "--cluster-cidr", CLUSTER_CIDR,
-                "--healthz-port", str(port), "--proxy-mode", self.proxy_mode]
+                "--healthz-port", str(port), "--metrics-port", str(metrics if metrics == PROXY_METRICS_PORT
+                                                                else free_port()), "--proxy-mode", self.proxy_mode]
         return self._spawn(component, "proxy", args)
 
     def _spawn_kubelet(self, component: Component, node: str, port: int) -> _Pending:
@@ -387,7 +394,7 @@ class Cluster:
             "--node-name", node,
             "--port", str(port),
             "--root-dir", str(root),
-            *(dnsaddon.kubelet_flags() if "dns" in self.components and is_available(COMPONENTS["dns"]) else ()),
+            *(dnsaddon.kubelet_flags() if "dns" in self.components else ()),
             # the API is HTTPS behind authentication: the launcher checks health on kube's plain healthz port
             "--healthz-port", str(free_port()),
             *self.pki.kubelet_flags(node, ["localhost", "127.0.0.1"]),
@@ -425,7 +432,8 @@ class Cluster:
 
     def _reserved_ports(self) -> set[int]:
         """Ports this cluster has chosen but its components may not have bound yet."""
-        return {self.port, self.secure_port, *self.healthz_ports.values(), *self.kubelet_ports}
+        return {self.port, self.secure_port, *self.healthz_ports.values(), *self.apiserver_ports,
+                *self.kubelet_ports}
 
     def _kubelet_ports(self, count: int) -> list[int]:
         if self.kubelet_base_port is None:
@@ -435,12 +443,13 @@ class Cluster:
         return self.kubelet_ports
 
     def _spawn_console(self, component: Component) -> _Pending:
-        """The web console (``python -m kubelab.ui``) as the admin, on ``CONSOLE_PORT`` when free; it finds the
-        scheduler and the kubelets itself and is told the controller-manager's debug port."""
+        """The web console (``python -m kubelab.ui``) as ``kubelab:console`` over HTTPS (its rights: kubelab.addons),
+        on ``CONSOLE_PORT`` when free; it finds the scheduler and the kubelets itself and is told the
+        controller-manager's debug port."""
         port = free_port() if self.kubelet_base_port is None else \
             free_ports_from(CONSOLE_PORT, 1, avoid=self._reserved_ports())[0]
         manager = self.healthz_ports.get("controller-manager")
-        args = ["--kubeconfig", self.state.kubeconfig, "--port", str(port),
+        args = ["--kubeconfig", str(self._kubeconfig(self.data_dir / "console.conf", CONSOLE)), "--port", str(port),
                 *(["--component", f"controller-manager=http://127.0.0.1:{manager}"] if manager else []),
                 "--audit-log", str(self.logs / auditpolicy.LOG_NAME)]
         pending = self._spawn(component, component.name, args, port=port)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from kubelab.pki import CertificateAuthority, KeyPair, ensure_rsa_key_pair
 
-__all__ = ["ADMIN", "APISERVER_KUBELET_CLIENT", "CONTROLLER_MANAGER", "DNS", "HOLLOW_NODES", "KUBE_PROXY",
+__all__ = ["ADMIN", "APISERVER_KUBELET_CLIENT", "CONSOLE", "CONTROLLER_MANAGER", "DNS", "HOLLOW_NODES", "KUBE_PROXY",
            "LOCAL_PATH_PROVISIONER", "SCHEDULER", "ClusterPKI", "Identity", "apiserver_sans", "kubelet_identity",
            "make_cluster_pki"]
 
@@ -54,6 +54,8 @@ LOCAL_PATH_PROVISIONER = Identity("local-path-provisioner", "kubelab:local-path-
 # The cluster DNS (kubelab.addons grants kubeadm's CoreDNS rights; kubeadm runs it as the coredns service account).
 DNS = Identity("dns", "system:coredns")
 KUBE_PROXY = Identity("kube-proxy", "system:kube-proxy")  # bound to system:node-proxier
+# The web console (kubelab ui): a client like the others, with the read-only rights kubelab.addons grants it.
+CONSOLE = Identity("console", "kubelab:console")
 # kubemark's hollow nodes run many Nodes in one process with one credential: a simulation for benchmarks, so it
 # gets the rights of all of them at once (no Node authorizer confinement applies to it).
 HOLLOW_NODES = Identity("kubelet-hollow", "kubelab:hollow-nodes", ("system:masters",))

@@ -2,8 +2,7 @@
 
 Why a table: `kubelab up`, `kubelab status` and `kubelab <component>` all need the same facts (the
 Python package behind a component, its flags, its health check), and adding a component should be one
-row here. A component is only started when its package has a ``__main__.py``, so the launcher works
-while parts of the control plane are still being written.
+row here.
 
 Health checks:
 - ``http``: GET a URL until it answers 200 (the apiserver's ``/healthz`` answers ``ok``).
@@ -14,11 +13,9 @@ Health checks:
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 __all__ = [
@@ -26,7 +23,6 @@ __all__ = [
     "Component",
     "HEALTH_URL_IN_LOG",
     "component_argv",
-    "is_available",
     "kubelet_node_name",
 ]
 
@@ -92,17 +88,6 @@ COMPONENTS: dict[str, Component] = {
         ),
     )
 }
-
-
-def is_available(component: Component) -> bool:
-    """Whether the component's package exists and has a ``__main__.py`` (without importing it)."""
-    try:
-        spec = importlib.util.find_spec(component.package)
-    except (ImportError, ValueError):
-        return False
-    if spec is None or not spec.submodule_search_locations:
-        return False
-    return any((Path(p) / "__main__.py").is_file() for p in spec.submodule_search_locations)
 
 
 def component_argv(component: Component, args: list[str]) -> list[str]:

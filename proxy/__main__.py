@@ -12,13 +12,14 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kubeclient import Clientset
+from kubeclient import Clientset, metrics
 
 from . import mode
 from .proxier import Backend, IptablesBackend, NftBackend, Proxier, nft_in, run_in
 from .userspace import UserspaceBackend
 
 HEALTHZ_PORT = 10256  # kube-proxy's --healthz-bind-address port
+METRICS_PORT = 10249  # kube-proxy's --metrics-bind-address port
 PORTS_TRIED = 50
 
 
@@ -44,6 +45,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="seconds between two syncs at least (default: %(default)s)")
     p.add_argument("--healthz-port", type=int, default=HEALTHZ_PORT,
                    help="serve /healthz on 127.0.0.1 at this port or the next free one (0: off; default: %(default)s)")
+    p.add_argument("--metrics-port", type=int, default=METRICS_PORT,
+                   help="serve /metrics (Prometheus) on 127.0.0.1 at this port or the next free one (0: off; "
+                        "default: %(default)s)")
     p.add_argument("-v", "--v", dest="verbosity", type=int, default=1, help="log verbosity")
     return p.parse_args(argv)
 
@@ -56,6 +60,17 @@ async def serve_healthz(proxier: Proxier, first: int) -> web.AppRunner:
     app = web.Application()
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/livez", healthz)
+    return await _serve(app, first, "healthz")
+
+
+async def serve_metrics(first: int) -> web.AppRunner:
+    """``/metrics`` (kubeproxy_*, rest_client_*, process_*) on its own port, as kube-proxy's 10249."""
+    app = web.Application()
+    app.router.add_get("/metrics", metrics.serve)
+    return await _serve(app, first, "metrics")
+
+
+async def _serve(app: web.Application, first: int, path: str) -> web.AppRunner:
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     for port in range(first, first + PORTS_TRIED):
@@ -65,9 +80,9 @@ async def serve_healthz(proxier: Proxier, first: int) -> web.AppRunner:
             if err.errno == errno.EADDRINUSE:
                 continue
             raise
-        logging.info("healthz: http://127.0.0.1:%d/healthz", port)
+        logging.info("%s: http://127.0.0.1:%d/%s", path, port, path)
         return runner
-    raise SystemExit(f"no free port for /healthz in {first}..{first + PORTS_TRIED - 1}")
+    raise SystemExit(f"no free port for /{path} in {first}..{first + PORTS_TRIED - 1}")
 
 
 def backend(args: argparse.Namespace) -> tuple[Backend, str]:
@@ -94,6 +109,7 @@ async def run(args: argparse.Namespace) -> None:
     client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig, user_agent="kube-proxy")
     proxier = Proxier(client, chosen, sync_period=args.sync_period, min_sync_period=args.min_sync_period)
     runner = await serve_healthz(proxier, args.healthz_port) if args.healthz_port else None
+    scrape = await serve_metrics(args.metrics_port) if args.metrics_port else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -103,8 +119,9 @@ async def run(args: argparse.Namespace) -> None:
     try:
         await proxier.run(stop)
     finally:
-        if runner is not None:
-            await runner.cleanup()
+        for server in (runner, scrape):
+            if server is not None:
+                await server.cleanup()
         if isinstance(chosen, UserspaceBackend):
             chosen.close()
         await client.close()

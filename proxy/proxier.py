@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from kubeclient import Clientset, SharedInformer
 
-from . import iptables
+from . import iptables, metrics
 from .model import ServicePort, service_ports
 from .nftables import Renderer
 
@@ -144,6 +144,7 @@ class Proxier:
     def _changed(self, obj: Any) -> None:
         if self.wanted_since is None:
             self.wanted_since = time.monotonic()
+        metrics.LAST_QUEUED.set(time.time())
         self.dirty.set()
 
     def healthy(self) -> bool:
@@ -177,10 +178,17 @@ class Proxier:
         return ips
 
     async def sync(self) -> None:
-        """One backend sync; on failure the next one is full."""
-        self.synced = await self.backend.sync(self.service_ports(), self.node_ips())
+        """One backend sync; on failure the next one is full (``kubeproxy_sync_proxy_rules_*``: proxy/metrics.py)."""
+        started = time.monotonic()
+        ports = self.service_ports()
+        self.synced = await self.backend.sync(ports, self.node_ips())
+        metrics.SYNC_DURATION.observe(time.monotonic() - started)
         if self.synced:
             self.last_sync = time.monotonic()
+            metrics.LAST_SYNC.set(time.time())
+            metrics.SERVICE_PORTS.set(len(ports))
+        else:
+            metrics.SYNC_ERRORS.inc()
 
     async def run(self, stop: asyncio.Event) -> None:
         tasks = [asyncio.create_task(i.run(stop)) for i in (self.services, self.slices, self.nodes)]

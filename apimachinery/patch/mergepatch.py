@@ -33,6 +33,32 @@ def apply(doc: JSON, patch: JSON) -> JSON:
     return _merge_objects(doc, patch)
 
 
+def apply_in_place(doc: JSON, patch: JSON) -> JSON:
+    """``apply`` that merges into ``doc`` itself (the caller's own copy, which it gives up) and returns it: the
+    parts the patch does not touch are neither walked nor copied. ``patch`` is still not modified, nor shared with
+    the result (a retried update applies it again)."""
+    if not isinstance(doc, dict) or not isinstance(patch, dict):
+        return apply(doc, patch)
+    return _merge_into(doc, patch)
+
+
+def _merge_into(doc: dict[str, JSON], patch: dict[str, JSON]) -> dict[str, JSON]:
+    """``_merge_objects``' result, made in ``doc``: changed keys keep their place, new ones follow in the patch's
+    order."""
+    for key, value in patch.items():
+        if value is None:
+            doc.pop(key, None)
+            continue
+        current = doc.get(key)
+        if isinstance(current, dict) and isinstance(value, dict):
+            _merge_into(current, value)
+        elif isinstance(current, dict):
+            doc[key] = _copy(value)
+        else:
+            doc[key] = _prune(value)  # a fresh copy
+    return doc
+
+
 def _merge_objects(doc: dict[str, JSON], patch: dict[str, JSON]) -> dict[str, JSON]:
     """Merge into a fresh object that keeps ``doc``'s key order and shares no structure with either input."""
     result: dict[str, JSON] = {}

@@ -50,7 +50,9 @@ class CustomResourceDecoder:
         self.defaulter = pruning.Defaulter(schema)
 
     def decode(self, obj: dict[str, Any], group: str, version: str, kind: str,
-               field_validation: str = "Ignore") -> list[str]:
+               field_validation: str = "Ignore", old: dict[str, Any] | None = None) -> list[str]:
+        """Prune against the structural schema and default; ``old`` (the stored object) is not used: defaulting
+        must run over the whole object."""
         unknown: list[str] = []
         if self.meta is not None and isinstance(obj.get("metadata"), dict):
             unknown = self.meta.unknown_in(obj["metadata"], crds.OBJECT_META, kind, version, "metadata")

@@ -7,10 +7,10 @@ Three small parts, each with one job:
 * ``middleware``: the ASGI filter (after authentication, before authorization, as kube's ``WithAudit``) that builds
   the ``audit.k8s.io/v1`` Event of each request and hands its stages (RequestReceived, ResponseStarted for watches
   and other long-running requests, ResponseComplete, Panic) to the backend;
-* ``backend``: the log backend (``--audit-log-path``, ``-`` is stdout): a bounded queue drained by one thread
-  that writes JSON lines and rotates the file as lumberjack does (``rotate``). Handing over never blocks and never
-  fails a request: a full queue drops the event and a failed write (a full disk, an unwritable path) is counted;
-  both are logged, at most every few seconds.
+* ``backend``: the log backend (``--audit-log-path``, ``-`` is stdout): a bounded deque drained in batches on the
+  event loop, after the requests it is busy with, that writes JSON lines and rotates the file as lumberjack does
+  (``rotate``). Handing over never blocks and never fails a request: a full deque drops the event and a failed
+  write (a full disk, an unwritable path) is counted; both are logged, at most every few seconds.
 """
 
 from .backend import AuditBackend, LogBackend

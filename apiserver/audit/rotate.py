@@ -3,7 +3,7 @@
 Before a write would take the file past ``max_size_mb`` megabytes (lumberjack's default 100 when 0), the file is
 renamed to ``<name>-<UTC time as 2006-01-02T15-04-05.000><ext>`` beside it and a new one is started; then backups
 beyond ``max_backups`` (0: keep all) and older than ``max_age_days`` (0: keep all), by the time in their name, are
-removed. Not thread-safe: one writer thread owns it.
+removed. Not thread-safe: one writer (the backend's drain) owns it.
 """
 
 from __future__ import annotations

@@ -5,15 +5,19 @@
   ``PodPortForwardOptions`` built from the query — and there is no old object;
 * CREATE of ``pods/binding`` (a ``Binding``) and ``pods/eviction`` (a ``policy/v1`` ``Eviction``);
 * UPDATE of ``<resource>/scale`` (``autoscaling/v1`` ``Scale`` objects, the new and the old).
+
+``request_admission`` binds the chain to an ordinary write of the resource's own object (create, update, patch,
+apply, delete), for the handlers that make one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..admission import AdmissionChain
+from ..admission import AdmissionChain, RequestAdmission
 from ..admission.attributes import Operation, options_for
 from ..registry.store import ResourceStore
+from .request import RequestInfo
 
 OPTIONS_KINDS = {"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"}
 _FLAGS = ("stdin", "stdout", "stderr", "tty")
@@ -66,3 +70,14 @@ async def admit_object(admission: AdmissionChain | None, store: ResourceStore, o
     obj = await request.mutate(obj, old) or obj
     await request.validate(obj, old)
     return obj
+
+
+def request_admission(admission: AdmissionChain | None, operation: Operation, store: ResourceStore,
+                      info: RequestInfo, name: str, options_kind: str, dry_run: bool,
+                      field_manager: str | None = None, subresource: str = "") -> RequestAdmission | None:
+    """The admission chain bound to this request (None without a chain, or for an exempt resource)."""
+    if admission is None or not admission.configured_for(store.strategy.group, store.strategy.resource):
+        return None
+    return admission.request(operation=operation, strategy=store.strategy, namespace=info.namespace, name=name,
+                             subresource=subresource, dry_run=dry_run,
+                             options=options_for(options_kind, field_manager, dry_run))

@@ -17,10 +17,14 @@ from starlette.responses import Response
 
 from apimachinery import errors
 
+from ..admission import AdmissionChain
 from ..fieldmanager import manager_of
 from ..registry.decoder import field_validation_mode
+from ..registry.registry import Registry
 from ..registry.store import ResourceStore
-from .request import APPLY_PATCH, JSON, RequestInfo, bool_param, decode_body, negotiate
+from .admit import request_admission
+from .request import APPLY_PATCH, JSON, RequestInfo, bool_param, decode_body, dry_run_requested, negotiate
+from .responses import render_object
 
 
 def decode_config(body: bytes) -> dict[str, Any]:
@@ -50,10 +54,9 @@ def check_name(config: dict[str, Any], name: str, namespace: str | None) -> None
                                 f"on the request ({namespace})")
 
 
-async def serve(handler: Any, request: Request, info: RequestInfo, store: ResourceStore,
-                subresource: str = "") -> Response:
-    from .rest import dry_run_requested, render_object
-
+async def serve(request: Request, info: RequestInfo, store: ResourceStore, registry: Registry,
+                admission_chain: AdmissionChain | None, subresource: str = "") -> Response:
+    """Apply ``request``'s configuration to the object (``registry``: its namespace's check when it is created)."""
     assert info.name is not None
     params = request.query_params
     manager = manager_of(params, request.headers.get("user-agent"), "PatchOptions", apply=True)
@@ -72,8 +75,8 @@ async def serve(handler: Any, request: Request, info: RequestInfo, store: Resour
     requested_manager = params.get("fieldManager")
     for _ in range(2):
         try:
-            admission = handler.admission_for("UPDATE", store, info, info.name, "PatchOptions", dry_run,
-                                              requested_manager, subresource)
+            admission = request_admission(admission_chain, "UPDATE", store, info, info.name, "PatchOptions",
+                                          dry_run, requested_manager, subresource)
             co = await store.guaranteed_update(info.namespace, info.name, apply, subresource=subresource,
                                                precondition_rv=precondition, dry_run=dry_run,
                                                field_validation=validation, admission=admission)
@@ -83,10 +86,10 @@ async def serve(handler: Any, request: Request, info: RequestInfo, store: Resour
                 raise
         if store.strategy.namespaced:
             assert info.namespace is not None
-            await handler.registry.check_namespace(info.namespace, store.strategy.resource, info.name)
+            await registry.check_namespace(info.namespace, store.strategy.resource, info.name)
         try:
-            admission = handler.admission_for("CREATE", store, info, info.name, "PatchOptions", dry_run,
-                                              requested_manager)
+            admission = request_admission(admission_chain, "CREATE", store, info, info.name, "PatchOptions",
+                                          dry_run, requested_manager)
             co = await store.create(apply({}), info.namespace, dry_run=dry_run, field_validation=validation,
                                     admission=admission)
             return render_object(store, co, output, params, status=201)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 import aiohttp
@@ -43,10 +43,7 @@ from ..spdy import portforward, remotecommand, upgrade
 from ..spdy.session import Session
 from .admit import admit_connect
 from .logoptions import pod_log_options
-
-if TYPE_CHECKING:
-    from .request import RequestInfo
-    from .rest import RESTHandler
+from .request import RequestInfo
 
 STREAMS = ("exec", "attach", "portforward")  # the subresources relayed as streaming sessions
 TUNNEL_PROTOCOL = "SPDY/3.1+" + portforward.PROTOCOL  # client-go's SPDY-over-websocket port-forward
@@ -103,20 +100,21 @@ async def kubelet_stream_url(registry: Registry, pod: dict[str, Any], subresourc
     return f"{base}/{subresource}/{namespace}/{name}/{container}?{urlencode(query)}"
 
 
-async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+async def serve(request: Request, info: RequestInfo, pods: ResourceStore, registry: Registry,
+                admission: AdmissionChain | None) -> Response:
+    """``log`` (streamed from the kubelet) and the SPDY forms of the ``STREAMS`` (``registry``: the pod's Node)."""
     assert info.name is not None
     if info.subresource in STREAMS and request.method in ("GET", "POST") and _wants_spdy(request):
-        return await _spdy_stream(handler.registry, request, info.namespace, info.name, info.subresource,
-                                  handler.admission)
+        return await _spdy_stream(registry, request, info.namespace, info.name, info.subresource, admission)
     if info.subresource != "log" or request.method != "GET":
         raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource "
                                       f"({request.method} {info.subresource}); {info.subresource} needs a "
                                       f"websocket or SPDY/3.1 upgrade")
     params = request.query_params
     options = pod_log_options(params, info.name)  # checked before the pod is read, as kube's LogREST does
-    pod = (await store.get(info.namespace, info.name)).obj
+    pod = (await pods.get(info.namespace, info.name)).obj
     container = _container_name(pod, params.get("container"))
-    base = await kubelet_base_url(handler.registry, pod)
+    base = await kubelet_base_url(registry, pod)
     query = urlencode(options)
     url = f"{base}/containerLogs/{info.namespace}/{info.name}/{container}" + (f"?{query}" if query else "")
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))

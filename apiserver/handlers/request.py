@@ -22,6 +22,7 @@ import orjson
 import yaml
 
 from apimachinery import errors
+from apimachinery.validation import not_supported
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a request body
 # Nesting of objects and arrays a body may have. kube's decoders stop at 10000; ours must stop where the rest of
@@ -283,3 +284,13 @@ def bool_param(params: Any, name: str) -> bool:
     — even an empty one — true."""
     value = params.get(name)
     return value is not None and value != "0" and value.lower() != "false"
+
+
+def dry_run_requested(params: Any, options_kind: str = "CreateOptions") -> bool:
+    """``?dryRun``: only ``All`` is supported; anything else is 422 ``<options_kind>.meta.k8s.io`` as kube's
+    ``ValidateDryRun`` answers for Create/Update/Patch/DeleteOptions."""
+    values = params.getlist("dryRun") if hasattr(params, "getlist") else \
+        [v for v in [params.get("dryRun")] if v is not None]
+    if any(value != "All" for value in values):
+        raise errors.invalid(options_kind, "", [not_supported("dryRun", values, ("All",))], "meta.k8s.io")
+    return bool(values)

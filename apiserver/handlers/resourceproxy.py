@@ -22,7 +22,7 @@ through a Service) are not relayed.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiohttp
 from starlette.requests import Request
@@ -32,14 +32,13 @@ from apimachinery import errors
 from apimachinery.fields import parse_field_selector
 from apimachinery.labels import parse_selector
 
+from ..admission import AdmissionChain
 from ..kubeletclient import node_kubelet_url, ssl_context
+from ..registry.registry import Registry
 from ..registry.store import ResourceStore, filter_for
 from .admit import admit_object
 from .proxy import relay_body
-
-if TYPE_CHECKING:
-    from .request import RequestInfo
-    from .rest import RESTHandler
+from .request import RequestInfo
 
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "transfer-encoding", "upgrade", "host", "content-length", "authorization",
@@ -63,18 +62,21 @@ def split_scheme_name_port(segment: str) -> tuple[str, str, str]:
     return scheme, name, port
 
 
-async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+async def serve(request: Request, info: RequestInfo, store: ResourceStore, registry: Registry,
+                admission: AdmissionChain | None) -> Response:
+    """``{pods,services,nodes}/{name}/proxy/{path}``: the request relayed to the object's address (``registry``:
+    a service's EndpointSlices)."""
     assert info.name is not None
     scheme, name, port = split_scheme_name_port(info.name)
     tls: Any = None
     if info.resource == "pods":
         location = await _pod_location(store, info.namespace, name, scheme, port)
     elif info.resource == "services":
-        location = await _service_location(handler, store, info.namespace, name, scheme, port)
+        location = await _service_location(registry, store, info.namespace, name, scheme, port)
     else:
         location, tls = await _node_location(store, name, scheme, port)
     options = {"kind": f"{store.strategy.kind}ProxyOptions", "apiVersion": "v1", "path": info.proxy_path}
-    await admit_object(handler.admission, store, "CONNECT", info.namespace, info.name, "proxy",
+    await admit_object(admission, store, "CONNECT", info.namespace, info.name, "proxy",
                        ("", "v1", options["kind"]), options)  # webhooks and policies may refuse a CONNECT
     if not info.proxy_path:  # kube's UpgradeAwareHandler: an empty path is redirected to one ending in '/'
         query = request.url.query
@@ -94,14 +96,14 @@ async def _pod_location(store: ResourceStore, namespace: str | None, name: str, 
     return f"{scheme or 'http'}://{host}" + (f":{port}" if port else "")
 
 
-async def _service_location(handler: RESTHandler, store: ResourceStore, namespace: str | None, name: str,
+async def _service_location(registry: Registry, store: ResourceStore, namespace: str | None, name: str,
                             scheme: str, port: str) -> str:
     service = (await store.get(namespace, name)).obj
     port_name = port
     if port.isdigit():  # a number: the service port with that number names the endpoint port
         port_name = next((p.get("name", "") for p in service.get("spec", {}).get("ports") or []
                           if p.get("port") == int(port)), port)
-    slices = handler.registry.get("discovery.k8s.io", "endpointslices")
+    slices = registry.get("discovery.k8s.io", "endpointslices")
     selected = filter_for(slices.strategy, namespace, parse_selector(f"kubernetes.io/service-name={name}"),
                           parse_field_selector(""))
     await slices.cache.wait_fresh()

@@ -1,14 +1,16 @@
 """Generic REST handlers: one code path for every resource's get, list, create, update, patch and delete.
 
-Per-resource behaviour comes from the resource's strategy (via its ``ResourceStore``); subresources with their
-own semantics (binding, eviction, scale, log, exec) live in ``registry.subresources``. Responses reuse each stored
-object's JSON bytes; lists are spliced from them rather than re-encoded.
+Per-resource behaviour comes from the resource's strategy (via its ``ResourceStore``). The handler routes every
+subresource itself (``RESTHandler._subresource``); those with semantics of their own (binding, eviction, scale,
+token: ``handlers.subresources``; log, exec, attach, portforward: ``handlers.proxy``; proxy:
+``handlers.resourceproxy``) and server-side apply (``handlers.apply``) are given the stores and the admission chain
+they need, never the handler, and none of them imports this module. The answers' shapes are
+``handlers.responses``.
 """
 
 from __future__ import annotations
 
 import base64
-import logging
 from typing import Any
 
 import orjson
@@ -18,99 +20,42 @@ from starlette.responses import Response
 from apimachinery import errors
 from apimachinery.fields import parse_field_selector
 from apimachinery.labels import parse_selector
-from apimachinery.patch import jsonpatch, mergepatch, strategic
-from apimachinery.validation import not_supported
 
-from ..admission import AdmissionChain, RequestAdmission
-from ..admission.attributes import Operation, options_for
+from ..admission import AdmissionChain
 from ..authentication import request_user
 from ..fieldmanager import Writer, manager_of
 from ..registry.decoder import field_validation_mode
 from ..registry.readonly import ReadOnlyStore
 from ..registry.registry import Registry
 from ..registry.store import DeleteOptions, ResourceStore, filter_for
-from ..registry.strategy import Strategy
 from ..registry.virtual import VirtualStore
 from ..serviceaccount.tokenrequest import TokenRequests
 from ..storage.cacher import CachedObject
 from ..storage.etcd3 import Compacted
-from . import apply, subresources
+from . import apply, proxy, resourceproxy, subresources
+from .admit import request_admission
 from .listoptions import list_options
+from .patch import patcher
 from .request import (
     APPLY_PATCH,
     JSON,
-    JSON_PATCH,
-    MERGE_PATCH,
-    PATCH_TYPES,
     PROTOBUF,
-    STRATEGIC_PATCH,
     YAML,
-    Output,
     RequestInfo,
     bool_param,
     decode_body,
     decode_object,
+    dry_run_requested,
     int_param,
-    json_numbers,
     media_type,
     negotiate,
 )
-from .table import include_object, partial_metadata, partial_metadata_list, to_table
+from .responses import json_response, list_json, render_list, render_object
+from .table import include_object, to_table
 from .warnings import add_warning
 from .watch import serve_watch
 
 CONTINUE_VERSION = "meta.k8s.io/v1"
-log = logging.getLogger(__name__)
-
-
-def json_response(body: bytes | Any, status: int = 200) -> Response:
-    raw = body if isinstance(body, bytes) else orjson.dumps(body)
-    return Response(raw, status_code=status, media_type=JSON)
-
-
-def status_response(err: errors.StatusError) -> Response:
-    headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
-    return Response(err.to_json(), status_code=err.code, media_type=JSON, headers=headers)
-
-
-def success_status(code: int = 200, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    status: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
-    if details:
-        status["details"] = details
-    status["code"] = code  # last, in metav1.Status's field order
-    return status
-
-
-def render_object(store: ResourceStore, co: CachedObject, output: Output, params: Any, status: int = 200) -> Response:
-    """The object as the client asked for it. Writes call this once they are committed, so a Table or metadata
-    view that fails to render falls back to the object itself (logged) instead of turning a success into an
-    error: the answer of a write is never lost."""
-    try:
-        if output.table:
-            return json_response(to_table(store.strategy, [co.obj], include_object(params),
-                                          {"resourceVersion": str(co.rv)}), status)
-        if output.partial_metadata:
-            return json_response(partial_metadata(co.obj), status)
-    except Exception:
-        log.exception("could not render %s %s as asked; answering the object", store.strategy.kind,
-                      co.obj.get("metadata", {}).get("name"))
-    return json_response(co.raw, status)
-
-
-def list_json(strategy: Strategy, objects: list[CachedObject], list_meta: dict[str, Any]) -> bytes:
-    """A ``<Kind>List`` around the objects' stored bytes (no re-encoding)."""
-    head = orjson.dumps({"kind": strategy.list_kind, "apiVersion": strategy.api_version, "metadata": list_meta})
-    return head[:-1] + b',"items":[' + b",".join(co.raw for co in objects) + b"]}"
-
-
-def dry_run_requested(params: Any, options_kind: str = "CreateOptions") -> bool:
-    """``?dryRun``: only ``All`` is supported; anything else is 422 ``<options_kind>.meta.k8s.io`` as kube's
-    ``ValidateDryRun`` answers for Create/Update/Patch/DeleteOptions."""
-    values = params.getlist("dryRun") if hasattr(params, "getlist") else \
-        [v for v in [params.get("dryRun")] if v is not None]
-    if any(value != "All" for value in values):
-        raise errors.invalid(options_kind, "", [not_supported("dryRun", values, ("All",))], "meta.k8s.io")
-    return bool(values)
 
 
 # --- continue tokens --------------------------------------------------------------------------------------------
@@ -150,22 +95,11 @@ def check_verb(verbs: tuple[str, ...], method: str, named: bool, watch: bool) ->
 class RESTHandler:
     """Dispatches a parsed request to the verb that serves it."""
 
-    def __init__(self, registry: Registry, kubelet_client: Any = None, admission: AdmissionChain | None = None,
+    def __init__(self, registry: Registry, admission: AdmissionChain | None = None,
                  token_requests: TokenRequests | None = None) -> None:
         self.registry = registry
-        self.kubelet_client = kubelet_client
         self.admission = admission
         self.token_requests = token_requests  # serviceaccounts/<name>/token (None: this apiserver issues none)
-
-    def admission_for(self, operation: Operation, store: ResourceStore, info: RequestInfo, name: str,
-                      options_kind: str, dry_run: bool, field_manager: str | None = None,
-                      subresource: str = "") -> RequestAdmission | None:
-        """The admission chain bound to this request (None without a chain, or for an exempt resource)."""
-        if self.admission is None or not self.admission.configured_for(store.strategy.group, store.strategy.resource):
-            return None
-        return self.admission.request(operation=operation, strategy=store.strategy, namespace=info.namespace,
-                                      name=name, subresource=subresource, dry_run=dry_run,
-                                      options=options_for(options_kind, field_manager, dry_run))
 
     async def handle(self, request: Request, info: RequestInfo) -> Response:
         store = self.registry.lookup(info.group, info.version, info.resource)
@@ -184,7 +118,7 @@ class RESTHandler:
             if info.subresource not in strategy.subresources or info.name is None:
                 raise errors.NotFound("the server could not find the requested resource")
             assert isinstance(store, ResourceStore)
-            return await subresources.serve(self, request, info, store)
+            return await self._subresource(request, info, store)
         watch = info.watch_path or bool_param(params, "watch")
         check_verb(strategy.verbs, method, info.name is not None, watch)
         if isinstance(store, VirtualStore):
@@ -216,6 +150,38 @@ class RESTHandler:
             return await self.delete(request, info, store)
         raise self._not_allowed(method)
 
+    async def _subresource(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+        """Route a subresource request: the whole-object ones (status and the like) through this handler's own
+        verbs, the rest to the module that serves it, with what that needs."""
+        sub = info.subresource
+        method = request.method
+        assert info.name is not None
+        if sub in ("status", "ephemeralcontainers", "approval"):  # the whole object; only the subresource's changes
+            if method == "GET":
+                co = await store.get(info.namespace, info.name)
+                return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
+            if method == "PUT":
+                return await self.update(request, info, store, subresource=sub)
+            if method == "PATCH":
+                return await self.patch(request, info, store, subresource=sub)
+        elif sub == "finalize" and method == "PUT":
+            return await self.update(request, info, store, subresource="finalize")
+        elif sub == "scale":
+            return await subresources.serve_scale(request, info, store, self.admission)
+        elif sub == "binding" and method == "POST":
+            return await subresources.bind(request, store, info.namespace, info.name, await request.body(),
+                                           self.admission)
+        elif sub == "eviction" and method == "POST":
+            pdbs = self.registry.stores.get(("policy", "poddisruptionbudgets"))
+            return await subresources.evict(request, info, store, pdbs, self.admission)
+        elif sub == "token" and method == "POST" and self.token_requests is not None:
+            return await subresources.token_request(self.token_requests, request, info)
+        elif sub in ("log", "exec", "attach", "portforward"):
+            return await proxy.serve(request, info, store, self.registry, self.admission)
+        elif sub == "proxy":
+            return await resourceproxy.serve(request, info, store, self.registry, self.admission)
+        raise self._not_allowed(method)
+
     @staticmethod
     def _not_allowed(method: str) -> errors.StatusError:
         return errors.MethodNotAllowed(f"the server does not allow this method on the requested resource "
@@ -226,7 +192,7 @@ class RESTHandler:
         params = request.query_params
         output = negotiate(request.headers.get("accept"))
         objects, list_meta = await self.list_objects(params, info, store)
-        return self.render_list(store, objects, list_meta, output, params)
+        return render_list(store, objects, list_meta, output, params)
 
     async def list_objects(self, params: Any, info: RequestInfo,
                            store: ResourceStore) -> tuple[list[CachedObject], dict[str, Any]]:
@@ -287,15 +253,6 @@ class RESTHandler:
             meta["continue"] = encode_continue(rev, next_start, store.prefix)
         return objects, meta
 
-    def render_list(self, store: ResourceStore, objects: list[CachedObject], list_meta: dict[str, Any],
-                    output: Output, params: Any) -> Response:
-        strategy = store.strategy
-        if output.table:
-            return json_response(to_table(strategy, [co.obj for co in objects], include_object(params), list_meta))
-        if output.partial_metadata:
-            return json_response(partial_metadata_list([co.obj for co in objects], list_meta))
-        return json_response(list_json(strategy, objects, list_meta))
-
     # --- create ---------------------------------------------------------------------------------------------
     async def create(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         strategy = store.strategy
@@ -312,7 +269,8 @@ class RESTHandler:
             await self.registry.check_namespace(namespace, strategy.resource, name)
         writer = Writer(manager_of(params, request.headers.get("user-agent"), "CreateOptions"))
         dry_run = dry_run_requested(params)
-        admission = self.admission_for("CREATE", store, info, "", "CreateOptions", dry_run, params.get("fieldManager"))
+        admission = request_admission(self.admission, "CREATE", store, info, "", "CreateOptions", dry_run,
+                                      params.get("fieldManager"))
         co = await store.create(obj, namespace, dry_run=dry_run, field_validation=field_validation_mode(params),
                                 writer=writer, admission=admission)
         return render_object(store, co, negotiate(request.headers.get("accept")), params, status=201)
@@ -353,8 +311,8 @@ class RESTHandler:
         writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), "UpdateOptions"),
                         subresource)
         dry_run = dry_run_requested(request.query_params, "UpdateOptions")
-        admission = self.admission_for("UPDATE", store, info, info.name, "UpdateOptions", dry_run,
-                                       request.query_params.get("fieldManager"), subresource)
+        admission = request_admission(self.admission, "UPDATE", store, info, info.name, "UpdateOptions", dry_run,
+                                      request.query_params.get("fieldManager"), subresource)
         # A uid in the body is a precondition (kube-apiserver's defaultUpdatedObjectInfo): 409 if it differs.
         co = await store.guaranteed_update(info.namespace, info.name, lambda _old: obj, subresource=subresource,
                                            precondition_rv=precondition, precondition_uid=meta.get("uid") or None,
@@ -370,56 +328,20 @@ class RESTHandler:
         assert info.name is not None
         strategy = store.strategy
         if media_type(request.headers.get("content-type")) == APPLY_PATCH:
-            return await apply.serve(self, request, info, store, subresource)
-        apply_patch = self.patcher(request.headers.get("content-type"), await request.body(), strategy.kind,
-                                   strategy.resource, strategy.group, strategy.strategic_merge)
+            return await apply.serve(request, info, store, self.registry, self.admission, subresource)
+        apply_patch = patcher(request.headers.get("content-type"), await request.body(), strategy.kind,
+                              strategy.resource, strategy.group, strategy.strategic_merge)
         writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), "PatchOptions"),
                         subresource)
         dry_run = dry_run_requested(request.query_params, "PatchOptions")
-        admission = self.admission_for("UPDATE", store, info, info.name, "PatchOptions", dry_run,
-                                       request.query_params.get("fieldManager"), subresource)
+        admission = request_admission(self.admission, "UPDATE", store, info, info.name, "PatchOptions", dry_run,
+                                      request.query_params.get("fieldManager"), subresource)
         co = await store.guaranteed_update(info.namespace, info.name, apply_patch, subresource=subresource,
                                            dry_run=dry_run,
                                            field_validation=field_validation_mode(request.query_params,
                                                                                   "PatchOptions"),
                                            writer=writer, admission=admission)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
-
-    @staticmethod
-    def patcher(content_type: str | None, body: bytes, kind: str, resource: str, group: str,
-                strategic_merge: bool = True) -> Any:
-        """The update function for a PATCH body of a ``kind`` object (strategic merge needs the kind, and custom
-        resources have none); a resourceVersion inside the patch is a precondition."""
-        mt = media_type(content_type)
-        if mt not in PATCH_TYPES or (mt == STRATEGIC_PATCH and not strategic_merge):
-            accepted = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH) if strategic_merge else \
-                (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
-            raise errors.UnsupportedMediaType(
-                f"the body of the request was in an unknown format - accepted media types include: "
-                f"{', '.join(accepted)}")
-        patch = decode_body(body, JSON, allowed=(JSON,))
-        if mt != JSON_PATCH:
-            # kube reads merge and strategic patches into float64s and writes the result back as JSON, so a
-            # whole number such as 2.0 arrives as 2; a JSON patch's values keep their literal text.
-            patch = json_numbers(patch)
-
-        def apply(old: dict[str, Any]) -> dict[str, Any]:
-            current_rv = old["metadata"].get("resourceVersion")
-            if mt == JSON_PATCH:
-                new = jsonpatch.apply(old, patch)
-            elif mt == MERGE_PATCH:
-                new = mergepatch.apply(old, patch)
-            else:
-                assert mt == STRATEGIC_PATCH
-                new = strategic.apply(old, patch, kind)
-            if not isinstance(new, dict):
-                raise errors.BadRequest("the patched object must be a JSON object")
-            new_rv = (new.get("metadata") or {}).get("resourceVersion")
-            if new_rv and new_rv != current_rv:
-                raise errors.conflict(resource, old["metadata"]["name"], group)
-            return new
-
-        return apply
 
     # --- delete ---------------------------------------------------------------------------------------------
     @staticmethod
@@ -460,7 +382,8 @@ class RESTHandler:
     async def delete(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         assert info.name is not None
         options = await self.delete_options(request, store)
-        admission = self.admission_for("DELETE", store, info, info.name, "DeleteOptions", options.dry_run)
+        admission = request_admission(self.admission, "DELETE", store, info, info.name, "DeleteOptions",
+                                      options.dry_run)
         co, _removed = await store.delete(info.namespace, info.name, options, admission)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
@@ -471,10 +394,11 @@ class RESTHandler:
         for co in objects:
             meta = co.obj["metadata"]
             try:
-                admission = self.admission_for("DELETE", store, info, meta["name"], "DeleteOptions", options.dry_run)
+                admission = request_admission(self.admission, "DELETE", store, info, meta["name"], "DeleteOptions",
+                                              options.dry_run)
                 result, _ = await store.delete(meta.get("namespace"), meta["name"], options, admission)
                 deleted.append(result)
             except errors.NotFound:
                 continue
-        return self.render_list(store, deleted, list_meta, negotiate(request.headers.get("accept")),
+        return render_list(store, deleted, list_meta, negotiate(request.headers.get("accept")),
                                 request.query_params)

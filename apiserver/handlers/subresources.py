@@ -13,12 +13,14 @@ proxies ``log``/``exec``, served by ``handlers.proxy``).
 - ``eviction``: POST a ``policy/v1`` (or ``v1beta1``) Eviction: the pod is deleted with the eviction's
   DeleteOptions when its PodDisruptionBudget allows (``registry.eviction``).
 
-Scale, Binding and Eviction writes go through admission with their own kinds (``handlers.admit``).
+Scale, Binding and Eviction writes go through admission with their own kinds (``handlers.admit``). The REST
+handler routes each subresource (``RESTHandler._subresource``); each function here takes the stores and the
+admission chain it needs, not the handler.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -32,49 +34,11 @@ from ..fieldmanager import Writer, manager_of
 from ..registry.eviction import Evictor
 from ..registry.store import DeleteOptions, ResourceStore, kubernetes_order
 from ..serviceaccount.tokenrequest import TokenRequests
+from . import apply
 from .admit import admit_object
-from .request import APPLY_PATCH, bool_param, media_type
-
-if TYPE_CHECKING:
-    from .request import RequestInfo
-    from .rest import RESTHandler
-
-
-async def serve(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
-    from . import rest
-    from .request import negotiate
-
-    sub = info.subresource
-    method = request.method
-    assert info.name is not None
-    if sub in ("status", "ephemeralcontainers", "approval"):  # the whole object; only what the subresource owns changes
-        if method == "GET":
-            co = await store.get(info.namespace, info.name)
-            return rest.render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
-        if method == "PUT":
-            return await handler.update(request, info, store, subresource=sub)
-        if method == "PATCH":
-            return await handler.patch(request, info, store, subresource=sub)
-    elif sub == "finalize" and method == "PUT":
-        return await handler.update(request, info, store, subresource="finalize")
-    elif sub == "scale":
-        return await _scale(handler, request, info, store)
-    elif sub == "binding" and method == "POST":
-        body = await request.body()
-        return await bind(request, store, info.namespace, info.name, body, handler.admission)
-    elif sub == "eviction" and method == "POST":
-        return await _evict(handler, request, info, store)
-    elif sub == "token" and method == "POST" and handler.token_requests is not None:
-        return await _token(handler.token_requests, request, info)
-    elif sub in ("log", "exec", "attach", "portforward"):
-        from . import proxy
-
-        return await proxy.serve(handler, request, info, store)
-    elif sub == "proxy":
-        from . import resourceproxy
-
-        return await resourceproxy.serve(handler, request, info, store)
-    raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
+from .patch import patcher
+from .request import APPLY_PATCH, RequestInfo, bool_param, decode_body, decode_object, dry_run_requested, media_type
+from .responses import json_response, success_status
 
 
 # --- binding ----------------------------------------------------------------------------------------------------
@@ -86,9 +50,6 @@ async def bind(request: Request, pods: ResourceStore, namespace: str | None, nam
                body: bytes, admission: AdmissionChain | None = None) -> Response:
     """Assign a pod to a node; also serves ``POST /api/v1/namespaces/{ns}/bindings``. Admission sees a CREATE of
     ``pods/binding`` with the Binding."""
-    from . import rest
-    from .request import decode_object
-
     binding = decode_object(body, request.headers.get("content-type"), "Binding", "v1")
     if pods.decoder is not None:  # typed, as every body: wrong types are the decoder's 400
         pods.decoder.decode(binding, "", "v1", "Binding")
@@ -133,28 +94,24 @@ async def bind(request: Request, pods: ResourceStore, namespace: str | None, nam
 
     # One write for nodeName and the condition: a watcher never sees a bound pod without PodScheduled.
     await pods.guaranteed_update(namespace, pod_name, assign, subresource="binding")
-    return rest.json_response(rest.success_status(201), 201)
+    return json_response(success_status(201), 201)
 
 
 # --- token ---------------------------------------------------------------------------------------------------------
-async def _token(tokens: TokenRequests, request: Request, info: RequestInfo) -> Response:
+async def token_request(tokens: TokenRequests, request: Request, info: RequestInfo) -> Response:
     """``serviceaccounts/<name>/token``: a TokenRequest answered with a signed token
     (``serviceaccount.tokenrequest``)."""
-    from . import rest
-    from .request import decode_object
-
     body = decode_object(await request.body(), request.headers.get("content-type"), "TokenRequest",
                          "authentication.k8s.io/v1")
     assert info.name is not None and info.namespace is not None
     answer = await tokens.create(body, info.namespace, info.name)
-    return rest.json_response(kubernetes_order(answer), 201)
+    return json_response(kubernetes_order(answer), 201)
 
 
 # --- eviction ---------------------------------------------------------------------------------------------------
-async def _evict(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
-    from . import rest
-    from .request import decode_body
-
+async def evict(request: Request, info: RequestInfo, store: ResourceStore, pdbs: ResourceStore | None,
+                admission: AdmissionChain | None) -> Response:
+    """POST of an Eviction: the pod is deleted when its PodDisruptionBudgets (``pdbs``) allow."""
     body = decode_body(await request.body(), request.headers.get("content-type"))
     if not isinstance(body, dict) or body.get("kind") not in (None, "Eviction"):
         raise errors.BadRequest("the body must be a policy/v1 Eviction")
@@ -168,43 +125,41 @@ async def _evict(handler: RESTHandler, request: Request, info: RequestInfo, stor
     options = DeleteOptions(grace_period_seconds=opts.get("gracePeriodSeconds"),
                             propagation_policy=opts.get("propagationPolicy"),
                             precondition_uid=pre.get("uid"), precondition_rv=pre.get("resourceVersion"),
-                            dry_run=bool(opts.get("dryRun")) or rest.dry_run_requested(request.query_params))
+                            dry_run=bool(opts.get("dryRun")) or dry_run_requested(request.query_params))
     assert info.namespace is not None
     body.setdefault("apiVersion", "policy/v1")
     body.setdefault("kind", "Eviction")
-    await admit_object(handler.admission, store, "CREATE", info.namespace, info.name, "eviction",
+    await admit_object(admission, store, "CREATE", info.namespace, info.name, "eviction",
                        ("policy", "v1", "Eviction"), body, dry_run=options.dry_run, options_kind="CreateOptions")
-    pdbs = handler.registry.stores.get(("policy", "poddisruptionbudgets"))
     await Evictor(store, pdbs).evict(info.namespace, info.name, options)
-    return rest.json_response(rest.success_status(201), 201)
+    return json_response(success_status(201), 201)
 
 
 # --- scale ------------------------------------------------------------------------------------------------------
-async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
-    from . import rest
-    from .request import decode_object
-
+async def serve_scale(request: Request, info: RequestInfo, store: ResourceStore,
+                      admission: AdmissionChain | None) -> Response:
+    """GET, PUT or PATCH (apply too) of the ``autoscaling/v1`` Scale view of the object's ``spec.replicas``."""
     strategy: Any = store.strategy
     assert info.name is not None
     method = request.method
     if method == "GET":
         co = await store.get(info.namespace, info.name)
-        return rest.json_response(strategy.scale_of(co.obj))
+        return json_response(strategy.scale_of(co.obj))
     if method == "PATCH" and media_type(request.headers.get("content-type")) == APPLY_PATCH:
         return await _apply_scale(request, info, store)
     if method == "PUT":
         scale = decode_object(await request.body(), request.headers.get("content-type"), "Scale", "autoscaling/v1")
     elif method == "PATCH":
         co = await store.get(info.namespace, info.name)
-        scale = handler.patcher(request.headers.get("content-type"), await request.body(), "Scale",
-                                strategy.resource, strategy.group)(strategy.scale_of(co.obj))
+        scale = patcher(request.headers.get("content-type"), await request.body(), "Scale", strategy.resource,
+                        strategy.group)(strategy.scale_of(co.obj))
     else:
         raise errors.MethodNotAllowed(f"the server does not allow this method on the requested resource ({method})")
     options = "UpdateOptions" if method == "PUT" else "PatchOptions"
-    if handler.admission is not None and handler.admission.configured():
+    if admission is not None and admission.configured():
         old_scale = strategy.scale_of((await store.get(info.namespace, info.name)).obj)
         scale = {**scale, "apiVersion": "autoscaling/v1", "kind": "Scale"}
-        scale = await admit_object(handler.admission, store, "UPDATE", info.namespace, info.name, "scale",
+        scale = await admit_object(admission, store, "UPDATE", info.namespace, info.name, "scale",
                                    ("autoscaling", "v1", "Scale"), scale, old_scale, options_kind=options)
     replicas = _replicas(store, scale, info.name)
     precondition = (scale.get("metadata") or {}).get("resourceVersion") if method == "PUT" else None
@@ -215,8 +170,8 @@ async def _scale(handler: RESTHandler, request: Request, info: RequestInfo, stor
 
     writer = Writer(manager_of(request.query_params, request.headers.get("user-agent"), options), "scale")
     co = await store.guaranteed_update(info.namespace, info.name, apply, precondition_rv=precondition or None,
-                                       dry_run=rest.dry_run_requested(request.query_params, options), writer=writer)
-    return rest.json_response(strategy.scale_of(co.obj))
+                                       dry_run=dry_run_requested(request.query_params, options), writer=writer)
+    return json_response(strategy.scale_of(co.obj))
 
 
 def _replicas(store: ResourceStore, scale: dict[str, Any], name: str) -> int:
@@ -238,8 +193,6 @@ def _replicas(store: ResourceStore, scale: dict[str, Any], name: str) -> int:
 async def _apply_scale(request: Request, info: RequestInfo, store: ResourceStore) -> Response:
     """Server-side apply of a Scale: the applier owns the parent's ``.spec.replicas`` through ``scale`` (as kube's
     scale handler maps Scale fields onto the parent's)."""
-    from . import apply, rest
-
     assert info.name is not None
     strategy: Any = store.strategy
     params = request.query_params
@@ -259,5 +212,5 @@ async def _apply_scale(request: Request, info: RequestInfo, store: ResourceStore
         return store.field_manager.apply(live, parent, manager, force, "scale")
 
     co = await store.guaranteed_update(info.namespace, info.name, update,
-                                       dry_run=rest.dry_run_requested(params, "PatchOptions"))
-    return rest.json_response(strategy.scale_of(co.obj))
+                                       dry_run=dry_run_requested(params, "PatchOptions"))
+    return json_response(strategy.scale_of(co.obj))

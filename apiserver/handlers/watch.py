@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -31,6 +32,7 @@ from ..authentication import request_user
 from ..instrumentation import watch_event_series
 from ..registry.store import ResourceStore, filter_for
 from ..storage.cacher import CachedObject, CacheWatcher
+from ..storage.deliveries import RING, Watcher
 from .listoptions import list_options
 from .request import Output, RequestInfo
 from .table import include_object, to_table
@@ -51,6 +53,7 @@ def error_event(err: errors.StatusError) -> bytes:
 
 async def serve_watch(request: Request, info: RequestInfo, store: ResourceStore, output: Output,
                       name: str | None = None) -> StreamingResponse:
+    requested = time.time()
     params = request.query_params
     strategy = store.strategy
     cache = store.cache
@@ -102,7 +105,7 @@ async def serve_watch(request: Request, info: RequestInfo, store: ResourceStore,
     stream = WatchStream(request_user().username, request.headers.get("user-agent", ""), resource,
                          info.namespace or "", params.get("labelSelector") or "", selector_text, watcher, cache)
     return StreamingResponse(
-        _stream(watcher, store, encoder, timeout, bookmarks, initial_events_end, from_cache, stream),
+        _stream(watcher, store, encoder, timeout, bookmarks, initial_events_end, from_cache, stream, requested),
         media_type="application/json",
     )
 
@@ -141,11 +144,14 @@ class _Encoder:
 
 async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder, timeout: float,
                   bookmarks: bool, initial_events_end: bool, from_cache: bool,
-                  stream: WatchStream) -> AsyncIterator[bytes]:
+                  stream: WatchStream, requested: float) -> AsyncIterator[bytes]:
+    """Write the watcher's events as they come; each chunk is recorded in the deliveries (storage/deliveries.py)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     last_rv = 0
     register(stream)
+    receiver = Watcher(stream.user, stream.user_agent, stream.resource, requested)
+    delivered: list[tuple[str, str, int]] = []
     try:
         if initial_events_end:
             initial = []
@@ -154,8 +160,10 @@ async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder
                 if item is None:
                     break
                 initial.append(encoder.event(item[0], item[1]))
+                delivered.append((item[0], item[1].key, item[1].rv))
                 stream.wrote(1, item[1].rv)
             initial.append(encoder.bookmark(store.cache.rv, initial_events_end=True))
+            RING.record(receiver, time.time(), delivered)
             yield b"".join(initial)
         while True:
             remaining = deadline - loop.time()
@@ -171,14 +179,17 @@ async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder
                     yield encoder.bookmark(rv)
                 continue
             chunks = []
+            delivered = []
             while item is not None:
                 chunks.append(encoder.event(item[0], item[1]))
+                delivered.append((item[0], item[1].key, item[1].rv))
                 last_rv = max(last_rv, item[1].rv)
                 if len(chunks) >= MAX_BATCH or watcher.queue.empty():
                     break
                 item = watcher.queue.get_nowait()
             if chunks:
                 stream.wrote(len(chunks), last_rv)
+                RING.record(receiver, time.time(), delivered)
                 yield b"".join(chunks)
             if item is None:
                 if watcher.error is not None:

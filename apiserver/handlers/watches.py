@@ -12,20 +12,29 @@ resource's watch cache is (``WatchCache.position``) and renders every stream:
   wait);
 * ``eventsSent`` and ``eventsPerSecond`` (over the stream's life, or the last ``RATE_WINDOW`` seconds).
 
-It is a non-resource path, authorized as any other (kube's ``cluster-admin`` has ``nonResourceURLs: ["*"]``,
-``system:masters`` passes). The document is this project's (kube-apiserver has no such endpoint).
+``GET /debug/watches/deliveries`` serves the record of deliveries (``storage/deliveries.py``): which watcher — the
+watch cache, or a stream's user, user agent and resource — received which object version, and when (µs); and when
+etcd's transaction stored each version (type ``STORED``).
+``namespace``, ``name``, ``resource`` and ``resourceVersion`` select; ``limit`` (1..5000) keeps the newest.
+
+Both are non-resource paths, authorized as any other (kube's ``cluster-admin`` has ``nonResourceURLs: ["*"]``,
+``system:masters`` passes). The documents are this project's (kube-apiserver has no such endpoints).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..storage.cacher import CacheWatcher, WatchCache
+from apimachinery import errors
 
-__all__ = ["ACTIVE", "WatchStream", "document", "register"]
+from ..storage.cacher import CacheWatcher, WatchCache
+from ..storage.deliveries import MAX_ITEMS, RING
+
+__all__ = ["ACTIVE", "WatchStream", "deliveries", "document", "register"]
 
 RATE_WINDOW = 10.0
 
@@ -89,3 +98,19 @@ async def document(etcd_revision: int) -> dict[str, Any]:
     items = sorted((s.to_dict(etcd_revision, positions[id(s.cache)][1]) for s in streams),
                    key=lambda d: (d["resource"], d["user"], d["userAgent"]))
     return {"kind": "WatchList", "etcdRevision": etcd_revision, "items": items}
+
+
+def deliveries(params: Mapping[str, str]) -> dict[str, Any]:
+    """The ``/debug/watches/deliveries`` body for the query ``params``; a bad number is a 400 Status."""
+    def number(key: str, low: int, high: int) -> int | None:
+        text = params.get(key)
+        if text is None or text == "":
+            return None
+        if not text.isdigit() or not low <= int(text) <= high:
+            raise errors.BadRequest(f'{key}: Invalid value: "{text}": must be an integer from {low} to {high}')
+        return int(text)
+
+    return RING.document(namespace=params.get("namespace") or None, name=params.get("name") or None,
+                         resource=params.get("resource") or None,
+                         resource_version=number("resourceVersion", 1, 2**63 - 1),
+                         limit=number("limit", 1, MAX_ITEMS) or MAX_ITEMS)

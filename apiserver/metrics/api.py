@@ -28,7 +28,7 @@ from apimachinery.meta import format_duration, format_rfc3339
 from apimachinery.quantity import Quantity, format_cpu_nanos, format_memory_bytes, parse_quantity
 
 from ..handlers.request import RequestInfo, bool_param, negotiate
-from ..handlers.rest import json_response
+from ..handlers.responses import json_response
 from ..handlers.table import include_object, to_table
 from ..kubeletclient import node_kubelet_url
 from ..registry.registry import Registry

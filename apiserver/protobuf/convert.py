@@ -1,4 +1,6 @@
-"""A decoded protobuf message → the JSON-shaped dict the JSON decoder would have produced for the same object.
+"""A protobuf body → the JSON-shaped dict the JSON decoder would have produced for the same object (``decode``:
+``kind`` and ``apiVersion`` from the envelope, the fields by the rules below), so everything after decoding is
+shared with JSON bodies.
 
 The proto field names in ``generated.proto`` already are the JSON names, so the walk is generic; what is not generic
 lives in three tables:
@@ -30,6 +32,8 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from apimachinery import errors
+
+from .envelope import MAGIC, unwrap
 
 _META = "k8s.io.apimachinery.pkg.apis.meta.v1"
 _CORE = "k8s.io.api.core.v1"
@@ -92,10 +96,8 @@ def _fields_v1(msg: Any) -> Any:
 def _embedded(raw: bytes, what: str) -> Any:
     if not raw:
         return None
-    if raw.startswith(b"k8s\x00"):
-        from .decode import decode  # a nested protobuf object: same envelope, same rules
-
-        return decode(raw)
+    if raw.startswith(MAGIC):
+        return decode(raw)  # a nested protobuf object: same envelope, same rules
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as err:
@@ -266,6 +268,17 @@ KEEP_ZERO: frozenset[tuple[str, str]] = frozenset(
 
 
 # --- the walk -----------------------------------------------------------------------------------------------------
+def decode(body: bytes) -> dict[str, Any]:
+    """The JSON-shaped object in a protobuf body (``envelope.unwrap``'s 400s for a bad one)."""
+    api_version, kind, message = unwrap(body)
+    obj: dict[str, Any] = {"kind": kind, "apiVersion": api_version}
+    try:
+        obj.update(to_json(message))
+    except (UnicodeDecodeError, ValueError) as err:  # e.g. a string field that is not UTF-8
+        raise errors.BadRequest(f"the body of the request could not be decoded: {kind}: {err}") from None
+    return obj
+
+
 def to_json(message: Message) -> dict[str, Any]:
     """The JSON form of an object message: its set fields under their JSON names, by the rules above."""
     out: dict[str, Any] = {}

@@ -9,12 +9,18 @@ schema's ``format``): a value out of that range, or any JSON number with a fract
 Go's decoder gives ("cannot unmarshal number 2147483648 into Go struct field ReplicationControllerSpec.spec.replicas
 of type int32"), so what is stored is always an int that fits. The schema is the same ``swagger.json`` the OpenAPI
 endpoints serve, so one description of the types drives both.
+
+An update's object is decoded against the stored one it replaces (``old``): a field whose value equals the stored
+object's is not walked, since what is stored was decoded when it was written (pruned, canonical, in range) and
+decoding is idempotent. A status update or a patch of one field then walks what changed, not the whole object.
 """
 
 from __future__ import annotations
 
 import base64
 from typing import Any, Protocol
+
+import orjson
 
 from apimachinery import errors
 from apimachinery.patch import go_json_kind
@@ -34,7 +40,7 @@ class BodyDecoder(Protocol):
     decoder (``apiextensions.strategy``) for custom resources."""
 
     def decode(self, obj: dict[str, Any], group: str, version: str, kind: str,
-               field_validation: str = "Ignore") -> list[str]: ...
+               field_validation: str = "Ignore", old: dict[str, Any] | None = None) -> list[str]: ...
 
 
 class Decoder:
@@ -48,14 +54,15 @@ class Decoder:
                 self.by_kind.setdefault((gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", "")), name)
 
     def decode(self, obj: dict[str, Any], group: str, version: str, kind: str,
-               field_validation: str = "Ignore") -> list[str]:
+               field_validation: str = "Ignore", old: dict[str, Any] | None = None) -> list[str]:
         """Check ``obj`` in place: prune unknown fields and canonicalise quantities. Returns the warnings
-        (unknown fields) for ``Warn``; raises BadRequest for wrong types and, with ``Strict``, unknown fields."""
+        (unknown fields) for ``Warn``; raises BadRequest for wrong types and, with ``Strict``, unknown fields.
+        ``old``: the stored object an update replaces, whose equal fields are not walked again."""
         name = self.by_kind.get((group, version, kind))
         if name is None:
             return []
         unknown: list[str] = []
-        _Walk(self.definitions, kind, version, unknown).object(obj, name, "")
+        _Walk(self.definitions, kind, version, unknown).object(obj, name, "", old)
         return unknown_fields(unknown, field_validation)
 
     def unknown_in(self, obj: dict[str, Any], definition: str, kind: str, version: str, path: str) -> list[str]:
@@ -113,26 +120,31 @@ class _Walk:
             return schema.get("format") or "int64"
         return {"number": "float64", "boolean": "bool"}.get(kind or "", "string")
 
-    def object(self, obj: dict[str, Any], name: str, path: str) -> None:
+    def object(self, obj: dict[str, Any], name: str, path: str, old: Any = None) -> None:
+        """``old``: the stored object at this place, if any (a field equal to its own is left as it is)."""
         schema = self.definitions[name]
         properties = schema.get("properties")
         if not properties:
             return
         parent = name.rsplit(".", 1)[-1]
+        stored = old if isinstance(old, dict) else None
         for key in list(obj):
+            value = obj[key]
+            before = stored.get(key) if stored is not None else None
+            if before is not None and as_stored(value, before):
+                continue  # as stored, so already decoded
             child = f"{path}.{key}" if path else key
             prop = properties.get(key)
             if prop is None:
                 self.unknown.append(child)
                 del obj[key]
                 continue
-            value = obj[key]
             if value is None:
                 del obj[key]  # null is the zero value: the field is absent
                 continue
-            obj[key] = self.value(value, prop, parent, child)
+            obj[key] = self.value(value, prop, parent, child, before)
 
-    def value(self, value: Any, schema: Schema, parent: str, path: str) -> Any:
+    def value(self, value: Any, schema: Schema, parent: str, path: str, old: Any = None) -> Any:
         ref = schema.get("$ref")
         if ref:
             name = ref.rsplit("/", 1)[-1]
@@ -148,7 +160,7 @@ class _Walk:
             if target.get("properties"):
                 if not isinstance(value, dict):
                     raise self.fail(value, parent, path, self.go_type(schema))
-                self.object(value, name, path)
+                self.object(value, name, path, old)
             return value
         kind = schema.get("type")
         if kind == "string":
@@ -178,7 +190,10 @@ class _Walk:
             if not isinstance(value, list):
                 raise self.fail(value, parent, path, self.go_type(schema))
             items = schema.get("items") or {}
-            return [self.value(v, items, parent, path) if v is not None else self.zero(items) for v in value]
+            stored = old if isinstance(old, list) else ()
+            return [v if i < len(stored) and v is not None and as_stored(v, stored[i])
+                    else self.value(v, items, parent, path, stored[i] if i < len(stored) else None)
+                    if v is not None else self.zero(items) for i, v in enumerate(value)]
         elif kind == "object":
             if not isinstance(value, dict):
                 raise self.fail(value, parent, path, self.go_type(schema))
@@ -227,6 +242,18 @@ class _Walk:
             raise errors.BadRequest(
                 f'{self.kind} in version "{self.version}" cannot be handled as a {self.kind}: quantities must '
                 f"match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'") from None
+
+
+def as_stored(value: Any, stored: Any) -> bool:
+    """``value`` is exactly the stored value, JSON types included: ``==`` alone takes ``2.0`` for ``2`` and ``true``
+    for ``1``, which decoding refuses for an integer or a string field. The encoding settles it (in C; a dict with
+    its keys in another order is walked, which is only slower)."""
+    if value != stored:
+        return False
+    try:
+        return orjson.dumps(value) == orjson.dumps(stored)
+    except orjson.JSONEncodeError:
+        return False
 
 
 def go_number(value: int | float) -> str:

@@ -20,6 +20,7 @@ the key's etcd ``mod_revision``. Reads are served by the resource's watch cache 
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -33,6 +34,7 @@ from apimachinery.meta import generate_name, new_uid, now_rfc3339
 
 from ..fieldmanager import FieldManager, Schema, Writer
 from ..storage.cacher import BatchDecoder, CachedObject, ObjectFilter, WatchCache
+from ..storage.deliveries import RING, Watcher
 from ..storage.etcd3 import EtcdStorage, KeyExists, KeyValue, RevisionMismatch
 from ..storage.metrics import MeteredStorage
 from ..storage.value import Transformer, TransformError
@@ -99,6 +101,8 @@ class ResourceStore:
         self.qualified = f"{strategy.resource}.{strategy.group}" if strategy.group else strategy.resource
         # etcd calls are timed under this resource's name (etcd_request_duration_seconds{type}).
         self.storage = cast(EtcdStorage, MeteredStorage(storage, self.qualified))
+        # The writes' side of the record of deliveries: etcd's transaction answering a write (storage/deliveries.py).
+        self._txn = Watcher("system:apiserver", "etcd-txn", self.qualified, time.time())
         # Whether this store serves a version other than the stored one (objects are converted both ways).
         self.converts = strategy.converts
         self.field_manager = FieldManager(schema or Schema(None), strategy.group, strategy.version, strategy.kind,
@@ -294,12 +298,13 @@ class ResourceStore:
             fresh = iter(decoded)  # type: ignore[arg-type]
         return [co if co is not None else next(fresh) for co in out]
 
-    def _decode_typed(self, obj: Object, field_validation: str) -> None:
-        """Wrong JSON types are 400; unknown fields are dropped (Warn: a Warning header; Strict: 400)."""
+    def _decode_typed(self, obj: Object, field_validation: str, old: Object | None = None) -> None:
+        """Wrong JSON types are 400; unknown fields are dropped (Warn: a Warning header; Strict: 400). ``old``: the
+        stored object an update replaces (its equal fields are not decoded again)."""
         if self.decoder is None:
             return
         strategy = self.strategy
-        warnings = self.decoder.decode(obj, strategy.group, strategy.version, strategy.kind, field_validation)
+        warnings = self.decoder.decode(obj, strategy.group, strategy.version, strategy.kind, field_validation, old)
         if self.on_warning is not None:
             for warning in warnings:
                 self.on_warning(warning)
@@ -388,13 +393,16 @@ class ResourceStore:
         return new
 
     async def _written(self, key: bytes, obj: Object, stored: Object, rv: int) -> CachedObject:
-        """The response object of a write, also handed to the watch cache for its event."""
+        """The response object of a write, also handed to the watch cache for its event; the moment etcd's
+        transaction returned is recorded as the version's ``STORED`` delivery."""
+        stored_at = time.time()
         if self.strategy.converter is not None:  # what a read will answer: the stored form converted back
             obj = self.strategy.from_storage((await self._convert([stored], self.strategy.api_version))[0])
         elif self.converts:
             obj = self.strategy.from_storage(self.strategy.to_storage(obj))
         co = self._cached(obj, rv)
         self.cache.prime(key, co)
+        RING.record(self._txn, stored_at, (("STORED", co.key, rv),))
         return co
 
     # --- update ---------------------------------------------------------------------------------------------
@@ -481,7 +489,7 @@ class ResourceStore:
         strategy = self.strategy
         if not isinstance(new, dict) or not isinstance(new.get("metadata", {}), dict):
             raise errors.BadRequest("the object must be a JSON object with metadata")
-        self._decode_typed(new, field_validation)
+        self._decode_typed(new, field_validation, old)
         meta = new.setdefault("metadata", {})
         old_meta = old["metadata"]
         body_name = meta.get("name")

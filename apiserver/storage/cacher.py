@@ -42,6 +42,7 @@ import orjson
 
 from apimachinery.errors import Gone, StatusError, Timeout
 
+from .deliveries import RING, Watcher
 from .etcd3 import Compacted, EtcdStorage, KeyValue, StorageError, WatchChange
 from .metrics import WatchCacheCounters
 
@@ -191,6 +192,9 @@ class WatchCache:
                  resource: str = "") -> None:
         self._storage = storage
         self._counters = WatchCacheCounters(resource or prefix.decode())  # apiserver_watch_cache_*{resource}
+        # The cache as the receiver of etcd's watch, in the record of deliveries (storage/deliveries.py).
+        self._receiver = Watcher("system:apiserver", "watch-cache", resource or prefix.decode(), time.time(),
+                                 watch_cache=True)
         self._prefix = prefix
         self._decode = decode
         self._decode_batch = decode_batch
@@ -285,10 +289,11 @@ class WatchCache:
             self._stream = self._storage.watch(self._prefix, self.rv + 1)
             try:
                 async for changes in self._stream.batches():
+                    arrived = time.time()
                     backoff = 0.1
                     decoded = await self._predecode(changes) if self._decode_batch is not None else {}
                     for change in changes:
-                        self._apply(change, decoded)
+                        self._apply(change, decoded, arrived)
                     await self._notify()
             except asyncio.CancelledError:
                 raise
@@ -333,7 +338,8 @@ class WatchCache:
         return decoded
 
     def _apply(self, change: WatchChange,
-               decoded: Mapping[tuple[bytes, int], CachedObject | StatusError] | None = None) -> None:
+               decoded: Mapping[tuple[bytes, int], CachedObject | StatusError] | None = None,
+               arrived: float | None = None) -> None:
         rv = change.kv.mod_revision
         if rv <= self.rv:
             return  # already seen (a re-established watch never repeats an event)
@@ -364,7 +370,7 @@ class WatchCache:
             event = CacheEvent("MODIFIED" if prev is not None else "ADDED", co, prev, rv)
         self._sorted = None
         self.rv = rv
-        self._emit(event)
+        self._emit(event, arrived)
 
     def _end_watches(self, key: bytes, err: StatusError) -> None:
         """Watchers that could see ``key`` end with ``err``: they cannot be sent its change."""
@@ -402,7 +408,10 @@ class WatchCache:
         log.error("cannot decode %s: %s", key.decode(errors="replace"), err.message)
         self.broken[key] = err
 
-    def _emit(self, event: CacheEvent) -> None:
+    def _emit(self, event: CacheEvent, arrived: float | None = None) -> None:
+        """Buffer ``event`` and offer it to every watcher; ``arrived``: when etcd's watch delivered it (else now)."""
+        RING.record(self._receiver, time.time() if arrived is None else arrived,
+                    ((event.type, event.obj.key, event.rv),))
         if len(self._events) >= self._capacity:
             self._events.popleft()
             self.start_rv = self._event_rvs.popleft()

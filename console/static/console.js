@@ -57,7 +57,7 @@ function podKey() {
 }
 
 function latency(step) {
-  // a watch delivery nothing records: its time is within a later step's latency (kubelab trace's "(in N)")
+  // no record of its own (a delivery the apiserver no longer holds): its time is within a later step's latency ("(in N)")
   if (step.latency === null || step.latency === undefined) return step.included_in ? `(in ${step.included_in})` : "";
   if (!step.latency_precise) return "~+" + step.latency.toFixed(0) + " s";  // whole-second timestamps: ±1 s
   const ms = step.latency * 1000;

@@ -24,11 +24,10 @@ from typing import Any
 from apimachinery.errors import AlreadyExists, NotFound, StatusError
 from apimachinery.labels import selector_from_label_selector
 from apimachinery.meta import Object
-from controllers.base import Controller, unwrap
-from controllers.controllerref import ControllerRefManager, controller_uid
 from controllers.deployment import rollout, util
-from controllers.podcontrol import namespace_terminating
-from controllers.podutil import controller_ref, get_condition, meta, now_utc
+from controllers.support.base import Controller, is_namespace_terminating, unwrap
+from controllers.support.controllerref import ControllerRefManager, controller_uid
+from controllers.support.podutil import compute_hash, controller_ref, get_condition, meta, now_utc
 from kubeclient import DEPLOYMENTS, PODS, REPLICA_SETS, Clientset, EventRecorder, InformerFactory
 
 log = logging.getLogger(__name__)
@@ -266,7 +265,7 @@ class DeploymentController(Controller):
         if not create:
             return None
         template = copy.deepcopy(spec.get("template") or {})
-        pod_hash = util.compute_hash(template, status.get("collisionCount"))
+        pod_hash = compute_hash(template, status.get("collisionCount"))
         template.setdefault("metadata", {}).setdefault("labels", {})[util.POD_TEMPLATE_HASH] = pod_hash
         selector = copy.deepcopy(spec.get("selector") or {})
         selector.setdefault("matchLabels", {})[util.POD_TEMPLATE_HASH] = pod_hash
@@ -295,7 +294,7 @@ class DeploymentController(Controller):
                 await self.update_status(d, status)
                 raise
         except StatusError as err:
-            if namespace_terminating(err):
+            if is_namespace_terminating(err):
                 raise
             message = f'Failed to create new replica set "{name}": {err.message}'
             if util.has_progress_deadline(d):

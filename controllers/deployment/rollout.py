@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from apimachinery.meta import Object, parse_time
 from controllers.deployment import util
-from controllers.podutil import POD_FAILED, POD_SUCCEEDED, get_condition, meta, now_utc
+from controllers.support.podutil import POD_FAILED, POD_SUCCEEDED, get_condition, meta, now_utc
 
 if TYPE_CHECKING:
     from controllers.deployment.controller import DeploymentController

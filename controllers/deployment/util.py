@@ -7,14 +7,13 @@ in ``rollout.py`` reads like Kubernetes' and is unit-testable without a server.
 from __future__ import annotations
 
 import copy
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from apimachinery.meta import Object, parse_time
-from controllers.podutil import fmt_time, get_condition, meta
+from controllers.support.podutil import fmt_time, get_condition, meta
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
@@ -41,7 +40,6 @@ RESUMED = "DeploymentResumed"
 MIN_AVAILABLE = "MinimumReplicasAvailable"
 MIN_UNAVAILABLE = "MinimumReplicasUnavailable"
 
-_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_INT32 = 2**31 - 1
 
 
@@ -97,17 +95,6 @@ def total_available_after_scaling(rss: Iterable[Object | None]) -> int:
 
 
 # --- template identity --------------------------------------------------------------------------------------
-def compute_hash(template: Mapping[str, Any], collision_count: int | None) -> str:
-    """The ``pod-template-hash``: FNV-32a of the template (and collision count), in the safe alphabet."""
-    h = 0x811C9DC5
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
-    if collision_count is not None:
-        data += (collision_count & 0xFFFFFFFF).to_bytes(8, "little")
-    for byte in data:
-        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return "".join(_SAFE_ALPHABET[b % len(_SAFE_ALPHABET)] for b in str(h).encode())
-
-
 def _without_hash(template: Mapping[str, Any]) -> dict[str, Any]:
     t = copy.deepcopy(dict(template))
     labels = (t.get("metadata") or {}).get("labels")

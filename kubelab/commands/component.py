@@ -9,20 +9,13 @@ from __future__ import annotations
 import os
 import sys
 
-from kubelab.components import COMPONENTS, component_argv, is_available
+from kubelab.components import COMPONENTS, component_argv
 
 __all__ = ["run_passthrough"]
 
 
 def run_passthrough(name: str, argv: list[str]) -> int:
-    component = COMPONENTS[name]
-    if not is_available(component):
-        print(
-            f"kubelab: the {name} is not available yet (package {component.package!r} has no __main__.py)",
-            file=sys.stderr,
-        )
-        return 2
-    command = component_argv(component, argv)
+    command = component_argv(COMPONENTS[name], argv)
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(command[0], command)

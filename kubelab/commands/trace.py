@@ -17,24 +17,36 @@ Every row comes from something a component wrote down; nothing is inferred from 
 
 - the apiserver's audit log (``--audit-log``, default ``.kubelab/logs/audit.log`` of ``kubelab up``; read by
   ``traceaudit``): each write of the flow by its ``RequestReceived`` (the component acting) and
-  ``ResponseComplete`` (stored in etcd), matched by ``objectRef`` uid and revision, never by time (``_exact``).
+  ``ResponseComplete`` (stored in etcd), matched by ``objectRef`` uid and revision, never by time (``_exact``);
+- the apiserver's record of watch deliveries (``GET /debug/watches/deliveries``, apiserver/storage/deliveries.py):
+  when etcd's transaction stored each version of the flow (steps 3, 7, 10, 13; the audit log's
+  ResponseComplete comes later, once the response is written), when etcd's watch handed it to the watch cache
+  (step 4) and when the cache wrote it down the controller-manager's, the scheduler's and the kubelet's watch
+  streams (steps 5, 8, 11), matched by the object's name and revision and the watcher's user agent or user
+  (``tracedeliveries``); the streams' opening times time step 1.
 
 A step without such a record is printed "not observed"; one that does not apply to this pod (no controller,
 ``spec.nodeName`` set by the client) says so. ``metav1.Time`` has whole seconds, so a latency next to one is
-only good to ±1 s and is marked ``~``; an event's ``eventTime`` (MicroTime) and the audit log's stages (µs) are
-used whenever they exist. A watch delivery is recorded by nothing, so with the audit log its step names the later
-step whose latency includes it (``included_in``). Latencies run from one timed step to the next, so they add up
-to the critical path (the first timed step of the flow to the last).
+only good to ±1 s and is marked ``~``; an event's ``eventTime`` (MicroTime), the audit log's stages and the
+deliveries (µs) are used whenever they exist. A delivery the apiserver no longer holds (its ring keeps the last
+20,000) leaves its step to name the later step whose latency includes it (``included_in``). Latencies run from one
+timed step to the next, so they add up to the critical path (the first timed step of the flow to the last); step
+2, where the flow starts, has latency 0. A delivery can precede the writer's own response (both follow etcd's
+commit), so a delivery step's latency can be a fraction of a millisecond below zero. Step 1 stands apart: its time
+is when the last of the three watch streams opened and its latency how long the apiserver took to open it (the
+request's arrival to the stream's start).
 
 ``-o json`` (stable: ``kubelab ui`` and scripts read it)::
 
     {"pod": {"namespace", "name", "uid"},
      "controllers": ["ReplicationController/web", ...],        # the pod's controller first
      "audit_log": "/path/audit.log" | null,                    # null: none read, times are the objects' own
+     "deliveries": true | false,                               # the apiserver's record of watch deliveries read
      "critical_path": {"from": "2", "to": "13", "total_ms": 207.7, "exact": true, "hops": ["3", "6", ...]} | null,
      "steps": [{"number": "1".."13" | "12a"..,  "actor", "what", "evidence",
                 "time": "2026-12-06T03:04:05.123456Z" | null, "precision": "us" | "s" | null,
-                "time_source": "audit RequestReceived" | "event Scheduled eventTime" | "status.startTime" | ... | null,
+                "time_source": "audit RequestReceived" | "etcd txn" | "watch delivery" | "event Scheduled eventTime"
+                               | ... | null,
                 "revision": int | null,                        # the etcd revision stored or acted on
                 "latency": float | null,                       # seconds since the previous timed step
                 "latency_precise": bool,                       # both ends exact (µs)
@@ -49,7 +61,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,68 +71,18 @@ import httpx
 from apimachinery.meta import parse_time
 from kubelab.commands.podtarget import add_pod_arguments, apiserver_client, unreachable
 from kubelab.commands.traceaudit import Write, find_writes
+from kubelab.commands.tracedeliveries import time_deliveries, time_stored
+from kubelab.commands.tracesteps import Evidence, Object, Stamp, Step, Version, critical_path, latency_text
 from kubelab.commands.up import DEFAULT_DATA_DIR
 from kubelab.table import render_table
 
-__all__ = ["Evidence", "Stamp", "Step", "Version", "add_arguments", "build_steps", "gather", "latency_text", "render",
-           "run"]
-
-Object = dict[str, Any]
+__all__ = ["Evidence", "Stamp", "Step", "Version", "add_arguments", "build_steps", "critical_path", "gather",
+           "latency_text", "render", "run"]
 
 LEADER_LEASES = (("controller-manager", "kube-controller-manager"), ("scheduler", "kube-scheduler"))
 KUBELET_REASONS = ("Pulling", "Pulled", "Created", "Started")
 APPLY_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 DEFAULT_AUDIT_LOG = f"{DEFAULT_DATA_DIR}/logs/audit.log"  # where `kubelab up` has the apiserver write it
-
-
-@dataclass(frozen=True, slots=True)
-class Stamp:
-    """When a step happened, and the field that says so."""
-
-    at: datetime
-    precise: bool  # MicroTime (µs) rather than metav1.Time (whole seconds)
-    source: str
-
-
-@dataclass(frozen=True, slots=True)
-class Version:
-    """One stored version of an object, replayed from etcd's history."""
-
-    type: str  # ADDED | MODIFIED | DELETED
-    rv: int
-    obj: Object
-
-
-@dataclass
-class Evidence:
-    """Everything the components recorded about one pod; ``build_steps`` reads nothing else."""
-
-    pod: Object
-    controllers: list[Object] = field(default_factory=list)  # the pod's controller, its controller, ...
-    pod_events: list[Object] = field(default_factory=list)
-    owner_events: list[Object] = field(default_factory=list)  # events about controllers[0]
-    pod_history: list[Version] | None = None  # None: etcd's history was not available
-    root_history: list[Version] | None = None  # of controllers[-1]
-    node: Object | None = None
-    leases: dict[str, Object | None] = field(default_factory=dict)  # lease name -> lease (None: absent)
-    audit_log: str | None = None  # the audit log read (None: none found)
-    writes: list[Write] | None = None  # the audited writes in the pod's namespace (None: no audit log)
-
-
-@dataclass
-class Step:
-    number: str  # "1".."13"; sub-steps "12a", ...
-    actor: str
-    what: str
-    stamp: Stamp | None = None
-    revision: int | None = None
-    evidence: str = ""
-    observed: bool = True
-    applicable: bool = True
-    latency: float | None = None  # seconds since the previous step with a time
-    latency_precise: bool = False
-    included_in: str | None = None  # no record of its own: its time is within this later step's latency
-    audit_id: str | None = None  # the audited request whose stages time this step
 
 
 # ---- reading the records -------------------------------------------------------------------------------
@@ -194,11 +156,15 @@ def _created(history: list[Version] | None) -> Version | None:
 def build_steps(ev: Evidence) -> list[Step]:
     """The seed's 13 steps for ``ev.pod``, in the seed's order, with latencies filled in."""
     steps = [_watching(ev), *_submitted(ev), *_controller(ev), *_scheduler(ev), *_kubelet(ev), _running(ev)]
+    if ev.deliveries:
+        time_deliveries(ev, steps)
     if ev.writes:
         _exact(ev, steps)
+    if ev.deliveries:
+        time_stored(ev, steps)
     previous: Stamp | None = None
     for step in steps:
-        if step.stamp is None:
+        if step.stamp is None or step.number == "1":  # step 1 is the watches' opening, not a hop of the flow
             continue
         if previous is not None:
             step.latency_precise = step.stamp.precise and previous.precise
@@ -206,6 +172,8 @@ def build_steps(ev: Evidence) -> list[Step]:
                 step.latency = (step.stamp.at - previous.at).total_seconds()
             else:  # a whole-second time T means [T, T+1): compare whole seconds, exact to ±1s
                 step.latency = float(int(step.stamp.at.timestamp()) - int(previous.at.timestamp()))
+        elif step.number == "2" and step.stamp.precise:
+            step.latency, step.latency_precise = 0.0, True  # where the flow starts
         previous = step.stamp
     return steps
 
@@ -473,8 +441,8 @@ def _kubelet_first_act(step: Step, status: Write | None, events: list[Step],
                        time: Callable[[Step, Write | None, str, str], None]) -> None:
     """11: the kubelet seeing the bound pod is recorded by its first act — its first status write, or its first
     event (``Pulling``…) when that came first; ``status.startTime`` has whole seconds and gives way to either."""
-    if not step.applicable or (status is None and not events):
-        return
+    if not step.applicable or (status is None and not events) or (step.stamp is not None and step.stamp.precise):
+        return  # (a precise time already: the delivery itself, ``_delivered``)
     first_event = min(events, key=lambda s: s.stamp.at if s.stamp else datetime.max.replace(tzinfo=UTC),
                       default=None)
     step.stamp = None
@@ -488,18 +456,6 @@ def _kubelet_first_act(step: Step, status: Write | None, events: list[Step],
                           f"seeing the pod is within step {first_event.number}'s latency")
 
 
-def critical_path(steps: list[Step]) -> Object | None:
-    """The pod's critical path: from the first timed step of the flow (2 onwards) to the last, with its total."""
-    timed = [s for s in steps if s.stamp is not None and s.number != "1"]
-    if len(timed) < 2:
-        return None
-    first, last = timed[0], timed[-1]
-    total = (last.stamp.at - first.stamp.at).total_seconds() if first.stamp and last.stamp else 0.0
-    exact = all(s.stamp is not None and s.stamp.precise for s in timed)
-    return {"from": first.number, "to": last.number, "total_ms": round(total * 1000, 3), "exact": exact,
-            "hops": [s.number for s in timed[1:]]}
-
-
 # ---- output --------------------------------------------------------------------------------------------
 
 
@@ -511,15 +467,6 @@ def _time(step: Step) -> str:
     if step.stamp is None:
         return "-"
     return step.stamp.at.strftime("%H:%M:%S.%f" if step.stamp.precise else "%H:%M:%S")
-
-
-def latency_text(step: Step) -> str:
-    """A step's latency as the table prints it (``+12.3ms``, ``+1.250s``, ``~+1s``; ``-`` without one)."""
-    if step.latency is None:
-        return f"(in {step.included_in})" if step.included_in else "-"
-    if step.latency_precise:
-        return f"{step.latency * 1000:+.1f}ms" if abs(step.latency) < 1 else f"{step.latency:+.3f}s"
-    return f"~{int(round(step.latency)):+d}s"
 
 
 def render(ev: Evidence, steps: list[Step]) -> str:
@@ -536,6 +483,8 @@ def render(ev: Evidence, steps: list[Step]) -> str:
         "request stages, an event's eventTime)",
         f"audit log: {ev.audit_log}" if ev.writes else "audit log: none (times of writes are the objects' own, "
         "to the second; `kubelab up` writes one to <data-dir>/logs/audit.log, or give --audit-log)",
+        "watch deliveries: the apiserver's record (/debug/watches/deliveries)" if ev.deliveries else
+        "watch deliveries: none recorded (the apiserver's ring no longer holds them, or it refused)",
         "",
     ]
     rows = [(s.number, s.actor, s.what, _time(s), str(s.revision) if s.revision is not None else "-", latency_text(s))
@@ -547,8 +496,9 @@ def render(ev: Evidence, steps: list[Step]) -> str:
         if step.evidence:
             out.append(f"{indent}{step.evidence}")
     foot = ["", "REV: the etcd revision (resourceVersion) of the version a step stored or acted on.",
-            "LATENCY: from the previous step with a time; ~ means a whole-second timestamp is involved (±1s); "
-            "(in N): no record of its own, its time is within step N's latency."]
+            "LATENCY: from the previous step with a time (step 2 starts the flow; step 1: how long opening the "
+            "watch took); ~ means a whole-second timestamp is involved (±1s); (in N): no record of its own, its "
+            "time is within step N's latency."]
     path = critical_path(steps)
     if path is not None:
         total = f"{path['total_ms']:.1f}ms" if path["exact"] else f"~{path['total_ms'] / 1000:.0f}s"
@@ -569,6 +519,7 @@ def to_json(ev: Evidence, steps: list[Step]) -> str:
     meta = _meta(ev.pod)
     doc = {"pod": {"namespace": meta.get("namespace"), "name": meta.get("name"), "uid": meta.get("uid")},
            "controllers": [_ref(c) for c in ev.controllers], "audit_log": ev.audit_log if ev.writes else None,
+           "deliveries": bool(ev.deliveries),
            "critical_path": critical_path(steps), "steps": [encode(s) for s in steps]}
     return json.dumps(doc, indent=2)
 
@@ -606,6 +557,16 @@ class _Api:
                 ns = f"/namespaces/{namespace}" if resource.get("namespaced") and namespace else ""
                 return f"{prefix}{ns}/{resource['name']}"
         return None
+
+    def deliveries(self, namespace: str, names: Iterable[str]) -> list[Object] | None:
+        """The apiserver's record of watch deliveries of these objects; None where it has none or refuses."""
+        items: list[Object] = []
+        for name in dict.fromkeys(names):
+            resp = self.client.get("/debug/watches/deliveries", params={"namespace": namespace, "name": name})
+            if resp.status_code != 200:
+                return None  # an apiserver without the record (404) or a user not allowed to read it (403)
+            items += resp.json().get("items") or []
+        return items
 
     def events(self, namespace: str, uid: str) -> list[Object]:
         found = self.get(f"/api/v1/namespaces/{namespace}/events", {"fieldSelector": f"involvedObject.uid={uid}"})
@@ -691,6 +652,7 @@ def gather(client: httpx.Client, namespace: str, name: str, audit_log: Path | No
         hints = [rv for rv in (_seen_rv(e) for e in made) if rv]
         ev.root_history = _history_from(api, collections[-1], ev.controllers[-1])
     ev.pod_history = _history_from(api, pods, pod, sorted(hints)[:1])
+    ev.deliveries = api.deliveries(namespace, [name, *(_meta(c).get("name") or "" for c in ev.controllers[-1:])])
     node = (pod.get("spec") or {}).get("nodeName")
     ev.node = api.get(f"/api/v1/nodes/{node}") if node else None
     for _, lease in LEADER_LEASES:

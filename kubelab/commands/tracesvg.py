@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 from xml.sax.saxutils import escape
 
-from kubelab.commands.trace import Evidence, Step, critical_path, latency_text
+from kubelab.commands.tracesteps import Evidence, Step, critical_path, latency_text
 
 Lang = Literal["en", "zh"]
 Kind = Literal["write", "watch", "local"]
@@ -94,7 +94,8 @@ def arrows(steps: list[Step], lang: Lang = "en") -> list[Arrow]:
         latency = (latency_text(step).replace("-", "–") if step.latency is not None
                    else TEXT[lang]["within"].format(step=step.included_in) if step.included_in else "–")
         if step.number == "1":
-            out += [Arrow("1", who, "apiserver", "watch", label if who == WATCHERS[0] else "", "", faint)
+            out += [Arrow("1", who, "apiserver", "watch", label if who == WATCHERS[0] else "",
+                          latency if who == WATCHERS[0] and step.latency is not None else "", faint)
                     for who in WATCHERS]
         elif step.number in HOPS:
             source, target, kind = HOPS[step.number]

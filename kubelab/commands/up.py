@@ -47,6 +47,13 @@ def _count(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
 def _members(text: str) -> int:
     value = int(text)
     if value not in (1, 3, 5):
@@ -117,6 +124,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--proxy-mode", choices=PROXY_MODES, default="auto",
         help="kube-proxy's mode with the bridge pod network (kubelab proxy --proxy-mode): nftables or iptables "
              "rules, as kube-proxy's modes; auto: nftables where nft works, else iptables (default: auto)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--apiservers", type=_positive, default=1, metavar="N",
+        help="apiserver processes on the one etcd, each with its own watch cache, all serving the secure port "
+             "(SO_REUSEPORT: the kernel spreads connections among them) and each its own plain port, the first "
+             "--port; shown as apiserver, apiserver-2, ... (default 1)",
     )  # fmt: skip
     parser.add_argument(
         "--etcd-quota-backend-bytes", type=_count, default=QUOTA_BACKEND_BYTES, metavar="BYTES",
@@ -218,6 +231,7 @@ def _run(args: argparse.Namespace, console: Console | None) -> int:
             pod_network=args.pod_network,
             proxy_mode=args.proxy_mode,
             runtime=args.runtime,
+            apiservers=args.apiservers,
         )
     except (FileNotFoundError, IncompatibleEtcd, ValueError) as e:
         _fail(str(e))
@@ -344,9 +358,8 @@ class _ProgressPrinter:
 def _print_ready(cluster: Cluster, args: argparse.Namespace, seconds: float) -> None:
     data = _shown(Path(cluster.state.data_dir))
     kubeconfig = _shown(Path(cluster.state.kubeconfig))
-    for component in cluster.skipped:
-        print(f"  - {component.name:<20} not started: package {component.package!r} has no __main__.py yet")
-    print(f"\nkubelab is up in {seconds:.1f}s: apiserver {cluster.secure_url} (HTTPS, the kubeconfig's) and "
+    apiservers = f"{cluster.apiservers} apiservers" if cluster.apiservers > 1 else "apiserver"
+    print(f"\nkubelab is up in {seconds:.1f}s: {apiservers} {cluster.secure_url} (HTTPS, the kubeconfig's) and "
           f"{cluster.api_url} (plain HTTP, no authentication), {args.nodes} node(s).")
     print(f"  runtime: {cluster.choice.runtime} ({cluster.choice.why}), pod network: {cluster.choice.pod_network}")
     if args.port == DEFAULT_PORT:

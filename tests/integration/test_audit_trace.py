@@ -1,23 +1,27 @@
 """Exact per-hop timing on a real cluster: an apiserver writing the audit log, the controller-manager (replication
 controller), the scheduler and a kubelet, each its own process over its own etcd.
 
-An RC's pod is watched by a client from the RC's create to Running; ``kubelab trace pod`` then gives every hop of
-the flow a millisecond latency from the audit log and the events' eventTime, and their sum matches what the client
-measured (within 50 ms). The audit log itself: audit.k8s.io/v1 Events at the policy's levels (a None rule omits,
-RequestResponse carries both bodies), watches logged at ResponseStarted and ResponseComplete, impersonation and
-the authorization decision, rotation with ``--audit-log-maxsize``/``--audit-log-maxbackup``, and a full disk
-(``/dev/full``) that fails no request. The scheduler's events are events.k8s.io/v1 with eventTime and
+An RC's pod is watched by a client from the RC's create to Running (once per module, ``flow``: every test that reads
+it gets it, wherever xdist runs it); ``kubelab trace pod`` then gives every hop of the flow its own millisecond
+latency — the requests from the audit log, their storing in etcd (3, 7, 10, 13) and the watch deliveries (1, 4, 5,
+8, 11) from the apiserver's record of them, the kubelet's work from the events' eventTime — and their sum matches
+what the client measured (within 50 ms). The audit log itself: audit.k8s.io/v1 Events at the policy's levels (a None
+rule omits, RequestResponse carries both bodies), watches logged at ResponseStarted and ResponseComplete,
+impersonation and the authorization decision, rotation with ``--audit-log-maxsize``/``--audit-log-maxbackup``, and a
+full disk (``/dev/full``) that fails no request. The scheduler's events are events.k8s.io/v1 with eventTime and
 reportingController, as kubectl reads them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -105,12 +109,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         etcd.stop()
 
 
-def trace(api_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kubelab", "trace", "pod", *args, "--master", api_url], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+@dataclass(frozen=True)
+class Flow:
+    pod: dict[str, Any]  # the version the client's watch saw Running
+    measured: float  # seconds from the client's POST of the RC to that watch event
 
 
-def test_trace_gives_every_hop_a_millisecond_latency_that_adds_up(cluster: Cluster) -> None:
+@pytest.fixture(scope="module")
+def flow(cluster: Cluster) -> Flow:
+    """An RC created in namespace ``flow`` and its pod watched to Running by a client."""
     with httpx.Client(base_url=cluster.api.url, timeout=30) as client:
         assert client.post("/api/v1/namespaces", json={"metadata": {"name": "flow"}}).status_code == 201
         rv = client.get("/api/v1/namespaces/flow/pods").json()["metadata"]["resourceVersion"]
@@ -121,27 +128,39 @@ def test_trace_gives_every_hop_a_millisecond_latency_that_adds_up(cluster: Clust
             for line in watch.iter_lines():
                 pod = json.loads(line)["object"]
                 if (pod.get("status") or {}).get("phase") == "Running":
-                    measured = time.time() - start
-                    break
+                    return Flow(pod, time.time() - start)
+    raise AssertionError("the watch ended before the pod was Running")
+
+
+def trace(api_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kubelab", "trace", "pod", *args, "--master", api_url], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_trace_gives_every_hop_a_millisecond_latency_that_adds_up(cluster: Cluster, flow: Flow) -> None:
+    pod, measured = flow.pod, flow.measured
     name = pod["metadata"]["name"]
     done = trace(cluster.api.url, name, "-n", "flow", "-o", "json", "--audit-log", str(cluster.log))
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     steps = {s["number"]: s for s in doc["steps"]}
-    assert doc["audit_log"] == str(cluster.log)
-    flow = [s for s in doc["steps"] if s["number"] != "1" and s["applicable"]]
-    for step in flow:  # every hop is timed to the µs, or names the hop whose latency includes it
-        if step["included_in"]:
-            assert step["latency"] is None and steps[step["included_in"]]["latency_precise"], step
-        elif step["number"] != "12":  # the heading of the kubelet's sub-steps
-            assert step["precision"] == "us", step
-            assert step["number"] == "2" or step["latency_precise"], step
-    assert [steps[n]["included_in"] for n in ("4", "5", "8")] == ["6", "6", "9"]
-    assert steps["2"]["time_source"] == "audit RequestReceived"
-    assert steps["13"]["time_source"] == "audit ResponseComplete"
+    assert doc["audit_log"] == str(cluster.log) and doc["deliveries"]
+    hops = [s for s in doc["steps"] if s["number"] not in ("1", "12") and s["applicable"]]  # 12: the sub-steps' head
+    for step in [steps["1"], *hops]:  # every step has its own time to the µs and a latency from exact times
+        assert step["precision"] == "us" and step["latency_precise"] and not step["included_in"], step
+    for number in ("4", "5", "8", "11"):  # the watch deliveries, at the revisions the writes stored
+        assert steps[number]["time_source"] == "watch delivery", steps[number]
+    assert steps["4"]["revision"] == steps["5"]["revision"] == steps["3"]["revision"]
+    assert steps["8"]["revision"] == steps["7"]["revision"] and steps["11"]["revision"] == steps["10"]["revision"]
+    assert "to the watch cache" in steps["4"]["evidence"] and "(kube-scheduler)" in steps["8"]["evidence"]
+    assert "(kube-controller-manager" in steps["5"]["evidence"] and "(kubelet" in steps["11"]["evidence"]
+    assert steps["1"]["time_source"] == "watch stream started" and 0 <= steps["1"]["latency"] < 5
+    assert steps["2"]["time_source"] == "audit RequestReceived" and steps["2"]["latency"] == 0
+    for number in ("3", "7", "10", "13"):  # stored: when etcd's transaction returned that revision
+        assert steps[number]["time_source"] == "etcd txn" and "audit: " in steps[number]["evidence"], steps[number]
     assert steps["9"]["audit_id"] and steps["9"]["time_source"] == "audit RequestReceived"
     assert steps["13"]["revision"] == int(pod["metadata"]["resourceVersion"])  # the version the watch saw Running
-    total = sum(s["latency"] for s in flow if s["latency"] is not None)
+    total = sum(s["latency"] for s in hops)
     path = doc["critical_path"]
     assert path["from"] == "2" and path["to"] == "13" and path["exact"]
     assert abs(total * 1000 - path["total_ms"]) < 0.01
@@ -150,7 +169,10 @@ def test_trace_gives_every_hop_a_millisecond_latency_that_adds_up(cluster: Clust
     table = trace(cluster.api.url, name, "-n", "flow", "--audit-log", str(cluster.log))
     assert table.returncode == 0, table.stderr
     assert f"audit log: {cluster.log}" in table.stdout and "critical path: step 2 -> step 13: " in table.stdout
-    assert "(in 6)" in table.stdout and "event SuccessfulCreate" in table.stdout
+    assert "event SuccessfulCreate" in table.stdout and not re.search(r"\(in \d", table.stdout)
+    assert "watch deliveries: the apiserver's record" in table.stdout
+    latencies = re.findall(r"^(\d+[a-z]?)\s.*\s([+-]\d+\.\d+m?s)$", table.stdout, re.MULTILINE)
+    assert {n for n, _ in latencies} >= {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "13"}, table.stdout
 
 
 def test_audit_events_follow_the_policy_levels(cluster: Cluster) -> None:
@@ -224,7 +246,7 @@ def test_the_audit_log_rotates_at_maxsize_and_keeps_maxbackup(cluster: Cluster) 
             assert json.loads(line)["apiVersion"] == "audit.k8s.io/v1"  # no line was cut by the rotation
 
 
-def test_scheduler_events_are_events_k8s_io_with_event_time(cluster: Cluster, tmp_path: Path) -> None:
+def test_scheduler_events_are_events_k8s_io_with_event_time(cluster: Cluster, flow: Flow, tmp_path: Path) -> None:
     kubectl = Kubectl(KUBECTL, cluster.api.url, tmp_path)
     out = kubectl("get", "events.v1.events.k8s.io", "-n", "flow", "--field-selector", "reason=Scheduled",
                   "-o", "yaml").stdout

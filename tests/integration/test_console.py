@@ -1,8 +1,11 @@
-"""The web console (``kubelab ui``) in headless Chromium on a live cluster: the real apiserver and etcd, a
-controller-manager (replicationcontroller), a scheduler of this module's own (its Lease and schedulerName) and two
-real kubelets (process runtime). The browser is driven over the DevTools protocol (support/browser.py); pages
-update over server-sent events, so the test reads the DOM without reloading. Screenshots are kept in a
-directory the test prints (shown on failure)."""
+"""The web console (``kubelab ui``) in headless Chromium on a live cluster: this module's own etcd and apiserver
+(HTTPS with kubeadm's PKI, and kubelab up's add-ons), a controller-manager (replicationcontroller), a scheduler and
+two real kubelets (process runtime) on its plain port, and the console as a client like any other: over HTTPS as
+``kubelab:console`` (its client certificate from the cluster CA), with only the read rights kubelab.addons grants.
+The browser is driven over the DevTools protocol (support/browser.py); pages update over server-sent events, so
+the test reads the DOM without reloading. Each screenshot is checked (a PNG of a real size, not a blank page) and
+kept as a test artifact in ``$KUBELAB_TEST_ARTIFACTS/console`` (``.ci/run``: ``.artifacts/console``), else in a
+temporary directory the test prints (shown on failure)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,12 @@ from typing import Any
 import httpx
 import pytest
 
+from conftest import ApiServer, Kubectl
+from kubelab.addons import ADDONS
+from kubelab.clusterpki import CONSOLE, ClusterPKI, make_cluster_pki
+from kubelab.etcd import EtcdServer, free_port
+from kubelab.kubeconfig import write_kubeconfig
+from support.artifacts import artifacts_dir, check_png
 from support.browser import Browser, chromium
 from support.controllers import controller_manager_fixture
 from support.kubelet import running_node
@@ -28,10 +37,40 @@ manager = controller_manager_fixture("replicationcontroller")
 
 
 @pytest.fixture(scope="module")
-def cluster(api_url: str, module_ns: str, tmp_path_factory: pytest.TempPathFactory,
-            manager: Any) -> Iterator[dict[str, Any]]:
-    """Two kubelets ``<ns>-n1``/``-n2``, a scheduler, and the console (``python -m kubelab.ui``) pointed at them."""
+def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ApiServer, str, ClusterPKI]]:
+    """This module's etcd and apiserver: HTTPS (kubeadm's PKI) beside the plain port, kubelab up's add-ons applied;
+    (the apiserver, its HTTPS URL, the PKI). Its own, so that its watch list is this cluster's alone."""
+    root = tmp_path_factory.mktemp("console-apiserver")
+    etcd = EtcdServer(root / "etcd", log_path=root / "etcd.log")
+    pki = make_cluster_pki(root / "pki")
+    port = free_port()
+    api = ApiServer(etcd.url, root, extra=["--secure-port", str(port), *pki.apiserver_flags()])
+    etcd.start()
+    try:
+        api.start()
+        with httpx.Client(base_url=api.url, timeout=30) as client:
+            for path, obj in ADDONS:
+                assert client.post(path, json=obj).status_code == 201, path
+        yield api, f"https://127.0.0.1:{port}", pki
+    finally:
+        api.stop()
+        etcd.stop()
+
+
+@pytest.fixture(scope="module")
+def api_url(secure: tuple[ApiServer, str, ClusterPKI]) -> str:
+    """The plain port of this module's apiserver, for the components and the test (the session's is not used)."""
+    return secure[0].url
+
+
+@pytest.fixture(scope="module")
+def cluster(api_url: str, secure: tuple[ApiServer, str, ClusterPKI], module_ns: str,
+            tmp_path_factory: pytest.TempPathFactory, manager: Any) -> Iterator[dict[str, Any]]:
+    """Two kubelets ``<ns>-n1``/``-n2``, a scheduler, and the console (``python -m kubelab.ui``) pointed at them,
+    reaching the apiserver over HTTPS as ``kubelab:console``."""
     ns, root = module_ns, tmp_path_factory.mktemp("console")
+    _, https_url, pki = secure
+    conf = write_kubeconfig(root / "console.conf", https_url, ca=pki.ca_cert, client=pki.client(CONSOLE))
     lease, name = f"ks-{uuid.uuid4().hex[:8]}", f"sched-{ns}"
     nodes = [f"{ns}-n1", f"{ns}-n2"]
     client = httpx.Client(base_url=api_url, timeout=30)
@@ -43,8 +82,8 @@ def cluster(api_url: str, module_ns: str, tmp_path_factory: pytest.TempPathFacto
     try:
         with running_node(api_url, nodes[0], root / "n1"), running_node(api_url, nodes[1], root / "n2"):
             endpoint = debug_endpoint(client, lease)
-            console = ComponentProcess("kubelab.ui", api_url, root / "console.log", "--port", "0",
-                                       "--component", f"scheduler={endpoint}")
+            console = ComponentProcess("kubelab.ui", https_url, root / "console.log", "--kubeconfig", str(conf),
+                                       "--port", "0", "--component", f"scheduler={endpoint}")
             log = root / "console.log"
             url = wait_for(lambda: (m := re.search(r"console: (http://\S+)", log.read_text())) and m.group(1),
                            timeout=60, what="the console's URL")
@@ -62,7 +101,12 @@ def cluster(api_url: str, module_ns: str, tmp_path_factory: pytest.TempPathFacto
 
 @pytest.fixture(scope="module")
 def screens(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("console-screenshots")
+    return artifacts_dir("console", tmp_path_factory)
+
+
+def shot(browser: Browser, path: Path) -> None:
+    """A screenshot of the page as it is now, kept at ``path``: a PNG of a real size, not a blank page."""
+    check_png(browser.screenshot(path))
 
 
 @pytest.fixture(autouse=True)
@@ -106,13 +150,13 @@ def test_pods_appear_and_run_without_reload_then_pod_and_watch_pages(cluster: di
     create_rc(client, ns, cluster["scheduler"], cluster["nodes"])
     browser.wait_js(f"document.querySelectorAll('.pod[data-pod^=\"{ns}/web-\"]').length === 2",
                     what="the RC's two pods shown")
-    browser.screenshot(screens / "1-pods-appear.png")
+    shot(browser, screens / "1-pods-appear.png")
     browser.wait_js(RUNNING.format(ns=ns) + " === 2", timeout=60, what="both pods Running in the page")
     assert browser.evaluate("window.notReloaded === true")  # the same document all along: no reload
     placed = browser.evaluate(f"[...document.querySelectorAll('.pod[data-pod^=\"{ns}/web-\"]')]"
                               ".map(a => a.closest('.node').dataset.node)")
     assert set(placed) <= set(cluster["nodes"])
-    browser.screenshot(screens / "2-pods-running.png")
+    shot(browser, screens / "2-pods-running.png")
 
     # One pod: the 13 steps with their latencies, and the scheduler's per-node table.
     pod = browser.evaluate(f"document.querySelector('.pod[data-pod^=\"{ns}/web-\"]').getAttribute('href')")
@@ -122,13 +166,13 @@ def test_pods_appear_and_run_without_reload_then_pod_and_watch_pages(cluster: di
         "[...document.querySelectorAll('#trace tr.step td:first-child')].map(t => t.textContent)")
     assert {int(re.match(r"\d+", n).group()) for n in numbers} == set(range(1, 14)), numbers  # type: ignore[union-attr]
     latencies = browser.evaluate("[...document.querySelectorAll('#trace .latency')].map(t => t.textContent)")
-    assert sum(1 for text in latencies if re.search(r"\+[\d.]+ m?s", text)) >= 5, latencies
+    assert sum(1 for text in latencies if re.fullmatch(r"[+-]\d+\.\d+ m?s", text)) >= 12, latencies  # µs records
     browser.wait_js("document.querySelectorAll('#nodes-table tr').length > 1", what="the scheduler's node table")
     rows = browser.evaluate("[...document.querySelectorAll('#nodes-table tr')].map(r => r.textContent)")
     for node in cluster["nodes"]:
         assert any(node in row and "feasible" in row for row in rows), rows
     assert browser.evaluate("document.querySelectorAll('#nodes-table tr.chosen').length") == 1
-    browser.screenshot(screens / "3-pod-page.png")
+    shot(browser, screens / "3-pod-page.png")
 
     # The watch streams: the scheduler's and the kubelets' watches, with their lag; the components' informers.
     browser.goto(cluster["url"].rstrip("/") + "/watches")
@@ -147,7 +191,7 @@ def test_pods_appear_and_run_without_reload_then_pod_and_watch_pages(cluster: di
         "([...document.querySelectorAll('#informers tr')].map(r => [...r.children].map(c => c.textContent)))",
         what="the scheduler's and a kubelet's informers")
     assert any(r[0] == "scheduler" and r[1] == "nodes" for r in informers)
-    browser.screenshot(screens / "4-watches.png")
+    shot(browser, screens / "4-watches.png")
 
 
 def test_whatif_page_asks_the_scheduler(cluster: dict[str, Any], browser: Browser, screens: Path) -> None:
@@ -159,7 +203,7 @@ def test_whatif_page_asks_the_scheduler(cluster: dict[str, Any], browser: Browse
     answer = browser.wait_js("(t => t && t !== 'asking the scheduler…' && t)(document.querySelector('#answer')"
                              ".textContent)", what="the scheduler's answer")
     assert "No pod would move." in answer
-    browser.screenshot(screens / "5-whatif.png")
+    shot(browser, screens / "5-whatif.png")
 
 
 def test_unschedulable_pod_page_shows_the_nearest_node_and_the_change(cluster: dict[str, Any], browser: Browser,
@@ -178,4 +222,25 @@ def test_unschedulable_pod_page_shows_the_nearest_node_and_the_change(cluster: d
     assert "Unschedulable" in text and "Insufficient cpu" in text
     assert re.search(rf"Nearest node: {ns}-n[12] \(1 change away\)", text), text
     assert re.search(r"lacks \d+ cpu: the pod requests \S+, ", text), text
-    browser.screenshot(screens / "6-unschedulable.png")
+    shot(browser, screens / "6-unschedulable.png")
+
+
+def test_the_console_is_a_client_with_its_own_identity(cluster: dict[str, Any], kubectl: Kubectl) -> None:
+    """Its watches are kubelab:console's — a client certificate over HTTPS, not the plain port's system:unsecured —
+    and RBAC lets it read what its pages show and nothing more."""
+    doc = cluster["client"].get("/debug/watches").json()
+    mine = [w for w in doc["items"] if w["user"] == "kubelab:console"]
+    assert {"nodes", "pods", "events"} <= {w["resource"] for w in mine}, doc["items"]
+    assert all(w["userAgent"].startswith("kubelab-console") for w in mine)
+    assert not [w for w in doc["items"] if "console" in w["userAgent"] and w["user"] != "kubelab:console"]
+
+    def can(*args: str) -> bool:
+        done = kubectl("auth", "can-i", *args, "--as", CONSOLE.user, check=False)
+        assert done.stdout.strip() in ("yes", "no"), done.stderr
+        return done.stdout.strip() == "yes"
+    for allowed in (("watch", "pods", "-A"), ("list", "nodes"), ("get", "leases", "-n", "kube-system"),
+                    ("list", "replicationcontrollers", "-A"), ("get", "/debug/watches/deliveries")):
+        assert can(*allowed), allowed
+    for refused in (("create", "pods"), ("delete", "nodes"), ("get", "secrets", "-A"), ("patch", "nodes"),
+                    ("get", "/metrics")):
+        assert not can(*refused), refused

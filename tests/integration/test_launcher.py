@@ -1,6 +1,6 @@
 """`kubelab up/status/down` as a user runs them: real etcd, real processes, real signals.
 
-One test drives the real apiserver (skipped until ``apiserver/__main__.py`` exists). The others use
+One test drives the real apiserver. The others use
 stand-in component packages put first on PYTHONPATH, so the launcher's own behaviour — start order,
 the flags each component gets, kubelet ports and root dirs, health URLs printed in logs, Ctrl-C, leaving
 nothing behind — is tested whatever state the real components are in.
@@ -128,8 +128,6 @@ def data_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
-    if not (ROOT / "apiserver" / "__main__.py").is_file():
-        pytest.skip("apiserver/__main__.py does not exist yet")
     _etcd_or_skip()
     port = free_port()
     up = kubelab("up", "--detach", "--data-dir", str(data_dir), "--port", str(port), "--nodes", "0")
@@ -151,6 +149,10 @@ def test_up_detach_status_down_with_the_real_apiserver(data_dir: Path) -> None:
     console = re.search(r"web console: (http://127.0.0.1:\d+/)", up.stdout)
     assert console and f"web console: {console.group(1)}" in status.stdout, up.stdout + status.stdout
     assert "Nodes × pods" in httpx.get(console.group(1), timeout=5).text
+    watches = wait_for(lambda: [w for w in httpx.get(f"http://127.0.0.1:{port}/debug/watches", timeout=5)
+                                .json()["items"] if w["userAgent"].startswith("kubelab-console")] or None,
+                       what="the console's watches")
+    assert {w["user"] for w in watches} == {"kubelab:console"}  # its own certificate, over HTTPS
     cs = httpx.get(f"http://127.0.0.1:{port}/api/v1/componentstatuses", timeout=10).json()["items"]
     assert [(c["metadata"]["name"], c["conditions"][0]["status"]) for c in cs] == [
         ("controller-manager", "True"), ("etcd-0", "True"), ("scheduler", "True")]

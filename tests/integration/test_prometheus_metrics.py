@@ -2,11 +2,14 @@
 parser, as a person checking a dashboard would: a POST of a pod counts in ``apiserver_request_total`` as kube
 counts it, an open watch shows in ``apiserver_longrunning_requests``, a scheduled pod in
 ``scheduler_schedule_attempts_total{result="scheduled"}``, the ReplicaSet controller's queue in ``workqueue_*``,
-a started pod in ``kubelet_running_pods``; ``/metrics`` is authorized as kube authorizes it."""
+a started pod in ``kubelet_running_pods``, kube-proxy's syncs in ``kubeproxy_sync_proxy_rules_*``, a DNS query in
+CoreDNS's ``coredns_dns_*``, and the console's client in ``rest_client_*``; ``/metrics`` is authorized as kube
+authorizes it."""
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import uuid
 from collections.abc import Iterator
@@ -18,8 +21,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubelab.etcd import free_port
+from support.clusterdns import DnsProcess, loopback_address
 from support.controllers import ControllerManager
 from support.kubelet import Node, running_node
+from support.process import ComponentProcess
+from support.proxy import start_proxy
 from support.scheduler import SchedulerProcess
 from support.wait import wait_for
 
@@ -242,3 +248,41 @@ def _reachable(url: str) -> bool:
         return httpx.get(url, timeout=2).status_code == 200
     except httpx.TransportError:
         return False
+
+
+# --- kube-proxy, the cluster DNS, the console ---------------------------------------------------------------------
+def test_kube_proxy_dns_and_console_serve_their_metrics(api_url: str, ns: str, tmp_path: Path) -> None:
+    proxy_port = free_port()
+    proxy = start_proxy(api_url, tmp_path / "proxy.log", "--proxy-mode", "userspace", "--metrics-port",
+                        str(proxy_port))
+    dns = DnsProcess(api_url, tmp_path / "dns.log", loopback_address(), "--publish-service=false",
+                     "--forward", "127.0.0.1:9")
+    console = ComponentProcess("console", api_url, tmp_path / "console.log", "--port", "0")
+    try:
+        samples = scrape(f"http://127.0.0.1:{proxy_port}/metrics")
+        assert value(samples, "kubeproxy_sync_proxy_rules_duration_seconds_count") >= 1  # /healthz: synced once
+        assert value(samples, "kubeproxy_sync_proxy_rules_last_timestamp_seconds") > 0
+        assert "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds" in names(samples)
+        assert value(samples, "rest_client_requests_total", method="GET", code="200") >= 3  # its three lists
+
+        dns.wait_ready()
+        name = f"nothing-here.{ns}.svc.cluster.local."
+        assert dns.query(name, "A").rcode() == 3  # NXDOMAIN, answered from the cluster's records
+        samples = scrape(f"http://127.0.0.1:{dns.health_port}/metrics")
+        server = f"dns://{dns.address}:{dns.port}"
+        assert value(samples, "coredns_dns_requests_total", server=server, zone="cluster.local.", proto="udp",
+                     type="A") >= 1
+        assert value(samples, "coredns_dns_responses_total", server=server, zone="cluster.local.", rcode="NXDOMAIN",
+                     plugin="kubernetes") >= 1
+        assert value(samples, "coredns_dns_request_duration_seconds_count", server=server, type="A") >= 1
+        assert value(samples, "coredns_build_info") == 1
+
+        url = wait_for(lambda: (m := re.search(r"console: (http://\S+)", console.log())) and m.group(1).rstrip("/"),
+                       what="the console's URL")
+        wait_for(lambda: value(scrape(f"{url}/metrics"), "rest_client_requests_total", method="GET") >= 1,
+                 what="the console's lists counted")
+        assert "console_event_streams" in names(scrape(f"{url}/metrics"))
+    finally:
+        console.stop()
+        assert dns.stop() == 0, dns.log()
+        proxy.stop()

@@ -13,9 +13,11 @@ from support.wait import wait_for
 
 
 def start_proxy(api_url: str, log: Path, *flags: str) -> ComponentProcess:
-    """kube-proxy with ``flags`` (a 5 s sync period, a free healthz port); a proxy that exits fails with its log."""
+    """kube-proxy with ``flags`` (a 5 s sync period, free healthz and metrics ports); a proxy that exits fails with
+    its log."""
     port = free_port()
-    proc = ComponentProcess("proxy", api_url, log, "--healthz-port", str(port), "--sync-period", "5", *flags)
+    proc = ComponentProcess("proxy", api_url, log, "--healthz-port", str(port), "--metrics-port", str(free_port()),
+                            "--sync-period", "5", *flags)
 
     def healthy() -> bool:
         try:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-import threading
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import yaml
 
 from apiserver.audit import LogBackend, PolicyError
+from apiserver.audit.middleware import micro_time, new_audit_id
 from apiserver.audit.policy import Level, parse_policy
 from apiserver.audit.rotate import MEGABYTE, RotatingFile
 
@@ -106,10 +109,25 @@ def test_rotation_removes_backups_older_than_max_age(tmp_path: Path) -> None:
     assert not old.exists() and len(log.backups()) == 1
 
 
-def test_the_backend_writes_json_lines_off_the_caller(tmp_path: Path) -> None:
+def test_the_backend_writes_json_lines_after_the_callers_in_one_write(tmp_path: Path) -> None:
     backend = LogBackend(str(tmp_path / "audit.log"))
-    for i in range(3):
-        backend.process({"auditID": str(i), "stage": "ResponseComplete"})
+    writes: list[bytes] = []
+    original = backend._out.write
+
+    def recording(data: bytes) -> None:
+        writes.append(data)
+        original(data)
+
+    backend._out.write = recording  # type: ignore[method-assign]
+
+    async def requests() -> None:
+        for i in range(3):
+            backend.process({"auditID": str(i), "stage": "ResponseComplete"})
+        assert writes == []  # nothing written on the request path
+        await asyncio.sleep(0)
+
+    asyncio.run(requests())
+    assert len(writes) == 1  # the three events in one write
     backend.shutdown()
     lines = (tmp_path / "audit.log").read_text().splitlines()
     assert [json.loads(line)["auditID"] for line in lines] == ["0", "1", "2"]
@@ -118,19 +136,29 @@ def test_the_backend_writes_json_lines_off_the_caller(tmp_path: Path) -> None:
 def test_a_full_queue_drops_and_a_failed_write_is_counted_never_raised(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
     backend = LogBackend("/dev/full", buffer_size=2)
-    gate = threading.Event()
-    original = backend._out.write
 
-    def slow(data: bytes) -> None:
-        gate.wait(5)
-        original(data)
+    async def requests() -> None:
+        for i in range(10):  # the deque holds two until the loop drains it: the rest are dropped, not waited for
+            backend.process({"auditID": str(i)})
+        assert backend.dropped == 8
+        await asyncio.sleep(0)
 
-    backend._out.write = slow  # type: ignore[method-assign]
-    for i in range(10):  # the writer holds one, the queue two: the rest are dropped, not waited for
-        backend.process({"auditID": str(i)})
-    assert backend.dropped >= 7
-    gate.set()
-    backend.flush()
-    assert backend.failed >= 1 and backend.written == 0  # /dev/full: ENOSPC on every write
+    asyncio.run(requests())
+    assert backend.failed == 2 and backend.written == 0  # /dev/full: ENOSPC on every write
+    backend.process({"auditID": "outside a loop"})  # written at once
+    assert backend.failed == 3
     backend.shutdown()
     assert "dropped" in caplog.text
+
+
+def test_micro_time_and_audit_ids() -> None:
+    ns = 1_796_612_645_123_456_789  # 2026-12-07T03:04:05.123456789Z
+    assert micro_time(ns) == "2026-12-07T03:04:05.123456Z"
+    assert micro_time(ns + 1_000) == "2026-12-07T03:04:05.123457Z"  # the second's text reused
+    assert micro_time(ns + 999_000_000) == "2026-12-07T03:04:06.122456Z"  # the next second formatted
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert micro_time(int(at.timestamp()) * 1_000_000_000 + 6_000) == "2026-01-02T03:04:05.000006Z"
+    ids = [new_audit_id() for _ in range(1000)]
+    assert len(set(ids)) == 1000
+    for audit_id in ids[:3]:
+        assert str(uuid.UUID(audit_id)) == audit_id and uuid.UUID(audit_id).version == 4

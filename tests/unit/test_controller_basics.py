@@ -1,4 +1,4 @@
-"""controllers.expectations, podutil, taints and the manager's flag handling: the pure rules."""
+"""controllers.support.expectations, podutil, taints and the manager's flag handling: the pure rules."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from controllers.cli import duration, parse_args
-from controllers.expectations import Expectations
 from controllers.manager import enabled_controllers
-from controllers.podutil import deletion_order, is_pod_active, is_pod_available, pod_from_template
-from controllers.taints import matching_tolerations, min_toleration_seconds
+from controllers.support.expectations import Expectations
+from controllers.support.podutil import deletion_order, is_pod_active, is_pod_available, pod_from_template
+from controllers.support.taints import matching_tolerations, min_toleration_seconds
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""controllers.daemonset over the FakeAPIServer, and the pure rules of controllers.daemonutil: which nodes run a
+"""controllers.daemonset over the FakeAPIServer, and the pure rules of controllers.support.daemonutil: which nodes run a
 daemon (selectors, affinity, taints against the automatic tolerations), the pods it creates, the RollingUpdate
 steps and the status."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from controllers import daemonutil
 from controllers.daemonset import DaemonSetController
 from controllers.manager import enabled_controllers
+from controllers.support import daemonutil
 from kubeclient import CONTROLLER_REVISIONS, DAEMON_SETS, PODS, Clientset, FakeAPIServer, InformerFactory
 from support.fakecontrollers import running, until
 

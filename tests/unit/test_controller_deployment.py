@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from controllers.deployment import rollout, util
-from controllers.podutil import fmt_time
+from controllers.support.podutil import compute_hash, fmt_time
 
 NOW = datetime(2024, 5, 1, tzinfo=UTC)
 
@@ -78,9 +78,9 @@ async def test_old_replica_sets_are_not_scaled_down_twice_on_a_stale_status() ->
 
 def test_hash_is_stable_and_collision_count_changes_it() -> None:
     template = deployment()["spec"]["template"]
-    first = util.compute_hash(template, None)
-    assert first == util.compute_hash(dict(template), None)
-    assert first != util.compute_hash(template, 1)
+    first = compute_hash(template, None)
+    assert first == compute_hash(dict(template), None)
+    assert first != compute_hash(template, 1)
     assert set(first) <= set("bcdfghjklmnpqrstvwxz2456789")
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from controllers.horizontal import scale_target, set_condition
-from controllers.hpanormalize import Recommendations, normalize, normalize_with_behavior
-from controllers.replicacalculator import (
+from controllers.support.hpanormalize import Recommendations, normalize, normalize_with_behavior
+from controllers.support.replicacalculator import (
     MetricsError,
     PodMetric,
     group_pods,

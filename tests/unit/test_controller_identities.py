@@ -6,8 +6,8 @@ kube-public), as in kube's ``namespace_policy.go``."""
 from __future__ import annotations
 
 from apiserver.authz.policy import cluster_role_bindings, controller_rules, namespaced_objects
-from controllers.credentials import CLIENT_NAMES
 from controllers.manager import CONTROLLERS
+from controllers.support.credentials import CLIENT_NAMES
 
 
 def test_every_controller_writes_as_an_account_the_bootstrap_policy_binds() -> None:

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from apimachinery.errors import Forbidden
-from controllers.podcontrol import slow_start_batch
 from controllers.replicaset import ReplicaSetController, calculate_status
 from controllers.replication import new_replication_controller
+from controllers.support.podcontrol import slow_start_batch
 from kubeclient import PODS, REPLICA_SETS, FakeAPIServer
 from support.fakecontrollers import running, until
 

@@ -1,4 +1,4 @@
-"""controllers.statefulset over the FakeAPIServer, and the pure rules of controllers.statefulutil: identities,
+"""controllers.statefulset over the FakeAPIServer, and the pure rules of controllers.support.statefulutil: identities,
 claims and their owners, versioned pods below the partition, and the status."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from controllers import statefulutil as su
 from controllers.manager import enabled_controllers
-from controllers.podutil import fmt_time, now_utc
 from controllers.statefulset import StatefulSetController
+from controllers.support import statefulutil as su
+from controllers.support.podutil import fmt_time, now_utc
 from kubeclient import (
     CONTROLLER_REVISIONS,
     EVENTS,

@@ -18,7 +18,7 @@ from apiserver.handlers.request import (
     int_param,
     limit_body,
 )
-from apiserver.handlers.rest import render_object
+from apiserver.handlers.responses import render_object
 
 
 def test_yaml_whole_numbers_become_ints_and_huge_ones_floats() -> None:

@@ -18,7 +18,6 @@ from kubelab import cli, process
 from kubelab import etcd as etcd_mod
 from kubelab.cluster import stop_records
 from kubelab.commands import COMMANDS, find_command
-from kubelab.commands import component as component_cmd
 from kubelab.components import COMPONENTS, component_argv, kubelet_node_name
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.net import free_ports_from, port_in_use
@@ -117,18 +116,9 @@ def test_every_component_is_a_passthrough_command() -> None:
 
 def test_component_command_execs_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[str, list[str]]] = []
-    monkeypatch.setattr(component_cmd, "is_available", lambda c: True)
     monkeypatch.setattr(os, "execv", lambda path, argv: calls.append((path, argv)))
     cli.main(["controller-manager", "--help", "--master", "http://x"])
     assert calls == [(sys.executable, [sys.executable, "-m", "controllers", "--help", "--master", "http://x"])]
-
-
-def test_component_command_explains_a_missing_component(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(component_cmd, "is_available", lambda c: False)
-    assert cli.main(["scheduler", "--help"]) == 2
-    assert "'scheduler' has no __main__.py" in capsys.readouterr().err
 
 
 def test_component_argv_and_node_names() -> None:

@@ -169,6 +169,24 @@ def test_json_patch_values_are_copied_not_shared() -> None:
 ])
 def test_merge_patch_rfc7386_examples(target: Any, patch: Any, result: Any) -> None:
     assert mergepatch.apply(target, patch) == result
+    given = copy.deepcopy(patch)
+    merged = mergepatch.apply_in_place(copy.deepcopy(target), patch)
+    assert merged == result and list(merged) == list(result) if isinstance(result, dict) else merged == result
+    assert patch == given  # the patch is left as it was
+
+
+def test_merge_patch_in_place_changes_the_document_only() -> None:
+    pod, patch = make_pod(), {"metadata": {"labels": {"tier": None, "release": "2"}, "annotations": {"a": None}},
+                              "spec": {"containers": [{"name": "only", "image": "x", "env": None}]}}
+    given = copy.deepcopy(patch)
+    expected = mergepatch.apply(pod, patch)
+    spec_before = pod["spec"]
+    merged = mergepatch.apply_in_place(pod, patch)
+    assert merged is pod and merged["spec"] is spec_before  # merged into the document's own objects
+    assert merged == expected and list(merged["metadata"]) == list(expected["metadata"])
+    assert merged["spec"]["containers"] == [{"name": "only", "image": "x"}]
+    merged["spec"]["containers"][0]["image"] = "changed later"  # the result shares nothing with the patch
+    assert patch == given
 
 
 def test_merge_patch_on_a_pod_replaces_lists_and_deletes_nulls() -> None:

@@ -20,8 +20,8 @@ from google.protobuf.message import Message
 from kubernetes import client as k8s
 
 from apimachinery import errors
+from apiserver.handlers.patch import patcher
 from apiserver.handlers.request import PROTOBUF, decode_body, decode_object
-from apiserver.handlers.rest import RESTHandler
 from apiserver.protobuf import decode
 from apiserver.protobuf.convert import SPECIAL_TYPES, go_duration
 from apiserver.protobuf.gen.k8s_io.api.apps.v1 import generated_pb2 as appsv1
@@ -585,5 +585,5 @@ def test_request_layer_accepts_protobuf_objects_but_not_patches() -> None:
         decode_body(b"x", "text/plain")
     assert err.value.code == 415
     with pytest.raises(errors.UnsupportedMediaType) as patch_err:
-        RESTHandler.patcher(PROTOBUF, body, "Deployment", "deployments", "apps")  # refused: not a patch type
+        patcher(PROTOBUF, body, "Deployment", "deployments", "apps")  # refused: not a patch type
     assert "vnd.kubernetes.protobuf" not in patch_err.value.message

@@ -9,6 +9,7 @@ import pytest
 from apimachinery import errors
 from apimachinery.validation import go_quote
 from apiserver.openapi.documents import swagger
+from apiserver.registry import decoder
 from apiserver.registry.decoder import Decoder
 
 DECODER = Decoder(swagger()["definitions"])
@@ -73,3 +74,45 @@ def test_go_quote_is_strconv_quote() -> None:
     assert go_quote('a"b\\c') == '"a\\"b\\\\c"'
     assert go_quote("\a\b\f\n\r\t\v") == '"\\a\\b\\f\\n\\r\\t\\v"'
     assert go_quote("\x01\x7f\x85\u200b😀é") == '"\\x01\\x7f\\u0085\\u200b😀é"'
+
+
+def test_an_update_walks_only_what_differs_from_the_stored_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    def pod(cpu: str, image: str) -> dict[str, Any]:
+        return {"metadata": {"name": "p", "labels": {"app": "a"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}},
+                                        {"name": "d", "image": image}]},
+                "status": {"phase": "Pending"}}
+
+    stored = pod("100m", "busybox")
+    assert DECODER.decode(stored, "", "v1", "Pod") == []
+    walked: list[str] = []
+    real = decoder._Walk.value
+
+    def counting(self: Any, value: Any, schema: Any, parent: str, path: str, old: Any = None) -> Any:
+        walked.append(path)
+        return real(self, value, schema, parent, path, old)
+
+    monkeypatch.setattr(decoder._Walk, "value", counting)
+    update = pod("0.5", "nginx")  # one quantity and one image changed, a status field added, an unknown field
+    update["status"]["podIP"] = "10.0.0.1"
+    update["spec"]["containers"][1]["bogus"] = 1
+    assert DECODER.decode(update, "", "v1", "Pod", "Warn", old=stored) == ['unknown field "spec.containers.bogus"']
+    assert "metadata" not in walked and "status.phase" not in walked  # equal to the stored object: not walked
+    assert "spec.containers.image" in walked and "status.podIP" in walked
+    whole = pod("0.5", "nginx")
+    whole["status"]["podIP"] = "10.0.0.1"
+    DECODER.decode(whole, "", "v1", "Pod")
+    assert update == whole  # what decoding it whole gives: the quantity canonical ("500m"), the unknown field pruned
+    assert update["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
+
+
+@pytest.mark.parametrize(("field", "stored", "sent"), [("replicas", 2, 2.0), ("paused", True, 1),
+                                                       ("minReadySeconds", 0, False)])
+def test_an_update_equal_to_the_stored_value_but_of_another_json_type_is_still_refused(
+        field: str, stored: Any, sent: Any) -> None:
+    old = deployment(**{field: stored})
+    decode(old)
+    new = deployment(**{field: sent})
+    assert new == old  # Python's == takes them for equal
+    with pytest.raises(errors.BadRequest, match="cannot unmarshal"):
+        DECODER.decode(new, "apps", "v1", "Deployment", "Ignore", old=old)

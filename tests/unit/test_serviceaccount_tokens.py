@@ -89,3 +89,45 @@ def test_authenticator_issuer_and_audiences() -> None:
         authenticator.authenticate(vault, [])
     found = authenticator.authenticate(vault, ["vault", "other"])
     assert found is not None and found[1] == ["vault"]
+
+
+def test_authenticator_verifies_each_token_once_and_still_checks_what_can_change(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    verified: list[str] = []
+    real_verify = keys.verify
+
+    def counting_verify(token: str, public: Any) -> dict[str, Any]:
+        verified.append(token)
+        return real_verify(token, public)
+
+    monkeypatch.setattr("apiserver.serviceaccount.authenticator.verify", counting_verify)
+    table: dict[tuple[str, str | None, str], dict[str, Any]] = {("serviceaccounts", "ci", "builder"): SA}
+    authenticator = ServiceAccountAuthenticator([ISSUER], [RSA_KEY.public_key()], [ISSUER],
+                                                lambda resource, ns, name: table.get((resource, ns, name)))
+    token = keys.sign(RSA_KEY, make_claims(ISSUER, SA, [ISSUER], 3600))
+    for _ in range(3):
+        assert authenticator.authenticate(token, [ISSUER]) is not None
+    assert verified == [token]
+    forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")  # never cached: refused each time
+    for _ in range(2):
+        with pytest.raises(TokenInvalid):
+            authenticator.authenticate(forged, [ISSUER])
+    del table[("serviceaccounts", "ci", "builder")]  # the account is deleted: its token stops at once
+    with pytest.raises(TokenInvalid, match="not found"):
+        authenticator.authenticate(token, [ISSUER])
+    table[("serviceaccounts", "ci", "builder")] = SA
+    assert authenticator.authenticate(token, [ISSUER]) is not None  # verified afresh: it left the cache
+    assert verified.count(token) == 2
+    expired = keys.sign(RSA_KEY, make_claims(ISSUER, SA, [ISSUER], 60, now=1000))
+    with pytest.raises(TokenInvalid, match="expired"):
+        authenticator.authenticate(expired, [ISSUER])
+    assert expired not in authenticator._verified
+
+
+def test_authenticator_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("apiserver.serviceaccount.authenticator.VERIFIED_CACHE_SIZE", 2)
+    authenticator = ServiceAccountAuthenticator([ISSUER], [RSA_KEY.public_key()], [ISSUER], getter())
+    tokens = [keys.sign(RSA_KEY, make_claims(ISSUER, SA, [ISSUER], 3600)) for _ in range(3)]  # each its own jti
+    for token in tokens:
+        assert authenticator.authenticate(token, [ISSUER]) is not None
+    assert list(authenticator._verified) == tokens[1:]

@@ -586,3 +586,69 @@ def test_without_matching_audit_records_the_trace_keeps_the_objects_times() -> N
     ev.writes = [audited(1, "create", "pods", uid="someone-else", rv=3)]
     steps = by_number(ev)
     assert steps["7"].stamp.source == "metadata.creationTimestamp" and steps["4"].included_in is None
+
+
+def delivery(kind: str, name: str, rv: int | None, at_ms: float, user: str, agent: str, *,
+             resource: str = "pods", started_ms: float = -5000.0, requested_ms: float = -5002.0) -> dict[str, Any]:
+    """A record of /debug/watches/deliveries, ``at_ms`` after 10:00:00.100 (the audited create of the RC)."""
+    def at(ms: float) -> str:
+        moment = datetime(2026, 12, 2, 10, 0, 0, 100000, tzinfo=UTC) + timedelta(milliseconds=ms)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return {"time": at(at_ms), "type": kind, "resource": resource, "namespace": "default", "name": name,
+            "resourceVersion": str(rv),
+            "watcher": {"user": user, "userAgent": agent, "watchCache": agent == "watch-cache",
+                        "requestReceived": at(requested_ms), "started": at(started_ms)}}
+
+
+def delivered_evidence() -> Evidence:
+    """The audited flow, with the apiserver's record of each version stored and delivered."""
+    ev = exact_evidence()
+    plain = by_number(evidence())
+    rc, pod, bound, running = (plain[n].revision for n in ("3", "7", "10", "13"))
+    api, rcs = "system:apiserver", "replicationcontrollers"
+    ev.deliveries = [
+        delivery("STORED", "web", rc, 1.0, api, "etcd-txn", resource=rcs),
+        delivery("ADDED", "web", rc, 1.2, api, "watch-cache", resource=rcs),
+        delivery("ADDED", "web", rc, 1.4, "system:kube-scheduler", "kube-scheduler/v1.32.0", resource=rcs),  # not it
+        delivery("ADDED", "web", rc, 1.5, "system:kube-controller-manager",
+                 "kube-controller-manager/v1.32.0 (linux/amd64) kubernetes/abc", resource=rcs),
+        delivery("STORED", "web-7x2kq", pod, 11.0, api, "etcd-txn"),
+        delivery("ADDED", "web-7x2kq", pod, 11.5, "system:kube-scheduler", "kube-scheduler/v1.32.0",
+                 started_ms=-3000.0, requested_ms=-3001.5),
+        delivery("STORED", "web-7x2kq", bound, 31.0, api, "etcd-txn"),
+        delivery("ADDED", "web-7x2kq", bound, 31.3, "system:node:node02", "kubelet/v1.32.0",
+                 started_ms=-1000.0, requested_ms=-1004.0),
+        delivery("STORED", "web-7x2kq", running, 81.0, api, "etcd-txn"),
+    ]
+    return ev
+
+
+def test_the_deliveries_time_every_step_the_audit_log_cannot() -> None:
+    ev = delivered_evidence()
+    steps = build_steps(ev)
+    by = {s.number: s for s in steps}
+    for number in ("3", "7", "10", "13"):
+        assert by[number].stamp.source == "etcd txn", by[number]
+    for number in ("4", "5", "8", "11"):
+        assert by[number].stamp.source == "watch delivery" and by[number].included_in is None, by[number]
+    assert by["2"].latency == 0 and by["3"].latency == pytest.approx(0.001)
+    assert [round(by[n].latency * 1000, 3) for n in ("4", "5", "8", "11")] == [0.2, 0.3, 0.5, 0.3]
+    assert "kube-controller-manager" in by["5"].evidence and "kube-scheduler" not in by["5"].evidence
+    # Step 1: the last of the three streams to open (the kubelet's), and how long opening it took.
+    assert by["1"].stamp.source == "watch stream started" and by["1"].latency == pytest.approx(0.004)
+    path = critical_path(steps)
+    assert path is not None and path["total_ms"] == pytest.approx(81.0) and path["exact"]
+    assert path["total_ms"] == pytest.approx(sum(s.latency for s in steps if s.number != "1" and s.latency) * 1000)
+    assert all(s.included_in is None for s in steps)
+    table = render(ev, steps)
+    assert "watch deliveries: the apiserver's record" in table and "(in " not in table.split("REV:")[0]
+    assert json.loads(to_json(ev, steps))["deliveries"] is True
+
+
+def test_deliveries_of_other_versions_are_not_taken() -> None:
+    ev = exact_evidence()
+    ev.deliveries = [delivery("ADDED", "web-7x2kq", 999, 11.5, "system:kube-scheduler", "kube-scheduler"),
+                     delivery("STORED", "web", 998, 1.0, "system:apiserver", "etcd-txn", resource="x")]
+    steps = by_number(ev)
+    assert steps["8"].included_in == "9" and steps["3"].stamp.source == "audit ResponseComplete"
+    assert steps["1"].stamp is None

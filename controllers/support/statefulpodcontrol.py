@@ -20,8 +20,8 @@ from typing import Any
 
 from apimachinery.errors import AlreadyExists, NotFound, StatusError
 from apimachinery.meta import Object
-from controllers import statefulutil as su
-from controllers.podutil import meta
+from controllers.support import statefulutil as su
+from controllers.support.podutil import meta
 from kubeclient import Clientset, EventRecorder
 from kubeclient.informer import SharedInformer
 

@@ -23,7 +23,7 @@ from typing import Any
 from apimachinery.errors import NotFound, StatusError
 from apimachinery.labels import Selector, selector_from_label_selector
 from apimachinery.meta import Object
-from controllers.podutil import meta
+from controllers.support.podutil import meta
 from kubeclient import Indexer, ResourceClient
 
 Fetch = Callable[[], Awaitable[Object]]

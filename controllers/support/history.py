@@ -25,9 +25,8 @@ from typing import Any
 
 from apimachinery.errors import AlreadyExists, NotFound
 from apimachinery.meta import Object
-from controllers.controllerref import controller_uid
-from controllers.deployment.util import compute_hash
-from controllers.podutil import controller_ref, meta
+from controllers.support.controllerref import controller_uid
+from controllers.support.podutil import compute_hash, controller_ref, meta
 from kubeclient import CONTROLLER_REVISIONS, Clientset, Resource
 
 HASH_LABEL = "controller.kubernetes.io/hash"

@@ -12,7 +12,7 @@ from typing import Any
 
 from apimachinery.errors import Conflict
 from apimachinery.meta import Object
-from controllers.podutil import meta
+from controllers.support.podutil import meta
 from kubeclient import ResourceClient
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from apimachinery.errors import Forbidden, NotFound, StatusError
+from apimachinery.errors import NotFound, StatusError
 from apimachinery.meta import Object
-from controllers.podutil import meta
+from controllers.support.base import is_namespace_terminating
+from controllers.support.podutil import meta
 from kubeclient import Clientset, EventRecorder
 
 
@@ -38,11 +39,6 @@ async def slow_start_batch(count: int, initial: int, fn: Callable[[], Awaitable[
     return successes, None
 
 
-def namespace_terminating(err: StatusError) -> bool:
-    return isinstance(err, Forbidden) and (
-        "because it is being terminated" in err.message or any(c.type == "NamespaceTerminating" for c in err.causes))
-
-
 class PodControl:
     """Creates and deletes pods on behalf of an owner, recording the outcome as the owner's events."""
 
@@ -55,7 +51,7 @@ class PodControl:
         try:
             created = await self.clientset.pods.create(pod, meta(owner).get("namespace"))
         except StatusError as err:
-            if namespace_terminating(err):
+            if is_namespace_terminating(err):
                 return None
             self.recorder.event(owner, "Warning", "FailedCreate", f"Error creating: {err.message}")
             raise

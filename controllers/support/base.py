@@ -19,7 +19,7 @@ import contextlib
 import logging
 from typing import Any
 
-from apimachinery.errors import Conflict, NotFound, StatusError
+from apimachinery.errors import Conflict, Forbidden, NotFound, StatusError
 from apimachinery.meta import Object
 from kubeclient import DeletedFinalStateUnknown, RateLimitingQueue, meta_namespace_key
 from kubeclient.informer import SharedInformer
@@ -27,6 +27,16 @@ from kubeclient.informer import SharedInformer
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETRIES = 15
+
+
+NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
+
+
+def is_namespace_terminating(err: StatusError) -> bool:
+    """The apiserver refused a create because the namespace is being deleted (a 403 with
+    ``v1.NamespaceTerminatingCause``, or its message): the controller drops the write instead of retrying it."""
+    return isinstance(err, Forbidden) and (any(cause.type == NAMESPACE_TERMINATING_CAUSE for cause in err.causes)
+                                           or "because it is being terminated" in err.message)
 
 
 def unwrap(obj: Object | DeletedFinalStateUnknown) -> Object:

@@ -1,33 +1,31 @@
-"""Decode a Kubernetes protobuf request body (``Content-Type: application/vnd.kubernetes.protobuf``).
+"""The envelope of a Kubernetes protobuf body (``Content-Type: application/vnd.kubernetes.protobuf``).
 
 The wire format, as client-go's protobuf serializer writes it::
 
     "k8s\\x00" + runtime.Unknown{typeMeta: {apiVersion, kind}, raw: <the object message>,
                                  contentEncoding: "", contentType: ""}
 
-The result is the dict the JSON decoder would produce for the same object (``kind`` and ``apiVersion`` from the
-envelope, the fields by ``convert``'s rules), so everything after decoding is shared with JSON bodies. Every failure
-is a 400 ``BadRequest``.
+``unwrap`` opens it and parses the object message of the kind it names (``kinds``); ``convert.decode`` turns that
+into the JSON form. Request bodies and the objects nested in them (``RawExtension``) share it. Every failure is a
+400 ``BadRequest``.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from google.protobuf.message import DecodeError, Message
 
 from apimachinery import errors
 
 from . import kinds
-from .convert import to_json
 from .gen.k8s_io.apimachinery.pkg.runtime import generated_pb2 as runtime
 
 MAGIC = b"k8s\x00"
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 
 
-def decode(body: bytes) -> dict[str, Any]:
-    """The JSON-shaped object in a protobuf body; ``BadRequest`` for a bad prefix, an unknown kind or bad bytes."""
+def unwrap(body: bytes) -> tuple[str, str, Message]:
+    """(apiVersion, kind, the parsed object message) of a protobuf body; ``BadRequest`` for a bad prefix, an
+    unknown kind or bad bytes."""
     if not body.startswith(MAGIC):
         raise errors.BadRequest(f"provided data does not appear to be a protobuf message, expected prefix "
                                 f"{list(MAGIC)}")
@@ -42,12 +40,7 @@ def decode(body: bytes) -> dict[str, Any]:
         raise errors.BadRequest("the protobuf body has no kind in its type meta")
     message = kinds.message_type(api_version, kind)()
     _parse(message, envelope.raw, kind)
-    obj: dict[str, Any] = {"kind": kind, "apiVersion": api_version}
-    try:
-        obj.update(to_json(message))
-    except (UnicodeDecodeError, ValueError) as err:  # e.g. a string field that is not UTF-8
-        raise errors.BadRequest(f"the body of the request could not be decoded: {kind}: {err}") from None
-    return obj
+    return api_version, kind, message
 
 
 def _parse(message: Message, data: bytes, what: str) -> None:

@@ -17,8 +17,8 @@ from typing import Any
 
 from apimachinery.labels import Selector, selector_from_set
 from apimachinery.meta import Object
-from controllers.base import Controller, key_of, unwrap
-from controllers.podutil import is_pod_terminal, meta
+from controllers.support.base import Controller, key_of, unwrap
+from controllers.support.podutil import is_pod_terminal, meta
 from kubeclient import NAMESPACE_INDEX, PODS, SERVICES, Clientset, DeletedFinalStateUnknown, InformerFactory
 
 LABEL_HEADLESS = "service.kubernetes.io/headless"

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,6 +30,7 @@ POD_FAILED = "Failed"
 POD_UNKNOWN = "Unknown"
 TERMINAL_PHASES = (POD_SUCCEEDED, POD_FAILED)
 _PHASE_RANK = {POD_PENDING: 0, POD_UNKNOWN: 1, POD_RUNNING: 2}
+_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # rand.SafeEncodeString's: no vowels, no look-alikes
 
 
 def meta(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -76,12 +78,20 @@ def ready_since(pod: Object) -> datetime | None:
 
 def is_pod_available(pod: Object, min_ready_seconds: int, now: datetime) -> bool:
     """Ready, and (with ``minReadySeconds``) ready for at least that long (``IsPodAvailable``)."""
-    if not is_pod_ready(pod):
-        return False
+    return ready_and_available(pod, min_ready_seconds, now)[1]
+
+
+def ready_and_available(pod: Object, min_ready_seconds: int, now: datetime) -> tuple[bool, bool]:
+    """``(is_pod_ready, is_pod_available)`` from one look at the Ready condition, for counting both over many pods."""
+    condition = get_condition(pod.get("status"), "Ready")
+    if condition is None or condition.get("status") != "True":
+        return False, False
     if min_ready_seconds <= 0:
-        return True
-    since = ready_since(pod)
-    return since is not None and (now - since).total_seconds() >= min_ready_seconds
+        return True, True
+    since = condition.get("lastTransitionTime")
+    if not since:
+        return True, False
+    return True, (now - parse_time(since)).total_seconds() >= min_ready_seconds
 
 
 def available_after(pod: Object, min_ready_seconds: int, now: datetime) -> float | None:
@@ -155,3 +165,15 @@ def pod_from_template(template: Mapping[str, Any], owner: Object, ref: Mapping[s
             metadata[field] = copy.deepcopy(template_meta[field])
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
             "spec": copy.deepcopy(template.get("spec") or {})}
+
+
+def compute_hash(template: Mapping[str, Any], collision_count: int | None) -> str:
+    """A pod template's hash (``controller.ComputeHash``: FNV-32a of the template and collision count, in the safe
+    alphabet): a Deployment's ``pod-template-hash``, a DaemonSet's or StatefulSet's revision name."""
+    h = 0x811C9DC5
+    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
+    if collision_count is not None:
+        data += (collision_count & 0xFFFFFFFF).to_bytes(8, "little")
+    for byte in data:
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return "".join(_SAFE_ALPHABET[b % len(_SAFE_ALPHABET)] for b in str(h).encode())

@@ -26,8 +26,8 @@ from datetime import datetime
 from typing import Any
 
 from apimachinery.meta import Object
-from controllers.history import REVISION_HASH_LABEL
-from controllers.podutil import (
+from controllers.support.history import REVISION_HASH_LABEL
+from controllers.support.podutil import (
     POD_FAILED,
     POD_PENDING,
     POD_RUNNING,

@@ -20,9 +20,8 @@ from typing import Any
 
 from apimachinery.errors import Forbidden, NotFound
 from apimachinery.meta import Object
-from controllers.base import unwrap
-from controllers.podutil import meta
-from controllers.serviceaccount import is_namespace_terminating
+from controllers.support.base import is_namespace_terminating, unwrap
+from controllers.support.podutil import meta
 from kubeclient import NAMESPACE_INDEX, Clientset, DeletedFinalStateUnknown, RateLimitingQueue
 from kubeclient.informer import SharedInformer
 

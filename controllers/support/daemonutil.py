@@ -27,9 +27,9 @@ from typing import Any
 from apimachinery import nodeaffinity
 from apimachinery.meta import Object
 from apimachinery.taints import untolerated
-from controllers.history import REVISION_HASH_LABEL
-from controllers.podutil import POD_FAILED, is_pod_available, is_pod_ready, meta, pod_from_template
-from controllers.taints import (
+from controllers.support.history import REVISION_HASH_LABEL
+from controllers.support.podutil import POD_FAILED, is_pod_available, is_pod_ready, meta, pod_from_template
+from controllers.support.taints import (
     NO_EXECUTE,
     NO_SCHEDULE,
     TAINT_DISK_PRESSURE,

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 
 from apimachinery.meta import Object, parse_duration, parse_time
 from apimachinery.quantity import parse_quantity
-from controllers.podutil import get_condition
+from controllers.support.podutil import get_condition
 
 DEFAULT_TOLERANCE = 0.1
 DEFAULT_CPU_INITIALIZATION_PERIOD = timedelta(minutes=5)
