@@ -79,11 +79,12 @@ COMPONENTS: dict[str, Component] = {
             "ui",
             "kubelab.ui",
             "the web console (live nodes × pods, 13-step traces, the scheduler's view, watch streams, what-if)",
+            health="http",  # its /healthz on the --port it is given: known at once, not once it prints it
         ),
         Component(
             "proxy",
             "proxy",
-            "kube-proxy: Services as nftables rules in the cluster network (with --pod-network bridge)",
+            "kube-proxy: Services as nftables or iptables rules in the cluster network (with the bridge pod network)",
         ),
     )
 }

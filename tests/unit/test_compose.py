@@ -29,7 +29,9 @@ KUBELAB_SERVICES = {"apiserver": "apiserver", "controller-manager": "controller-
 # Flags compose adds to the launcher's: a fixed health port, so Docker's health check knows where to look, and
 # the scheduler's debug server on every interface, so `kubelab explain` reaches it from another container; the
 # apiserver's plain port as the components' server (below).
-COMPOSE_ONLY_FLAGS = {"--healthz-port", "--bind-address", "--master", "--disable-admission-plugins"}
+# Its kubelets also name the process runtime (the launcher leaves the kubelet's --runtime auto to choose: in a
+# container without the rights to make namespaces it chooses process too, but compose says so).
+COMPOSE_ONLY_FLAGS = {"--healthz-port", "--bind-address", "--master", "--disable-admission-plugins", "--runtime"}
 # The launcher writes a fresh encryption key per data dir; compose has no such step (a key in the repository would be
 # no secret), so its apiserver stores Secrets unencrypted, as a kube-apiserver without the flag does. Likewise it
 # has no PKI in the containers yet (as its etcd): no HTTPS port, and the components reach the apiserver's plain port
@@ -91,8 +93,8 @@ def launcher_argv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[st
         for talks_to_the_apiserver in ("_create_addons", "_create_join_objects", "_wait_pod_cidrs"):  # none runs
             mp.setattr(Cluster, talks_to_the_apiserver, lambda self, *args: None)
         # compose's etcd serves its own Docker network without TLS (no PKI in the containers yet): compare with
-        # the launcher's plain-HTTP etcd. Compose's kubelets keep the kubelet's --runtime auto (in a container
-        # that cannot make namespaces: process) on its own network, as the launcher's with --pod-network host.
+        # the launcher's plain-HTTP etcd. Compose's kubelets are on the containers' network, as the launcher's
+        # with --pod-network host.
         Cluster(tmp_path_factory.mktemp("up"), nodes=2, etcd_binary=find_etcd(), etcd_tls=False,
                 pod_network="host").start()
     return spawned
