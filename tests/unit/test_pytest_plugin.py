@@ -40,3 +40,18 @@ def test_its_options_are_in_the_help_and_a_suite_without_its_fixtures_starts_not
 def test_the_xdist_worker_number(worker: str, index: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
     assert pytest_plugin._worker_index() == index
+
+
+@pytest.mark.parametrize("worker, workers, ordinal, cidr", [
+    (0, 1, 0, None),  # the controller-manager's default, as kubelab up has it
+    (0, 1, 1, "127.33.0.0/16"), (0, 1, 2, "127.34.0.0/16"),
+    (1, 2, 0, "127.33.0.0/16"), (0, 2, 1, "127.34.0.0/16"), (1, 2, 1, "127.35.0.0/16"),
+])
+def test_every_cluster_of_every_worker_gets_a_pod_cidr_of_its_own(worker: int, workers: int, ordinal: int,
+                                                                  cidr: str | None) -> None:
+    assert pytest_plugin.pod_cidr(worker, workers, ordinal) == cidr
+
+
+def test_pod_cidrs_run_out_loudly() -> None:
+    with pytest.raises(RuntimeError, match="no pod CIDR left"):
+        pytest_plugin.pod_cidr(3, 4, 60)
