@@ -21,7 +21,7 @@ from kubelab.clusterpki import ADMIN, ClusterPKI, Identity, make_cluster_pki
 from kubelab.etcd import EtcdServer, free_port
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.pki import CertificateAuthority
-from kubelab.pytest_plugin import ClusterFactory
+from kubelab.pytest_plugin import Clusters
 from support.websocket import upgrade_status
 
 TOKENS = 'alice-token,alice,1001,"dev,qa"\nbob-token,bob,1002\n'
@@ -174,7 +174,7 @@ def test_without_anonymous_auth_a_request_without_credentials_is_401(etcd: EtcdS
 
 # ---- a whole cluster: every component its own identity, over HTTPS --------------------------------------------
 
-def test_each_component_comes_as_its_own_identity(kubelab_clusters: ClusterFactory, kubectl_bin: str,
+def test_each_component_comes_as_its_own_identity(kubelab_clusters: Clusters, kubectl_bin: str,
                                                   tmp_path: Path) -> None:
     cluster = kubelab_clusters(nodes=1)  # the session's one-node cluster, shared: the pod is named for this test
     assert cluster.secure_url.startswith("https://127.0.0.1:")

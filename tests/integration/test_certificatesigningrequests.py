@@ -22,7 +22,7 @@ from conftest import KUBECTL, ROOT
 from kubelab.api import Cluster
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.pki import KeyPair
-from kubelab.pytest_plugin import ClusterFactory
+from kubelab.pytest_plugin import Clusters
 from support.wait import wait_for
 
 SIGNER = "kubernetes.io/kube-apiserver-client"
@@ -30,7 +30,7 @@ KUBELET_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 
 
 @pytest.fixture(scope="module")
-def cluster(kubelab_clusters: ClusterFactory) -> Cluster:
+def cluster(kubelab_clusters: Clusters) -> Cluster:
     """The session's cluster of this shape, shared by test_join and test_certificatesigningrequests."""
     return kubelab_clusters(nodes=0, components=("apiserver", "controller-manager"))
 

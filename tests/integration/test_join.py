@@ -24,7 +24,7 @@ from conftest import KUBECTL, ROOT
 from kubelab.api import Cluster
 from kubelab.etcd import free_port
 from kubelab.kubeconfig import write_kubeconfig
-from kubelab.pytest_plugin import ClusterFactory
+from kubelab.pytest_plugin import Clusters
 from kubelab.state import load_state
 from support.launcher import assert_nothing_left, kubelab
 from support.wait import wait_for
@@ -33,7 +33,7 @@ CLUSTER_INFO = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
 
 
 @pytest.fixture(scope="module")
-def cluster(kubelab_clusters: ClusterFactory) -> Cluster:
+def cluster(kubelab_clusters: Clusters) -> Cluster:
     """The session's cluster of this shape, shared by test_join and test_certificatesigningrequests."""
     return kubelab_clusters(nodes=0, components=("apiserver", "controller-manager"))
 

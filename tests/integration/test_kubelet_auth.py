@@ -21,7 +21,7 @@ import kubelab
 from kubelab.api import find_kubectl
 from kubelab.etcd import free_port
 from kubelab.pki import CertificateAuthority
-from kubelab.pytest_plugin import ClusterFactory
+from kubelab.pytest_plugin import Clusters
 from support.wait import wait_for
 from support.websocket import upgrade_status
 
@@ -29,7 +29,7 @@ NS = "default"
 
 
 @pytest.fixture(scope="module")
-def cluster(kubelab_clusters: ClusterFactory) -> kubelab.Cluster:
+def cluster(kubelab_clusters: Clusters) -> kubelab.Cluster:
     """The session's one-node cluster, shared with the other modules asking for it (so its objects keep to names
     of their own: pod and Service ``web``, service accounts ``viewer``, ``node-admin``, ``nobody``)."""
     return kubelab_clusters(nodes=1)

@@ -12,7 +12,7 @@ import pytest
 
 import kubelab
 from kubelab import snapshot
-from kubelab.pytest_plugin import ClusterFactory
+from kubelab.pytest_plugin import Clusters
 from kubelab.testing import ApplyError
 
 pytestmark = pytest.mark.kubectl
@@ -26,7 +26,7 @@ def environment(kubectl_bin: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     yield
 
 
-def test_a_cluster_with_two_nodes_serves_kubectl_and_the_python_client(kubelab_clusters: ClusterFactory) -> None:
+def test_a_cluster_with_two_nodes_serves_kubectl_and_the_python_client(kubelab_clusters: Clusters) -> None:
     # The plugin's cluster of this shape (a kubelab.Cluster, shared with any module asking for the same shape).
     # extra_args reach their component (so the plugin gives each cluster's pods a range of its own): a /16 far above
     # those the plugin hands out.

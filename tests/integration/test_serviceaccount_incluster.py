@@ -19,7 +19,7 @@ import pytest
 
 import kubelab
 from conftest import Kubectl
-from kubelab.pytest_plugin import ClusterFactory
+from kubelab.pytest_plugin import Clusters
 from support.wait import wait_for
 
 MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -44,7 +44,7 @@ while True:
 
 
 @pytest.fixture(scope="module")
-def cluster(kubelab_clusters: ClusterFactory) -> kubelab.Cluster:
+def cluster(kubelab_clusters: Clusters) -> kubelab.Cluster:
     """The session's one-node cluster, shared with other modules: this one works in namespaces ``team`` and ``ci``."""
     return kubelab_clusters(nodes=1)
 

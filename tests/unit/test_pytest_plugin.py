@@ -6,6 +6,7 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -55,3 +56,40 @@ def test_every_cluster_of_every_worker_gets_a_pod_cidr_of_its_own(worker: int, w
 def test_pod_cidrs_run_out_loudly() -> None:
     with pytest.raises(RuntimeError, match="no pod CIDR left"):
         pytest_plugin.pod_cidr(3, 4, 60)
+
+
+class FakeCluster:
+    def __init__(self, **kwargs: object) -> None:
+        self.kwargs = kwargs
+        self.running = False
+
+    def start(self) -> None:
+        self.running = True
+
+    def stop(self) -> None:
+        self.running = False
+
+
+def test_a_shape_is_shared_while_held_and_only_one_idle_cluster_stays_up(
+        monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    import kubelab.api
+
+    monkeypatch.setattr(kubelab.api, "Cluster", FakeCluster)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    factory = pytest_plugin.ClusterFactory(tmp_path_factory)
+
+    def acquire(holder: str, *args: Any, **kwargs: Any) -> FakeCluster:
+        return cast(FakeCluster, factory.acquire(holder, *args, **kwargs))
+
+    one = acquire("a.py", 1)
+    assert acquire("b.py", 1, extra_args={}) is one  # same shape, same cluster
+    api = acquire("b.py", 0, ["apiserver"])
+    assert api is not one and api.kwargs["extra_args"] == {"controller-manager": ["--cluster-cidr", "127.33.0.0/16"]}
+    factory.release("a.py")
+    factory.release("b.py")  # both idle: only the one used last stays up
+    assert not one.running and api.running
+    assert acquire("c.py", 0, ["apiserver"]) is api
+    again = acquire("c.py", 1)
+    assert again is not one and again.kwargs["extra_args"] == {}  # the first pod CIDR (the default) reused
+    factory.stop()
+    assert not api.running and not again.running
