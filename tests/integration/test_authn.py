@@ -21,6 +21,7 @@ from kubelab.clusterpki import ADMIN, ClusterPKI, Identity, make_cluster_pki
 from kubelab.etcd import EtcdServer, free_port
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.pki import CertificateAuthority
+from kubelab.pytest_plugin import Clusters
 from support.websocket import upgrade_status
 
 TOKENS = 'alice-token,alice,1001,"dev,qa"\nbob-token,bob,1002\n'
@@ -173,30 +174,29 @@ def test_without_anonymous_auth_a_request_without_credentials_is_401(etcd: EtcdS
 
 # ---- a whole cluster: every component its own identity, over HTTPS --------------------------------------------
 
-def test_each_component_comes_as_its_own_identity(kubectl_bin: str, tmp_path: Path) -> None:
-    import kubelab
-
-    with kubelab.Cluster(nodes=1) as cluster:
-        assert cluster.secure_url.startswith("https://127.0.0.1:")
-        kubeconfig = json.loads(cluster.kubectl("config", "view", "--raw", "-o", "json").stdout)
-        assert kubeconfig["clusters"][0]["cluster"]["server"] == cluster.secure_url
-        kubectl = Kubectl(kubectl_bin, cluster.secure_url, tmp_path)
-        expected = {cluster.kubeconfig: ("kubernetes-admin", "[system:masters system:authenticated]"),
-                    cluster.data_dir / "controller-manager.conf": ("system:kube-controller-manager",
-                                                                   "[system:authenticated]"),
-                    cluster.data_dir / "scheduler.conf": ("system:kube-scheduler", "[system:authenticated]"),
-                    cluster.data_dir / "kubelet" / "node01" / "kubelet.conf": (
-                        "system:node:node01", "[system:nodes system:authenticated]")}
-        for path, (user, groups) in expected.items():
-            assert _whoami(kubectl, env={"KUBECONFIG": str(path)})[1:] == [["Username", user], ["Groups", groups]]
-            assert oct(path.stat().st_mode & 0o777) == "0o600"
-        # The components reach the apiserver over HTTPS with those identities: the node is Ready and a pod runs.
-        cluster.kubectl("run", "web", "--image=busybox", "--restart=Never", "--", "sleep", "3600")
-        web = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"}}
-        cluster.wait_for(web, "jsonpath={.status.phase}=Running", timeout=60)
-        # exec upgrades to a websocket over the same TLS connection: it is authenticated too
-        assert cluster.kubectl("exec", "web", "--", "echo", "hi").stdout == "hi\n"
-        # kubectl's zero-config plain port still answers without credentials
-        plain = subprocess.run([kubectl_bin, "-s", cluster.api_url, "get", "nodes", "-o", "name"], capture_output=True,
-                               text=True, env={"HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "none")})
-        assert plain.stdout == "node/node01\n", plain.stderr
+def test_each_component_comes_as_its_own_identity(kubelab_clusters: Clusters, kubectl_bin: str,
+                                                  tmp_path: Path) -> None:
+    cluster = kubelab_clusters(nodes=1)  # the session's one-node cluster, shared: the pod is named for this test
+    assert cluster.secure_url.startswith("https://127.0.0.1:")
+    kubeconfig = json.loads(cluster.kubectl("config", "view", "--raw", "-o", "json").stdout)
+    assert kubeconfig["clusters"][0]["cluster"]["server"] == cluster.secure_url
+    kubectl = Kubectl(kubectl_bin, cluster.secure_url, tmp_path)
+    expected = {cluster.kubeconfig: ("kubernetes-admin", "[system:masters system:authenticated]"),
+                cluster.data_dir / "controller-manager.conf": ("system:kube-controller-manager",
+                                                               "[system:authenticated]"),
+                cluster.data_dir / "scheduler.conf": ("system:kube-scheduler", "[system:authenticated]"),
+                cluster.data_dir / "kubelet" / "node01" / "kubelet.conf": (
+                    "system:node:node01", "[system:nodes system:authenticated]")}
+    for path, (user, groups) in expected.items():
+        assert _whoami(kubectl, env={"KUBECONFIG": str(path)})[1:] == [["Username", user], ["Groups", groups]]
+        assert oct(path.stat().st_mode & 0o777) == "0o600"
+    # The components reach the apiserver over HTTPS with those identities: the node is Ready and a pod runs.
+    cluster.kubectl("run", "identities", "--image=busybox", "--restart=Never", "--", "sleep", "3600")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "identities", "namespace": "default"}}
+    cluster.wait_for(pod, "jsonpath={.status.phase}=Running", timeout=60)
+    # exec upgrades to a websocket over the same TLS connection: it is authenticated too
+    assert cluster.kubectl("exec", "identities", "--", "echo", "hi").stdout == "hi\n"
+    # kubectl's zero-config plain port still answers without credentials
+    plain = subprocess.run([kubectl_bin, "-s", cluster.api_url, "get", "nodes", "-o", "name"], capture_output=True,
+                           text=True, env={"HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "none")})
+    assert plain.stdout == "node/node01\n", plain.stderr

@@ -9,7 +9,6 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from conftest import KUBECTL, ROOT
 from kubelab.api import Cluster
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.pki import KeyPair
+from kubelab.pytest_plugin import Clusters
 from support.wait import wait_for
 
 SIGNER = "kubernetes.io/kube-apiserver-client"
@@ -30,9 +30,9 @@ KUBELET_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=0, components=("apiserver", "controller-manager")) as running:
-        yield running
+def cluster(kubelab_clusters: Clusters) -> Cluster:
+    """The session's cluster of this shape, shared by test_join and test_certificatesigningrequests."""
+    return kubelab_clusters(nodes=0, components=("apiserver", "controller-manager"))
 
 
 def kubectl(cluster: Cluster, *args: str, input: str | None = None, kubeconfig: Path | None = None,

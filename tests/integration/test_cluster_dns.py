@@ -168,7 +168,9 @@ def test_kube_dns_service_points_at_the_server(server: DnsProcess, api_url: str)
 
 def test_the_launcher_runs_it_as_system_coredns(tmp_path: Path) -> None:
     """Under ``kubelab.Cluster`` (the launcher's engine: RBAC on, each component its own certificate) the server
-    runs as ``system:coredns`` with kubeadm's roles, publishes kube-dns and answers for ``default/kubernetes``."""
+    runs as ``system:coredns`` with kubeadm's roles, publishes kube-dns and answers for ``default/kubernetes``.
+    A cluster of its own rather than ``kubelab_clusters``': no other test has this shape, and a shared one would
+    hold its processes until the end of the session."""
     with kubelab.Cluster(nodes=0, components=["apiserver", "dns"], data_dir=tmp_path / "cluster") as cluster:
         path = f"{cluster.api_url}/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices/kube-dns"
         eps = wait_for(lambda: httpx.get(path).json() if httpx.get(path).status_code == 200 else None,

@@ -24,6 +24,7 @@ from conftest import KUBECTL, ROOT
 from kubelab.api import Cluster
 from kubelab.etcd import free_port
 from kubelab.kubeconfig import write_kubeconfig
+from kubelab.pytest_plugin import Clusters
 from kubelab.state import load_state
 from support.launcher import assert_nothing_left, kubelab
 from support.wait import wait_for
@@ -32,9 +33,9 @@ CLUSTER_INFO = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=0, components=("apiserver", "controller-manager")) as running:
-        yield running
+def cluster(kubelab_clusters: Clusters) -> Cluster:
+    """The session's cluster of this shape, shared by test_join and test_certificatesigningrequests."""
+    return kubelab_clusters(nodes=0, components=("apiserver", "controller-manager"))
 
 
 def kubectl(cluster: Cluster, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import ssl
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -22,6 +21,7 @@ import kubelab
 from kubelab.api import find_kubectl
 from kubelab.etcd import free_port
 from kubelab.pki import CertificateAuthority
+from kubelab.pytest_plugin import Clusters
 from support.wait import wait_for
 from support.websocket import upgrade_status
 
@@ -29,9 +29,10 @@ NS = "default"
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[kubelab.Cluster]:
-    with kubelab.Cluster(nodes=1) as running:
-        yield running
+def cluster(kubelab_clusters: Clusters) -> kubelab.Cluster:
+    """The session's one-node cluster, shared with the other modules asking for it (so its objects keep to names
+    of their own: pod and Service ``web``, service accounts ``viewer``, ``node-admin``, ``nobody``)."""
+    return kubelab_clusters(nodes=1)
 
 
 @pytest.fixture(scope="module")

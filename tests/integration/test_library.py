@@ -12,6 +12,7 @@ import pytest
 
 import kubelab
 from kubelab import snapshot
+from kubelab.pytest_plugin import Clusters
 from kubelab.testing import ApplyError
 
 pytestmark = pytest.mark.kubectl
@@ -25,28 +26,28 @@ def environment(kubectl_bin: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     yield
 
 
-def test_a_cluster_with_two_nodes_serves_kubectl_and_the_python_client() -> None:
-    # extra_args reach their component (so the pytest plugin gives each xdist worker's pods a range of its own)
-    with kubelab.Cluster(nodes=2, extra_args={"controller-manager": ["--cluster-cidr", "127.33.0.0/16"]}) as cluster:
-        data_dir = cluster.data_dir
-        assert sorted(cluster.nodes) == ["node01", "node02"]
-        table = cluster.kubectl("get", "nodes", "--no-headers").stdout.splitlines()
-        assert [line.split()[:2] for line in table] == [["node01", "Ready"], ["node02", "Ready"]]
-        cidrs = cluster.kubectl("get", "nodes", "-o", "jsonpath={.items[*].spec.podCIDR}").stdout.split()
-        assert sorted(cidrs) == ["127.33.0.0/24", "127.33.1.0/24"]
-        v1 = kubernetes.client.CoreV1Api(cluster.api_client())
-        assert {n.metadata.name for n in v1.list_node().items} == {"node01", "node02"}
-        assert os.environ.get("KUBECONFIG") != str(cluster.kubeconfig)  # nothing global is touched
-        assert "apiserver ready" in cluster.logs("apiserver")
-        assert "node02" in cluster.logs("kubelet")
-        with pytest.raises(KeyError, match="no process 'proxy'"):
-            cluster.logs("proxy")
-        # The default class's provisioner works under Node,RBAC: it runs in the kubelet as an identity of its own.
-        cluster.kubectl("apply", "-f", "-", input=CLAIM_AND_POD)
-        claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                 "metadata": {"name": "data", "namespace": "default"}}
-        assert cluster.wait_for(claim, "jsonpath={.status.phase}=Bound", timeout=30) is not None
-    assert not data_dir.exists()
+def test_a_cluster_with_two_nodes_serves_kubectl_and_the_python_client(kubelab_clusters: Clusters) -> None:
+    # The plugin's cluster of this shape (a kubelab.Cluster, shared with any module asking for the same shape).
+    # extra_args reach their component (so the plugin gives each cluster's pods a range of its own): a /16 far above
+    # those the plugin hands out.
+    cluster = kubelab_clusters(nodes=2, extra_args={"controller-manager": ["--cluster-cidr", "127.250.0.0/16"]})
+    assert sorted(cluster.nodes) == ["node01", "node02"]
+    table = cluster.kubectl("get", "nodes", "--no-headers").stdout.splitlines()
+    assert [line.split()[:2] for line in table] == [["node01", "Ready"], ["node02", "Ready"]]
+    cidrs = cluster.kubectl("get", "nodes", "-o", "jsonpath={.items[*].spec.podCIDR}").stdout.split()
+    assert sorted(cidrs) == ["127.250.0.0/24", "127.250.1.0/24"]
+    v1 = kubernetes.client.CoreV1Api(cluster.api_client())
+    assert {n.metadata.name for n in v1.list_node().items} == {"node01", "node02"}
+    assert os.environ.get("KUBECONFIG") != str(cluster.kubeconfig)  # nothing global is touched
+    assert "apiserver ready" in cluster.logs("apiserver")
+    assert "node02" in cluster.logs("kubelet")
+    with pytest.raises(KeyError, match="no process 'proxy'"):
+        cluster.logs("proxy")
+    # The default class's provisioner works under Node,RBAC: it runs in the kubelet as an identity of its own.
+    cluster.kubectl("apply", "-f", "-", input=CLAIM_AND_POD)
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "data", "namespace": "default"}}
+    assert cluster.wait_for(claim, "jsonpath={.status.phase}=Bound", timeout=30) is not None
 
 
 CLAIM_AND_POD = """
@@ -64,6 +65,9 @@ spec:
   volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
 """
 
+
+# The tests below own their clusters: they check the library's own lifecycle (start, stop, what becomes of the
+# data dir) and start-up options (manifests, a snapshot) that a shared cluster has used up before a test runs.
 
 def test_api_only_hollow_nodes_and_manifests(tmp_path: Path) -> None:
     (tmp_path / "manifests").mkdir()
@@ -89,6 +93,7 @@ def test_a_cluster_starts_from_a_snapshot(tmp_path: Path) -> None:
     with kubelab.Cluster(components=["apiserver"]) as first:
         first.kubectl("create", "configmap", "remembered", "--from-literal=answer=42")
         snapshot.save(first.data_dir, tmp_path / "snap.db")
+    assert not first.data_dir.exists()  # a temporary data dir is gone with the cluster
     with kubelab.Cluster(components=["apiserver"], snapshot=tmp_path / "snap.db") as second:
         shown = second.kubectl("get", "cm", "remembered", "-o", "jsonpath={.data.answer}").stdout
         assert shown == "42"

@@ -78,3 +78,25 @@ def test_xdist_workers_each_get_their_own_cluster_and_keep_keeps_the_data(tmp_pa
     for _, _, data_dir, kubeconfig in seen:
         assert (Path(data_dir) / "logs" / "apiserver.log").is_file()  # kept
         assert kubeconfig == str(Path(data_dir) / "kubeconfig")
+
+
+def test_kubelab_clusters_starts_each_shape_once_and_shares_it_across_modules(tmp_path: Path) -> None:
+    (tmp_path / "pytest.ini").write_text(API_ONLY)
+    other = '{"apiserver": ["--etcd-compaction-interval", "0"]}'
+    for name in ("a", "b"):
+        (tmp_path / f"test_{name}.py").write_text(
+            "def test_shapes(kubelab_cluster, kubelab_clusters):\n"
+            "    same = kubelab_clusters(nodes=0, components=['apiserver'])\n"
+            f"    second = kubelab_clusters(nodes=0, components=['apiserver'], extra_args={other})\n"
+            "    assert same is kubelab_cluster and second is not same\n"
+            "    assert second is kubelab_clusters(0, ['apiserver'], extra_args=" + other + ")\n"
+            "    second.kubectl('get', 'namespaces')\n"
+            f"    with open('seen-{name}', 'w') as out:\n"
+            "        out.write(f'{same.api_url} {same.data_dir} {second.api_url} {second.data_dir}')\n")
+    done = pytest_run(tmp_path, "-q", "-p", "no:xdist")
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = [(tmp_path / f"seen-{name}").read_text().split() for name in ("a", "b")]
+    assert seen[0] == seen[1]  # the second module got the clusters the first one started
+    assert seen[0][0] != seen[0][2]  # two shapes, two apiservers
+    for data_dir in (seen[0][1], seen[0][3]):
+        assert not Path(data_dir).exists()  # both stopped, their temporary data dirs gone, at the session's end

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import kubelab
 from conftest import Kubectl
+from kubelab.pytest_plugin import Clusters
 from support.wait import wait_for
 
 MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -44,9 +44,9 @@ while True:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[kubelab.Cluster]:
-    with kubelab.Cluster(nodes=1) as running:
-        yield running
+def cluster(kubelab_clusters: Clusters) -> kubelab.Cluster:
+    """The session's one-node cluster, shared with other modules: this one works in namespaces ``team`` and ``ci``."""
+    return kubelab_clusters(nodes=1)
 
 
 def log_of(cluster: kubelab.Cluster, ns: str, pod: str) -> str:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -40,3 +41,55 @@ def test_its_options_are_in_the_help_and_a_suite_without_its_fixtures_starts_not
 def test_the_xdist_worker_number(worker: str, index: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
     assert pytest_plugin._worker_index() == index
+
+
+@pytest.mark.parametrize("worker, workers, ordinal, cidr", [
+    (0, 1, 0, None),  # the controller-manager's default, as kubelab up has it
+    (0, 1, 1, "127.33.0.0/16"), (0, 1, 2, "127.34.0.0/16"),
+    (1, 2, 0, "127.33.0.0/16"), (0, 2, 1, "127.34.0.0/16"), (1, 2, 1, "127.35.0.0/16"),
+])
+def test_every_cluster_of_every_worker_gets_a_pod_cidr_of_its_own(worker: int, workers: int, ordinal: int,
+                                                                  cidr: str | None) -> None:
+    assert pytest_plugin.pod_cidr(worker, workers, ordinal) == cidr
+
+
+def test_pod_cidrs_run_out_loudly() -> None:
+    with pytest.raises(RuntimeError, match="no pod CIDR left"):
+        pytest_plugin.pod_cidr(3, 4, 60)
+
+
+class FakeCluster:
+    def __init__(self, **kwargs: object) -> None:
+        self.kwargs = kwargs
+        self.running = False
+
+    def start(self) -> None:
+        self.running = True
+
+    def stop(self) -> None:
+        self.running = False
+
+
+def test_a_shape_is_shared_while_held_and_only_one_idle_cluster_stays_up(
+        monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    import kubelab.api
+
+    monkeypatch.setattr(kubelab.api, "Cluster", FakeCluster)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    factory = pytest_plugin.ClusterFactory(tmp_path_factory)
+
+    def acquire(holder: str, *args: Any, **kwargs: Any) -> FakeCluster:
+        return cast(FakeCluster, factory.acquire(holder, *args, **kwargs))
+
+    one = acquire("a.py", 1)
+    assert acquire("b.py", 1, extra_args={}) is one  # same shape, same cluster
+    api = acquire("b.py", 0, ["apiserver"])
+    assert api is not one and api.kwargs["extra_args"] == {"controller-manager": ["--cluster-cidr", "127.33.0.0/16"]}
+    factory.release("a.py")
+    factory.release("b.py")  # both idle: only the one used last stays up
+    assert not one.running and api.running
+    assert acquire("c.py", 0, ["apiserver"]) is api
+    again = acquire("c.py", 1)
+    assert again is not one and again.kwargs["extra_args"] == {}  # the first pod CIDR (the default) reused
+    factory.stop()
+    assert not api.running and not again.running
