@@ -28,6 +28,7 @@ class KubeletProcess:
     def __init__(self, api_url: str, name: str, root: Path, log: Path, extra: list[str] | None = None) -> None:
         self.argv = [sys.executable, "-m", "kubelet", "--master", api_url, "--port", str(free_port()),
                      "--root-dir", str(root), "--crashloop-backoff", "1", "--node-lease-renew-interval", "1",
+                     "--runtime", "process",  # the process runtime's adoption and pulls (the default is auto)
                      *(["--node-name", name] if name else []), *(extra or [])]
         self.root = root
         self.log = log
