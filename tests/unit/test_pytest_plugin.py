@@ -75,7 +75,8 @@ def test_a_shape_is_shared_while_held_and_only_one_idle_cluster_stays_up(
     import kubelab.api
 
     monkeypatch.setattr(kubelab.api, "Cluster", FakeCluster)
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # as a run without xdist: worker 0 of 1
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
     factory = pytest_plugin.ClusterFactory(tmp_path_factory)
 
     def acquire(holder: str, *args: Any, **kwargs: Any) -> FakeCluster:
