@@ -26,12 +26,10 @@ stale ``KUBE-SVC/SEP/EXT`` chain, such as a previous proxy's.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .model import Endpoint, ServicePort
+from .model import Endpoint, ServicePort, chain_hash
 
 MASQ_MARK = "0x4000"
 SERVICES, NODEPORTS, EXTERNAL_SERVICES = "KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-EXTERNAL-SERVICES"
@@ -83,8 +81,7 @@ STATIC_RULES = {
 
 
 def _hash(text: str) -> str:
-    """kube-proxy's chain-name hash: 16 base32 characters of the SHA-256."""
-    return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()[:16]
+    return chain_hash(text, 16)
 
 
 def port_name(sp: ServicePort) -> str:

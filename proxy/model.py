@@ -3,11 +3,19 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_AFFINITY_SECONDS = 10800  # ClientIPConfig.timeoutSeconds default
+
+
+def chain_hash(text: str, length: int) -> str:
+    """kube-proxy's chain-name hash: the first ``length`` base32 characters of the SHA-256 of ``text`` (16 in
+    iptables mode's ``KUBE-SVC-…`` names, 8 in nftables mode's ``service-…-`` prefixes)."""
+    return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()[:length]
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,10 @@ first replaces the whole table atomically).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .model import Endpoint, ServicePort
+from .model import Endpoint, ServicePort, chain_hash
 
 TABLE = "kube-proxy"
 MASQ_MARK = "0x4000"
@@ -58,8 +56,7 @@ BASE = f"""table ip {TABLE} {{
 
 
 def _hash(text: str) -> str:
-    """kube-proxy's ``hashAndTruncate``-like prefix: 8 base32 characters of the SHA-256."""
-    return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()[:8]
+    return chain_hash(text, 8)
 
 
 def service_chain(sp: ServicePort) -> str:
