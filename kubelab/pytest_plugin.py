@@ -23,6 +23,7 @@ import os
 import re
 import uuid
 from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,6 +75,15 @@ def pod_cidr(worker: int, workers: int, ordinal: int) -> str | None:
     return f"127.{octet}.0.0/16"
 
 
+@dataclass
+class _Running:
+    """A started cluster of the factory: its pod CIDR's ordinal (``pod_cidr``) and who holds it now."""
+
+    cluster: Cluster
+    ordinal: int
+    holders: set[str] = field(default_factory=set)
+
+
 class ClusterFactory:
     """Started clusters by shape — ``nodes``, ``components``, ``extra_args``, ``hollow_nodes`` — for one session
     (one pytest-xdist worker): the first request of a shape starts it, later ones get the same cluster while it
@@ -88,9 +98,7 @@ class ClusterFactory:
         self.idle = idle
         self.worker = _worker_index()
         self.workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
-        self.started: dict[tuple[object, ...], Cluster] = {}  # least recently requested first
-        self.holders: dict[tuple[object, ...], set[str]] = {}
-        self.ordinals: dict[tuple[object, ...], int] = {}  # which pod CIDR each running cluster has
+        self.running: dict[tuple[object, ...], _Running] = {}  # by shape, least recently requested first
 
     def acquire(self, holder: str, nodes: int = DEFAULT_NODES, components: Sequence[str] | None = None,
                 extra_args: Mapping[str, Sequence[str]] | None = None, *, hollow_nodes: int = 0) -> Cluster:
@@ -102,11 +110,11 @@ class ClusterFactory:
         extra = {name: list(args) for name, args in (extra_args or {}).items()}
         shape = (nodes, tuple(sorted(components)), hollow_nodes,
                  tuple(sorted((name, tuple(args)) for name, args in extra.items())))
-        if shape in self.started:
-            self.started[shape] = self.started.pop(shape)
-            self.holders[shape].add(holder)
-            return self.started[shape]
-        ordinal = min(set(range(len(self.ordinals) + 1)) - set(self.ordinals.values()))
+        if shape in self.running:
+            self.running[shape] = running = self.running.pop(shape)
+            running.holders.add(holder)
+            return running.cluster
+        ordinal = min(set(range(len(self.running) + 1)) - {r.ordinal for r in self.running.values()})
         manager = extra.get("controller-manager", [])
         cidr = pod_cidr(self.worker, self.workers, ordinal)
         if cidr and not any(a.startswith("--cluster-cidr") for a in manager):
@@ -115,25 +123,24 @@ class ClusterFactory:
                           hollow_nodes=hollow_nodes,
                           data_dir=self.tmp_path_factory.mktemp("kubelab") if self.keep else None)
         cluster.start()
-        self.started[shape], self.holders[shape], self.ordinals[shape] = cluster, {holder}, ordinal
+        self.running[shape] = _Running(cluster, ordinal, {holder})
         return cluster
 
     def release(self, holder: str) -> None:
         """``holder`` is done with its clusters: stop the idle ones beyond the ``idle`` most recently used."""
-        for held in self.holders.values():
-            held.discard(holder)
-        idle = [shape for shape in self.started if not self.holders[shape]]
+        for running in self.running.values():
+            running.holders.discard(holder)
+        idle = [shape for shape, running in self.running.items() if not running.holders]
         for shape in idle[:max(0, len(idle) - self.idle)]:
             self._stop(shape)
 
     def stop(self) -> None:
         """Stop every cluster started (the most recently used last)."""
-        for shape in list(self.started):
+        for shape in list(self.running):
             self._stop(shape)
 
     def _stop(self, shape: tuple[object, ...]) -> None:
-        cluster = self.started.pop(shape)
-        del self.holders[shape], self.ordinals[shape]
+        cluster = self.running.pop(shape).cluster
         cluster.stop()
         if self.keep:
             print(f"\nkubelab: kept {cluster.data_dir} (logs in {cluster.data_dir / 'logs'})")
@@ -233,9 +240,9 @@ def _add_details(item: pytest.Item, report: pytest.TestReport) -> None:
         report.sections.append(("kubelab: events and component logs",
                                 failure_details(cluster, item.stash.get(NAMESPACE_KEY, None))))
     elif "kubelab_clusters" in fixtures and factory is not None:
-        for shown in factory.started.values():
-            report.sections.append((f"kubelab: events and component logs of {shown.api_url}",
-                                    failure_details(shown, None)))
+        for running in factory.running.values():
+            report.sections.append((f"kubelab: events and component logs of {running.cluster.api_url}",
+                                    failure_details(running.cluster, None)))
 
 
 def failure_details(cluster: Cluster, namespace: str | None) -> str:
