@@ -39,6 +39,9 @@ def _podman(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]
 def _skip_reason() -> str | None:
     if shutil.which("podman") is None or shutil.which("podman-compose") is None:
         return "podman and podman-compose are not installed (Debian: apt-get install podman podman-compose runc)"
+    if not Path("/usr/lib/podman/aardvark-dns").exists():
+        return ("no aardvark-dns: the compose network cannot resolve service names "
+                "(Debian: apt-get install netavark aardvark-dns; tools/podman/containers.conf asks for netavark)")
     if os.geteuid() != 0:
         return "the compose cluster runs on rootful podman (the compose network is a netavark bridge)"
     if _podman("image", "exists", IMAGE).returncode != 0:
