@@ -31,10 +31,11 @@ only good to ±1 s and is marked ``~``; an event's ``eventTime`` (MicroTime), th
 deliveries (µs) are used whenever they exist. A delivery the apiserver no longer holds (its ring keeps the last
 20,000) leaves its step to name the later step whose latency includes it (``included_in``). Latencies run from one
 timed step to the next, so they add up to the critical path (the first timed step of the flow to the last); step
-2, where the flow starts, has latency 0. A delivery can precede the writer's own response (both follow etcd's
-commit), so a delivery step's latency can be a fraction of a millisecond below zero. Step 1 stands apart: its time
-is when the last of the three watch streams opened and its latency how long the apiserver took to open it (the
-request's arrival to the stream's start).
+2, where the flow starts, has latency 0. A stored step's time is taken when the writer resumes, which can be after
+etcd's watch delivered the revision; the store happened no later than that first delivery, which then bounds the
+step (time_source "first delivery (bound)", and its evidence says so), so no latency is negative. Step 1 stands
+apart: its time is when the last of the three watch streams opened and its latency how long the apiserver took to
+open it (the request's arrival to the stream's start).
 
 ``-o json`` (stable: ``kubelab ui`` and scripts read it)::
 
@@ -45,8 +46,8 @@ request's arrival to the stream's start).
      "critical_path": {"from": "2", "to": "13", "total_ms": 207.7, "exact": true, "hops": ["3", "6", ...]} | null,
      "steps": [{"number": "1".."13" | "12a"..,  "actor", "what", "evidence",
                 "time": "2026-12-06T03:04:05.123456Z" | null, "precision": "us" | "s" | null,
-                "time_source": "audit RequestReceived" | "etcd txn" | "watch delivery" | "event Scheduled eventTime"
-                               | ... | null,
+                "time_source": "audit RequestReceived" | "etcd txn" | "first delivery (bound)"
+                               | "watch delivery" | "event Scheduled eventTime" | ... | null,
                 "revision": int | null,                        # the etcd revision stored or acted on
                 "latency": float | null,                       # seconds since the previous timed step
                 "latency_precise": bool,                       # both ends exact (µs)

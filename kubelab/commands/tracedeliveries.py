@@ -103,18 +103,39 @@ def _watches_opened(step: Step, deliveries: list[Object]) -> None:
 
 def time_stored(ev: Evidence, steps: list[Step]) -> None:
     """3, 7, 10, 13: "stored in etcd" is the moment etcd's transaction returned the step's revision to the
-    apiserver (its ``STORED`` record), earlier than the response the audit log's ResponseComplete times."""
+    apiserver (its ``STORED`` record), earlier than the response the audit log's ResponseComplete times.
+
+    Either time is taken when the writer's coroutine resumes, which the event loop may schedule after etcd's watch
+    has already delivered the revision: the store happened no later than the revision's first delivery, so that
+    bounds the step (``_bound_by_first_delivery``) and no later step shows a negative latency."""
     root = ev.controllers[-1] if ev.controllers else ev.pod
     names = {"3": _meta(root).get("name"), "7": _meta(ev.pod).get("name"), "10": _meta(ev.pod).get("name"),
              "13": _meta(ev.pod).get("name")}
     for step in steps:
         if step.number not in names or step.revision is None or not step.applicable:
             continue
-        stored = [d for d in ev.deliveries or [] if d.get("type") == "STORED" and d.get("name") == names[step.number]
-                  and d.get("resourceVersion") == str(step.revision)]
-        if not stored:
-            continue
-        at = parse_time(stored[0]["time"])
-        step.stamp, step.observed, step.included_in = Stamp(at, True, "etcd txn"), True, None
-        note = f"stored: etcd's transaction returned rev {step.revision} at {at.strftime('%H:%M:%S.%f')}"
-        step.evidence = f"{step.evidence}; {note}" if step.evidence else note
+        of_it = [d for d in ev.deliveries or [] if d.get("name") == names[step.number]
+                 and d.get("resourceVersion") == str(step.revision)]
+        stored = [d for d in of_it if d.get("type") == "STORED"]
+        if stored:
+            at = parse_time(stored[0]["time"])
+            step.stamp, step.observed, step.included_in = Stamp(at, True, "etcd txn"), True, None
+            note = f"stored: etcd's transaction returned rev {step.revision} at {at.strftime('%H:%M:%S.%f')}"
+            step.evidence = f"{step.evidence}; {note}" if step.evidence else note
+        _bound_by_first_delivery(step, [d for d in of_it if d.get("type") != "STORED"])
+
+
+def _bound_by_first_delivery(step: Step, deliveries: list[Object]) -> None:
+    """A revision is delivered only once stored: a store timed after the revision's first delivery (its writer
+    resumed late) is bounded by that delivery, and the step says so."""
+    if step.stamp is None or not deliveries:
+        return
+    first = min(deliveries, key=lambda d: parse_time(d["time"]))
+    at = parse_time(first["time"])
+    if at >= step.stamp.at:
+        return
+    late = (step.stamp.at - at).total_seconds() * 1000
+    note = (f"store time bounded by the first delivery: rev {step.revision} was delivered at "
+            f"{at.strftime('%H:%M:%S.%f')}, {late:.1f}ms before the writer resumed ({step.stamp.source})")
+    step.stamp = Stamp(at, True, "first delivery (bound)")
+    step.evidence = f"{step.evidence}; {note}" if step.evidence else note

@@ -652,3 +652,23 @@ def test_deliveries_of_other_versions_are_not_taken() -> None:
     steps = by_number(ev)
     assert steps["8"].included_in == "9" and steps["3"].stamp.source == "audit ResponseComplete"
     assert steps["1"].stamp is None
+
+
+def test_a_store_timed_after_its_first_delivery_is_bounded_by_it() -> None:
+    # The writer's coroutine resumed 4.1 ms after etcd's watch had handed rev `rc` to the watch cache: the
+    # store happened no later than that delivery, so step 3 takes its time and step 4 is never negative.
+    ev = delivered_evidence()
+    assert ev.deliveries is not None
+    late = [delivery("STORED", "web", int(d["resourceVersion"]), 5.3, "system:apiserver", "etcd-txn",
+                     resource="replicationcontrollers") if d["type"] == "STORED" and d["name"] == "web" else d
+            for d in ev.deliveries]
+    ev.deliveries = late
+    by = {s.number: s for s in build_steps(ev)}
+    assert by["3"].stamp is not None and by["4"].stamp is not None
+    assert by["3"].stamp.at == by["4"].stamp.at and by["3"].stamp.source == "first delivery (bound)"
+    assert "store time bounded by the first delivery" in by["3"].evidence and "4.1ms" in by["3"].evidence
+    assert by["4"].latency == 0 and by["3"].latency == pytest.approx(0.0012)
+    assert all(s.latency is None or s.latency >= 0 for s in by.values())
+    assert "-" not in latency_text(by["4"])
+    # A store timed before its deliveries keeps etcd's transaction time.
+    assert by["7"].stamp is not None and by["7"].stamp.source == "etcd txn"
