@@ -14,7 +14,7 @@ Only ``rest`` touches the network, and it turns every failure into an ``apimachi
 
 from kubeclient.backoff import Backoff, jittered
 from kubeclient.client import PATCH_CONTENT_TYPES, Clientset, PatchType, PodClient, ResourceClient
-from kubeclient.clock import REAL_CLOCK, Clock, RealClock, format_micro_time, format_time
+from kubeclient.clock import REAL_CLOCK, Clock, RealClock, format_time
 from kubeclient.config import Config, ConfigError, build_config, load_kubeconfig
 from kubeclient.events import EventRecorder, make_event, object_reference
 from kubeclient.eventsv1 import EventsV1Recorder, make_event_v1
@@ -106,7 +106,7 @@ __all__ = [
     "ObjectKey", "PatchType", "PodClient", "Queue", "QueueShutDown", "RESTClient", "RateLimiter",
     "RateLimitingQueue", "RealClock", "Reflector", "Resource", "ResourceClient", "HandlerRegistration",
     "SharedInformer", "Store", "Transport", "WatchEvent", "WatchEventType", "build_config",
-    "default_controller_rate_limiter", "field_index_func", "format_micro_time", "format_time", "jittered",
+    "default_controller_rate_limiter", "field_index_func", "format_time", "jittered",
     "load_kubeconfig", "make_event", "meta_namespace_key", "namespace_index_func", "node_name_index_func",
     "object_reference", "parse_path", "resource_for", "split_meta_namespace_key", "wait_for_cache_sync",
 ]

@@ -1,9 +1,10 @@
-"""Time as the client layers see it: a swappable clock, and the API's two timestamp formats for its readings.
+"""Time as the client layers see it: a swappable clock, and ``metav1.Time`` of its readings.
 
 Loops that wait (reflector backoff, leader election, event aggregation) take a ``Clock`` so tests can drive
 them; ``RealClock`` reads the monotonic clock for durations and the UTC wall clock for timestamps written
 into objects.  Durations never use wall time, so a clock step cannot expire a lease early.  (Parsing, and
-formatting the current time, live in ``apimachinery.meta``; these format a given reading of a ``Clock``.)
+``metav1.MicroTime`` of a reading or of now, live in ``apimachinery.meta``; ``format_time`` formats a reading
+of a ``Clock`` in whole seconds.)
 """
 
 from __future__ import annotations
@@ -47,9 +48,3 @@ REAL_CLOCK = RealClock()
 def format_time(dt: datetime) -> str:
     """``metav1.Time``: RFC 3339 in UTC with whole seconds, e.g. ``2024-05-01T12:00:00Z``."""
     return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def format_micro_time(dt: datetime) -> str:
-    """``metav1.MicroTime``: RFC 3339 in UTC with microseconds, e.g. ``2024-05-01T12:00:00.123456Z``."""
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-

@@ -27,7 +27,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from apimachinery.errors import NotFound, StatusError
-from kubeclient.clock import REAL_CLOCK, Clock, format_micro_time, format_time
+from apimachinery.meta import format_micro_time
+from kubeclient.clock import REAL_CLOCK, Clock, format_time
 from kubeclient.types import Object
 
 if TYPE_CHECKING:

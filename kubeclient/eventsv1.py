@@ -19,7 +19,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from apimachinery.errors import NotFound
-from kubeclient.clock import REAL_CLOCK, Clock, format_micro_time
+from apimachinery.meta import format_micro_time
+from kubeclient.clock import REAL_CLOCK, Clock
 from kubeclient.events import EventType, QueuedRecorder, _name_suffix, object_reference
 from kubeclient.types import Object
 

@@ -32,9 +32,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from apimachinery.errors import NotFound, StatusError
+from apimachinery.meta import format_micro_time
 from kubeclient.backoff import jittered
 from kubeclient.client import ResourceClient
-from kubeclient.clock import REAL_CLOCK, Clock, format_micro_time
+from kubeclient.clock import REAL_CLOCK, Clock
 from kubeclient.types import Object
 
 log = logging.getLogger(__name__)

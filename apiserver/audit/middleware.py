@@ -27,35 +27,22 @@ import os
 import time
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+
+from apimachinery.meta import micro_time
 
 from ..authentication import REQUESTER, request_user
 from ..authz.filter import AUTHZ_DECISION, request_attributes
 from .backend import AuditBackend
 from .policy import Level, Policy, Verdict
 
-__all__ = ["AuditMiddleware", "micro_time", "new_audit_id"]
+__all__ = ["AuditMiddleware", "new_audit_id"]
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 STREAMS = frozenset({"exec", "attach", "portforward", "proxy"})
 MAX_CAPTURE = 3 * 1024 * 1024  # bodies larger than etcd's request limit are not decoded into the event
-
-
-_second: list[tuple[int, str]] = [(-1, "")]  # the last second formatted: a request's stages share it
-
-
-def micro_time(ns: int) -> str:
-    """A ``metav1.MicroTime`` (``2026-12-06T03:04:05.123456Z``) from ``time.time_ns()``; the date and time of day
-    are formatted once per second (two or three stamps per audited request)."""
-    second, micros = divmod(ns // 1000, 1_000_000)
-    cached = _second[0]
-    if cached[0] != second:
-        cached = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S."))
-        _second[0] = cached
-    return f"{cached[1]}{micros:06d}Z"
 
 
 # Audit IDs are version-4 UUIDs as kube's: one drawn per process, whose last 48 (random) bits then count up from a

@@ -23,18 +23,14 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["CAPACITY", "RING", "Deliveries", "Watcher", "micro_time"]
+from apimachinery.meta import format_micro_time
+
+__all__ = ["CAPACITY", "RING", "Deliveries", "Watcher"]
 
 CAPACITY = 20_000
 MAX_ITEMS = 5_000  # the most one request returns (the newest that match)
-
-
-def micro_time(at: float) -> str:
-    """``at`` (seconds since the epoch) as a MicroTime, as the audit log and events write it."""
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -50,7 +46,7 @@ class Watcher:
 
     def to_dict(self) -> dict[str, Any]:
         return {"user": self.user, "userAgent": self.user_agent, "watchCache": self.watch_cache,
-                "requestReceived": micro_time(self.requested), "started": micro_time(self.started)}
+                "requestReceived": format_micro_time(self.requested), "started": format_micro_time(self.started)}
 
 
 Delivery = tuple[float, Watcher, str, str, int]  # (when, to whom, event type, cache key "ns/name" or "name", rv)
@@ -91,8 +87,8 @@ class Deliveries:
 def _item(delivery: Delivery) -> dict[str, Any]:
     at, watcher, kind, key, rv = delivery
     namespace, _, name = key.rpartition("/")
-    return {"time": micro_time(at), "type": kind, "resource": watcher.resource, "namespace": namespace, "name": name,
-            "resourceVersion": str(rv), "watcher": watcher.to_dict()}
+    return {"time": format_micro_time(at), "type": kind, "resource": watcher.resource, "namespace": namespace,
+            "name": name, "resourceVersion": str(rv), "watcher": watcher.to_dict()}
 
 
 RING = Deliveries()  # this apiserver's

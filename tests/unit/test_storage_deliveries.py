@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apiserver.storage.deliveries import Deliveries, Watcher, micro_time
+from apiserver.storage.deliveries import Deliveries, Watcher
 
 
 def test_the_ring_keeps_only_the_last_capacity_deliveries() -> None:
@@ -24,11 +24,11 @@ def test_selectors_and_limit() -> None:
     web = ring.document(namespace="ns", name="web")["items"]
     assert [(d["resourceVersion"], d["watcher"]["watchCache"]) for d in web] == [("7", True), ("7", False),
                                                                                  ("9", False)]
-    assert web[1] == {"time": micro_time(3.5), "type": "ADDED", "resource": "pods", "namespace": "ns", "name": "web",
-                      "resourceVersion": "7", "watcher": {"user": "system:node:n1", "userAgent": "kubelet",
-                                                          "watchCache": False, "requestReceived": micro_time(1.0),
-                                                          "started": micro_time(1.25)}}
-    assert micro_time(3.5) == "1970-01-01T00:00:03.500000Z"
+    assert web[1] == {"time": "1970-01-01T00:00:03.500000Z", "type": "ADDED", "resource": "pods", "namespace": "ns",
+                      "name": "web", "resourceVersion": "7",
+                      "watcher": {"user": "system:node:n1", "userAgent": "kubelet", "watchCache": False,
+                                  "requestReceived": "1970-01-01T00:00:01.000000Z",
+                                  "started": "1970-01-01T00:00:01.250000Z"}}
     assert [d["name"] for d in ring.document(namespace="other")["items"]] == ["web"]
     (node,) = ring.document(resource="nodes")["items"]
     assert (node["namespace"], node["name"]) == ("", "n1")  # a cluster-scoped object's key is its name
