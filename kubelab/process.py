@@ -253,39 +253,132 @@ def stop_groups(targets: Sequence[tuple[int, int | None]], timeout: float = 10.0
 
     Each target is (pid of the group leader, its recorded start time or None). A pid whose start
     time no longer matches belongs to someone else and is left alone. Returns the pids that were
-    running and got stopped.
+    running and got stopped. Only groups still ours are signalled (``_Group``): once a leader is
+    reaped its pid may be reused, so its group is signalled through pidfds of processes proven to be in it.
     """
     running: list[int] = []
+    groups: list[_Group] = []
     for pid, start_time in targets:
         if pid_alive(pid, start_time):
+            group = _Group.of(pid, start_time)
+            if group is None:
+                continue  # gone (or reused) since
             running.append(pid)
-            _killpg(pid, signal.SIGTERM)
-            _killpg(pid, signal.SIGCONT)  # a stopped process (kill -STOP) handles SIGTERM only once resumed
+            groups.append(group)
+            group.signal(signal.SIGTERM)
+            group.signal(signal.SIGCONT)  # a stopped process (kill -STOP) handles SIGTERM only once resumed
         elif not _pid_exists(pid):
             # The leader is gone, but children it started may still hold its group id; no other
             # process can have that id while they live, so killing the group is safe.
             _killpg(pid, signal.SIGKILL)
             _reap(pid)
-    deadline = time.monotonic() + timeout
-    pending = list(running)
-    while pending and time.monotonic() < deadline:
-        for pid in pending:
-            _reap(pid)
-        pending = [pid for pid in pending if pid_alive(pid)]
-        if pending:
-            time.sleep(0.05)
-    for pid in running:
-        _killpg(pid, signal.SIGKILL)  # stragglers, and anything a leader started and left behind
-    # SIGKILL is delivered asynchronously: wait (briefly) until each group is really empty.
-    kill_deadline = time.monotonic() + 5.0
-    pending = list(running)
-    while pending and time.monotonic() < kill_deadline:
-        for pid in pending:
-            _reap(pid)
-        pending = [pid for pid in pending if pid_alive(pid) or group_members(pid)]
-        if pending:
-            time.sleep(0.02)
+    try:
+        deadline = time.monotonic() + timeout
+        pending = list(groups)
+        while pending and time.monotonic() < deadline:
+            for group in pending:
+                _reap(group.pgid)
+            pending = [group for group in pending if group.leader_alive()]
+            if pending:
+                time.sleep(0.05)
+        for group in groups:
+            group.signal(signal.SIGKILL)  # stragglers, and anything a leader started and left behind
+        # SIGKILL is delivered asynchronously: wait (briefly) until each group is really empty.
+        kill_deadline = time.monotonic() + 5.0
+        pending = list(groups)
+        while pending and time.monotonic() < kill_deadline:
+            for group in pending:
+                _reap(group.pgid)
+            pending = [group for group in pending if group.signal(0)]
+            if pending:
+                time.sleep(0.02)
+    finally:
+        for group in groups:
+            group.close()
     return running
+
+
+class _Group:
+    """A process group being stopped, and the processes proven to be in it (by pidfd, Linux 5.3+).
+
+    Its id stays ours while any process known to be in it is unreaped (a zombie still holds its ids); a
+    process found in the group then is ours too. Signals go to each known process's pidfd, never to the
+    number: a reaped leader's pid (and so its group id) may already name a new session of someone else's.
+    Without pidfds, the group is signalled by number while its leader is the recorded process.
+    """
+
+    def __init__(self, pgid: int, start_time: int | None, leader_fd: int | None) -> None:
+        self.pgid, self.start_time = pgid, start_time
+        self.fds: dict[int, int] = {} if leader_fd is None else {pgid: leader_fd}
+
+    @classmethod
+    def of(cls, pid: int, start_time: int | None) -> _Group | None:
+        """The group pid leads, if pid is still the recorded process (checked after its pidfd is open)."""
+        try:
+            fd = os.pidfd_open(pid)
+        except (AttributeError, OSError) as err:
+            if isinstance(err, ProcessLookupError):
+                return None
+            return cls(pid, start_time, None)  # no pidfds here
+        if not pid_alive(pid, start_time):
+            os.close(fd)
+            return None
+        return cls(pid, start_time, fd)
+
+    def _held(self) -> bool:
+        """Whether a process known to be in the group is still unreaped: the group id is then still ours."""
+        return any(_pidfd_signal(fd, 0) for fd in self.fds.values())
+
+    def leader_alive(self) -> bool:
+        if not self.fds:
+            return pid_alive(self.pgid, self.start_time)
+        fd = self.fds.get(self.pgid)
+        return fd is not None and _pidfd_signal(fd, 0) and not _is_zombie(self.pgid)
+
+    def signal(self, sig: int) -> bool:
+        """Send sig (0: none) to every process of the group still ours; False when none is left."""
+        if not self.fds:  # no pidfds: by number, while the leader is the recorded process
+            if not pid_alive(self.pgid, self.start_time):
+                return False
+            if sig:
+                _killpg(self.pgid, signal.Signals(sig))
+            return True
+        if not self._held():
+            return False
+        for pid in group_members(self.pgid):
+            if pid in self.fds and _pidfd_signal(self.fds[pid], 0):
+                continue
+            try:
+                fd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            fields = _stat(pid)
+            if fields is not None and int(fields[2]) == self.pgid and self._held():  # in the group, which was ours
+                if pid in self.fds:
+                    os.close(self.fds[pid])
+                self.fds[pid] = fd
+            else:
+                os.close(fd)
+        alive = False
+        for pid, fd in self.fds.items():  # (a zombie counts as gone, as in pid_alive)
+            alive = (_pidfd_signal(fd, sig) and not _is_zombie(pid)) or alive
+        return alive
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+
+def _pidfd_signal(fd: int, sig: int) -> bool:
+    """Signal the process behind a pidfd; False when it has been reaped."""
+    try:
+        signal.pidfd_send_signal(fd, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _killpg(pgid: int, sig: signal.Signals) -> None:
