@@ -13,7 +13,7 @@ import logging
 import signal
 import sys
 
-from kubeclient import Clientset
+from kubeclient import Clientset, RESTClient, build_config
 
 from .app import Console, Providers
 
@@ -34,8 +34,9 @@ def parse_args(argv: list[str] | None = None, prog: str = "python -m console") -
 
 async def serve(args: argparse.Namespace, providers: Providers | None = None) -> int:
     components = dict(c.split("=", 1) for c in args.component if "=" in c)
-    client = Clientset.from_flags(master=args.master, kubeconfig=args.kubeconfig, user_agent="kubelab-console")
-    console = Console(client, providers, components)
+    config = build_config(master=args.master, kubeconfig=args.kubeconfig, user_agent="kubelab-console")
+    client = Clientset(RESTClient(config))
+    console = Console(client, providers, components, config.unverified_ssl_context())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -15,6 +15,7 @@ smallest change that would make a pod fit); without them the API answers 501 and
 from __future__ import annotations
 
 import asyncio
+import ssl
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,11 +59,11 @@ def _status(code: int, reason: str, message: str) -> web.Response:
 
 class Console:
     def __init__(self, client: Clientset, providers: Providers | None = None,
-                 components: dict[str, str] | None = None) -> None:
+                 components: dict[str, str] | None = None, tls: ssl.SSLContext | None = None) -> None:
         self.client = client
         self.providers = providers or Providers()
         self.feed = Feed(client)
-        self.sources = Sources(client, self.feed.nodes.store.list, components)
+        self.sources = Sources(client, self.feed.nodes.store.list, components, tls)
         self._runner: web.AppRunner | None = None
         self.port = 0
 

@@ -4,13 +4,15 @@ informers, the scheduler's explanation and what-if.
 Components are found as ``kubelab explain`` finds the scheduler: the leader Lease ``kube-system/kube-scheduler``
 names its debug endpoint (``kubelab.io/debug-endpoint``); each Node's ``status.daemonEndpoints.kubeletEndpoint``
 and address name its kubelet (tried over HTTP, then HTTPS without verifying the serving certificate: these are
-read-only debug counters); others (the controller-manager) are given with ``--component NAME=URL``. A component
-that does not answer is listed with its error, the others still are.
+read-only debug counters; over HTTPS the console presents its client certificate, which the kubelet authorizes as
+``nodes/informers``, see kubelet/auth.py); others (the controller-manager) are given with ``--component
+NAME=URL``. A component that does not answer is listed with its error, the others still are.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -33,10 +35,11 @@ class SourceError(Exception):
 
 class Sources:
     def __init__(self, client: Clientset, nodes: Callable[[], list[Object]],
-                 components: dict[str, str] | None = None) -> None:
+                 components: dict[str, str] | None = None, tls: ssl.SSLContext | None = None) -> None:
         self.client = client
         self.nodes = nodes  # the console's node informer: finding the kubelets costs no request
         self.components = dict(components or {})
+        self.tls: ssl.SSLContext | bool = tls or False  # for https: the console's client certificate, unverified
         self._session: aiohttp.ClientSession | None = None
 
     def _http(self) -> aiohttp.ClientSession:
@@ -50,7 +53,7 @@ class Sources:
 
     async def _json(self, method: str, url: str, body: Any = None) -> tuple[int, Any]:
         try:
-            async with self._http().request(method, url, json=body, ssl=False) as resp:
+            async with self._http().request(method, url, json=body, ssl=self.tls) as resp:
                 return resp.status, await resp.json(content_type=None)
         except (aiohttp.ClientError, TimeoutError, ValueError) as err:
             raise SourceError(f"{method} {url}: {err or type(err).__name__}") from err

@@ -56,6 +56,17 @@ class Config:
             _load_client_cert(ctx, self)
         return ctx
 
+    def unverified_ssl_context(self) -> ssl.SSLContext:
+        """TLS that presents the client certificate (if any) and verifies no server certificate: how kube's
+        apiserver reaches the kubelets without ``--kubelet-certificate-authority`` (a kubelet's serving certificate
+        may be self-signed), and the console reads their debug pages."""
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        if self.cert_file or self.cert_data:
+            _load_client_cert(ctx, self)
+        return ctx
+
 
 def _load_client_cert(ctx: ssl.SSLContext, cfg: Config) -> None:
     """``load_cert_chain`` reads only files, so inline ``*-data`` is written to private temp files briefly."""

@@ -14,8 +14,10 @@ The apiserver's kubelet client (``kube-apiserver-kubelet-client``) bound to ``sy
 binds it: the kubelets authorize its log, exec and proxy calls with SubjectAccessReviews.
 
 The web console's rights (``kubelab ui``, as ``kubelab:console``): reading what its pages show — nodes, pods and
-events (its informers), the objects a pod's trace follows (its controllers, the leader Leases) and the apiserver's
-``/debug/watches`` and ``/debug/watches/deliveries`` — and writing nothing.
+events (its informers), the objects a pod's trace follows (its controllers, the leader Leases), the apiserver's
+``/debug/watches`` and ``/debug/watches/deliveries`` and the kubelets' ``/debug/informers`` (``nodes/informers``,
+which the kubelets ask before ``nodes/proxy``: kubelet/auth.py; ``nodes/proxy`` would let it exec) — and writing
+nothing.
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ CONSOLE_CLUSTER_ROLE: dict[str, Any] = {
     "rules": [
         {"apiGroups": [""], "resources": ["nodes", "pods", "events", "namespaces", "replicationcontrollers"],
          "verbs": READ},
+        {"apiGroups": [""], "resources": ["nodes/informers"], "verbs": ["get"]},  # a kubelet's /debug/informers
         {"apiGroups": ["apps"], "resources": ["replicasets", "deployments", "statefulsets", "daemonsets"],
          "verbs": READ},
         {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"], "verbs": READ},

@@ -10,7 +10,11 @@ An authenticated user also gets ``system:authenticated``.
 Authorization (``--authorization-mode``): ``AlwaysAllow``, or ``Webhook`` — a SubjectAccessReview per request for
 the node as a resource: the verb from the HTTP method, ``nodes``, the node's name, and the subresource from the
 path (``SUBRESOURCES``; everything else, exec/attach/portForward/containerLogs/pods/healthz included, is
-``proxy``). Allowed answers are cached for ``--authorization-webhook-cache-authorized-ttl``, denials for
+``proxy``). A path may map to several subresources, asked in turn until one is allowed, as kube's does for its
+read-only pages (``KubeletFineGrainedAuthz``: ``/configz`` is ``configz``, then ``proxy``): this kubelet's
+``/debug/informers`` (kubelab's: kube has no such page) is ``informers``, then ``proxy``, so a reader of the
+informer counters (the console) needs no ``nodes/proxy``, which would let it exec into every container. Allowed
+answers are cached for ``--authorization-webhook-cache-authorized-ttl``, denials for
 ``--authorization-webhook-cache-unauthorized-ttl``. A denial is ``403`` with kube's text, e.g.
 ``Forbidden (user=alice, verb=get, resource=nodes, subresource(s)=[proxy])``.
 
@@ -42,9 +46,11 @@ UNAUTHENTICATED = "system:unauthenticated"
 AUTHENTICATED = "system:authenticated"
 FAILURE_TTL = 10.0  # seconds a refused token stays refused (the delegating authenticator's failure TTL)
 VERBS = {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
-# kubelet's auth.go: path prefix -> subresource of nodes; any other path is "proxy".
-SUBRESOURCES = (("/stats", "stats"), ("/metrics", "metrics"), ("/logs/", "log"), ("/spec/", "spec"),
-                ("/checkpoint", "checkpoint"))
+# kubelet's auth.go: a path and the paths below it -> the subresources of nodes it is authorized as (the first
+# allowed one lets it through); any other path is "proxy".
+SUBRESOURCES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("/stats", ("stats",)), ("/metrics", ("metrics",)), ("/logs", ("log",)), ("/spec", ("spec",)),
+    ("/checkpoint", ("checkpoint",)), ("/debug/informers", ("informers", "proxy")))
 
 
 @dataclass(frozen=True)
@@ -55,13 +61,13 @@ class User:
     extra: dict[str, list[str]] = field(default_factory=dict, hash=False, compare=False)
 
 
-def request_attributes(method: str, path: str) -> tuple[str, str]:
-    """The (verb, subresource of ``nodes``) kube's kubelet authorizes a request as."""
+def request_attributes(method: str, path: str) -> tuple[str, tuple[str, ...]]:
+    """The verb and the subresources of ``nodes`` (in the order asked) kube's kubelet authorizes a request as."""
     verb = VERBS.get(method.upper(), method.lower())
-    for prefix, subresource in SUBRESOURCES:
-        if path.startswith(prefix):
-            return verb, subresource
-    return verb, "proxy"
+    for prefix, subresources in SUBRESOURCES:
+        if path == prefix or (path.startswith(prefix) and path[len(prefix)] == "/"):  # kube's isSubpath
+            return verb, subresources
+    return verb, ("proxy",)
 
 
 class _TTLCache:
@@ -179,6 +185,13 @@ class Authorizer:
         self._answers.put(key, allowed, self.allowed_ttl if allowed else self.denied_ttl)
         return allowed
 
+    async def allowed_any(self, user: User, verb: str, subresources: tuple[str, ...]) -> bool:
+        """Whether one of ``subresources`` is allowed, asked in turn (kube's kubelet stops at the first allowed)."""
+        for subresource in subresources:
+            if await self.allowed(user, verb, subresource):
+                return True
+        return False
+
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -191,17 +204,18 @@ def middleware(authenticator: Authenticator, authorizer: Authorizer) -> Any:
         user = await authenticator.authenticate(request)
         if user is None:
             return web.Response(status=401, text="Unauthorized\n")
-        verb, subresource = request_attributes(request.method, request.path)
+        verb, subresources = request_attributes(request.method, request.path)
+        asked = " ".join(subresources)  # as Go prints the slice: [informers proxy]
         try:
-            allowed = await authorizer.allowed(user, verb, subresource)
+            allowed = await authorizer.allowed_any(user, verb, subresources)
         except Exception as err:
             log.warning("SubjectAccessReview failed for %s: %s", user.name, err)
             return web.Response(status=500, text=f"Authorization error (user={user.name}, verb={verb}, "
-                                                 f"resource=nodes, subresource(s)=[{subresource}])\n")
-        if not allowed:
-            log.info("Forbidden: user=%s verb=%s nodes/%s %s", user.name, verb, subresource, request.path)
-            return web.Response(status=403, text=f"Forbidden (user={user.name}, verb={verb}, resource=nodes, "
-                                                 f"subresource(s)=[{subresource}])\n")
-        return await handler(request)
+                                                 f"resource=nodes, subresource(s)=[{asked}])\n")
+        if allowed:
+            return await handler(request)
+        log.info("Forbidden: user=%s verb=%s nodes/{%s} %s", user.name, verb, ",".join(subresources), request.path)
+        return web.Response(status=403, text=f"Forbidden (user={user.name}, verb={verb}, resource=nodes, "
+                                             f"subresource(s)=[{asked}])\n")
 
     return auth_filter

@@ -19,6 +19,7 @@ import pytest
 
 import kubelab
 from kubelab.api import find_kubectl
+from kubelab.clusterpki import CONSOLE
 from kubelab.etcd import free_port
 from kubelab.pki import CertificateAuthority
 from kubelab.pytest_plugin import Clusters
@@ -134,6 +135,30 @@ def test_cluster_admin_s_certificate_passes(cluster: kubelab.Cluster, web: int, 
     assert httpx.get(f"{kubelet}/healthz", verify=ctx).text == "ok"
     assert "node_cpu_usage_seconds_total" in httpx.get(f"{kubelet}/metrics/resource", verify=ctx).text
     assert _ws_status(f"{kubelet.replace('https', 'wss')}/exec/{NS}/web/web?command=true&output=1", ctx) == 101
+
+
+def test_the_console_reads_a_kubelet_s_informers_and_cannot_exec(cluster: kubelab.Cluster, web: int,
+                                                                  kubelet: str) -> None:
+    """``kubelab:console`` (kubelab.addons' read-only ClusterRole) may read the informer counters by
+    ``nodes/informers``, which the kubelet asks before ``nodes/proxy`` — and nothing that ``nodes/proxy`` guards."""
+    pki = cluster.running.pki
+    assert pki is not None
+    pki.client(CONSOLE)  # its certificate, as kubelab up writes it into the console's kubeconfig
+    ctx = _tls(cluster, CONSOLE.file)
+    resp = httpx.get(f"{kubelet}/debug/informers", verify=ctx)
+    assert resp.status_code == 200, resp.text
+    doc = resp.json()
+    assert doc["kind"] == "InformerList" and doc["component"] == "kubelet node01"
+    assert any(item["resource"] == "pods" for item in doc["items"]), doc
+    assert _ws_status(f"{kubelet.replace('https', 'wss')}/exec/{NS}/web/web?command=id&output=1", ctx) == 403
+    resp = httpx.get(f"{kubelet}/containerLogs/{NS}/web/web", verify=ctx)
+    assert (resp.status_code, resp.text) == (
+        403, f"Forbidden (user={CONSOLE.user}, verb=get, resource=nodes, subresource(s)=[proxy])\n")
+    # without the right, both subresources were asked
+    token = _token(cluster, "nobody")
+    resp = httpx.get(f"{kubelet}/debug/informers", verify=_tls(cluster), headers={"Authorization": f"Bearer {token}"})
+    assert (resp.status_code, resp.text) == (403, f"Forbidden (user=system:serviceaccount:{NS}:nobody, verb=get, "
+                                                  "resource=nodes, subresource(s)=[informers proxy])\n")
 
 
 def test_a_node_s_credentials_cannot_use_another_node_s_kubelet_api(cluster: kubelab.Cluster, web: int,

@@ -11,18 +11,23 @@ from kubelet.auth import Authenticator, Authorizer, User, request_attributes
 
 
 @pytest.mark.parametrize(("method", "path", "expected"), [
-    ("GET", "/containerLogs/default/web/web", ("get", "proxy")),
-    ("POST", "/exec/default/web/web", ("create", "proxy")),
-    ("GET", "/healthz", ("get", "proxy")),
-    ("GET", "/pods", ("get", "proxy")),
-    ("GET", "/metrics/resource", ("get", "metrics")),
-    ("GET", "/stats/summary", ("get", "stats")),
-    ("GET", "/logs/syslog", ("get", "log")),
-    ("GET", "/spec/", ("get", "spec")),
-    ("POST", "/checkpoint/default/web/web", ("create", "checkpoint")),
-    ("PUT", "/x", ("update", "proxy")), ("PATCH", "/x", ("patch", "proxy")), ("DELETE", "/x", ("delete", "proxy")),
+    ("GET", "/containerLogs/default/web/web", ("get", ("proxy",))),
+    ("POST", "/exec/default/web/web", ("create", ("proxy",))),
+    ("GET", "/healthz", ("get", ("proxy",))),
+    ("GET", "/pods", ("get", ("proxy",))),
+    ("GET", "/metrics/resource", ("get", ("metrics",))),
+    ("GET", "/metrics", ("get", ("metrics",))),
+    ("GET", "/stats/summary", ("get", ("stats",))),
+    ("GET", "/statsfoo", ("get", ("proxy",))),  # a path below /stats, not one that starts alike (kube's isSubpath)
+    ("GET", "/logs/syslog", ("get", ("log",))),
+    ("GET", "/spec/", ("get", ("spec",))),
+    ("POST", "/checkpoint/default/web/web", ("create", ("checkpoint",))),
+    ("GET", "/debug/informers", ("get", ("informers", "proxy"))),  # a narrow right first, as kube's read-only pages
+    ("GET", "/debug/pprof/profile", ("get", ("proxy",))),  # kube's other /debug pages stay under proxy
+    ("PUT", "/x", ("update", ("proxy",))), ("PATCH", "/x", ("patch", ("proxy",))),
+    ("DELETE", "/x", ("delete", ("proxy",))),
 ])
-def test_request_attributes_as_kube_s_kubelet(method: str, path: str, expected: tuple[str, str]) -> None:
+def test_request_attributes_as_kube_s_kubelet(method: str, path: str, expected: tuple[str, tuple[str, ...]]) -> None:
     assert request_attributes(method, path) == expected
 
 
@@ -75,3 +80,29 @@ def test_the_access_review_names_the_node_and_is_cached() -> None:
         "resourceAttributes": {"verb": "get", "group": "", "version": "v1", "resource": "nodes",
                                "subresource": "proxy", "name": "node01"}}}]
     assert asyncio.run(Authorizer("AlwaysAllow", None, "node01").allowed(user, "create", "proxy"))
+
+
+class _AllowsOnly(_Reviews):
+    """SubjectAccessReviews allowed for one subresource of nodes only."""
+
+    def __init__(self, subresource: str) -> None:
+        super().__init__({})
+        self.subresource = subresource
+
+    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        self.asked.append(obj)
+        return {**obj, "status": {"allowed": obj["spec"]["resourceAttributes"]["subresource"] == self.subresource}}
+
+
+@pytest.mark.parametrize(("rights", "allowed", "asked"), [
+    ("informers", True, ["informers"]),  # the narrow right: proxy is not asked
+    ("proxy", True, ["informers", "proxy"]),  # nodes/proxy (system:kubelet-api-admin) still passes
+    ("log", False, ["informers", "proxy"]),
+])
+def test_several_subresources_are_asked_in_turn_until_one_is_allowed(rights: str, allowed: bool,
+                                                                      asked: list[str]) -> None:
+    reviews = _AllowsOnly(rights)
+    authz = Authorizer("Webhook", reviews, "node01")  # type: ignore[arg-type]
+    user = User("kubelab:console", ("system:authenticated",))
+    assert asyncio.run(authz.allowed_any(user, "get", ("informers", "proxy"))) is allowed
+    assert [r["spec"]["resourceAttributes"]["subresource"] for r in reviews.asked] == asked
