@@ -139,6 +139,7 @@ class Cluster:
         proxy_mode: str = "auto",
         runtime: str = "auto",
         apiservers: int = 1,
+        spawn: Callable[[Unit], process.Spawned] | None = None,
     ) -> None:
         """Raises IncompatibleEtcd (or FileNotFoundError) when no etcd found can run the data dir's etcd.
 
@@ -153,7 +154,8 @@ class Cluster:
         (``auto``: see ``runtimechoice``; raises ValueError for ``bridge`` without linux); ``proxy_mode``:
         kube-proxy's ``--proxy-mode``; ``apiservers``: how many apiserver processes on the one etcd, all serving
         the secure port (``--reuse-port``), each its own plain port (the first ``port``) and audit log, named
-        ``apiserver``, ``apiserver-2``, ...
+        ``apiserver``, ``apiserver-2``, ...; ``spawn``: how a unit's process is started (default: a fresh
+        process; ``kubelab.Cluster`` forks its components from ``zygote``).
         """
         if apiservers < 1:
             raise ValueError("apiservers must be 1 or more")
@@ -203,7 +205,7 @@ class Cluster:
         self.healthz_ports: dict[str, int] = {}  # chosen at start
         self.apiserver_ports: list[int] = []  # each apiserver's plain port, chosen at start
         self.kubelet_ports: list[int] = []  # chosen at start
-        self.supervisor = Supervisor(spawn=_spawn_unit, say=say)
+        self.supervisor = Supervisor(spawn=spawn or _spawn_unit, say=say)
 
     # ---- start -------------------------------------------------------------------------------
 
