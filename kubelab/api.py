@@ -27,8 +27,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from kubelab import cluster as engine
 from kubelab import process, zygote
 from kubelab.etcd import etcd_candidates, etcd_version, free_port
@@ -215,7 +213,8 @@ class Cluster:
     @property
     def nodes(self) -> list[str]:
         """The names of the Nodes registered now."""
-        items = httpx.get(f"{self.api_url}/api/v1/nodes", timeout=10.0).raise_for_status().json()["items"]
+        with process.loopback_client(10.0, self.api_url) as client:
+            items = client.get("/api/v1/nodes").raise_for_status().json()["items"]
         return [item["metadata"]["name"] for item in items]
 
     def api_client(self) -> ApiClient:

@@ -268,21 +268,21 @@ class Cluster:
     def _create_addons(self) -> None:
         """kind's default StorageClass and the local-path provisioner's rights (kubelab.addons), each unless it
         exists; an apiserver that does not serve a group (a stand-in) just says no."""
-        with httpx.Client(timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
+        with process.loopback_client(timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
             for path, obj in ADDONS:
                 client.post(f"{self.api_url}{path}", json=obj)
 
     def _create_join_objects(self) -> None:
         """kubeadm's ``cluster-info`` and the RBAC for joining nodes (``bootstraptokens``), unless they exist."""
         assert self.pki is not None
-        with httpx.Client(base_url=self.api_url, timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
+        with process.loopback_client(5.0, self.api_url) as client, contextlib.suppress(httpx.HTTPError):
             ensure_join_objects(client, self.secure_url, self.pki.ca_cert.read_bytes())
 
     def _wait_pod_cidrs(self, nodes: list[str]) -> None:
         """Until every Node has its ``spec.podCIDR`` (bounded: a controller-manager run with
         ``--allocate-node-cidrs=false`` never gives one, and its kubelets then give pods the node's IP)."""
         deadline = time.monotonic() + POD_CIDR_TIMEOUT
-        with httpx.Client(timeout=2.0) as client:
+        with process.loopback_client(timeout=2.0) as client:
             for node in nodes:
                 while time.monotonic() < deadline:
                     try:
