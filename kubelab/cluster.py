@@ -7,7 +7,8 @@ apiserver is healthy: their Python start-up (about a second of imports each) ove
 Health is still reported in order — the apiserver first (a failing apiserver fails the start with its
 log), then each client as it becomes healthy (a kubelet only once its Node is registered); with a
 controller-manager the cluster is up once every Node also has its pod CIDR (``_wait_pod_cidrs``: a pod started
-before its node's CIDR would keep the node's IP, as kubelets without a controller-manager give). Stopping goes
+before its node's CIDR would keep the node's IP, as kubelets without a controller-manager give). The cluster's own
+objects (the addons, kubeadm's join objects) are written by a thread while the clients start. Stopping goes
 tier by tier in reverse: clients first (so they do not log a storm of connection errors), then the
 apiserver, then etcd.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -255,15 +257,22 @@ class Cluster:
         if self.network is not None and "proxy" in self.components:
             tier.append(self._spawn_proxy(COMPONENTS["proxy"], self.network))
         self._start_tier(spawned_apiservers)
-        self._create_addons()
-        self._create_join_objects()
-        self._start_tier(tier)
-        if "ui" in self.components:
-            self._start_tier([self._spawn_console(COMPONENTS["ui"])])
+        # The addons and kubeadm's join objects are written while the clients start (a dozen requests to an
+        # apiserver busy with their lists and registrations: seconds on a loaded machine), done before start returns.
+        with ThreadPoolExecutor(1, thread_name_prefix="kubelab-objects") as pool:
+            objects = pool.submit(self._create_cluster_objects)
+            self._start_tier(tier)
+            if "ui" in self.components:
+                self._start_tier([self._spawn_console(COMPONENTS["ui"])])
+            objects.result()
         if any(p.component.name == "controller-manager" for p in tier):
             self._wait_pod_cidrs([p.record.name.removeprefix("kubelet-") for p in tier
                                   if p.component.name == "kubelet" and p.record.name != HOLLOW_UNIT])
         return self.state
+
+    def _create_cluster_objects(self) -> None:
+        self._create_addons()
+        self._create_join_objects()
 
     def _create_addons(self) -> None:
         """kind's default StorageClass and the local-path provisioner's rights (kubelab.addons), each unless it

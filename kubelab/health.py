@@ -80,8 +80,9 @@ def answers(url: str) -> bool:
 
 @functools.cache
 def _client() -> httpx.Client:
-    """One client for every probe of this process (each new one costs its set-up; connections are kept alive)."""
-    return process.loopback_client(timeout=PROBE_TIMEOUT)
+    """One client for every probe of this process (each new one costs its set-up); no connection is kept, none
+    is left open when the process ends."""
+    return process.loopback_client(timeout=PROBE_TIMEOUT, keepalive=False)
 
 
 def printed_url(log: Path, offset: int, pattern: re.Pattern[str]) -> str | None:

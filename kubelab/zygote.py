@@ -269,13 +269,22 @@ def _serve(sock: socket.socket) -> None:
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             request = json.loads(line)
+            # the child says when it has its own session: the launcher may stop it by process group at once
+            settled_read, settled_write = os.pipe()
             try:
                 pid = os.fork()
             except OSError as err:
+                os.close(settled_read)
+                os.close(settled_write)
                 sock.sendall(json.dumps({"error": f"fork: {err}"}).encode() + b"\n")
                 continue
             if pid == 0:
-                _child(request, [sock.detach(), wake_read, wake_write])
+                os.close(settled_read)
+                _child(request, settled_write, [sock.detach(), wake_read, wake_write])
+            os.close(settled_write)
+            with contextlib.suppress(InterruptedError):
+                os.read(settled_read, 1)  # b"" if it died first: its exit is reported as any other
+            os.close(settled_read)
             sock.sendall(json.dumps({"pid": pid}).encode() + b"\n")
 
 
@@ -291,11 +300,13 @@ def _reap_children(sock: socket.socket) -> None:
             sock.sendall(json.dumps({"exit": pid, "status": status}).encode() + b"\n")
 
 
-def _child(request: dict[str, Any], inherited: list[int]) -> None:
+def _child(request: dict[str, Any], settled: int, inherited: list[int]) -> None:
     """In the forked child: become the component's process, run its ``__main__``, exit with its status."""
     code: int = 1
     try:
         os.setsid()
+        os.write(settled, b"s")
+        os.close(settled)
         signal.set_wakeup_fd(-1)
         for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
