@@ -218,9 +218,12 @@ class Cluster:
         them, after showing the error).
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.pki = pki = make_cluster_pki(self.data_dir / "pki")
-        self._kubeconfig(Path(self.state.kubeconfig), ADMIN)
-        self._start_etcd()
+        # etcd starts (and elects itself) while the cluster's certificates are made: it needs none of them
+        with ThreadPoolExecutor(1, thread_name_prefix="kubelab-etcd") as pool:
+            etcd = pool.submit(self._start_etcd)
+            self.pki = pki = make_cluster_pki(self.data_dir / "pki")
+            self._kubeconfig(Path(self.state.kubeconfig), ADMIN)
+            etcd.result()
         apiserver = COMPONENTS["apiserver"]
         self.healthz_ports = self._healthz_ports()
         if self.network is not None:
