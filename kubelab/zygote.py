@@ -118,7 +118,7 @@ class Zygote:
         with open(log_path, "ab") as log:
             log.write(f"\n==> {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(argv)}\n".encode())
         request = {"argv": list(argv), "env": {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-                   "cwd": str(cwd or os.getcwd()), "log": str(log_path)}
+                   "cwd": str(cwd) if cwd is not None else _cwd(), "log": str(log_path)}
         with self._lock:
             if self.closed:
                 raise ZygoteError("the zygote has exited")
@@ -173,7 +173,7 @@ class Zygote:
         with contextlib.suppress(OSError):
             self._sock.close()
 
-    def close(self, timeout: float = 2.0) -> None:
+    def close(self, timeout: float = 10.0) -> None:
         """Close the socket: the zygote exits (its running children carry on, as a ``kubelab up`` left behind)."""
         with self._lock:
             self._close()
@@ -185,6 +185,14 @@ class Zygote:
 
     def alive(self) -> bool:
         return not self.closed and self.popen.poll() is None
+
+
+def _cwd() -> str | None:
+    """The launcher's working directory, which a child started by ``subprocess`` would inherit (None: removed)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
 
 
 _shared: Zygote | None = None
@@ -322,7 +330,8 @@ def _child(request: dict[str, Any], settled: int, inherited: list[int]) -> None:
         os.close(log)
         os.close(null)
         _title(" ".join(argv))
-        os.chdir(request["cwd"])
+        if request["cwd"] is not None:
+            os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
         sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the process's own stdin, for its lifetime
@@ -367,6 +376,8 @@ def main(argv: list[str]) -> None:
     _title(TITLE)
     _preload()
     _serve(sock)
+    sys.stderr.flush()
+    os._exit(0)  # nothing to tear down: the interpreter's clean-up of ~1400 modules took seconds under load
 
 
 if __name__ == "__main__":
