@@ -35,10 +35,12 @@ def _cmdline(pid: int) -> str:
 
 def test_a_forked_child_is_a_process_of_its_own_and_its_exit_is_reported(tmp_path: Path) -> None:
     forks = zygote.Zygote()
+    started: list[zygote.ZygoteChild] = []
     try:
         log = tmp_path / "server.log"
         argv = [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"]
         child = forks.spawn("server", argv, log, cwd=tmp_path)
+        started.append(child)
         assert child.pid != forks.pid and _ppid(child.pid) == forks.pid
         assert os.getsid(child.pid) == child.pid and os.getpgid(child.pid) == child.pid  # its own session
         assert wait_for(lambda: "Serving HTTP" in log.read_text(), what="the server's banner")
@@ -61,6 +63,8 @@ def test_a_forked_child_is_a_process_of_its_own_and_its_exit_is_reported(tmp_pat
         assert wait_for(printing.poll, what="site's exit").code == 1  # as in a venv: user site-packages are off
         assert str(tmp_path / "userbase") in (tmp_path / "site.log").read_text()
     finally:
+        for running in started:  # a failed assertion must not leave the server behind
+            process.stop_group(running.pid, running.start_time, timeout=2.0)
         forks.close()
     assert forks.popen.returncode == 0  # the zygote exits when the launcher closes its socket
 
