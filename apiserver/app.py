@@ -291,7 +291,8 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> R
         autoregister.start()
         policy_status.start()
         flow_schema_status.start()
-        openapi_documents.preload()
+        # after readiness, off the event loop: ~0.8 s of CPU no request but the first OpenAPI one needs
+        openapi_build = asyncio.get_running_loop().run_in_executor(None, openapi_documents.preload)
         compactor: asyncio.Task[None] | None = None
         if config.etcd_compaction_interval > 0:
             compactor = asyncio.create_task(
@@ -303,6 +304,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> R
             yield
         finally:
             ready["ok"] = False
+            await asyncio.gather(openapi_build, return_exceptions=True)
             await crd_controller.stop()
             await graph.stop()
             if compactor is not None:

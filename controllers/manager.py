@@ -307,7 +307,10 @@ async def run_controllers(clientset: Clientset, options: argparse.Namespace, sto
         credentials = ServiceAccountCredentials(clientset, build_config(
             master=options.master, kubeconfig=options.kubeconfig, user_agent="kube-controller-manager"))
     controllers = []
-    for name in enabled_controllers(options.controllers):
+    enabled = enabled_controllers(options.controllers)
+    if credentials is not None:
+        await credentials.prepare(enabled)
+    for name in enabled:
         own = ctx if credentials is None else Context(await credentials.clientset(name), factory, options)
         controller = CONTROLLERS[name][1](own)
         if controller is not None:

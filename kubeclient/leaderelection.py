@@ -42,8 +42,11 @@ log = logging.getLogger(__name__)
 
 JITTER_FACTOR = 1.2
 # A candidate whose attempt failed (the apiserver not answering yet: components start alongside it) asks again
-# after this, doubling up to ``retry_period``; one that finds the lease held waits ``retry_period`` as client-go.
+# after this, doubling up to ``UNANSWERED_RETRY`` (or ``retry_period`` if shorter): an apiserver that became ready
+# just after an attempt then costs at most that much of the start-up; one that finds the lease held waits
+# ``retry_period`` as client-go.
 FIRST_RETRY = 0.05
+UNANSWERED_RETRY = 0.4
 
 StartedLeading = Callable[[asyncio.Event], Awaitable[None] | None]
 StoppedLeading = Callable[[], Awaitable[None] | None]
@@ -137,7 +140,7 @@ class LeaderElector:
             while not (held := await self._try_acquire_or_renew()):
                 if held is None:  # the apiserver could not answer (still starting?): ask again soon
                     await self._clock.sleep(backoff)
-                    backoff = min(2 * backoff, self.retry_period)
+                    backoff = min(2 * backoff, UNANSWERED_RETRY, self.retry_period)
                 else:
                     await self._clock.sleep(jittered(self.retry_period, JITTER_FACTOR))
             log.info("%s acquired lease %s/%s", self.identity, self.namespace, self.name)

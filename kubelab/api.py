@@ -27,10 +27,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from kubelab import cluster as engine
-from kubelab import process
+from kubelab import process, zygote
 from kubelab.etcd import etcd_candidates, etcd_version, free_port
 from kubelab.etcdcluster import EtcdRecord, default_specs
 from kubelab.testing import Condition, Operator, apply_manifests, wait_for, wait_for_nodes_ready
@@ -67,7 +65,9 @@ class Cluster:
     The library keeps ``host`` and ``process`` as its defaults where `kubelab up` has ``auto``: tests start many
     clusters at once on one machine, and only one of them can own the host's routes to the pod network.
     ``apiservers``: apiserver processes sharing the secure port (``kubelab up --apiservers``); ``api_url`` is the
-    first one's plain port.
+    first one's plain port. ``fork_server``: fork the components from this process's pre-imported zygote
+    (``kubelab.zygote``: the imports are paid once per Python process, not once per component per cluster);
+    False: a fresh interpreter for each, as `kubelab up` runs them.
     """
 
     def __init__(
@@ -88,6 +88,7 @@ class Cluster:
         apiservers: int = 1,
         proxy_mode: str = "auto",
         runtime: str | None = None,
+        fork_server: bool = True,
     ) -> None:
         unknown = [c for c in components if c not in ALL_COMPONENTS]
         if unknown or "apiserver" not in components:
@@ -110,6 +111,7 @@ class Cluster:
         self.apiservers = apiservers
         self.proxy_mode = proxy_mode
         self.runtime = runtime or ("linux" if pod_network == "bridge" else "process")
+        self.fork_server = fork_server
         self._engine: engine.Cluster | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -119,6 +121,8 @@ class Cluster:
         ``manifests``). On failure whatever started is stopped again and the error (with the log) raised."""
         if self._engine is not None:
             raise RuntimeError("this cluster is already started")
+        if self.fork_server:
+            zygote.shared()  # on first use its imports run while the data dir, the PKI and etcd are made
         if self._data_dir is None:
             self._data_dir = Path(tempfile.mkdtemp(prefix="kubelab-"))
         self._data_dir.mkdir(parents=True, exist_ok=True)
@@ -138,6 +142,7 @@ class Cluster:
             apiservers=self.apiservers,
             proxy_mode=self.proxy_mode,
             runtime=self.runtime,
+            spawn=zygote.spawn_unit if self.fork_server else None,
         )
         try:
             self._engine.start()
@@ -208,7 +213,8 @@ class Cluster:
     @property
     def nodes(self) -> list[str]:
         """The names of the Nodes registered now."""
-        items = httpx.get(f"{self.api_url}/api/v1/nodes", timeout=10.0).raise_for_status().json()["items"]
+        with process.loopback_client(10.0, self.api_url) as client:
+            items = client.get("/api/v1/nodes").raise_for_status().json()["items"]
         return [item["metadata"]["name"] for item in items]
 
     def api_client(self) -> ApiClient:

@@ -7,7 +7,8 @@ apiserver is healthy: their Python start-up (about a second of imports each) ove
 Health is still reported in order — the apiserver first (a failing apiserver fails the start with its
 log), then each client as it becomes healthy (a kubelet only once its Node is registered); with a
 controller-manager the cluster is up once every Node also has its pod CIDR (``_wait_pod_cidrs``: a pod started
-before its node's CIDR would keep the node's IP, as kubelets without a controller-manager give). Stopping goes
+before its node's CIDR would keep the node's IP, as kubelets without a controller-manager give). The cluster's own
+objects (the addons, kubeadm's join objects) are written by a thread while the clients start. Stopping goes
 tier by tier in reverse: clients first (so they do not log a storm of connection errors), then the
 apiserver, then etcd.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,6 +141,7 @@ class Cluster:
         proxy_mode: str = "auto",
         runtime: str = "auto",
         apiservers: int = 1,
+        spawn: Callable[[Unit], process.Spawned] | None = None,
     ) -> None:
         """Raises IncompatibleEtcd (or FileNotFoundError) when no etcd found can run the data dir's etcd.
 
@@ -153,7 +156,8 @@ class Cluster:
         (``auto``: see ``runtimechoice``; raises ValueError for ``bridge`` without linux); ``proxy_mode``:
         kube-proxy's ``--proxy-mode``; ``apiservers``: how many apiserver processes on the one etcd, all serving
         the secure port (``--reuse-port``), each its own plain port (the first ``port``) and audit log, named
-        ``apiserver``, ``apiserver-2``, ...
+        ``apiserver``, ``apiserver-2``, ...; ``spawn``: how a unit's process is started (default: a fresh
+        process; ``kubelab.Cluster`` forks its components from ``zygote``).
         """
         if apiservers < 1:
             raise ValueError("apiservers must be 1 or more")
@@ -203,7 +207,7 @@ class Cluster:
         self.healthz_ports: dict[str, int] = {}  # chosen at start
         self.apiserver_ports: list[int] = []  # each apiserver's plain port, chosen at start
         self.kubelet_ports: list[int] = []  # chosen at start
-        self.supervisor = Supervisor(spawn=_spawn_unit, say=say)
+        self.supervisor = Supervisor(spawn=spawn or _spawn_unit, say=say)
 
     # ---- start -------------------------------------------------------------------------------
 
@@ -214,9 +218,12 @@ class Cluster:
         them, after showing the error).
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.pki = pki = make_cluster_pki(self.data_dir / "pki")
-        self._kubeconfig(Path(self.state.kubeconfig), ADMIN)
-        self._start_etcd()
+        # etcd starts (and elects itself) while the cluster's certificates are made: it needs none of them
+        with ThreadPoolExecutor(1, thread_name_prefix="kubelab-etcd") as pool:
+            etcd = pool.submit(self._start_etcd)
+            self.pki = pki = make_cluster_pki(self.data_dir / "pki")
+            self._kubeconfig(Path(self.state.kubeconfig), ADMIN)
+            etcd.result()
         apiserver = COMPONENTS["apiserver"]
         self.healthz_ports = self._healthz_ports()
         if self.network is not None:
@@ -253,34 +260,44 @@ class Cluster:
         if self.network is not None and "proxy" in self.components:
             tier.append(self._spawn_proxy(COMPONENTS["proxy"], self.network))
         self._start_tier(spawned_apiservers)
-        self._create_addons()
-        self._create_join_objects()
-        self._start_tier(tier)
-        if "ui" in self.components:
-            self._start_tier([self._spawn_console(COMPONENTS["ui"])])
+        # The addons and kubeadm's join objects are written while the clients start (a dozen requests to an
+        # apiserver busy with their lists and registrations: seconds on a loaded machine), done before start returns.
+        with ThreadPoolExecutor(1, thread_name_prefix="kubelab-objects") as pool:
+            objects = pool.submit(self._create_cluster_objects)
+            self._start_tier(tier)
+            if "ui" in self.components:
+                self._start_tier([self._spawn_console(COMPONENTS["ui"])])
+            objects.result()
         if any(p.component.name == "controller-manager" for p in tier):
             self._wait_pod_cidrs([p.record.name.removeprefix("kubelet-") for p in tier
                                   if p.component.name == "kubelet" and p.record.name != HOLLOW_UNIT])
         return self.state
 
-    def _create_addons(self) -> None:
+    def _create_cluster_objects(self) -> None:
+        """The addons and the join objects, a POST per thread: a dozen round trips in a row to an apiserver busy
+        with its clients' start took ~0.25 s (at load 10), most of an API-only cluster's start after the apiserver's."""
+        with process.loopback_client(5.0, self.api_url) as client, \
+                ThreadPoolExecutor(6, thread_name_prefix="kubelab-objects") as pool:
+            done = [pool.submit(self._create_join_objects, client), *self._create_addons(client, pool)]
+            for future in done:
+                future.result()
+
+    def _create_addons(self, client: httpx.Client, pool: ThreadPoolExecutor) -> list[Future[None]]:
         """kind's default StorageClass and the local-path provisioner's rights (kubelab.addons), each unless it
         exists; an apiserver that does not serve a group (a stand-in) just says no."""
-        with httpx.Client(timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
-            for path, obj in ADDONS:
-                client.post(f"{self.api_url}{path}", json=obj)
+        return [pool.submit(_post_quietly, client, path, obj) for path, obj in ADDONS]
 
-    def _create_join_objects(self) -> None:
+    def _create_join_objects(self, client: httpx.Client) -> None:
         """kubeadm's ``cluster-info`` and the RBAC for joining nodes (``bootstraptokens``), unless they exist."""
         assert self.pki is not None
-        with httpx.Client(base_url=self.api_url, timeout=5.0) as client, contextlib.suppress(httpx.HTTPError):
+        with contextlib.suppress(httpx.HTTPError):
             ensure_join_objects(client, self.secure_url, self.pki.ca_cert.read_bytes())
 
     def _wait_pod_cidrs(self, nodes: list[str]) -> None:
         """Until every Node has its ``spec.podCIDR`` (bounded: a controller-manager run with
         ``--allocate-node-cidrs=false`` never gives one, and its kubelets then give pods the node's IP)."""
         deadline = time.monotonic() + POD_CIDR_TIMEOUT
-        with httpx.Client(timeout=2.0) as client:
+        with process.loopback_client(timeout=2.0) as client:
             for node in nodes:
                 while time.monotonic() < deadline:
                     try:
@@ -554,6 +571,11 @@ def stop_records(records: list[ProcessRecord], timeout: float = 10.0) -> list[Pr
         pids = set(process.stop_groups([(r.pid, r.start_time) for r in tier], timeout))
         stopped.extend(r for r in tier if r.pid in pids)
     return stopped
+
+
+def _post_quietly(client: httpx.Client, path: str, obj: object) -> None:
+    with contextlib.suppress(httpx.HTTPError):
+        client.post(path, json=obj)
 
 
 def _spawn_unit(unit: Unit) -> process.Spawned:

@@ -32,7 +32,7 @@ from typing import IO
 import httpx
 
 from kubelab.etcdpki import MemberTLS
-from kubelab.process import tail
+from kubelab.process import loopback_client, tail
 
 __all__ = ["QUOTA_BACKEND_BYTES", "EtcdServer", "etcd_candidates", "etcd_version", "find_etcd", "free_port",
            "supports_flag"]
@@ -314,7 +314,7 @@ class EtcdServer:
         exits or does not get there in ``timeout`` (a lost port race: ``_PortTaken``)."""
         assert self._proc is not None
         deadline = time.monotonic() + timeout
-        with httpx.Client(timeout=1.0) as client:
+        with loopback_client(timeout=1.0) as client:
             while True:
                 code = self._proc.poll()
                 if code is not None:

@@ -2,7 +2,9 @@
 
 A check answers for the current run of a process (its log, where this run's part of the log begins, how long it
 has run), so the same check tells `kubelab up` when a component is up and tells the supervisor when a restarted
-one is up again. A probe is short (at most ``PROBE_TIMEOUT``): the caller polls.
+one is up again. A probe is one GET (at most ``PROBE_TIMEOUT``) and the caller polls: a probe that polled itself
+until its timeout held up the probes of every other process of the tier, each already healthy component then
+waiting its turn behind one that was not.
 
 - ``HttpHealth``: a fixed URL answers 200 (etcd's ``/health``, the apiserver's ``/healthz``).
 - ``PrintedHealth``: a URL the process printed in this run's log answers 200 (the controller-manager, the
@@ -12,10 +14,13 @@ one is up again. A probe is short (at most ``PROBE_TIMEOUT``): the caller polls.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+import httpx
 
 from kubelab import process
 
@@ -50,7 +55,7 @@ class HttpHealth:
     url: str
 
     def probe(self, run: Run) -> Probe:
-        return Probe(process.wait_http_ok(self.url, timeout=PROBE_TIMEOUT), self.url)
+        return Probe(answers(self.url), self.url)
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,22 @@ class PrintedHealth:
         url = printed_url(run.log, run.log_offset, self.pattern)
         if url is None:
             return Probe(run.seconds >= self.settle)
-        return Probe(process.wait_http_ok(url, timeout=PROBE_TIMEOUT), url)
+        return Probe(answers(url), url)
+
+
+def answers(url: str) -> bool:
+    """One GET: does ``url`` answer 200 now?"""
+    try:
+        return _client().get(url).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@functools.cache
+def _client() -> httpx.Client:
+    """One client for every probe of this process (each new one costs its set-up); no connection is kept, none
+    is left open when the process ends."""
+    return process.loopback_client(timeout=PROBE_TIMEOUT, keepalive=False)
 
 
 def printed_url(log: Path, offset: int, pattern: re.Pattern[str]) -> str | None:

@@ -23,6 +23,8 @@ from typing import Any
 import httpx
 import yaml
 
+from kubelab.process import loopback_client
+
 __all__ = ["ApplyError", "Condition", "Operator", "apply_manifests", "object_url", "wait_for", "wait_for_nodes_ready"]
 
 FIELD_MANAGER = "kubelab-testing"
@@ -83,7 +85,7 @@ def apply_manifests(api_url: str, path: Path, namespace: str | None = None,
                     timeout: float = 30.0) -> list[dict[str, Any]]:
     """Server-side apply every object of a YAML file or directory (Namespaces and CRDs first); objects as stored."""
     applied = []
-    with httpx.Client(base_url=api_url, timeout=timeout) as client:
+    with loopback_client(timeout, api_url) as client:
         for doc in _load(path):
             url = object_url(client, doc, namespace, timeout)
             resp = client.patch(url, content=json.dumps(doc),
@@ -140,7 +142,7 @@ def wait_for(api_url: str, obj: Any, condition: Condition, timeout: float = 30.0
     target = _as_dict(obj)
     deadline = time.monotonic() + timeout
     last: dict[str, Any] | None = None
-    with httpx.Client(base_url=api_url, timeout=10.0) as client:
+    with loopback_client(10.0, api_url) as client:
         url = object_url(client, target, timeout=timeout)
         while True:
             resp = client.get(url)
@@ -160,7 +162,7 @@ def wait_for_nodes_ready(api_url: str, count: int, timeout: float = 60.0) -> lis
     """Until ``count`` Nodes have condition Ready=True; their names."""
     deadline = time.monotonic() + timeout
     ready: list[str] = []
-    with httpx.Client(base_url=api_url, timeout=10.0) as client:
+    with loopback_client(10.0, api_url) as client:
         while True:
             items = client.get("/api/v1/nodes").raise_for_status().json()["items"]
             ready = [n["metadata"]["name"] for n in items if _check("Ready")(n)]

@@ -90,7 +90,7 @@ def launcher_argv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[st
         mp.setattr(cluster_mod.process, "spawn", spawn)
         mp.setattr(Cluster, "_start_etcd", lambda self: None)
         mp.setattr(Cluster, "_start_tier", lambda self, tier: None)
-        for talks_to_the_apiserver in ("_create_addons", "_create_join_objects", "_wait_pod_cidrs"):  # none runs
+        for talks_to_the_apiserver in ("_create_cluster_objects", "_wait_pod_cidrs"):  # none runs
             mp.setattr(Cluster, talks_to_the_apiserver, lambda self, *args: None)
         # compose's etcd serves its own Docker network without TLS (no PKI in the containers yet): compare with
         # the launcher's plain-HTTP etcd. Compose's kubelets are on the containers' network, as the launcher's
