@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +32,6 @@ __all__ = [
     "stop_group",
     "stop_groups",
     "tail",
-    "wait_http_ok",
 ]
 
 
@@ -395,28 +394,6 @@ def loopback_client(timeout: float, base_url: str = "", keepalive: bool = True) 
     connection per request, none left open by a client kept for the process's life."""
     limits = httpx.Limits() if keepalive else httpx.Limits(max_keepalive_connections=0)
     return httpx.Client(base_url=base_url, timeout=timeout, verify=False, trust_env=False, limits=limits)
-
-
-def wait_http_ok(
-    url: str,
-    timeout: float,
-    alive: Callable[[], bool] = lambda: True,
-    expect_body: str | None = None,
-) -> bool:
-    """Poll url until it answers 200 (and body == expect_body if given); False on timeout or death."""
-    deadline = time.monotonic() + timeout
-    with loopback_client(timeout=1.0) as client:
-        while time.monotonic() < deadline:
-            if not alive():
-                return False
-            try:
-                r = client.get(url)
-                if r.status_code == 200 and (expect_body is None or r.text.strip() == expect_body):
-                    return True
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-    return False
 
 
 def tail(path: Path, lines: int = 20) -> str:
