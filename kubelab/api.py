@@ -31,8 +31,10 @@ import httpx
 
 from kubelab import cluster as engine
 from kubelab import process
+from kubelab.components import COMPONENTS
 from kubelab.etcd import etcd_candidates, etcd_version, free_port
 from kubelab.etcdcluster import EtcdRecord, default_specs
+from kubelab.supervisor import Supervised
 from kubelab.testing import Condition, Operator, apply_manifests, wait_for, wait_for_nodes_ready
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ ALL_COMPONENTS = ("apiserver", *engine.CLIENT_COMPONENTS)
 # A library cluster runs what its tests need: the web console ("ui") only when asked for.
 DEFAULT_COMPONENTS = tuple(c for c in ALL_COMPONENTS if c != "ui")
 READY_TIMEOUT = 60.0  # seconds the nodes may take to be Ready after their kubelets are healthy
+STARTUP_TIMEOUT = 60.0  # seconds etcd may take to be healthy again after start_component
 
 
 def find_kubectl() -> str:
@@ -168,6 +171,42 @@ class Cluster:
             running.stop(timeout)
         if not self.keep and self._data_dir is not None:
             shutil.rmtree(self._data_dir, ignore_errors=True)
+
+    def stop_component(self, name: str, timeout: float = 10.0) -> None:
+        """Stop one process — ``apiserver``, ``apiserver-2``, ``scheduler``, ``kubelet-node01``, ``etcd`` ... (the
+        names of ``log_names()``) — and leave it stopped, as a test that takes the apiserver away needs; the rest
+        keeps running. ``start_component`` starts it again."""
+        self.running.supervisor.stop_unit(self._unit(name), timeout)
+
+    def start_component(self, name: str) -> None:
+        """Start a process ``stop_component`` stopped, with the same command line (its port, its data), and return
+        once it is healthy; a process that exits or stays unhealthy for its start-up timeout raises
+        ``StartupError`` with its log. A process that is running is left alone."""
+        entry = self._unit(name)
+        supervisor = self.running.supervisor
+        supervisor.restart_now(entry)
+        component = COMPONENTS.get(entry.record.component)  # etcd is no component of the table
+        limit = component.startup_timeout if component is not None else STARTUP_TIMEOUT
+        deadline = time.monotonic() + limit
+        while not supervisor.probe(entry):
+            assert entry.child is not None
+            status = entry.child.poll()
+            if status is not None or time.monotonic() > deadline:
+                how = f"exited ({status.describe()})" if status is not None else f"not healthy within {limit:.0f}s"
+                raise engine.StartupError(f"{name} {how}; last lines of {entry.unit.log}:\n"
+                                          f"{process.tail(entry.unit.log)}")
+            time.sleep(0.05)
+
+    def restart(self, name: str, timeout: float = 10.0) -> None:
+        """``stop_component`` then ``start_component``: a component restarted, as after a crash or an upgrade."""
+        self.stop_component(name, timeout)
+        self.start_component(name)
+
+    def _unit(self, name: str) -> Supervised:
+        for entry in self.running.supervisor.entries:
+            if entry.unit.name == name:
+                return entry
+        raise KeyError(f"no process {name!r} in this cluster: {self.log_names()}")
 
     def __enter__(self) -> Cluster:
         return self.start()

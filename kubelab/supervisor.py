@@ -168,6 +168,22 @@ class Supervisor:
                 changed = True
         return changed
 
+    def stop_unit(self, entry: Supervised, timeout: float = 10.0) -> None:
+        """Stop a unit's process on purpose (``kubelab.Cluster.stop_component``) and wait for it: it stays
+        stopped — no back-off, no restart — until ``restart_now``."""
+        entry.restart_due = None
+        entry.record.restart_at = None
+        child, entry.child, entry.healthy = entry.child, None, False
+        if child is not None:
+            process.stop_groups([(child.pid, child.start_time)], timeout)
+            if isinstance(child, process.Spawned):
+                child.reap()
+
+    def restart_now(self, entry: Supervised) -> None:
+        """Spawn a unit that is not running (stopped on purpose, or waiting out its back-off) at once."""
+        if entry.child is None:
+            self._restart(entry)
+
     def _awaits_url(self, entry: Supervised) -> bool:
         return entry.record.health_url is None and self._clock() - entry.began < URL_WAIT
 

@@ -1,7 +1,9 @@
-"""Session fixtures: a real etcd on free ports, a real apiserver process, clients and the real kubectl.
+"""Session fixtures over the kubelab pytest plugin: an API-only ``kubelab.Cluster`` (etcd and a real apiserver,
+as `kubelab up` runs them), clients and the real kubectl.
 
-Tests share one etcd and one apiserver; each test that writes gets a namespace of its own (``ns``) so tests
-never see each other's objects. Tests that restart or kill the apiserver start their own (``ApiServer``).
+Tests share one etcd and one apiserver (per pytest-xdist worker); each test that writes gets a namespace of its own
+(``ns``) so tests never see each other's objects. Tests that need other shapes ask the plugin's
+``kubelab_clusters``; tests that restart or kill the apiserver start a ``kubelab.Cluster`` of their own.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from typing import Any
 import httpx
 import pytest
 
+from kubelab.api import Cluster
 from kubelab.etcd import EtcdServer, free_port
+from kubelab.pytest_plugin import ClusterFactory
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBECTL = os.environ.get("KUBELAB_KUBECTL", "/usr/lib/google-cloud-sdk/bin/kubectl.1.32")
@@ -93,18 +97,35 @@ class ApiServer:
         self.start()
 
 
+# The session apiserver's flags beyond the library's (`kubelab up`'s: TLS, ``--authorization-mode Node,RBAC`` with the
+# plain port's requests system:masters, service-account keys, encryption at rest, audit log):
+SESSION_APISERVER_ARGS = [
+    # No compaction: the session runs longer than kube's 5 min interval, and tests such as `kubelab trace` replay
+    # objects' history from etcd (compaction has its own tests, on etcds of their own).
+    "--etcd-compaction-interval", "0",
+    # Pods need no service account (kube's integration framework does the same): the session runs no
+    # controller-manager to make `default` accounts and the root CA ConfigMap.
+    "--disable-admission-plugins", "ServiceAccount",
+]
+
+
 @pytest.fixture(scope="session")
 def tmp_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("kubelab")
 
 
 @pytest.fixture(scope="session")
-def etcd(tmp_session: Path) -> Iterator[EtcdServer]:
+def apiserver(kubelab_cluster_factory: ClusterFactory) -> Cluster:
+    """The session's (this xdist worker's) API-only cluster: etcd and one apiserver, from the kubelab plugin."""
     os.environ.setdefault("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")
-    server = EtcdServer(tmp_session / "etcd", log_path=tmp_session / "etcd.log")
-    server.start()
-    yield server
-    server.stop()
+    return kubelab_cluster_factory.acquire("tests/conftest.py", nodes=0, components=["apiserver"],
+                                           extra_args={"apiserver": SESSION_APISERVER_ARGS})
+
+
+@pytest.fixture(scope="session")
+def etcd(apiserver: Cluster) -> EtcdServer:
+    """The session apiserver's etcd (plain HTTP on loopback), for tests that read it or run a second apiserver."""
+    return apiserver.running.etcd.members[0]
 
 
 @pytest.fixture()
@@ -118,16 +139,9 @@ def own_etcd(tmp_path: Path) -> Iterator[EtcdServer]:
 
 
 @pytest.fixture(scope="session")
-def apiserver(etcd: EtcdServer, tmp_session: Path) -> Iterator[ApiServer]:
-    server = ApiServer(etcd.url, tmp_session)
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="session")
-def api_url(apiserver: ApiServer) -> str:
-    return apiserver.url
+def api_url(apiserver: Cluster) -> str:
+    """The session apiserver's plain port: every request is ``system:masters``, as on `kubelab up`'s."""
+    return apiserver.api_url
 
 
 @pytest.fixture()
