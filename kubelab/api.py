@@ -32,7 +32,7 @@ import httpx
 from kubelab import cluster as engine
 from kubelab import process
 from kubelab.components import COMPONENTS
-from kubelab.etcd import etcd_candidates, etcd_version, free_port
+from kubelab.etcd import QUOTA_BACKEND_BYTES, etcd_candidates, etcd_version, free_port
 from kubelab.etcdcluster import EtcdRecord, default_specs
 from kubelab.supervisor import Supervised
 from kubelab.testing import Condition, Operator, apply_manifests, wait_for, wait_for_nodes_ready
@@ -70,7 +70,8 @@ class Cluster:
     The library keeps ``host`` and ``process`` as its defaults where `kubelab up` has ``auto``: tests start many
     clusters at once on one machine, and only one of them can own the host's routes to the pod network.
     ``apiservers``: apiserver processes sharing the secure port (``kubelab up --apiservers``); ``api_url`` is the
-    first one's plain port.
+    first one's plain port. ``etcd_quota_backend_bytes``: etcd's ``--quota-backend-bytes`` (a small one fills up and
+    raises etcd's NOSPACE alarm, for tests of what follows).
     """
 
     def __init__(
@@ -91,6 +92,7 @@ class Cluster:
         apiservers: int = 1,
         proxy_mode: str = "auto",
         runtime: str | None = None,
+        etcd_quota_backend_bytes: int = QUOTA_BACKEND_BYTES,
     ) -> None:
         unknown = [c for c in components if c not in ALL_COMPONENTS]
         if unknown or "apiserver" not in components:
@@ -113,6 +115,7 @@ class Cluster:
         self.apiservers = apiservers
         self.proxy_mode = proxy_mode
         self.runtime = runtime or ("linux" if pod_network == "bridge" else "process")
+        self.etcd_quota_backend_bytes = etcd_quota_backend_bytes
         self._engine: engine.Cluster | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -141,6 +144,7 @@ class Cluster:
             apiservers=self.apiservers,
             proxy_mode=self.proxy_mode,
             runtime=self.runtime,
+            etcd_quota_backend_bytes=self.etcd_quota_backend_bytes,
         )
         try:
             self._engine.start()
@@ -232,6 +236,17 @@ class Cluster:
     @property
     def api_url(self) -> str:
         return self.running.api_url
+
+    @property
+    def api_urls(self) -> list[str]:
+        """Each apiserver's plain-HTTP URL (``apiservers`` of them on the one etcd); the first is ``api_url``."""
+        return [f"http://127.0.0.1:{port}" for port in self.running.apiserver_ports]
+
+    @property
+    def etcd_url(self) -> str:
+        """etcd's client URL (comma-separated with several members), as the apiserver's ``--etcd-servers``: for a
+        test that reads or compacts the store under the apiserver."""
+        return self.running.etcd.servers
 
     @property
     def secure_url(self) -> str:

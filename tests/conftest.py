@@ -109,6 +109,18 @@ SESSION_APISERVER_ARGS = [
 ]
 
 
+def api_only(*extra: str, **options: Any) -> Cluster:
+    """An API-only ``kubelab.Cluster`` of a test's own (not started: ``with api_only(...) as cluster``), with the
+    session apiserver's flags and then ``extra`` (a flag given again wins), for tests that stop the apiserver or
+    need other flags; ``options``: ``kubelab.Cluster``'s (``apiservers=2``, ``etcd_quota_backend_bytes``, ...)."""
+    return Cluster(nodes=0, components=["apiserver"], extra_args=api_only_args(*extra), **options)
+
+
+def api_only_args(*extra: str) -> dict[str, list[str]]:
+    """``extra_args`` of an API-only cluster: the session apiserver's flags, then ``extra``."""
+    return {"apiserver": [*SESSION_APISERVER_ARGS, *extra]}
+
+
 @pytest.fixture(scope="session")
 def tmp_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("kubelab")
@@ -119,7 +131,7 @@ def apiserver(kubelab_cluster_factory: ClusterFactory) -> Cluster:
     """The session's (this xdist worker's) API-only cluster: etcd and one apiserver, from the kubelab plugin."""
     os.environ.setdefault("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")
     return kubelab_cluster_factory.acquire("tests/conftest.py", nodes=0, components=["apiserver"],
-                                           extra_args={"apiserver": SESSION_APISERVER_ARGS})
+                                           extra_args=api_only_args())
 
 
 @pytest.fixture(scope="session")

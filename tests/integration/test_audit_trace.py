@@ -29,7 +29,7 @@ import httpx
 import pytest
 import yaml
 
-from conftest import KUBECTL, ROOT, ApiServer, Kubectl
+from conftest import KUBECTL, ROOT, ApiServer, Kubectl, api_only
 from kubelab.etcd import EtcdServer
 from support.controllers import ControllerManager
 from support.kubelet import running_node
@@ -260,17 +260,12 @@ def test_scheduler_events_are_events_k8s_io_with_event_time(cluster: Cluster, fl
     assert "Scheduled" in described and "default-scheduler" in described
 
 
-def test_a_full_disk_fails_no_request(tmp_path: Path, etcd: EtcdServer) -> None:
+def test_a_full_disk_fails_no_request(tmp_path: Path) -> None:
     (tmp_path / "policy.yaml").write_text(POLICY)
-    api = ApiServer(etcd.url, tmp_path, extra=["--audit-policy-file", str(tmp_path / "policy.yaml"),
-                                               "--audit-log-path", "/dev/full"])
-    try:
-        api.start()
-        with httpx.Client(base_url=api.url, timeout=30) as client:
+    with api_only("--audit-policy-file", str(tmp_path / "policy.yaml"), "--audit-log-path", "/dev/full") as api:
+        with httpx.Client(base_url=api.api_url, timeout=30) as client:
             for _i in range(5):
                 resp = client.post("/api/v1/namespaces", json={"metadata": {"name": f"full-{uuid.uuid4().hex[:8]}"}})
                 assert resp.status_code == 201, resp.text
                 client.delete(f"/api/v1/namespaces/{resp.json()['metadata']['name']}")
-        wait_for(lambda: "not written" in api.log_path.read_text(), what="the lost audit lines to be logged")
-    finally:
-        api.stop()
+        wait_for(lambda: "not written" in api.logs("apiserver"), what="the lost audit lines to be logged")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from conftest import ROOT
+from conftest import ROOT, api_only
 from kubelab.api import Cluster
 from kubelab.etcd import free_port
 from support.wait import wait_for
@@ -29,9 +29,7 @@ def port_of(url: str) -> str:
 
 
 def test_kubelet_waits_for_a_late_apiserver(tmp_path: Path) -> None:
-    # as the session's: no controller-manager makes the `default` service account, so pods need none
-    with Cluster(nodes=0, components=["apiserver"],
-                 extra_args={"apiserver": ["--disable-admission-plugins", "ServiceAccount"]}) as api:
+    with api_only() as api:
         api.stop_component("apiserver")  # its port is known; nothing listens there until start_component
         _kubelet_waits(api, tmp_path)
 

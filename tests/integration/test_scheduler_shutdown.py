@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from conftest import api_only
 from kubelab.api import Cluster
 from kubelab.etcd import free_port
 from support.scheduler import SchedulerProcess, lease
@@ -31,7 +32,7 @@ def terminate(scheduler: SchedulerProcess) -> int:
 
 @pytest.mark.parametrize("leader_elect", ["true", "false"])
 def test_sigterm_stops_a_scheduler_whose_apiserver_went_away(tmp_path: Path, leader_elect: str) -> None:
-    with Cluster(nodes=0, components=["apiserver"]) as api:
+    with api_only() as api:
         _scheduler_loses_its_apiserver(api, tmp_path, leader_elect)
 
 
