@@ -31,7 +31,10 @@ KUBECTL = os.environ.get("KUBELAB_KUBECTL", "/usr/lib/google-cloud-sdk/bin/kubec
 
 
 class ApiServer:
-    """A ``python -m apiserver`` process on a free port, with its log in ``log_path``."""
+    """A bare ``python -m apiserver`` process on a free port, with its log in ``log_path``: only for the few tests
+    that a ``kubelab.Cluster`` cannot serve (each says why in its docstring) — a second apiserver on another
+    cluster's etcd, partial etcd TLS flags, no plain port, a restart with other flags. Every other test gets its
+    apiserver from the kubelab plugin (the session's) or from ``api_only`` (one of its own)."""
 
     def __init__(self, etcd_url: str, log_dir: Path, port: int | None = None, extra: list[str] | None = None) -> None:
         self.etcd_url = etcd_url

@@ -65,7 +65,9 @@ def test_kubernetes_service_points_at_the_apiserver(kubectl: Kubectl, etcd: Etcd
                                                     tmp_path: Path) -> None:
     """An apiserver puts ``default/kubernetes`` on its own address as it starts; the others leave it there while
     its master lease lives, and take it back once it has stopped (kube-apiserver's lease reconciler lists every
-    live one; kubelab's share a host at different ports, see apiserver/registry/masterleases.py)."""
+    live one; kubelab's share a host at different ports, see apiserver/registry/masterleases.py). The second
+    apiserver is conftest's bare ``ApiServer`` on the session's etcd: a ``kubelab.Cluster``'s apiservers share one
+    secure port, so they advertise one address and cannot show the hand-over."""
 
     def endpoints() -> tuple[list[str], list[str]]:
         ep = rows(kubectl("get", "ep", "kubernetes", "-n", "default").stdout)
