@@ -182,6 +182,11 @@ class Cluster:
         keeps running. ``start_component`` starts it again."""
         self.running.supervisor.stop_unit(self._unit(name), timeout)
 
+    def kill(self, name: str) -> None:
+        """``kill -9`` one process (its process group), as a crash would, and leave it down: a chaos test's
+        component failure; ``start_component`` brings it back."""
+        self.running.supervisor.stop_unit(self._unit(name), kill=True)
+
     def start_component(self, name: str) -> None:
         """Start a process ``stop_component`` stopped, with the same command line (its port, its data), and return
         once it is healthy; a process that exits or stays unhealthy for its start-up timeout raises

@@ -116,17 +116,13 @@ def api_only(*extra: str, **options: Any) -> Cluster:
     """An API-only ``kubelab.Cluster`` of a test's own (not started: ``with api_only(...) as cluster``), with the
     session apiserver's flags and then ``extra`` (a flag given again wins), for tests that stop the apiserver or
     need other flags; ``options``: ``kubelab.Cluster``'s (``apiservers=2``, ``etcd_quota_backend_bytes``, ...)."""
+    os.environ.setdefault("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")  # as the session's: tests need no durable etcd
     return Cluster(nodes=0, components=["apiserver"], extra_args=api_only_args(*extra), **options)
 
 
 def api_only_args(*extra: str) -> dict[str, list[str]]:
     """``extra_args`` of an API-only cluster: the session apiserver's flags, then ``extra``."""
     return {"apiserver": [*SESSION_APISERVER_ARGS, *extra]}
-
-
-@pytest.fixture(scope="session")
-def tmp_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("kubelab")
 
 
 @pytest.fixture(scope="session")
@@ -141,16 +137,6 @@ def apiserver(kubelab_cluster_factory: ClusterFactory) -> Cluster:
 def etcd(apiserver: Cluster) -> EtcdServer:
     """The session apiserver's etcd (plain HTTP on loopback), for tests that read it or run a second apiserver."""
     return apiserver.running.etcd.members[0]
-
-
-@pytest.fixture()
-def own_etcd(tmp_path: Path) -> Iterator[EtcdServer]:
-    """An etcd of the test's own, for tests that compact: compacting the session's etcd would take the history
-    later tests replay (kubelab trace)."""
-    server = EtcdServer(tmp_path / "etcd", log_path=tmp_path / "etcd.log")
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -100,7 +100,7 @@ def _compacts_every_interval(server: Cluster) -> None:
 
 
 async def test_several_apiservers_compact_once_per_interval(etcd_server: EtcdServer) -> None:
-    first, second = EtcdStorage([etcd_server.api_url]), EtcdStorage([etcd_server.api_url])
+    first, second = EtcdStorage([etcd_server.url]), EtcdStorage([etcd_server.url])
     await first.connect()
     await second.connect()
     try:
