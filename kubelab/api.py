@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from kubelab import cluster as engine
 from kubelab import process, zygote
-from kubelab.etcd import etcd_candidates, etcd_version, free_port
+from kubelab.components import COMPONENTS
+from kubelab.etcd import QUOTA_BACKEND_BYTES, etcd_candidates, etcd_version, free_port
 from kubelab.etcdcluster import EtcdRecord, default_specs
+from kubelab.supervisor import Supervised
 from kubelab.testing import Condition, Operator, apply_manifests, wait_for, wait_for_nodes_ready
 
 if TYPE_CHECKING:
@@ -42,6 +44,7 @@ ALL_COMPONENTS = ("apiserver", *engine.CLIENT_COMPONENTS)
 # A library cluster runs what its tests need: the web console ("ui") only when asked for.
 DEFAULT_COMPONENTS = tuple(c for c in ALL_COMPONENTS if c != "ui")
 READY_TIMEOUT = 60.0  # seconds the nodes may take to be Ready after their kubelets are healthy
+STARTUP_TIMEOUT = 60.0  # seconds etcd may take to be healthy again after start_component
 
 
 def find_kubectl() -> str:
@@ -67,7 +70,8 @@ class Cluster:
     ``apiservers``: apiserver processes sharing the secure port (``kubelab up --apiservers``); ``api_url`` is the
     first one's plain port. ``fork_server``: fork the components from this process's pre-imported zygote
     (``kubelab.zygote``: the imports are paid once per Python process, not once per component per cluster);
-    False: a fresh interpreter for each, as `kubelab up` runs them.
+    False: a fresh interpreter for each, as `kubelab up` runs them. ``etcd_quota_backend_bytes``: etcd's
+    ``--quota-backend-bytes`` (a small one fills up and raises etcd's NOSPACE alarm, for tests of what follows).
     """
 
     def __init__(
@@ -89,6 +93,7 @@ class Cluster:
         proxy_mode: str = "auto",
         runtime: str | None = None,
         fork_server: bool = True,
+        etcd_quota_backend_bytes: int = QUOTA_BACKEND_BYTES,
     ) -> None:
         unknown = [c for c in components if c not in ALL_COMPONENTS]
         if unknown or "apiserver" not in components:
@@ -112,6 +117,7 @@ class Cluster:
         self.proxy_mode = proxy_mode
         self.runtime = runtime or ("linux" if pod_network == "bridge" else "process")
         self.fork_server = fork_server
+        self.etcd_quota_backend_bytes = etcd_quota_backend_bytes
         self._engine: engine.Cluster | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -143,6 +149,7 @@ class Cluster:
             proxy_mode=self.proxy_mode,
             runtime=self.runtime,
             spawn=zygote.spawn_unit if self.fork_server else None,
+            etcd_quota_backend_bytes=self.etcd_quota_backend_bytes,
         )
         try:
             self._engine.start()
@@ -174,6 +181,47 @@ class Cluster:
         if not self.keep and self._data_dir is not None:
             shutil.rmtree(self._data_dir, ignore_errors=True)
 
+    def stop_component(self, name: str, timeout: float = 10.0) -> None:
+        """Stop one process — ``apiserver``, ``apiserver-2``, ``scheduler``, ``kubelet-node01``, ``etcd`` ... (the
+        names of ``log_names()``) — and leave it stopped, as a test that takes the apiserver away needs; the rest
+        keeps running. ``start_component`` starts it again."""
+        self.running.supervisor.stop_unit(self._unit(name), timeout)
+
+    def kill(self, name: str) -> None:
+        """``kill -9`` one process (its process group), as a crash would, and leave it down: a chaos test's
+        component failure; ``start_component`` brings it back."""
+        self.running.supervisor.stop_unit(self._unit(name), kill=True)
+
+    def start_component(self, name: str) -> None:
+        """Start a process ``stop_component`` stopped, with the same command line (its port, its data), and return
+        once it is healthy; a process that exits or stays unhealthy for its start-up timeout raises
+        ``StartupError`` with its log. A process that is running is left alone."""
+        entry = self._unit(name)
+        supervisor = self.running.supervisor
+        supervisor.restart_now(entry)
+        component = COMPONENTS.get(entry.record.component)  # etcd is no component of the table
+        limit = component.startup_timeout if component is not None else STARTUP_TIMEOUT
+        deadline = time.monotonic() + limit
+        while not supervisor.probe(entry):
+            assert entry.child is not None
+            status = entry.child.poll()
+            if status is not None or time.monotonic() > deadline:
+                how = f"exited ({status.describe()})" if status is not None else f"not healthy within {limit:.0f}s"
+                raise engine.StartupError(f"{name} {how}; last lines of {entry.unit.log}:\n"
+                                          f"{process.tail(entry.unit.log)}")
+            time.sleep(0.05)
+
+    def restart(self, name: str, timeout: float = 10.0) -> None:
+        """``stop_component`` then ``start_component``: a component restarted, as after a crash or an upgrade."""
+        self.stop_component(name, timeout)
+        self.start_component(name)
+
+    def _unit(self, name: str) -> Supervised:
+        for entry in self.running.supervisor.entries:
+            if entry.unit.name == name:
+                return entry
+        raise KeyError(f"no process {name!r} in this cluster: {self.log_names()}")
+
     def __enter__(self) -> Cluster:
         return self.start()
 
@@ -198,6 +246,17 @@ class Cluster:
     @property
     def api_url(self) -> str:
         return self.running.api_url
+
+    @property
+    def api_urls(self) -> list[str]:
+        """Each apiserver's plain-HTTP URL (``apiservers`` of them on the one etcd); the first is ``api_url``."""
+        return [f"http://127.0.0.1:{port}" for port in self.running.apiserver_ports]
+
+    @property
+    def etcd_url(self) -> str:
+        """etcd's client URL (comma-separated with several members), as the apiserver's ``--etcd-servers``: for a
+        test that reads or compacts the store under the apiserver."""
+        return self.running.etcd.servers
 
     @property
     def secure_url(self) -> str:

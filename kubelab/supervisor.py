@@ -24,6 +24,9 @@ component it is, so etcd members are supervised as the apiserver is. Guarantees:
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -167,6 +170,27 @@ class Supervisor:
                 self._restart(entry)
                 changed = True
         return changed
+
+    def stop_unit(self, entry: Supervised, timeout: float = 10.0, *, kill: bool = False) -> None:
+        """Stop a unit's process on purpose (``kubelab.Cluster.stop_component``; ``kill``: SIGKILL its process
+        group at once, as a crash would) and wait for it: it stays stopped — no back-off, no restart — until
+        ``restart_now``."""
+        entry.restart_due = None
+        entry.record.restart_at = None
+        child, entry.child, entry.healthy = entry.child, None, False
+        if child is None:
+            return
+        if kill and process.pid_alive(child.pid, child.start_time):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+        process.stop_groups([(child.pid, child.start_time)], timeout)
+        if isinstance(child, process.Spawned):
+            child.reap()
+
+    def restart_now(self, entry: Supervised) -> None:
+        """Spawn a unit that is not running (stopped on purpose, or waiting out its back-off) at once."""
+        if entry.child is None:
+            self._restart(entry)
 
     def _awaits_url(self, entry: Supervised) -> bool:
         return entry.record.health_url is None and self._clock() - entry.began < URL_WAIT

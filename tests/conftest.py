@@ -1,7 +1,9 @@
-"""Session fixtures: a real etcd on free ports, a real apiserver process, clients and the real kubectl.
+"""Session fixtures over the kubelab pytest plugin: an API-only ``kubelab.Cluster`` (etcd and a real apiserver,
+as `kubelab up` runs them), clients and the real kubectl.
 
-Tests share one etcd and one apiserver; each test that writes gets a namespace of its own (``ns``) so tests
-never see each other's objects. Tests that restart or kill the apiserver start their own (``ApiServer``).
+Tests share one etcd and one apiserver (per pytest-xdist worker); each test that writes gets a namespace of its own
+(``ns``) so tests never see each other's objects. Tests that need other shapes ask the plugin's
+``kubelab_clusters``; tests that restart or kill the apiserver start a ``kubelab.Cluster`` of their own.
 """
 
 from __future__ import annotations
@@ -20,14 +22,19 @@ from typing import Any
 import httpx
 import pytest
 
+from kubelab.api import Cluster
 from kubelab.etcd import EtcdServer, free_port
+from kubelab.pytest_plugin import ClusterFactory
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBECTL = os.environ.get("KUBELAB_KUBECTL", "/usr/lib/google-cloud-sdk/bin/kubectl.1.32")
 
 
 class ApiServer:
-    """A ``python -m apiserver`` process on a free port, with its log in ``log_path``."""
+    """A bare ``python -m apiserver`` process on a free port, with its log in ``log_path``: only for the few tests
+    that a ``kubelab.Cluster`` cannot serve (each says why in its docstring) — a second apiserver on another
+    cluster's etcd, partial etcd TLS flags, no plain port, a restart with other flags. Every other test gets its
+    apiserver from the kubelab plugin (the session's) or from ``api_only`` (one of its own)."""
 
     def __init__(self, etcd_url: str, log_dir: Path, port: int | None = None, extra: list[str] | None = None) -> None:
         self.etcd_url = etcd_url
@@ -93,41 +100,49 @@ class ApiServer:
         self.start()
 
 
-@pytest.fixture(scope="session")
-def tmp_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("kubelab")
+# The session apiserver's flags beyond the library's (`kubelab up`'s: TLS, ``--authorization-mode Node,RBAC`` with the
+# plain port's requests system:masters, service-account keys, encryption at rest, audit log):
+SESSION_APISERVER_ARGS = [
+    # No compaction: the session runs longer than kube's 5 min interval, and tests such as `kubelab trace` replay
+    # objects' history from etcd (compaction has its own tests, on etcds of their own).
+    "--etcd-compaction-interval", "0",
+    # Pods need no service account (kube's integration framework does the same): the session runs no
+    # controller-manager to make `default` accounts and the root CA ConfigMap.
+    "--disable-admission-plugins", "ServiceAccount",
+]
+
+
+def api_only(*extra: str, **options: Any) -> Cluster:
+    """An API-only ``kubelab.Cluster`` of a test's own (not started: ``with api_only(...) as cluster``), with the
+    session apiserver's flags and then ``extra`` (a flag given again wins), for tests that stop the apiserver or
+    need other flags; ``options``: ``kubelab.Cluster``'s (``apiservers=2``, ``etcd_quota_backend_bytes``, ...)."""
+    os.environ.setdefault("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")  # as the session's: tests need no durable etcd
+    return Cluster(nodes=0, components=["apiserver"], extra_args=api_only_args(*extra), **options)
+
+
+def api_only_args(*extra: str) -> dict[str, list[str]]:
+    """``extra_args`` of an API-only cluster: the session apiserver's flags, then ``extra``."""
+    return {"apiserver": [*SESSION_APISERVER_ARGS, *extra]}
 
 
 @pytest.fixture(scope="session")
-def etcd(tmp_session: Path) -> Iterator[EtcdServer]:
+def apiserver(kubelab_cluster_factory: ClusterFactory) -> Cluster:
+    """The session's (this xdist worker's) API-only cluster: etcd and one apiserver, from the kubelab plugin."""
     os.environ.setdefault("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")
-    server = EtcdServer(tmp_session / "etcd", log_path=tmp_session / "etcd.log")
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture()
-def own_etcd(tmp_path: Path) -> Iterator[EtcdServer]:
-    """An etcd of the test's own, for tests that compact: compacting the session's etcd would take the history
-    later tests replay (kubelab trace)."""
-    server = EtcdServer(tmp_path / "etcd", log_path=tmp_path / "etcd.log")
-    server.start()
-    yield server
-    server.stop()
+    return kubelab_cluster_factory.acquire("tests/conftest.py", nodes=0, components=["apiserver"],
+                                           extra_args=api_only_args())
 
 
 @pytest.fixture(scope="session")
-def apiserver(etcd: EtcdServer, tmp_session: Path) -> Iterator[ApiServer]:
-    server = ApiServer(etcd.url, tmp_session)
-    server.start()
-    yield server
-    server.stop()
+def etcd(apiserver: Cluster) -> EtcdServer:
+    """The session apiserver's etcd (plain HTTP on loopback), for tests that read it or run a second apiserver."""
+    return apiserver.running.etcd.members[0]
 
 
 @pytest.fixture(scope="session")
-def api_url(apiserver: ApiServer) -> str:
-    return apiserver.url
+def api_url(apiserver: Cluster) -> str:
+    """The session apiserver's plain port: every request is ``system:masters``, as on `kubelab up`'s."""
+    return apiserver.api_url
 
 
 @pytest.fixture()

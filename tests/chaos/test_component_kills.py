@@ -1,8 +1,9 @@
 """Every component killed (``kill -9``) in turn under a steady write load, and restarted: nothing acknowledged is
 lost, no watcher misses or repeats an event, the workloads converge, no container is orphaned.
 
-This module runs its own etcd, apiserver, controller-manager, scheduler and two kubelets (a kill must not
-disturb the session's shared apiserver). While a writer updates ConfigMaps (each write with a counter, see
+This module runs its own etcd and apiserver (an API-only ``kubelab.Cluster``, whose ``kill`` and
+``start_component`` it uses), controller-manager, scheduler and two kubelets (a kill must not disturb the
+session's shared apiserver). While a writer updates ConfigMaps (each write with a counter, see
 support/chaos.py for how it knows every committed version), a scaler moves two ReplicationControllers between
 1 and 3 replicas and a watcher records every ConfigMap event, the test kills, one at a time with a pause, the
 controller-manager, the scheduler, a kubelet, the apiserver and etcd (its data dir survives; it restarts with the
@@ -36,8 +37,9 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import ApiServer
-from kubelab.etcd import EtcdServer, free_port
+from conftest import api_only
+from kubelab.api import Cluster as ControlPlane
+from kubelab.etcd import free_port
 from support.chaos import ConfigMapWriter, ReplicaScaler, Watcher, container_pids, processes_in, processes_with
 from support.controllers import ControllerManager
 from support.process import ComponentProcess
@@ -85,8 +87,7 @@ class Cluster:
     """This module's control plane and nodes; ``marker`` is in every container's environment, ``tmp`` holds every
     file of the run (every kubelet, shim and container works below it)."""
 
-    etcd: EtcdServer
-    apiserver: ApiServer
+    control: ControlPlane  # etcd and the apiserver: an API-only kubelab.Cluster
     components: dict[str, Restartable]
     namespace: str
     marker: str
@@ -95,7 +96,7 @@ class Cluster:
 
     @property
     def url(self) -> str:
-        return self.apiserver.url
+        return self.control.api_url
 
 
 def _healthy(url: str) -> bool:
@@ -121,11 +122,12 @@ def _node_ready(api_url: str, name: str) -> bool:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     tmp = tmp_path_factory.mktemp("chaos")
     marker = uuid.uuid4().hex
-    etcd = EtcdServer(tmp / "etcd", log_path=tmp / "etcd.log")
-    etcd.start()
-    apiserver = ApiServer(etcd.url, tmp)
-    apiserver.start()
-    url = apiserver.url
+    with api_only() as control:
+        yield from _with_components(control, tmp, marker)
+
+
+def _with_components(control: ControlPlane, tmp: Path, marker: str) -> Iterator[Cluster]:
+    url = control.api_url
     components: dict[str, Restartable] = {}
 
     def add(name: str, launch: Callable[[], ComponentProcess], ready: Callable[[], bool]) -> None:
@@ -151,7 +153,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 "--root-dir", str(root), "--node-lease-renew-interval", "1", "--runtime", "process", cwd=root),
             lambda name=name, port=port: _healthy(f"https://127.0.0.1:{port}/healthz") and _node_ready(url, name))
     namespace = "chaos"
-    cluster = Cluster(etcd, apiserver, components, namespace, marker, tmp, kubelet_ports)
+    cluster = Cluster(control, components, namespace, marker, tmp, kubelet_ports)
     try:
         for component in components.values():
             component.start()
@@ -165,8 +167,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             component.stop()
         for pid in processes_with(f"CHAOS_CONTAINER={marker}") + processes_in(tmp):
             _kill(pid)  # whatever a failed run left behind
-        apiserver.stop()
-        etcd.stop()
 
 
 def _kill(pid: int) -> None:
@@ -308,19 +308,12 @@ def kill_and_restart_kubelet(cluster: Cluster, client: httpx.Client) -> dict[str
 def kill_and_restart(cluster: Cluster, name: str) -> None:
     """``kill -9`` one component, leave it down for ``DOWN`` seconds under load, start it again and wait until it
     serves. etcd restarts on its data dir, ports and flags; the apiserver on its port."""
-    if name == "etcd":
-        assert cluster.etcd.pid is not None
-        os.killpg(cluster.etcd.pid, signal.SIGKILL)
+    if name in ("etcd", "apiserver"):
+        cluster.control.kill(name)
         time.sleep(DOWN)
-        cluster.etcd.stop()  # reaps the killed process
-        cluster.etcd.start()
-        wait_for(lambda: _healthy(f"{cluster.url}/readyz"), WAIT, "the apiserver to reach etcd again")
-    elif name == "apiserver":
-        assert cluster.apiserver.proc is not None
-        cluster.apiserver.proc.kill()
-        cluster.apiserver.proc.wait()
-        time.sleep(DOWN)
-        cluster.apiserver.start()
+        cluster.control.start_component(name)
+        if name == "etcd":
+            wait_for(lambda: _healthy(f"{cluster.url}/readyz"), WAIT, "the apiserver to reach etcd again")
     else:
         component = cluster.components[name]
         component.kill()

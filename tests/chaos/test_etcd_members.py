@@ -11,6 +11,9 @@ for the record (``pytest -s``). Writes in flight when the leader dies fail after
 2 election timeouts: "request timed out, possibly due to previous leader failure"), as under kube-apiserver;
 writes begun after the new leader's election go through. Every wait is bounded; nothing asserts how long
 anything took.
+
+The etcd members are ``kubelab.etcdcluster``'s and the apiserver conftest's bare ``ApiServer``, not a
+``kubelab.Cluster``: the test kills and restarts single members, which the library's one-member etcd cannot give.
 """
 
 from __future__ import annotations

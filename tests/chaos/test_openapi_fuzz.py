@@ -44,8 +44,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import ApiServer
-from kubelab.etcd import EtcdServer
+from conftest import api_only
+from kubelab.api import Cluster
 from support.openapi_fuzz import fuzz_document, operations, served_documents
 
 pytestmark = pytest.mark.chaos
@@ -64,15 +64,11 @@ def in_suite(method: str, path: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def fuzz_apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ApiServer, Path]]:
+def fuzz_apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Path]]:
+    """An API-only cluster of the module's own: what the fuzzer writes stays out of the session's."""
     tmp = tmp_path_factory.mktemp("fuzz")
-    with EtcdServer(tmp / "etcd", log_path=tmp / "etcd.log") as etcd:
-        server = ApiServer(etcd.url, tmp)
-        server.start()
-        try:
-            yield server, tmp
-        finally:
-            server.stop()
+    with api_only() as server:
+        yield server, tmp
 
 
 def schemathesis_run(document: dict[str, object], url: str, workdir: Path) -> subprocess.Popen[str]:
@@ -89,17 +85,17 @@ def schemathesis_run(document: dict[str, object], url: str, workdir: Path) -> su
                             env={**os.environ, "COLUMNS": "120"})
 
 
-def test_no_server_error(fuzz_apiserver: tuple[ApiServer, Path]) -> None:
+def test_no_server_error(fuzz_apiserver: tuple[Cluster, Path]) -> None:
     apiserver, tmp = fuzz_apiserver
     namespace = f"fuzz-{uuid.uuid4().hex[:8]}"
-    resp = httpx.post(f"{apiserver.url}/api/v1/namespaces", json={"metadata": {"name": namespace}})
+    resp = httpx.post(f"{apiserver.api_url}/api/v1/namespaces", json={"metadata": {"name": namespace}})
     assert resp.status_code == 201, resp.text
-    documents = served_documents(apiserver.url, GROUP_VERSIONS)
+    documents = served_documents(apiserver.api_url, GROUP_VERSIONS)
     selected = operations(fuzz_document(documents, namespace, in_suite))
     assert len(selected) > 100  # both group-versions are served and selected
     shares = [set(selected[i::PROCESSES]) for i in range(PROCESSES)]
     runs = [schemathesis_run(fuzz_document(documents, namespace, lambda m, p, share=share: (m, p) in share),
-                             apiserver.url, tmp / f"run{i}") for i, share in enumerate(shares)]
+                             apiserver.api_url, tmp / f"run{i}") for i, share in enumerate(shares)]
     reports = []
     for i, run in enumerate(runs):
         try:
@@ -110,7 +106,7 @@ def test_no_server_error(fuzz_apiserver: tuple[ApiServer, Path]) -> None:
         reports.append((run.returncode, output))
         (tmp / f"run{i}" / "output.txt").write_text(output)  # what was run, for a person to read
     failed = [output for code, output in reports if code != 0]
-    assert not failed, "\n".join(failed) + f"\napiserver log: {apiserver.log_path}"
+    assert not failed, "\n".join(failed) + f"\napiserver log: {apiserver.data_dir / 'logs' / 'apiserver.log'}"
     for _code, output in reports:  # each run ran (how far it got within MAX_TIME is in its output.txt)
         tested = TESTED.search(output)
         assert tested and int(tested.group(1)) > 0, output

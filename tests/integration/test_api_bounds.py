@@ -345,28 +345,24 @@ def test_eviction_and_binding_bodies_are_typed(client: httpx.Client, ns: str) ->
     assert "deletionTimestamp" not in pod["metadata"] and "nodeName" not in pod["spec"]
 
 
-def test_etcd_request_limit_is_a_flag(etcd: Any, tmp_path: Any) -> None:
+def test_etcd_request_limit_is_a_flag() -> None:
     """``--etcd-max-request-bytes`` (etcd's ``--max-request-bytes``) decides what is refused before the write."""
-    from conftest import ApiServer
+    from conftest import api_only
 
-    server = ApiServer(etcd.url, tmp_path, extra=["--etcd-max-request-bytes", "20000"])
-    server.start()
-    try:
-        with httpx.Client(base_url=server.url, timeout=30) as c:
-            path = "/api/v1/namespaces/default/configmaps"
-            small = {"metadata": {"name": "bounds-small"}, "data": {"a": "x" * 15_000}}
-            big = {"metadata": {"name": "bounds-big"}, "data": {"a": "x" * 25_000}}
-            assert c.post(path, json=small).status_code == 201
-            message = status_of(c.post(path, json=big), 413, "RequestEntityTooLarge")
-            assert "over etcd's request limit of 20000 bytes" in message
-            assert c.get(f"{path}/bounds-big").status_code == 404
-            grown = c.patch(f"{path}/bounds-small", json={"data": {"b": "y" * 10_000}},
-                            headers={"Content-Type": "application/merge-patch+json"})
-            assert status_of(grown, 413, "RequestEntityTooLarge")
-            assert "b" not in c.get(f"{path}/bounds-small").json()["data"]
-            assert c.delete(f"{path}/bounds-small").status_code == 200
-    finally:
-        server.stop()
+    with api_only("--etcd-max-request-bytes", "20000") as cluster, \
+            httpx.Client(base_url=cluster.api_url, timeout=30) as c:
+        path = "/api/v1/namespaces/default/configmaps"
+        small = {"metadata": {"name": "bounds-small"}, "data": {"a": "x" * 15_000}}
+        big = {"metadata": {"name": "bounds-big"}, "data": {"a": "x" * 25_000}}
+        assert c.post(path, json=small).status_code == 201
+        message = status_of(c.post(path, json=big), 413, "RequestEntityTooLarge")
+        assert "over etcd's request limit of 20000 bytes" in message
+        assert c.get(f"{path}/bounds-big").status_code == 404
+        grown = c.patch(f"{path}/bounds-small", json={"data": {"b": "y" * 10_000}},
+                        headers={"Content-Type": "application/merge-patch+json"})
+        assert status_of(grown, 413, "RequestEntityTooLarge")
+        assert "b" not in c.get(f"{path}/bounds-small").json()["data"]
+        assert c.delete(f"{path}/bounds-small").status_code == 200
 
 
 def test_dry_run_values_are_validated_per_options_kind(client: httpx.Client, ns: str) -> None:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import queue
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-from conftest import ApiServer
-from kubelab.etcd import EtcdServer
+from conftest import api_only
 from support.builders import make_pod
 from support.watch import WatchReader
 
@@ -135,28 +133,25 @@ async def _compact(etcd_url: str) -> int:
     return rev
 
 
-def test_watch_older_than_the_cache_is_served_from_etcd_history_or_410(own_etcd: EtcdServer, tmp_path: Path) -> None:
+def test_watch_older_than_the_cache_is_served_from_etcd_history_or_410() -> None:
     """With a ring buffer of 3 events, a watch from 6 changes ago is replayed from etcd's history; once etcd
     has compacted that history, the same watch gets an ERROR event with a 410 Expired Status."""
-    etcd = own_etcd
     import asyncio
 
-    server = ApiServer(etcd.url, tmp_path, extra=["--watch-cache-size", "3"])
-    server.start()
-    try:
-        with httpx.Client(base_url=server.url, timeout=30) as c:
+    with api_only("--watch-cache-size", "3") as server:
+        with httpx.Client(base_url=server.api_url, timeout=30) as c:
             ns = c.post("/api/v1/namespaces", json={"metadata": {"generateName": "old-"}}).json()["metadata"]["name"]
             rv = c.post(pods_path(ns), json=make_pod("old").build()).json()["metadata"]["resourceVersion"]
             for i in range(6):
                 label(c, ns, "old", i=str(i))
-        w = WatchReader(server.url, pods_path(ns), {"resourceVersion": rv})
+        w = WatchReader(server.api_url, pods_path(ns), {"resourceVersion": rv})
         try:
             events = w.take(6)
             assert [e["object"]["metadata"]["labels"]["i"] for e in events] == [str(i) for i in range(6)]
         finally:
             w.close()
-        asyncio.run(_compact(etcd.url))
-        w = WatchReader(server.url, pods_path(ns), {"resourceVersion": rv})
+        asyncio.run(_compact(server.etcd_url))
+        w = WatchReader(server.api_url, pods_path(ns), {"resourceVersion": rv})
         try:
             event = w.next()
             assert event["type"] == "ERROR"
@@ -164,28 +159,22 @@ def test_watch_older_than_the_cache_is_served_from_etcd_history_or_410(own_etcd:
             assert w.next() is None  # the stream ends after the error
         finally:
             w.close()
-    finally:
-        server.stop()
 
 
-def test_resume_after_apiserver_restart(own_etcd: EtcdServer, tmp_path: Path) -> None:
+def test_resume_after_apiserver_restart() -> None:
     """A watcher that saw RV R reconnects to a restarted apiserver with R: the new server's cache starts after
     R, so it replays R's successors from etcd's history and misses nothing; once etcd has compacted that history,
     the same resume gets 410 Expired."""
-    etcd = own_etcd
-    server = ApiServer(etcd.url, tmp_path)
-    server.start()
-    try:
-        with httpx.Client(base_url=server.url, timeout=30) as c:
+    with api_only() as server:
+        with httpx.Client(base_url=server.api_url, timeout=30) as c:
             created = c.post("/api/v1/namespaces", json={"metadata": {"generateName": "restart-"}}).json()
             ns = created["metadata"]["name"]
             rv = c.post(pods_path(ns), json=make_pod("r").build()).json()["metadata"]["resourceVersion"]
-        server.stop()
-        server.start()
-        with httpx.Client(base_url=server.url, timeout=30) as c:
+        server.restart("apiserver")
+        with httpx.Client(base_url=server.api_url, timeout=30) as c:
             label(c, ns, "r", after="restart")
             c.post(pods_path(ns), json=make_pod("r2").build())
-        w = WatchReader(server.url, pods_path(ns), {"resourceVersion": rv})
+        w = WatchReader(server.api_url, pods_path(ns), {"resourceVersion": rv})
         try:
             events = [(e["type"], e["object"]["metadata"]["name"]) for e in w.take(2)]
             assert events == [("MODIFIED", "r"), ("ADDED", "r2")]
@@ -194,18 +183,15 @@ def test_resume_after_apiserver_restart(own_etcd: EtcdServer, tmp_path: Path) ->
         # Same after the restart for a compacted revision: 410 Expired.
         import asyncio
 
-        asyncio.run(_compact(etcd.url))
-        server.stop()
-        server.start()
-        w = WatchReader(server.url, pods_path(ns), {"resourceVersion": rv})
+        asyncio.run(_compact(server.etcd_url))
+        server.restart("apiserver")
+        w = WatchReader(server.api_url, pods_path(ns), {"resourceVersion": rv})
         try:
             event = w.next()
             assert event["type"] == "ERROR"
             assert event["object"]["code"] == 410 and event["object"]["reason"] == "Expired"
         finally:
             w.close()
-    finally:
-        server.stop()
 
 
 def test_many_watchers_all_see_the_change(api_url: str, client: httpx.Client, ns: str) -> None:
@@ -234,42 +220,30 @@ def test_table_watch_for_kubectl(api_url: str, client: httpx.Client, ns: str) ->
         w.close()
 
 
-def test_lost_etcd_watch_is_reestablished_without_loss_or_repeat(tmp_path: Path) -> None:
+def test_lost_etcd_watch_is_reestablished_without_loss_or_repeat() -> None:
     """etcd goes away under a running apiserver and comes back: the watch cache re-watches from the last
     revision it saw, so a client watch opened before the outage sees every later change exactly once."""
-    from kubelab.etcd import free_port
-
-    etcd = EtcdServer(tmp_path / "etcd", client_port=free_port(), peer_port=free_port(),
-                      log_path=tmp_path / "etcd.log")
-    etcd.start()
-    server = ApiServer(etcd.url, tmp_path)
-    server.start()
-    try:
-        with httpx.Client(base_url=server.url, timeout=30) as c:
-            ns = c.post("/api/v1/namespaces", json={"metadata": {"name": "outage"}}).json()["metadata"]["name"]
-            c.post(pods_path(ns), json=make_pod("before").build())
-            w = WatchReader(server.url, pods_path(ns), {"resourceVersion": "0"})
-            try:
-                assert w.next()["object"]["metadata"]["name"] == "before"
-                etcd.stop()
-                etcd.start()
-                deadline = 30
-                while True:  # the apiserver answers 500/504 while etcd is away, then serves again
-                    resp = c.post(pods_path(ns), json=make_pod("after").build())
-                    if resp.status_code == 201:
-                        break
-                    deadline -= 1
-                    assert deadline > 0, resp.text
-                    time.sleep(0.5)
-                label(c, ns, "after", x="1")
-                events = [(e["type"], e["object"]["metadata"]["name"]) for e in w.take(2, timeout=30)]
-                assert events == [("ADDED", "after"), ("MODIFIED", "after")]
-                with pytest.raises(queue.Empty):
-                    w.next(timeout=1)
-                listed = c.get(pods_path(ns)).json()
-                assert [p["metadata"]["name"] for p in listed["items"]] == ["after", "before"]
-            finally:
-                w.close()
-    finally:
-        server.stop()
-        etcd.stop()
+    with api_only() as server, httpx.Client(base_url=server.api_url, timeout=30) as c:
+        ns = c.post("/api/v1/namespaces", json={"metadata": {"name": "outage"}}).json()["metadata"]["name"]
+        c.post(pods_path(ns), json=make_pod("before").build())
+        w = WatchReader(server.api_url, pods_path(ns), {"resourceVersion": "0"})
+        try:
+            assert w.next()["object"]["metadata"]["name"] == "before"
+            server.restart("etcd")
+            deadline = 30
+            while True:  # the apiserver answers 500/504 while etcd is away, then serves again
+                resp = c.post(pods_path(ns), json=make_pod("after").build())
+                if resp.status_code == 201:
+                    break
+                deadline -= 1
+                assert deadline > 0, resp.text
+                time.sleep(0.5)
+            label(c, ns, "after", x="1")
+            events = [(e["type"], e["object"]["metadata"]["name"]) for e in w.take(2, timeout=30)]
+            assert events == [("ADDED", "after"), ("MODIFIED", "after")]
+            with pytest.raises(queue.Empty):
+                w.next(timeout=1)
+            listed = c.get(pods_path(ns)).json()
+            assert [p["metadata"]["name"] for p in listed["items"]] == ["after", "before"]
+        finally:
+            w.close()

@@ -29,8 +29,7 @@ import httpx
 import pytest
 import yaml
 
-from conftest import KUBECTL, ROOT, ApiServer, Kubectl
-from kubelab.etcd import EtcdServer
+from conftest import KUBECTL, ROOT, Kubectl, api_only
 from support.controllers import ControllerManager
 from support.kubelet import running_node
 from support.scheduler import SchedulerProcess
@@ -65,8 +64,8 @@ RC = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": 
 
 
 class Cluster:
-    def __init__(self, api: ApiServer, log: Path) -> None:
-        self.api, self.log = api, log
+    def __init__(self, api_url: str, log: Path) -> None:
+        self.api_url, self.log = api_url, log
 
     def events(self) -> list[dict[str, Any]]:
         """Every audit event written so far, the rotated files first (the backend writes off the request path:
@@ -86,27 +85,25 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """An API-only ``kubelab.Cluster`` of the module's own with this policy and a small, rotated audit log, and
+    the components of the flow beside it: the replication controller, the scheduler and one node."""
     root = tmp_path_factory.mktemp("audit")
     (root / "policy.yaml").write_text(POLICY)
     log = root / "logs" / "audit.log"
-    etcd = EtcdServer(root / "etcd", log_path=root / "etcd.log")
-    etcd.start()
-    api = ApiServer(etcd.url, root, extra=["--audit-policy-file", str(root / "policy.yaml"), "--audit-log-path",
-                                            str(log), "--audit-log-maxsize", "1", "--audit-log-maxbackup", "2"])
     started: list[Any] = []
-    try:
-        api.start()
-        started.append(ControllerManager(api.url, root / "cm.log", "--leader-elect=false",
-                                         "--controllers=replicationcontroller-controller"))
-        started.append(SchedulerProcess(api.url, root / "scheduler.log", "--leader-elect=false"))
-        with running_node(api.url, NODE, root), httpx.Client(base_url=api.url) as client:
-            wait_for(lambda: client.get(f"/api/v1/nodes/{NODE}").status_code == 200, what="the node")
-            yield Cluster(api, log)
-    finally:
-        for component in started:
-            component.stop()
-        api.stop()
-        etcd.stop()
+    with api_only("--audit-policy-file", str(root / "policy.yaml"), "--audit-log-path", str(log),
+                  "--audit-log-maxsize", "1", "--audit-log-maxbackup", "2") as api:
+        url = api.api_url
+        try:
+            started.append(ControllerManager(url, root / "cm.log", "--leader-elect=false",
+                                             "--controllers=replicationcontroller-controller"))
+            started.append(SchedulerProcess(url, root / "scheduler.log", "--leader-elect=false"))
+            with running_node(url, NODE, root), httpx.Client(base_url=url) as client:
+                wait_for(lambda: client.get(f"/api/v1/nodes/{NODE}").status_code == 200, what="the node")
+                yield Cluster(url, log)
+        finally:
+            for component in started:
+                component.stop()
 
 
 @dataclass(frozen=True)
@@ -118,7 +115,7 @@ class Flow:
 @pytest.fixture(scope="module")
 def flow(cluster: Cluster) -> Flow:
     """An RC created in namespace ``flow`` and its pod watched to Running by a client."""
-    with httpx.Client(base_url=cluster.api.url, timeout=30) as client:
+    with httpx.Client(base_url=cluster.api_url, timeout=30) as client:
         assert client.post("/api/v1/namespaces", json={"metadata": {"name": "flow"}}).status_code == 201
         rv = client.get("/api/v1/namespaces/flow/pods").json()["metadata"]["resourceVersion"]
         with client.stream("GET", "/api/v1/namespaces/flow/pods", params={
@@ -140,7 +137,7 @@ def trace(api_url: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_trace_gives_every_hop_a_millisecond_latency_that_adds_up(cluster: Cluster, flow: Flow) -> None:
     pod, measured = flow.pod, flow.measured
     name = pod["metadata"]["name"]
-    done = trace(cluster.api.url, name, "-n", "flow", "-o", "json", "--audit-log", str(cluster.log))
+    done = trace(cluster.api_url, name, "-n", "flow", "-o", "json", "--audit-log", str(cluster.log))
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     steps = {s["number"]: s for s in doc["steps"]}
@@ -171,7 +168,7 @@ def test_trace_gives_every_hop_a_millisecond_latency_that_adds_up(cluster: Clust
     assert abs(total * 1000 - path["total_ms"]) < 0.01
     assert abs(total - measured) < 0.050, (total, measured)
 
-    table = trace(cluster.api.url, name, "-n", "flow", "--audit-log", str(cluster.log))
+    table = trace(cluster.api_url, name, "-n", "flow", "--audit-log", str(cluster.log))
     assert table.returncode == 0, table.stderr
     assert f"audit log: {cluster.log}" in table.stdout and "critical path: step 2 -> step 13: " in table.stdout
     assert "event SuccessfulCreate" in table.stdout and not re.search(r"\(in \d", table.stdout)
@@ -183,7 +180,7 @@ def test_trace_gives_every_hop_a_millisecond_latency_that_adds_up(cluster: Clust
 
 def test_audit_events_follow_the_policy_levels(cluster: Cluster) -> None:
     headers = {"User-Agent": "audit-test/1.0"}
-    with httpx.Client(base_url=cluster.api.url, timeout=30, headers=headers) as client:
+    with httpx.Client(base_url=cluster.api_url, timeout=30, headers=headers) as client:
         ns = "levels"
         assert client.post("/api/v1/namespaces", json={"metadata": {"name": ns}}).status_code == 201
         secret = client.post(f"/api/v1/namespaces/{ns}/secrets", json={"metadata": {"name": "s"},
@@ -237,7 +234,7 @@ def test_audit_events_follow_the_policy_levels(cluster: Cluster) -> None:
 
 def test_the_audit_log_rotates_at_maxsize_and_keeps_maxbackup(cluster: Cluster) -> None:
     big = "x" * 200_000
-    with httpx.Client(base_url=cluster.api.url, timeout=30) as client:
+    with httpx.Client(base_url=cluster.api_url, timeout=30) as client:
         assert client.post("/api/v1/namespaces", json={"metadata": {"name": "rotate"}}).status_code == 201
         for i in range(14):  # RequestResponse: each create logs its body twice, ~0.4 MB per request
             resp = client.post("/api/v1/namespaces/rotate/secrets",
@@ -253,7 +250,7 @@ def test_the_audit_log_rotates_at_maxsize_and_keeps_maxbackup(cluster: Cluster) 
 
 
 def test_scheduler_events_are_events_k8s_io_with_event_time(cluster: Cluster, flow: Flow, tmp_path: Path) -> None:
-    kubectl = Kubectl(KUBECTL, cluster.api.url, tmp_path)
+    kubectl = Kubectl(KUBECTL, cluster.api_url, tmp_path)
     out = kubectl("get", "events.v1.events.k8s.io", "-n", "flow", "--field-selector", "reason=Scheduled",
                   "-o", "yaml").stdout
     event = yaml.safe_load(out)["items"][0]
@@ -266,17 +263,12 @@ def test_scheduler_events_are_events_k8s_io_with_event_time(cluster: Cluster, fl
     assert "Scheduled" in described and "default-scheduler" in described
 
 
-def test_a_full_disk_fails_no_request(tmp_path: Path, etcd: EtcdServer) -> None:
+def test_a_full_disk_fails_no_request(tmp_path: Path) -> None:
     (tmp_path / "policy.yaml").write_text(POLICY)
-    api = ApiServer(etcd.url, tmp_path, extra=["--audit-policy-file", str(tmp_path / "policy.yaml"),
-                                               "--audit-log-path", "/dev/full"])
-    try:
-        api.start()
-        with httpx.Client(base_url=api.url, timeout=30) as client:
+    with api_only("--audit-policy-file", str(tmp_path / "policy.yaml"), "--audit-log-path", "/dev/full") as api:
+        with httpx.Client(base_url=api.api_url, timeout=30) as client:
             for _i in range(5):
                 resp = client.post("/api/v1/namespaces", json={"metadata": {"name": f"full-{uuid.uuid4().hex[:8]}"}})
                 assert resp.status_code == 201, resp.text
                 client.delete(f"/api/v1/namespaces/{resp.json()['metadata']['name']}")
-        wait_for(lambda: "not written" in api.log_path.read_text(), what="the lost audit lines to be logged")
-    finally:
-        api.stop()
+        wait_for(lambda: "not written" in api.logs("apiserver"), what="the lost audit lines to be logged")

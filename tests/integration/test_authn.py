@@ -10,13 +10,14 @@ import ssl
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from conftest import ApiServer, Kubectl
+from conftest import ApiServer, Kubectl, api_only
 from kubelab.clusterpki import ADMIN, ClusterPKI, Identity, make_cluster_pki
 from kubelab.etcd import EtcdServer, free_port
 from kubelab.kubeconfig import write_kubeconfig
@@ -30,17 +31,15 @@ SELF_REVIEW = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectRev
 
 
 class SecureServer:
-    """An apiserver serving HTTPS with a fresh cluster PKI, and its plain port."""
+    """An apiserver serving HTTPS with its cluster PKI (``pki``) on ``secure_port``, beside its plain ``plain_url``,
+    that also takes the static tokens of ``TOKENS`` (in ``root``)."""
 
-    def __init__(self, etcd: EtcdServer, root: Path, *extra: str) -> None:
+    def __init__(self, root: Path, pki: ClusterPKI, secure_port: int, plain_url: str) -> None:
         self.root = root
-        self.pki: ClusterPKI = make_cluster_pki(root / "pki")
-        (root / "tokens.csv").write_text(TOKENS)
-        self.secure_port = free_port()
+        self.pki = pki
+        self.secure_port = secure_port
         self.url = f"https://127.0.0.1:{self.secure_port}"
-        flags = ["--secure-port", str(self.secure_port), *self.pki.apiserver_flags(),
-                 "--token-auth-file", str(root / "tokens.csv"), *extra]
-        self.server = ApiServer(etcd.url, root, extra=flags)
+        self.plain_url = plain_url
 
     def kubeconfig(self, identity: Identity) -> Path:
         return write_kubeconfig(self.root / f"{identity.file}.conf", self.url, ca=self.pki.ca_cert,
@@ -51,11 +50,13 @@ class SecureServer:
 
 
 @pytest.fixture(scope="module")
-def secure(etcd: EtcdServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureServer]:
-    server = SecureServer(etcd, tmp_path_factory.mktemp("authn"))
-    server.server.start()
-    yield server
-    server.server.stop()
+def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureServer]:
+    """This module's API-only ``kubelab.Cluster`` (HTTPS with kubeadm's PKI, as `kubelab up`), with static tokens."""
+    root = tmp_path_factory.mktemp("authn")
+    (root / "tokens.csv").write_text(TOKENS)
+    with api_only("--token-auth-file", str(root / "tokens.csv")) as cluster:
+        assert cluster.running.pki is not None
+        yield SecureServer(root, cluster.running.pki, urlsplit(cluster.secure_url).port or 0, cluster.api_url)
 
 
 @pytest.fixture()
@@ -145,31 +146,37 @@ def test_serving_certificate_names(secure: SecureServer) -> None:
 
 
 def test_the_plain_port_still_answers(secure: SecureServer) -> None:
-    assert httpx.get(f"{secure.server.url}/api/v1/namespaces/default").status_code == 200
+    assert httpx.get(f"{secure.plain_url}/api/v1/namespaces/default").status_code == 200
 
 
 def test_without_anonymous_auth_a_request_without_credentials_is_401(etcd: EtcdServer, tmp_path: Path,
                                                                       kubectl_bin: str) -> None:
-    server = SecureServer(etcd, tmp_path, "--anonymous-auth=false", "--insecure-port", "0")
+    # A bare apiserver (``ApiServer``): without a plain port, the library's launcher could not see it healthy.
+    (tmp_path / "tokens.csv").write_text(TOKENS)
+    pki, port = make_cluster_pki(tmp_path / "pki"), free_port()
+    bare = ApiServer(etcd.url, tmp_path, extra=["--secure-port", str(port), *pki.apiserver_flags(),
+                                                "--token-auth-file", str(tmp_path / "tokens.csv"),
+                                                "--anonymous-auth=false", "--insecure-port", "0"])
+    server = SecureServer(tmp_path, pki, port, bare.url)
     admin = server.pki.client(ADMIN)
-    server.server.verify = server.verify()
-    server.server.verify.load_cert_chain(str(admin.cert), str(admin.key))
-    server.server.health_url = f"{server.url}/healthz"
-    server.server.start()
+    bare.verify = server.verify()
+    bare.verify.load_cert_chain(str(admin.cert), str(admin.key))
+    bare.health_url = f"{server.url}/healthz"
+    bare.start()
     try:
         resp = httpx.post(f"{server.url}{WHOAMI}", json=SELF_REVIEW, verify=server.verify())
         assert (resp.status_code, resp.json()["reason"]) == (401, "Unauthorized")
         admin = Kubectl(kubectl_bin, server.url, tmp_path)
         assert _whoami(admin, env={"KUBECONFIG": str(server.kubeconfig(ADMIN))})[1] == ["Username", "kubernetes-admin"]
         with pytest.raises(httpx.ConnectError):
-            httpx.get(server.server.url)  # --insecure-port 0: no plain port
+            httpx.get(bare.url)  # --insecure-port 0: no plain port
         # a websocket upgrade (exec) is authenticated before it is accepted
         exec_url = f"{server.url}/api/v1/namespaces/default/pods/nope/exec?command=true&stdout=1"
         assert asyncio.run(upgrade_status(exec_url, server.verify())) == 401
         # the admin gets past authentication to the pod lookup, whose refusal closes the websocket before it opens
-        assert asyncio.run(upgrade_status(exec_url, server.server.verify)) == 403
+        assert asyncio.run(upgrade_status(exec_url, bare.verify)) == 403
     finally:
-        server.server.stop()
+        bare.stop()
 
 
 # ---- a whole cluster: every component its own identity, over HTTPS --------------------------------------------

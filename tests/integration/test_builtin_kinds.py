@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import ApiServer, Kubectl
-from kubelab.etcd import EtcdServer, free_port
+from conftest import Kubectl, api_only
+from kubelab.etcd import free_port
 from support.wait import wait_for
 
 pytestmark = pytest.mark.kubectl
@@ -213,26 +213,24 @@ class _Healthz(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture()
-def cs_apiserver(etcd: EtcdServer, tmp_path: Path) -> Iterator[tuple[ApiServer, int]]:
-    """An apiserver whose scheduler answers its healthz and whose controller-manager is not running."""
+def cs_apiserver() -> Iterator[tuple[str, int]]:
+    """An API-only cluster whose scheduler answers its healthz and whose controller-manager is not running: its
+    plain URL and the controller-manager's closed port."""
     healthz = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Healthz)
     threading.Thread(target=healthz.serve_forever, daemon=True).start()
     closed = free_port()
-    server = ApiServer(etcd.url, tmp_path, extra=[
-        "--scheduler-healthz-url", f"http://127.0.0.1:{healthz.server_address[1]}/healthz",
-        "--controller-manager-healthz-url", f"http://127.0.0.1:{closed}/healthz"])
-    server.start()
     try:
-        yield server, closed
+        with api_only("--scheduler-healthz-url", f"http://127.0.0.1:{healthz.server_address[1]}/healthz",
+                      "--controller-manager-healthz-url", f"http://127.0.0.1:{closed}/healthz") as cluster:
+            yield cluster.api_url, closed
     finally:
-        server.stop()
         healthz.shutdown()
         healthz.server_close()
 
 
-def test_component_statuses(kubectl_bin: str, cs_apiserver: tuple[ApiServer, int], tmp_path: Path) -> None:
-    server, closed = cs_apiserver
-    kubectl = Kubectl(kubectl_bin, server.url, tmp_path)
+def test_component_statuses(kubectl_bin: str, cs_apiserver: tuple[str, int], tmp_path: Path) -> None:
+    url, closed = cs_apiserver
+    kubectl = Kubectl(kubectl_bin, url, tmp_path)
     result = kubectl("get", "cs")
     assert "Warning: v1 ComponentStatus is deprecated in v1.19+" in result.stderr
     rows = [" ".join(line.split()) for line in result.stdout.splitlines()]
@@ -241,10 +239,10 @@ def test_component_statuses(kubectl_bin: str, cs_apiserver: tuple[ApiServer, int
                     f"127.0.0.1:{closed}: connect: connection refused",
                     "etcd-0 Healthy ok",
                     "scheduler Healthy ok"]
-    etcd = httpx.get(f"{server.url}/api/v1/componentstatuses/etcd-0").json()
+    etcd = httpx.get(f"{url}/api/v1/componentstatuses/etcd-0").json()
     assert etcd["conditions"] == [{"type": "Healthy", "status": "True", "message": "ok"}]
-    assert httpx.delete(f"{server.url}/api/v1/componentstatuses/etcd-0").status_code == 405
-    assert httpx.get(f"{server.url}/api/v1/componentstatuses/nope").status_code == 404
+    assert httpx.delete(f"{url}/api/v1/componentstatuses/etcd-0").status_code == 405
+    assert httpx.get(f"{url}/api/v1/componentstatuses/nope").status_code == 404
 
 
 # --- API Priority and Fairness ---------------------------------------------------------------------------------------

@@ -18,10 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import ApiServer, Kubectl
-from kubelab.addons import ADDONS
-from kubelab.clusterpki import CONSOLE, ClusterPKI, make_cluster_pki
-from kubelab.etcd import EtcdServer, free_port
+from conftest import Kubectl, api_only
+from kubelab.clusterpki import CONSOLE, ClusterPKI
 from kubelab.kubeconfig import write_kubeconfig
 from support.artifacts import artifacts_dir, check_png
 from support.browser import Browser, chromium
@@ -37,34 +35,22 @@ manager = controller_manager_fixture("replicationcontroller")
 
 
 @pytest.fixture(scope="module")
-def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ApiServer, str, ClusterPKI]]:
-    """This module's etcd and apiserver: HTTPS (kubeadm's PKI) beside the plain port, kubelab up's add-ons applied;
-    (the apiserver, its HTTPS URL, the PKI). Its own, so that its watch list is this cluster's alone."""
-    root = tmp_path_factory.mktemp("console-apiserver")
-    etcd = EtcdServer(root / "etcd", log_path=root / "etcd.log")
-    pki = make_cluster_pki(root / "pki")
-    port = free_port()
-    api = ApiServer(etcd.url, root, extra=["--secure-port", str(port), *pki.apiserver_flags()])
-    etcd.start()
-    try:
-        api.start()
-        with httpx.Client(base_url=api.url, timeout=30) as client:
-            for path, obj in ADDONS:
-                assert client.post(path, json=obj).status_code == 201, path
-        yield api, f"https://127.0.0.1:{port}", pki
-    finally:
-        api.stop()
-        etcd.stop()
+def secure() -> Iterator[tuple[str, str, ClusterPKI]]:
+    """This module's API-only ``kubelab.Cluster``: HTTPS (kubeadm's PKI) beside the plain port, kubelab up's add-ons
+    applied; (its plain URL, its HTTPS URL, the PKI). Its own, so that its watch list is this cluster's alone."""
+    with api_only() as cluster:
+        assert cluster.running.pki is not None
+        yield cluster.api_url, cluster.secure_url, cluster.running.pki
 
 
 @pytest.fixture(scope="module")
-def api_url(secure: tuple[ApiServer, str, ClusterPKI]) -> str:
+def api_url(secure: tuple[str, str, ClusterPKI]) -> str:
     """The plain port of this module's apiserver, for the components and the test (the session's is not used)."""
-    return secure[0].url
+    return secure[0]
 
 
 @pytest.fixture(scope="module")
-def cluster(api_url: str, secure: tuple[ApiServer, str, ClusterPKI], module_ns: str,
+def cluster(api_url: str, secure: tuple[str, str, ClusterPKI], module_ns: str,
             tmp_path_factory: pytest.TempPathFactory, manager: Any) -> Iterator[dict[str, Any]]:
     """Two kubelets ``<ns>-n1``/``-n2``, a scheduler, and the console (``python -m kubelab.ui``) pointed at them,
     reaching the apiserver over HTTPS as ``kubelab:console``."""

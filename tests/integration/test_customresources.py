@@ -15,7 +15,7 @@ import httpx
 import pytest
 import yaml
 
-from conftest import ApiServer, Kubectl, kubectl_release
+from conftest import Kubectl, api_only, kubectl_release
 from support.crds import CRDS, create_crd, crontab_crd, established, new_group
 from support.wait import wait_for
 
@@ -266,33 +266,33 @@ def _served(custom: Any, group: str, ns: str) -> bool:
         return False
 
 
-def test_every_apiserver_on_the_etcd_serves_new_crds(etcd: Any, tmp_session: Path, client: httpx.Client,
-                                                     ns: str) -> None:
-    other = ApiServer(etcd.url, tmp_session)
-    other.start()
-    try:
-        group = new_group()
-        resp = client.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                           json=crontab_crd(group, scope="Cluster"))
-        assert resp.status_code == 201, resp.text
-        with httpx.Client(base_url=other.url, timeout=10) as second:
-            wait_for(lambda: second.get(f"/apis/{group}/v1/crontabs").status_code == 200, 10, "served by the other")
-            created = second.post(f"/apis/{group}/v1/crontabs", json={
-                "apiVersion": f"{group}/v1", "kind": "CronTab", "metadata": {"name": "c"},
-                "spec": {"cronSpec": "* * * * *"}})
-            assert created.status_code == 201, created.text
-            assert "namespace" not in created.json()["metadata"]
-            assert client.get(f"/apis/{group}/v1/crontabs/c").json()["metadata"]["uid"] == \
-                created.json()["metadata"]["uid"]
-            paths = second.get("/openapi/v3").json()["paths"]
-            assert f"apis/{group}/v1" in paths
-            doc = second.get(paths[f"apis/{group}/v1"]["serverRelativeURL"]).json()
-            assert f"{'.'.join(reversed(group.split('.')))}.v1.CronTab" in doc["components"]["schemas"]
-            client.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.{group}")
-            wait_for(lambda: second.get(f"/apis/{group}/v1/crontabs").status_code == 404, 20, "gone on the other")
-            assert f"apis/{group}/v1" not in second.get("/openapi/v3").json()["paths"]
-    finally:
-        other.stop()
+def test_every_apiserver_on_the_etcd_serves_new_crds() -> None:
+    """Two apiserver processes on one etcd (``apiservers=2``): a CRD made through one is served by the other."""
+    with api_only(apiservers=2) as cluster, httpx.Client(base_url=cluster.api_url, timeout=10) as client:
+        _both_serve_new_crds(client, cluster.api_urls[1])
+
+
+def _both_serve_new_crds(client: httpx.Client, other_url: str) -> None:
+    group = new_group()
+    resp = client.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                       json=crontab_crd(group, scope="Cluster"))
+    assert resp.status_code == 201, resp.text
+    with httpx.Client(base_url=other_url, timeout=10) as second:
+        wait_for(lambda: second.get(f"/apis/{group}/v1/crontabs").status_code == 200, 10, "served by the other")
+        created = second.post(f"/apis/{group}/v1/crontabs", json={
+            "apiVersion": f"{group}/v1", "kind": "CronTab", "metadata": {"name": "c"},
+            "spec": {"cronSpec": "* * * * *"}})
+        assert created.status_code == 201, created.text
+        assert "namespace" not in created.json()["metadata"]
+        assert client.get(f"/apis/{group}/v1/crontabs/c").json()["metadata"]["uid"] == \
+            created.json()["metadata"]["uid"]
+        paths = second.get("/openapi/v3").json()["paths"]
+        assert f"apis/{group}/v1" in paths
+        doc = second.get(paths[f"apis/{group}/v1"]["serverRelativeURL"]).json()
+        assert f"{'.'.join(reversed(group.split('.')))}.v1.CronTab" in doc["components"]["schemas"]
+        client.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.{group}")
+        wait_for(lambda: second.get(f"/apis/{group}/v1/crontabs").status_code == 404, 20, "gone on the other")
+        assert f"apis/{group}/v1" not in second.get("/openapi/v3").json()["paths"]
 
 
 @pytest.mark.parametrize("version", ["v2", "v2beta1"])

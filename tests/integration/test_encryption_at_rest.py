@@ -3,7 +3,9 @@ value etcd holds (read straight from etcd with aetcd, not through the apiserver)
 ciphertext without the secret in it, the API answers the plain Secret, keys rotate by restarting with a new first
 key and replacing every Secret, and a Secret whose key is gone fails with kube's error while the rest is served.
 
-Each test runs its own etcd: an apiserver without a test's keys would hold its Secrets undecodable."""
+Each test runs its own etcd: an apiserver without a test's keys would hold its Secrets undecodable. Its
+apiservers are conftest's bare ``ApiServer``, not a ``kubelab.Cluster``: a test restarts the apiserver on one etcd
+with another encryption config, or none, and the library's always runs its own config with one command line."""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import ApiServer
+from conftest import api_only
+from kubelab.cluster import StartupError
 from kubelab.etcd import EtcdServer, _distro_binary, etcd_version
 from kubelab.etcdcluster import EtcdRecord, IncompatibleEtcd, choose_etcd, local_cluster, record_run
 
@@ -100,24 +101,16 @@ def test_choose_etcd_refuses_across_two_minor_versions(tmp_path: Path, monkeypat
 # ---- the apiserver's storage format ----------------------------------------------------------------------
 
 
-def test_the_apiserver_records_its_storage_format_and_refuses_a_newer_one(tmp_path: Path) -> None:
-    etcd = EtcdServer(tmp_path / "etcd", log_path=tmp_path / "etcd.log")
-    etcd.start()
-    try:
-        server = ApiServer(etcd.url, tmp_path)
-        server.start()
-        server.stop()
-        gateway = f"{etcd.url}/v3/kv"
+def test_the_apiserver_records_its_storage_format_and_refuses_a_newer_one() -> None:
+    with api_only() as cluster:
+        cluster.stop_component("apiserver")
+        gateway = f"{cluster.etcd_url}/v3/kv"
         key = "L2t1YmVsYWIuaW8vc3RvcmFnZS1mb3JtYXQ="  # /kubelab.io/storage-format
         kvs = httpx.post(f"{gateway}/range", json={"key": key}, timeout=5).json()["kvs"]
         assert json.loads(base64.b64decode(kvs[0]["value"]))["format"] == 1
         newer = base64.b64encode(json.dumps({"format": 99, "writtenBy": "kubelab 9.9"}).encode()).decode()
         httpx.post(f"{gateway}/put", json={"key": key, "value": newer}, timeout=5).raise_for_status()
-        refused = ApiServer(etcd.url, tmp_path)
-        with pytest.raises(RuntimeError, match="exited") as err:
-            refused.start(timeout=30)
-        refused.stop()
+        with pytest.raises(StartupError, match="exited") as err:
+            cluster.start_component("apiserver")
         assert "storage format 99, written by kubelab 9.9" in str(err.value)
         assert "kubelab down --wipe" in str(err.value)
-    finally:
-        etcd.stop()

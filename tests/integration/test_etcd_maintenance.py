@@ -3,7 +3,8 @@
 apiservers compact once between them, a full etcd (NOSPACE) makes /readyz fail and writes answer etcd's error
 until compaction, defragmentation and a disarm bring it back, and a fragmented member is defragmented at start.
 
-Each test runs its own etcd: compaction and a full quota would disturb every other test's etcd."""
+Each test runs its own etcd — in an API-only ``kubelab.Cluster`` of its own, or bare where the test drives the
+compactor without an apiserver: compaction and a full quota would disturb every other test's etcd."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import aetcd
 import httpx
@@ -19,7 +21,8 @@ import pytest
 
 from apiserver.storage.etcd3 import Compacted, EtcdStorage
 from apiserver.storage.maintenance import DEFRAG_MIN_BYTES, Compactor
-from conftest import ApiServer
+from conftest import api_only
+from kubelab.api import Cluster
 from kubelab.etcd import EtcdServer
 from support.wait import wait_for
 from support.watch import WatchReader
@@ -54,13 +57,15 @@ def configmaps(ns: str) -> str:
     return f"/api/v1/namespaces/{ns}/configmaps"
 
 
-def test_compaction_every_interval(etcd_server: EtcdServer, tmp_path: Path) -> None:
-    server = ApiServer(etcd_server.url, tmp_path, extra=["--etcd-compaction-interval", "1s",
-                                                         "--watch-cache-size", "3"])
-    server.start()
+def test_compaction_every_interval() -> None:
+    with api_only("--etcd-compaction-interval", "1s", "--watch-cache-size", "3") as server:
+        _compacts_every_interval(server)
+
+
+def _compacts_every_interval(server: Cluster) -> None:
     current: WatchReader | None = None
     try:
-        with httpx.Client(base_url=server.url, timeout=30) as c:
+        with httpx.Client(base_url=server.api_url, timeout=30) as c:
             created = c.post("/api/v1/namespaces", json={"metadata": {"generateName": "compact-"}})
             ns = created.json()["metadata"]["name"]
             old = c.post(configmaps(ns), json={"metadata": {"name": "old"}}).json()["metadata"]["resourceVersion"]
@@ -69,14 +74,14 @@ def test_compaction_every_interval(etcd_server: EtcdServer, tmp_path: Path) -> N
                 latest = c.patch(f"{configmaps(ns)}/old", json={"data": {"i": str(i)}},
                                  headers={"Content-Type": "application/merge-patch+json"}).json()["metadata"][
                     "resourceVersion"]
-            current = WatchReader(server.url, configmaps(ns), {"resourceVersion": latest})
+            current = WatchReader(server.api_url, configmaps(ns), {"resourceVersion": latest})
 
             # One interval records the revision, the next compacts to it: old revisions go.
-            wait_for(lambda: asyncio.run(_compacted_past(etcd_server.url, int(old))), timeout=60,
+            wait_for(lambda: asyncio.run(_compacted_past(server.etcd_url, int(old))), timeout=60,
                      what=f"etcd compacted past revision {old}")
-            assert re.search(r"etcd: compacted rev \(\d+\), endpoints", server.log_path.read_text())
+            assert re.search(r"etcd: compacted rev \(\d+\), endpoints", server.logs("apiserver"))
 
-            expired = WatchReader(server.url, configmaps(ns), {"resourceVersion": old})
+            expired = WatchReader(server.api_url, configmaps(ns), {"resourceVersion": old})
             try:
                 event = expired.next()
                 assert event is not None and event["type"] == "ERROR"
@@ -92,7 +97,6 @@ def test_compaction_every_interval(etcd_server: EtcdServer, tmp_path: Path) -> N
     finally:
         if current is not None:
             current.close()
-        server.stop()
 
 
 async def test_several_apiservers_compact_once_per_interval(etcd_server: EtcdServer) -> None:
@@ -123,43 +127,38 @@ async def _operator_recovers(port: int) -> None:
             await client.disarm_alarm(alarm.member_id)
 
 
-def test_nospace_alarm_fails_readyz_and_writes_until_recovered(tmp_path: Path) -> None:
-    with own_etcd(tmp_path, quota_backend_bytes=2 * MIB) as etcd:
-        server = ApiServer(etcd.url, tmp_path, extra=["--etcd-compaction-interval", "0"])
-        server.start()
-        try:
-            with httpx.Client(base_url=server.url, timeout=30) as c:
-                ns = c.post("/api/v1/namespaces", json={"metadata": {"name": "full"}}).json()["metadata"]["name"]
-                refused = None
-                for i in range(40):
-                    resp = c.post(configmaps(ns), json={"metadata": {"name": f"big-{i}"},
-                                                         "data": {"blob": "x" * (256 * 1024)}})
-                    if resp.status_code != 201:
-                        refused = resp
-                        break
-                assert refused is not None, "etcd never filled its 2 MiB quota"
-                # kube-apiserver passes etcd's error on as a Status without a reason.
-                assert refused.status_code == 500, refused.text
-                assert refused.json()["message"] == "etcdserver: mvcc: database space exceeded"
-                assert "reason" not in refused.json()
+def test_nospace_alarm_fails_readyz_and_writes_until_recovered() -> None:
+    with api_only(etcd_quota_backend_bytes=2 * MIB) as server, \
+            httpx.Client(base_url=server.api_url, timeout=30) as c:
+        ns = c.post("/api/v1/namespaces", json={"metadata": {"name": "full"}}).json()["metadata"]["name"]
+        refused = None
+        for i in range(40):
+            resp = c.post(configmaps(ns), json={"metadata": {"name": f"big-{i}"},
+                                                 "data": {"blob": "x" * (256 * 1024)}})
+            if resp.status_code != 201:
+                refused = resp
+                break
+        assert refused is not None, "etcd never filled its 2 MiB quota"
+        # kube-apiserver passes etcd's error on as a Status without a reason.
+        assert refused.status_code == 500, refused.text
+        assert refused.json()["message"] == "etcdserver: mvcc: database space exceeded"
+        assert "reason" not in refused.json()
 
-                ready = c.get("/readyz", params={"verbose": "1"})
-                assert ready.status_code == 500
-                lines = ready.text.splitlines()
-                assert lines[0] == "[+]ping ok" and lines[-1] == "readyz check failed"
-                assert re.fullmatch(r"\[-\]etcd failed: etcd alarm NOSPACE \(memberID:\d+\)", lines[1]), lines
-                assert c.get("/readyz").status_code == 500
-                assert c.get(f"{configmaps(ns)}/big-0").status_code == 200  # reads are served meanwhile
-                assert c.post(configmaps(ns), json={"metadata": {"name": "tiny"}}).status_code == 500
+        ready = c.get("/readyz", params={"verbose": "1"})
+        assert ready.status_code == 500
+        lines = ready.text.splitlines()
+        assert lines[0] == "[+]ping ok" and lines[-1] == "readyz check failed"
+        assert re.fullmatch(r"\[-\]etcd failed: etcd alarm NOSPACE \(memberID:\d+\)", lines[1]), lines
+        assert c.get("/readyz").status_code == 500
+        assert c.get(f"{configmaps(ns)}/big-0").status_code == 200  # reads are served meanwhile
+        assert c.post(configmaps(ns), json={"metadata": {"name": "tiny"}}).status_code == 500
 
-                # Deletes are allowed under the alarm; then compaction, defragmentation and a disarm.
-                for i in range(40):
-                    assert c.delete(f"{configmaps(ns)}/big-{i}").status_code in (200, 404)
-                asyncio.run(_operator_recovers(etcd.client_port))
-                assert c.get("/readyz").text == "ok"
-                assert c.post(configmaps(ns), json={"metadata": {"name": "tiny"}}).status_code == 201
-        finally:
-            server.stop()
+        # Deletes are allowed under the alarm; then compaction, defragmentation and a disarm.
+        for i in range(40):
+            assert c.delete(f"{configmaps(ns)}/big-{i}").status_code in (200, 404)
+        asyncio.run(_operator_recovers(urlsplit(server.etcd_url).port or 0))
+        assert c.get("/readyz").text == "ok"
+        assert c.post(configmaps(ns), json={"metadata": {"name": "tiny"}}).status_code == 201
 
 
 async def _fragment(port: int, megabytes: int) -> int:
@@ -190,18 +189,18 @@ async def _db_size(port: int) -> int:
         return int((await client.status()).db_size)
 
 
-def test_a_fragmented_member_is_defragmented_at_start(etcd_server: EtcdServer, tmp_path: Path) -> None:
-    before = asyncio.run(_fragment(etcd_server.client_port, DEFRAG_MIN_BYTES // MIB + 8))
-    assert before > DEFRAG_MIN_BYTES
-    server = ApiServer(etcd_server.url, tmp_path)
-    server.start()
-    server.stop()
-    log = server.log_path.read_text()
-    assert f"etcd member {etcd_server.url} is fragmented" in log
-    assert re.search(rf"defragmented etcd member {re.escape(etcd_server.url)}: dbSize {before} -> \d+ bytes", log)
-    assert asyncio.run(_db_size(etcd_server.client_port)) < before // 4
+def test_a_fragmented_member_is_defragmented_at_start() -> None:
+    with api_only() as server:
+        server.stop_component("apiserver")  # the member is fragmented before the apiserver starts
+        url, port = server.etcd_url, urlsplit(server.etcd_url).port or 0
+        before = asyncio.run(_fragment(port, DEFRAG_MIN_BYTES // MIB + 8))
+        assert before > DEFRAG_MIN_BYTES
+        server.restart("apiserver")
+        log = server.logs("apiserver")
+        assert f"etcd member {url} is fragmented" in log
+        assert re.search(rf"defragmented etcd member {re.escape(url)}: dbSize {before} -> \d+ bytes", log)
+        assert asyncio.run(_db_size(port)) < before // 4
 
-    # Not fragmented: the next start leaves it alone.
-    server.start()
-    server.stop()
-    assert server.log_path.read_text().count("is fragmented") == 1
+        # Not fragmented: the next start leaves it alone.
+        server.restart("apiserver")
+        assert server.logs("apiserver").count("is fragmented") == 1

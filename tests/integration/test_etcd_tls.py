@@ -4,6 +4,10 @@ its own TLS etcd (1 and 3 members), its own PKI and its own apiserver.
 What a user would check: a process on the machine without etcd's client key cannot read etcd (no certificate,
 or one from another CA), while the apiserver, given kube-apiserver's ``--etcd-cafile/--etcd-certfile/
 --etcd-keyfile`` and https:// members in ``--etcd-servers``, serves and stores objects.
+
+The etcds are ``kubelab.etcdcluster``'s and the apiservers conftest's bare ``ApiServer``, not a ``kubelab.Cluster``:
+the tests are of etcd's TLS itself — an apiserver given only part of the flags, three members — which the library
+always sets up whole.
 """
 
 from __future__ import annotations

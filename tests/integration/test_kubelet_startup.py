@@ -1,5 +1,6 @@
 """A kubelet started before its apiserver: it keeps trying to register (as kubelet's registerWithAPIServer), its
-/healthz says so meanwhile, and once the apiserver is up the node registers and its pods run."""
+/healthz says so meanwhile, and once the apiserver is up the node registers and its pods run. The test runs an
+API-only ``kubelab.Cluster`` of its own whose apiserver it stops before the kubelet starts and starts again later."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 
 import httpx
 
-from conftest import ROOT, ApiServer
-from kubelab.etcd import EtcdServer, free_port
+from conftest import ROOT, api_only
+from kubelab.api import Cluster
+from kubelab.etcd import free_port
 from support.wait import wait_for
 
 
@@ -22,21 +24,31 @@ def _health(port: int) -> int:
         return 0
 
 
-def test_kubelet_waits_for_a_late_apiserver(etcd: EtcdServer, ns: str, tmp_path: Path) -> None:
-    api = ApiServer(etcd.url, tmp_path)  # its port is chosen now; nothing listens there yet
-    node, port = f"late-{api.port}", free_port()
+def port_of(url: str) -> str:
+    return url.rsplit(":", 1)[1]
+
+
+def test_kubelet_waits_for_a_late_apiserver(tmp_path: Path) -> None:
+    with api_only() as api:
+        api.stop_component("apiserver")  # its port is known; nothing listens there until start_component
+        _kubelet_waits(api, tmp_path)
+
+
+def _kubelet_waits(api: Cluster, tmp_path: Path) -> None:
+    ns = "default"
+    node, port = f"late-{port_of(api.api_url)}", free_port()
     health_port = free_port()
     log_path = tmp_path / "kubelet.log"
     with open(log_path, "wb") as log:
-        kubelet = subprocess.Popen([sys.executable, "-m", "kubelet", "--master", api.url, "--node-name", node,
+        kubelet = subprocess.Popen([sys.executable, "-m", "kubelet", "--master", api.api_url, "--node-name", node,
                                     "--port", str(port), "--healthz-port", str(health_port),
                                     "--root-dir", str(tmp_path / "root"), "--runtime", "process"],
                                    cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: "Unable to register node" in log_path.read_text(), what="a failed registration attempt")
         assert _health(health_port) == 503 and kubelet.poll() is None
-        api.start()
-        with httpx.Client(base_url=api.url, timeout=10) as client:
+        api.start_component("apiserver")
+        with httpx.Client(base_url=api.api_url, timeout=10) as client:
             wait_for(lambda: client.get(f"/api/v1/nodes/{node}").status_code == 200, what="node registered")
             assert _health(health_port) == 200
             client.post(f"/api/v1/namespaces/{ns}/pods", json={
@@ -51,4 +63,3 @@ def test_kubelet_waits_for_a_late_apiserver(etcd: EtcdServer, ns: str, tmp_path:
     finally:
         kubelet.terminate()
         kubelet.wait(15)
-        api.stop()

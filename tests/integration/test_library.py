@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import kubernetes
 import pytest
 
@@ -14,6 +15,7 @@ import kubelab
 from kubelab import snapshot
 from kubelab.pytest_plugin import Clusters
 from kubelab.testing import ApplyError
+from support.wait import wait_for
 
 pytestmark = pytest.mark.kubectl
 
@@ -97,3 +99,25 @@ def test_a_cluster_starts_from_a_snapshot(tmp_path: Path) -> None:
     with kubelab.Cluster(components=["apiserver"], snapshot=tmp_path / "snap.db") as second:
         shown = second.kubectl("get", "cm", "remembered", "-o", "jsonpath={.data.answer}").stdout
         assert shown == "42"
+
+
+def test_a_component_stopped_killed_and_started_again_keeps_its_port_and_data() -> None:
+    """``stop_component``/``kill`` leave a process down, ``start_component``/``restart`` bring it back on its
+    command line: the same URL, the same etcd data."""
+    with kubelab.Cluster(nodes=0, components=["apiserver"]) as cluster:
+        url = cluster.api_url
+        httpx.post(f"{url}/api/v1/namespaces", json={"metadata": {"name": "kept"}}).raise_for_status()
+        cluster.stop_component("apiserver")
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{url}/healthz")
+        cluster.start_component("apiserver")
+        assert httpx.get(f"{url}/api/v1/namespaces/kept").status_code == 200
+        cluster.kill("etcd")
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{cluster.etcd_url}/health")
+        cluster.start_component("etcd")
+        wait_for(lambda: httpx.get(f"{url}/readyz").status_code == 200, what="the apiserver to reach etcd again")
+        cluster.restart("apiserver")
+        assert httpx.get(f"{url}/api/v1/namespaces/kept").status_code == 200
+        with pytest.raises(KeyError, match="no process 'scheduler'"):
+            cluster.stop_component("scheduler")

@@ -7,14 +7,13 @@ import asyncio
 import base64
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s
 from kubernetes import watch
 from kubernetes.client.rest import ApiException
 
-from conftest import ApiServer
+from conftest import api_only
 from kubelab.etcd import EtcdServer
 
 
@@ -164,49 +163,49 @@ def test_watch_stream_in_order_and_resume(api: k8s.ApiClient, ns: str) -> None:
     assert resumed == ["MODIFIED", "DELETED"]
 
 
-def test_watch_410_then_relist(own_etcd: EtcdServer, tmp_path: Path) -> None:
+def test_watch_410_then_relist() -> None:
     """After etcd compaction a watch from an old resourceVersion fails with 410; the client relists and
-    watches again from the list's resourceVersion, as its docs prescribe."""
-    etcd = own_etcd
+    watches again from the list's resourceVersion, as its docs prescribe. Its own cluster: compacting the session's
+    etcd would take the history later tests replay (kubelab trace)."""
+    with api_only("--watch-cache-size", "2") as cluster:
+        _watch_410_then_relist(cluster.api_url, cluster.running.etcd.members[0])
+
+
+def _watch_410_then_relist(api_url: str, etcd: EtcdServer) -> None:
     from apiserver.storage.etcd3 import EtcdStorage
 
-    server = ApiServer(etcd.url, tmp_path, extra=["--watch-cache-size", "2"])
-    server.start()
-    try:
-        cfg = k8s.Configuration()
-        cfg.host = server.url
-        with k8s.ApiClient(cfg) as api_client:
-            core = k8s.CoreV1Api(api_client)
-            ns = core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(generate_name="w410-")))
-            name = ns.metadata.name
-            old_rv = core.create_namespaced_pod(name, pod("a")).metadata.resource_version
-            for i in range(4):
-                core.patch_namespaced_pod("a", name, {"metadata": {"labels": {"i": str(i)}}})
+    cfg = k8s.Configuration()
+    cfg.host = api_url
+    with k8s.ApiClient(cfg) as api_client:
+        core = k8s.CoreV1Api(api_client)
+        ns = core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(generate_name="w410-")))
+        name = ns.metadata.name
+        old_rv = core.create_namespaced_pod(name, pod("a")).metadata.resource_version
+        for i in range(4):
+            core.patch_namespaced_pod("a", name, {"metadata": {"labels": {"i": str(i)}}})
 
-            async def compact() -> None:
-                storage = EtcdStorage([etcd.url])
-                await storage.connect()
-                await storage.compact(await storage.current_revision())
-                await storage.close()
+        async def compact() -> None:
+            storage = EtcdStorage([etcd.url])
+            await storage.connect()
+            await storage.compact(await storage.current_revision())
+            await storage.close()
 
-            asyncio.run(compact())
-            with pytest.raises(ApiException) as gone:
-                for _ in watch.Watch().stream(core.list_namespaced_pod, name, resource_version=old_rv,
-                                              timeout_seconds=5):
-                    pass
-            assert gone.value.status == 410
-            listed = core.list_namespaced_pod(name)
-            assert [p.metadata.labels["i"] for p in listed.items] == ["3"]
-            core.create_namespaced_pod(name, pod("b"))
-            events = []
-            w = watch.Watch()
-            for event in w.stream(core.list_namespaced_pod, name, resource_version=listed.metadata.resource_version,
-                                  timeout_seconds=5):
-                events.append((event["type"], event["object"].metadata.name))
-                w.stop()
-            assert events == [("ADDED", "b")]
-    finally:
-        server.stop()
+        asyncio.run(compact())
+        with pytest.raises(ApiException) as gone:
+            for _ in watch.Watch().stream(core.list_namespaced_pod, name, resource_version=old_rv,
+                                          timeout_seconds=5):
+                pass
+        assert gone.value.status == 410
+        listed = core.list_namespaced_pod(name)
+        assert [p.metadata.labels["i"] for p in listed.items] == ["3"]
+        core.create_namespaced_pod(name, pod("b"))
+        events = []
+        w = watch.Watch()
+        for event in w.stream(core.list_namespaced_pod, name, resource_version=listed.metadata.resource_version,
+                              timeout_seconds=5):
+            events.append((event["type"], event["object"].metadata.name))
+            w.stop()
+        assert events == [("ADDED", "b")]
 
 
 async def test_kubernetes_asyncio_list_and_watch(api_url: str, ns: str) -> None:

@@ -2,10 +2,12 @@
 runs without it), a real controller-manager (the serviceaccount and root-CA publisher controllers) and a real
 kubelet: pods get the ``default`` account and the ``kube-api-access-*`` volume, ``kube-root-ca.crt`` appears in
 every namespace, and a running container reads its token, ``ca.crt`` and ``namespace`` at
-``/var/run/secrets/kubernetes.io/serviceaccount`` and finds the apiserver in ``KUBERNETES_SERVICE_*``."""
+``/var/run/secrets/kubernetes.io/serviceaccount`` and finds the apiserver in ``KUBERNETES_SERVICE_*``. The apiserver
+is an API-only ``kubelab.Cluster`` of the module's own (HTTPS with the cluster CA, as `kubelab up`)."""
 
 from __future__ import annotations
 
+import ssl
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import ApiServer
-from kubelab.etcd import EtcdServer
-from kubelab.pki import CertificateAuthority
+from conftest import api_only
 from support.controllers import ControllerManager
 from support.kubelet import Node, phase, running_node
 from support.wait import wait_for
@@ -37,27 +37,21 @@ class Cluster:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     tmp = tmp_path_factory.mktemp("sa-pods")
-    etcd = EtcdServer(tmp / "etcd", log_path=tmp / "etcd.log")
-    etcd.start()
-    api = ApiServer(etcd.url, tmp, extra=["--disable-admission-plugins="])  # every plugin on, as kube-apiserver
-    manager = None
-    try:
-        api.start()
-        ca = CertificateAuthority.load_or_create(tmp / "pki" / "ca", "kubernetes")
-        manager = ControllerManager(api.url, tmp / "controller-manager.log", "--leader-elect=false",
+    with api_only("--disable-admission-plugins=") as kube:  # every plugin on, as kube-apiserver
+        assert kube.running.pki is not None
+        ca = kube.running.pki.ca_cert
+        manager = ControllerManager(kube.api_url, tmp / "controller-manager.log", "--leader-elect=false",
                                     "--controllers=serviceaccount,namespace,root-ca-cert-publisher",
-                                    "--root-ca-file", str(ca.pair.cert))
-        (tmp / "node01").mkdir()
-        with running_node(api.url, "node01", tmp / "node01") as node, \
-                httpx.Client(base_url=api.url, timeout=30) as client:
-            wait_for(lambda: client.get("/api/v1/namespaces/default/serviceaccounts/default").status_code == 200,
-                     timeout=60, what="the controller-manager at work")
-            yield Cluster(client, node, ca.pair.cert.read_bytes(), tmp)
-    finally:
-        if manager is not None:
+                                    "--root-ca-file", str(ca))
+        try:
+            (tmp / "node01").mkdir()
+            with running_node(kube.api_url, "node01", tmp / "node01") as node, \
+                    httpx.Client(base_url=kube.api_url, timeout=30) as client:
+                wait_for(lambda: client.get("/api/v1/namespaces/default/serviceaccounts/default").status_code == 200,
+                         timeout=60, what="the controller-manager at work")
+                yield Cluster(client, node, ca.read_bytes(), tmp)
+        finally:
             manager.stop()
-        api.stop()
-        etcd.stop()
 
 
 def pod(name: str, *, node: str | None = None, account: str | None = None, automount: bool | None = None,
@@ -153,7 +147,9 @@ def test_a_running_pod_reads_its_token_ca_and_namespace(cluster: Cluster) -> Non
     assert "\n".join(lines).count("BEGIN CERTIFICATE") == 1 and cluster.ca.decode().strip() in "\n".join(lines)
     env = dict(line.split("=", 1) for line in lines if line.startswith("KUBERNETES_"))
     host, port = env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]
-    assert httpx.get(f"http://{host}:{port}/healthz").text == "ok"  # the apiserver, reachable from the host
+    # the apiserver's secure port, reachable from the host and verified with the cluster's CA
+    verify = ssl.create_default_context(cadata=cluster.ca.decode())
+    assert httpx.get(f"https://{host}:{port}/healthz", verify=verify).text == "ok"
     assert env["KUBERNETES_SERVICE_PORT_HTTPS"] == port
     assert env["KUBERNETES_PORT"] == f"tcp://{host}:{port}" == env[f"KUBERNETES_PORT_{port}_TCP"]
     assert env[f"KUBERNETES_PORT_{port}_TCP_ADDR"] == host and env[f"KUBERNETES_PORT_{port}_TCP_PROTO"] == "tcp"
