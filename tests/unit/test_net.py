@@ -32,7 +32,11 @@ def reservations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, s
 
 
 def start_port() -> int:
-    return random.randrange(20000, 30000, 10)  # below the kernel's ephemeral range: only choosers take these
+    """The first of 12 ports nothing listens on, below the kernel's ephemeral range (only choosers take these)."""
+    while True:
+        start = random.randrange(20000, 30000, 20)
+        if not any(net.port_in_use(port) for port in range(start, start + 12)):
+            return start
 
 
 def test_processes_choosing_at_once_get_different_ports(reservations: dict[str, str]) -> None:
