@@ -25,6 +25,9 @@ help:
 up: setup
 	$(BIN)/kubelab up $(ARGS)
 
+# Serially: as root every `kubelab up` cluster takes the host's routes to 10.244.0.0/16 and 10.96.0.0/12, which
+# only one cluster at a time can own (the tests that reach pods from the host would flake beside another one),
+# and on CI's two cores a second worker would share them with the clusters' processes.
 test: setup
 	KUBELAB_ETCD_UNSAFE_NO_FSYNC=1 $(BIN)/pytest -q -ra $(PYTEST_ARGS)
 

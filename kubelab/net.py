@@ -1,13 +1,107 @@
-"""Loopback port helpers for the launcher (which ports are taken, the next free ones)."""
+"""Loopback port helpers for the launcher (which ports are taken, the next free ones).
+
+A port is chosen before the component that listens on it has started (its flags name it), so two launchers
+choosing at once (``kubelab up`` twice, parallel test workers) could both find 10257 free and one component would
+then fail to bind. Every choice here is therefore also a *reservation*: a file named after the port in a per-user
+directory under the temporary directory, created atomically and holding the chooser's pid. Another process skips a
+port whose reservation is younger than ``RESERVATION_SECONDS`` and whose chooser still runs; by then the component
+has bound it (or its chooser has exited), so a cluster started again later gets kube's default ports again.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import os
 import socket
+import tempfile
+import time
+from pathlib import Path
 
-__all__ = ["free_ports_from", "listening_sockets", "port_in_use"]
+__all__ = ["RESERVATION_SECONDS", "free_port", "free_ports_from", "listening_sockets", "port_in_use", "reserve"]
 
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's st column
+RESERVATION_SECONDS = 120.0  # longer than any component takes to bind the port it was given
+
+
+def _reservations() -> Path | None:
+    """The directory of this user's port reservations (None where none can be made: then nothing is reserved)."""
+    path = Path(tempfile.gettempdir()) / f"kubelab-ports-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _held_by_other(path: Path) -> bool:
+    """True while ``path`` is another running process's reservation made less than RESERVATION_SECONDS ago."""
+    try:
+        age = time.time() - path.stat().st_mtime
+        text = path.read_text()
+    except OSError:
+        return False  # gone: the exclusive create decides
+    if age >= RESERVATION_SECONDS:
+        return False
+    if not text:
+        return True  # just created, its pid not yet written
+    try:
+        pid = int(text)
+    except ValueError:
+        return False
+    return pid != os.getpid() and _alive(pid)
+
+
+def reserve(port: int) -> bool:
+    """Reserve ``port`` for this process; False when another process holds a live reservation of it.
+
+    The reservation file is created with O_EXCL, and a stale one is renamed away first (a rename of one source
+    succeeds once), so of several processes reserving the same port at once exactly one gets it."""
+    directory = _reservations()
+    if directory is None:
+        return True
+    path = directory / str(port)
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            if _held_by_other(path):
+                return False
+            stale = directory / f"{port}.{os.getpid()}.stale"
+            try:
+                os.rename(path, stale)
+            except FileNotFoundError:
+                continue  # another process renamed it just now: try to create it again
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+            continue
+        except OSError:
+            return True  # the directory is not ours to write: no reservation, as before
+        with os.fdopen(fd, "w") as f:
+            f.write(str(os.getpid()))
+        return True
+    return False
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (the kernel picks it) and that no other launcher
+    has just chosen (it is reserved for this process)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if reserve(port):
+            return port
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
@@ -24,14 +118,15 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
 
 
 def free_ports_from(start: int, count: int, avoid: set[int] | None = None) -> list[int]:
-    """The first ``count`` free ports at or above ``start`` (kubelets: 10250, 10251, ...)."""
+    """The first ``count`` free ports at or above ``start`` (kubelets: 10250, 10251, ...), reserved for this
+    process (see the module docstring)."""
     found: list[int] = []
     port = start
     taken = avoid or set()
     while len(found) < count:
         if port > 65535:
             raise OSError(f"no {count} free ports above {start}")
-        if port not in taken and not port_in_use(port):
+        if port not in taken and not port_in_use(port) and reserve(port):
             found.append(port)
         port += 1
     return found

@@ -1,11 +1,12 @@
-"""docs/walkthrough.md and docs/zh/walkthrough.md, every command in order, each against its own
-`kubelab up --nodes 3`, with the real kubectl.
+"""docs/walkthrough.md and docs/zh/walkthrough.md, every command in order, against the `kubelab up --nodes 3`
+the pages start, with the real kubectl.
 
 The two pages run the same commands in the same order (the Chinese one groups them by the tutorial's own sections,
-and draws the trace with Chinese labels), so one table of checks serves both. The commands are read from the page
-itself (its ``sh`` blocks) and run as a user's shell runs them: in a
-directory with ``examples/``, with ``kubectl`` and ``kubelab`` on PATH and ``KUBECONFIG`` pointing at the
-cluster, ``POD=$(...)`` carried to later commands. After each one the test checks what the page says the user
+and draws the trace with Chinese labels), so one table of checks and one run serve both: each command runs once,
+and the Chinese page's own (its diagram) runs beside the English one's, on the same cluster. The commands are read
+from the page itself (its ``sh`` blocks) and run as a user's shell runs them: in a directory with ``examples/``,
+with ``kubectl`` and ``kubelab`` on PATH and ``KUBECONFIG`` pointing at the cluster, ``POD=$(...)`` carried to later
+commands. After each one the test checks what the page says the user
 sees, polling where the page says "within seconds". Only these are run differently, each for a stated reason:
 ``kubelab up`` is started ``--detach`` on a free port (the test cannot leave a foreground process or take 8080),
 the watch (the page's second terminal) runs in the background and is stopped once it has shown the flow
@@ -600,73 +601,74 @@ def test_every_walkthrough_command_has_a_check() -> None:
     assert set(CHECKS) <= everywhere, f"checks for commands no page has: {set(CHECKS) - everywhere}"
 
 
+def page_lines(lang: str) -> list[str]:
+    return [c for lines in doc_sections(lang).values() for c in lines]
+
+
+def zh_as_en(line: str) -> str:
+    """The Chinese page's one command of its own (its diagram, with Chinese labels) as the English page has it."""
+    return line.replace(" --svg flow-zh.svg --lang zh", " --svg flow.svg")
+
+
 def test_both_pages_run_the_same_commands_but_the_diagram() -> None:
-    """The Chinese page follows the English one command for command (one table of checks serves both)."""
-    def commands(lang: str) -> list[str]:
-        return [c.replace(" --svg flow-zh.svg --lang zh", " --svg flow.svg")
-                for lines in doc_sections(lang).values() for c in lines]
-    assert commands("zh") == commands("en")
+    """The Chinese page follows the English one command for command (one table of checks and one run serve both)."""
+    assert [zh_as_en(c) for c in page_lines("zh")] == page_lines("en")
 
 
 # ---- the walkthrough ---------------------------------------------------------------------------------------
 
 
-class Clusters:
-    """One work directory and cluster per page, started when its first section runs; a page's cluster is stopped
-    before the next page's starts, so the two never run at once."""
+def walk() -> dict[str, list[tuple[str, str]]]:
+    """English section -> its commands as (English line, Chinese line), both pages in step.
 
-    def __init__(self, factory: pytest.TempPathFactory) -> None:
-        self.factory = factory
-        self.shells: dict[str, Shell] = {}
-
-    def shell(self, lang: str) -> Shell:
-        if lang not in self.shells:
-            self.close()
-            self.shells[lang] = self._make(lang)
-        return self.shells[lang]
-
-    def _make(self, lang: str) -> Shell:
-        work = self.factory.mktemp(f"walkthrough-{lang}")
-        (work / "examples").symlink_to(ROOT / "examples")
-        bin_dir = work / "bin"
-        bin_dir.mkdir()
-        (bin_dir / "kubectl").symlink_to(KUBECTL)
-        env = {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(work),
-               "KUBECONFIG": str(work / ".kubelab" / "kubeconfig"), "LANG": "C.UTF-8"}
-        if "KUBELAB_ETCD" in os.environ:
-            env["KUBELAB_ETCD"] = os.environ["KUBELAB_ETCD"]
-        return Shell(work, env)
-
-    def close(self) -> None:
-        for sh in self.shells.values():
-            operator = sh.notes.pop("operator", None)
-            if isinstance(operator, Watch):  # a failed section left the page's operator running
-                operator.stop()
-            if not sh.notes.get("down"):
-                sh.run("kubelab down", timeout=120)
-                sh.notes["down"] = True
+    The pages run the same commands in the same order (``test_both_pages_run_the_same_commands_but_the_diagram``),
+    so one cluster runs them once for both: each command as the English page has it, and where the Chinese page's
+    differs (its diagram) that one too, at the same point of the run; each checked as its page says."""
+    en, zh = page_lines("en"), page_lines("zh")
+    assert len(en) == len(zh), "the pages are not in step (see test_both_pages_run_the_same_commands_but_the_diagram)"
+    pairs = iter(zip(en, zh, strict=True))
+    return {section: [next(pairs) for _ in lines] for section, lines in doc_sections("en").items()}
 
 
 @pytest.fixture(scope="module")
-def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clusters]:
+def shell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shell]:
+    """The user's shell for both pages: a work directory with ``examples/``, kubectl and kubelab on PATH and
+    ``KUBECONFIG`` at the cluster the page's ``kubelab up`` starts; ``kubelab down`` (and any operator a failed
+    section left running stopped) at the end."""
     if not os.path.exists(KUBECTL):
         pytest.skip(f"kubectl not found at {KUBECTL}")
-    found = Clusters(tmp_path_factory)
+    work = tmp_path_factory.mktemp("walkthrough")
+    (work / "examples").symlink_to(ROOT / "examples")
+    bin_dir = work / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kubectl").symlink_to(KUBECTL)
+    env = {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(work),
+           "KUBECONFIG": str(work / ".kubelab" / "kubeconfig"), "LANG": "C.UTF-8"}
+    if "KUBELAB_ETCD" in os.environ:
+        env["KUBELAB_ETCD"] = os.environ["KUBELAB_ETCD"]
+    sh = Shell(work, env)
     try:
-        yield found
+        yield sh
     finally:
-        found.close()
+        operator = sh.notes.pop("operator", None)
+        if isinstance(operator, Watch):
+            operator.stop()
+        sh.run("kubelab down", timeout=120)
 
 
-def run_section(shell: Shell, lang: str, section: str) -> None:
+def run_line(shell: Shell, line: str) -> None:
     seen: dict[str, int] = shell.notes.setdefault("seen", {})  # type: ignore[assignment]
-    for line in doc_sections(lang)[section]:
-        index = seen.get(line, 0)
-        seen[line] = index + 1
-        result = SPECIAL[line](shell, line) if line in SPECIAL else shell.run(line)
-        CHECKS[line][index](shell, line, result)
+    index = seen.get(line, 0)
+    seen[line] = index + 1
+    result = SPECIAL[line](shell, line) if line in SPECIAL else shell.run(line)
+    CHECKS[line][index](shell, line, result)
 
 
-@pytest.mark.parametrize(("lang", "section"), [(lang, s) for lang in SECTIONS for s in SECTIONS[lang]])
-def test_walkthrough(clusters: Clusters, lang: str, section: str) -> None:
-    run_section(clusters.shell(lang), lang, section)
+@pytest.mark.parametrize("section", SECTIONS["en"])
+def test_walkthrough(shell: Shell, section: str) -> None:
+    """One section of the English page and the same commands of the Chinese one (its sections group them
+    differently), in order, on the cluster the first section started."""
+    for en, zh in walk()[section]:
+        run_line(shell, en)
+        if zh != en:
+            run_line(shell, zh)

@@ -1,0 +1,81 @@
+"""kubelab/net.py's port choice: a chosen port is reserved, so launchers choosing at once never get the same one.
+
+Each test keeps its reservations in its own temporary directory (``tempfile.tempdir`` here, ``TMPDIR`` for the
+processes it starts), away from the reservations of clusters running on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from kubelab import net
+
+CHOOSE = "import sys; from kubelab.net import free_ports_from; print(*free_ports_from(int(sys.argv[1]), 3), " \
+         "flush=True); sys.stdin.read()"  # a chooser runs on (a launcher starts what it chose)
+HOLD = "import sys; from kubelab.net import reserve; assert reserve(int(sys.argv[1])); print('held', flush=True); " \
+       "sys.stdin.read()"
+
+
+@pytest.fixture()
+def reservations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """This test's reservation directory; the environment for the processes it starts."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return {**os.environ, "TMPDIR": str(tmp_path)}
+
+
+def start_port() -> int:
+    """The first of 12 ports nothing listens on, below the kernel's ephemeral range (only choosers take these)."""
+    while True:
+        start = random.randrange(20000, 30000, 20)
+        if not any(net.port_in_use(port) for port in range(start, start + 12)):
+            return start
+
+
+def test_processes_choosing_at_once_get_different_ports(reservations: dict[str, str]) -> None:
+    start = start_port()
+    choosers = [subprocess.Popen([sys.executable, "-c", CHOOSE, str(start)], env=reservations, text=True,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(4)]
+    chosen = [c.stdout.readline().split() for c in choosers if c.stdout is not None]
+    for c in choosers:
+        c.communicate("", timeout=30)
+    ports = [p for ports in chosen for p in ports]
+    assert all(len(ports) == 3 for ports in chosen) and len(set(ports)) == 12, chosen
+
+
+def test_a_port_another_process_reserved_is_skipped_until_it_exits(reservations: dict[str, str]) -> None:
+    start = start_port()
+    with subprocess.Popen([sys.executable, "-c", HOLD, str(start)], env=reservations, text=True,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE) as holder:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert net.free_ports_from(start, 1) == [start + 1]
+        assert not net.reserve(start)
+        holder.communicate("", timeout=30)
+    assert net.free_ports_from(start, 1) == [start]  # its chooser is gone: kube's default port again
+
+
+def test_own_and_stale_reservations_do_not_block(reservations: dict[str, str]) -> None:
+    start = start_port()
+    assert net.free_ports_from(start, 1) == [start]
+    assert net.free_ports_from(start, 1) == [start]  # this process's own: a cluster started again gets it again
+    reservation = Path(reservations["TMPDIR"]) / f"kubelab-ports-{os.getuid()}" / str(start + 1)
+    reservation.write_text(str(os.getppid()))  # a live process's, but older than a component takes to bind
+    old = time.time() - net.RESERVATION_SECONDS - 1
+    os.utime(reservation, (old, old))
+    assert net.reserve(start + 1)
+    assert reservation.read_text() == str(os.getpid())
+
+
+def test_free_port_is_reserved(reservations: dict[str, str]) -> None:
+    port = net.free_port()
+    held = subprocess.run([sys.executable, "-c", "import sys; from kubelab.net import reserve; "
+                           "print(reserve(int(sys.argv[1])))", str(port)], env=reservations, text=True,
+                          capture_output=True, timeout=60)
+    assert held.stdout.strip() == "False"
