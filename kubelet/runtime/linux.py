@@ -385,6 +385,7 @@ class LinuxRuntime(ProcessRuntime):
 
     def shutdown(self) -> None:
         """The kubelet stops and has stopped its containers: every sandbox and pod cgroup goes too."""
+        super().shutdown()
         for d in self._sandbox_dirs():
             self._remove_sandbox(d)
 

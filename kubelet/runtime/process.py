@@ -371,7 +371,14 @@ class ProcessRuntime:
         return container.dir / ATTACH_SOCKET
 
     def shutdown(self) -> None:
-        """Nothing outlives the containers here."""
+        """The kubelet stops, its pod workers have stopped their containers: kill any still running (one whose
+        start raced the stop, which no worker knew of yet), so a stopped kubelet leaves no container behind
+        (``leftovers``)."""
+        for state in self._dirs():
+            cp = _load(state, self.name)
+            if cp is not None and cp.returncode is None and start_ticks(cp.pid) is not None:
+                log.info("killing container %s of pod %s: the kubelet stops", cp.name, cp.meta.pod_uid)
+                _signal_group(cp.pid, signal.SIGKILL)
 
     # --- finding containers again -----------------------------------------------------------------------------
     def recover(self) -> list[ContainerProcess]:
