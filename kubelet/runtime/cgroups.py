@@ -103,10 +103,14 @@ class Cgroups:
 
     def create_container(self, pod_uid: str, container_id: str, resources: Mapping[str, Any]) -> list[Path]:
         """The container's cgroups with its limits set; raises ``OSError`` when the kernel refuses one."""
-        self.create_pod(pod_uid)
         dirs = self._dirs(self.base / f"pod{pod_uid}" / container_id)
-        for d in dirs:
-            d.mkdir(exist_ok=True)
+        try:
+            for d in dirs:
+                d.mkdir(exist_ok=True)
+        except FileNotFoundError:  # the pod's are made with its sandbox: this one's sandbox predates them
+            self.create_pod(pod_uid)
+            for d in dirs:
+                d.mkdir(exist_ok=True)
         memory = _quantity(resources, "limits", "memory")
         cpu_limit = _quantity(resources, "limits", "cpu")
         cpu_request = _quantity(resources, "requests", "cpu") or cpu_limit

@@ -166,8 +166,9 @@ def _pod_leftovers(api_url: str, ns: str, node: Node, pod: str) -> tuple[list[in
     """The pod's pause and container pids and its cgroups, all there while it runs."""
     uid = httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/{pod}").json()["metadata"]["uid"]
     root = node.root / "root"
+    containers = [d for d in root.glob("containers/*") if json.loads((d / "meta.json").read_text())["pod_uid"] == uid]
     pids = [json.loads(p.read_text())["pid"] for p in [root / "sandboxes" / uid / "pid.json",
-                                                         *root.glob("containers/*/pid.json")]]
+                                                         *(d / "pid.json" for d in containers)]]
     cgroups = Cgroups(node.name).pod_dirs(uid)
     assert len(pids) == 2 and all(start_ticks(p) is not None for p in pids)
     assert cgroups and all(d.is_dir() for d in cgroups)
