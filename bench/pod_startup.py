@@ -64,7 +64,7 @@ def start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen([sys.executable, *argv], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
 
 
-def wait_ready_nodes(master: str, names: list[str], timeout: float = 30) -> None:
+def wait_ready_nodes(master: str, names: list[str], timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         items = httpx.get(f"{master}/api/v1/nodes", timeout=5).json()["items"]
