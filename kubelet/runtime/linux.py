@@ -216,17 +216,26 @@ class LinuxRuntime(ProcessRuntime):
         self.cgroups = Cgroups(node)
         self._locks: dict[str, asyncio.Lock] = {}
         self._pauses: dict[str, asyncio.Future[dict[str, Any]]] = {}  # the zygote's answer, by pod UID
+        self._building: dict[str, asyncio.Lock] = {}  # built-in images' trees, built once each (``_image``)
+        self._built: set[str] = set()
 
     @property
     def runtime_version(self) -> str:
         return RUNTIME_VERSION
 
     # --- containers -------------------------------------------------------------------------------------------
-    def _image(self, container: dict[str, Any]) -> Image:
+    async def _image(self, container: dict[str, Any]) -> Image:
         """The image's config and tree, once per container start (a loaded image's lookup reads the store's
-        manifests)."""
+        manifests). A built-in image's tree is built on its first use on a thread, one build per image, so the
+        event loop goes on with the node's other pods meanwhile (a busybox copy and hundreds of applet links)."""
         image = container.get("image", "")
         config = self.images.config(image)
+        key = images.parse_reference(image).catalog_key
+        if not (config is not None and config.rootfs) and rootfs.supported(key) and key not in self._built:
+            async with self._building.setdefault(key, asyncio.Lock()):
+                if key not in self._built:
+                    await asyncio.to_thread(self._rootfs, image, config)
+                    self._built.add(key)
         return Image(config, self._rootfs(image, config))
 
     def _command(self, container: dict[str, Any], workdir: Path, env: dict[str, str],

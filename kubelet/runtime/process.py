@@ -312,7 +312,7 @@ class ProcessRuntime:
                     meta: ContainerMeta | None = None) -> ContainerProcess:
         """Start the container under a shim; raises ``FileNotFoundError``/``OSError`` if it cannot be executed."""
         meta = meta or ContainerMeta()
-        image = self._image(container)
+        image = await self._image(container)
         argv, cwd, env = self._command(container, workdir, env, meta, image)
         if not argv:
             raise RuntimeError(f'image "{container.get("image")}" has no entrypoint: set command')
@@ -339,7 +339,7 @@ class ProcessRuntime:
         return ContainerProcess(container["name"], cid, int(reply["pid"]), started_at, log_path, state, meta,
                                 cwd, env, shim_pid=int(reply["shim"]), runtime_name=self.name)
 
-    def _image(self, container: dict[str, Any]) -> Any:
+    async def _image(self, container: dict[str, Any]) -> Any:
         """What ``_command`` and ``_configure`` need of the container's image, looked up once per start (the
         process runtime: nothing)."""
         return None
