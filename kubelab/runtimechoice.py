@@ -4,8 +4,9 @@ The runtime: ``auto`` is the kubelet's own choice (``kubelet.runtime.linux.probe
 knows it before the kubelets start): ``linux`` where the launcher runs as root, the kernel allows the mount, PID,
 UTS and IPC namespaces and ``pivot_root``, and a static busybox gives the images a root file system; else
 ``process``. The pod network: ``auto`` is ``bridge`` (the cluster network and kube-proxy) when the runtime is
-``linux`` and the host has what the bridge needs (``kubelet.network.usable``: nft, nsenter, network namespaces),
-``host`` otherwise. ``bridge`` needs Linux containers: with another runtime it is an error, not a silent fallback.
+``linux`` and the host has what the bridge needs (``kubelet.network.usable``: nft, nsenter, network namespaces;
+nft and nsenter are looked up in the sbin directories too, whatever ``PATH`` says: ``apimachinery.sysbin``), ``host``
+otherwise. ``bridge`` needs Linux containers: with another runtime it is an error, not a silent fallback.
 The reason is kept in ``state.json`` and shown by `kubelab status`; a kubelet left on ``auto`` logs its own.
 """
 
@@ -55,4 +56,4 @@ def choose(runtime: str, pod_network: str, scratch: Path) -> Choice:
         missing = str(err)
     if missing is not None:
         return Choice(resolved, "host", f"{why}; no bridge pod network: {missing}")
-    return Choice(resolved, "bridge", why)
+    return Choice(resolved, "bridge", f"{why}; bridge pod network: root, nft and network namespaces")

@@ -50,6 +50,8 @@ from typing import ParamSpec, TypeVar
 
 from pyroute2 import IPRoute, NetlinkError  # type: ignore[import-untyped]
 
+from apimachinery.sysbin import find, system_binary
+
 from .runtime.cri import SandboxConfig
 
 log = logging.getLogger(__name__)
@@ -99,7 +101,8 @@ def usable() -> str | None:
     """Why this host cannot build the network (``None``: it can): root, network namespaces, veth, nft."""
     if os.geteuid() != 0:
         return "the kubelet does not run as root"
-    if subprocess.run(["nft", "--version"], capture_output=True).returncode != 0:
+    nft_path = find("nft")
+    if nft_path is None or subprocess.run([nft_path, "--version"], capture_output=True).returncode != 0:
         return "nft is not installed (Debian: apt-get install nftables)"
     return None
 
@@ -141,7 +144,8 @@ def _forwarding() -> None:
 
 def nft(netns_path: str, script: str) -> None:
     """Apply an nft script inside the namespace, as one transaction (raises ``RuntimeError`` with nft's error)."""
-    done = subprocess.run(["nsenter", f"--net={netns_path}", "nft", "-f", "-"], input=script, text=True,
+    command = [system_binary("nsenter"), f"--net={netns_path}", system_binary("nft"), "-f", "-"]
+    done = subprocess.run(command, input=script, text=True,
                           capture_output=True)
     if done.returncode != 0:
         raise RuntimeError(f"nft: {done.stderr.strip()}")

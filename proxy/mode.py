@@ -10,7 +10,8 @@ other left in the namespace (a cluster restarted with another ``--proxy-mode``),
 from __future__ import annotations
 
 import contextlib
-import shutil
+
+from apimachinery.sysbin import find
 
 from . import iptables, nftables
 from .proxier import Run
@@ -30,7 +31,7 @@ def resolve(requested: str, cluster_network: str, run: Run | None) -> tuple[str,
         return "nftables", "nft works in the cluster network"
     except (RuntimeError, OSError) as err:
         refused = str(err)
-    if shutil.which("iptables-restore"):
+    if find("iptables-restore"):
         return "iptables", f"nft does not work in the cluster network ({refused})"
     raise RuntimeError(f"neither nft ({refused}) nor iptables-restore works here: install nftables or iptables, "
                        f"or run --proxy-mode userspace")
@@ -42,7 +43,7 @@ def remove_leftovers(mode: str, run: Run) -> None:
     if mode == "iptables":
         with contextlib.suppress(RuntimeError, OSError):
             run(["nft", "delete", "table", "ip", nftables.TABLE], "")
-    elif mode == "nftables" and shutil.which("iptables-save"):
+    elif mode == "nftables" and find("iptables-save"):
         with contextlib.suppress(RuntimeError, OSError):
             script = iptables.cleanup(iptables.Saved.parse(run(["iptables-save"], "")))
             if script:

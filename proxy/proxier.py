@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from apimachinery.sysbin import system_binary
 from kubeclient import Clientset, SharedInformer
 
 from . import iptables, metrics
@@ -35,7 +36,8 @@ Run = Callable[[Sequence[str], str], str]  # (argv, standard input) → standard
 def run_in(netns_path: str) -> Run:
     """Run commands inside the network namespace at ``netns_path`` (``nsenter --net``)."""
     def run(argv: Sequence[str], stdin: str) -> str:
-        done = subprocess.run(["nsenter", f"--net={netns_path}", *argv], input=stdin, text=True, capture_output=True)
+        command = [system_binary("nsenter"), f"--net={netns_path}", system_binary(argv[0]), *argv[1:]]
+        done = subprocess.run(command, input=stdin, text=True, capture_output=True)
         if done.returncode != 0:
             raise RuntimeError(done.stderr.strip() or f"{argv[0]} exited {done.returncode}")
         return done.stdout

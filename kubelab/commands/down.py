@@ -4,7 +4,8 @@ The supervisor goes first (the `up` process, foreground or detached): asked with
 more, writes the state as it is and exits (SIGKILL after ``SUPERVISOR_GRACE`` if it does not). Then the
 components are stopped here in reverse order — clients, apiserver, etcd — so nothing `down` stops is restarted.
 The etcd data stays: the next `up` starts from it; ``--wipe`` deletes it (and the record of which etcd ran it),
-so the next `up` starts afresh.
+so the next `up` starts afresh. Should a kubelet have needed SIGKILL, what it left (containers, pod sandboxes,
+cgroups) is removed from its root directory (``kubelet.runtime.leftovers``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kubelab.commands.up import DEFAULT_DATA_DIR
 from kubelab.etcdcluster import wipe
 from kubelab.state import load_state, remove_state, state_path
 from kubelet.network import ClusterNetwork, default_name, name_exists
+from kubelet.runtime.leftovers import clean
 
 __all__ = ["add_arguments", "run"]
 
@@ -49,6 +51,15 @@ def _remove_network(data_dir: Path) -> None:
         print(f"  removed cluster network {name}")
 
 
+def _remove_leftovers(data_dir: Path) -> None:
+    """What a kubelet that had to be killed left: its containers, pod sandboxes and cgroups (a kubelet stopped
+    with SIGTERM stops its pods itself)."""
+    for root in sorted(d for d in (data_dir / "kubelet").glob("*") if d.is_dir()):
+        removed = clean(root)
+        if removed:
+            print(f"  removed {len(removed)} pod(s) the kubelet left in {root}")
+
+
 def run(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir).absolute()
     state = load_state(data_dir)
@@ -66,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     for record in stopped:
         print(f"  stopped {record.name:<20} pid {record.pid}")
     left = [(r.name, r.pid) for r in state.processes if process.pid_alive(r.pid, r.start_time)]
+    if not any(name.startswith("kubelet") for name, _ in left):
+        _remove_leftovers(data_dir)
     if supervisor[0] and process.pid_alive(*supervisor):
         left.insert(0, ("supervisor", supervisor[0]))
     if left:

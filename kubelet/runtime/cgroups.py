@@ -103,10 +103,14 @@ class Cgroups:
 
     def create_container(self, pod_uid: str, container_id: str, resources: Mapping[str, Any]) -> list[Path]:
         """The container's cgroups with its limits set; raises ``OSError`` when the kernel refuses one."""
-        self.create_pod(pod_uid)
         dirs = self._dirs(self.base / f"pod{pod_uid}" / container_id)
-        for d in dirs:
-            d.mkdir(exist_ok=True)
+        try:
+            for d in dirs:
+                d.mkdir(exist_ok=True)
+        except FileNotFoundError:  # the pod's are made with its sandbox: this one's sandbox predates them
+            self.create_pod(pod_uid)
+            for d in dirs:
+                d.mkdir(exist_ok=True)
         memory = _quantity(resources, "limits", "memory")
         cpu_limit = _quantity(resources, "limits", "cpu")
         cpu_request = _quantity(resources, "requests", "cpu") or cpu_limit
@@ -145,22 +149,7 @@ class Cgroups:
     def remove_pod(self, pod_uid: str) -> None:
         """Kill what is left in the pod's cgroups and remove them (children first)."""
         for d in self.pod_dirs(pod_uid):
-            if not d.is_dir():
-                continue
-            try:
-                children = [c for c in d.iterdir() if c.is_dir()]
-            except FileNotFoundError:
-                continue
-            for child in children + [d]:
-                _kill_all(child)
-                for _ in range(RMDIR_TRIES):  # busy until the killed processes are gone
-                    try:
-                        child.rmdir()
-                        break
-                    except FileNotFoundError:
-                        break
-                    except OSError:
-                        time.sleep(0.01)
+            remove(d)
         for d in self._dirs(self.base) + self._dirs(self.base.parent):  # gone with this node's last pod
             with contextlib.suppress(OSError):
                 d.rmdir()
@@ -177,7 +166,26 @@ class Cgroups:
                 d.rmdir()
 
 
-def _kill_all(cgroup: Path) -> None:
+def remove(cgroup: Path) -> None:
+    """Kill what is left in ``cgroup`` and its children and remove them, children first."""
+    try:
+        children = [c for c in cgroup.iterdir() if c.is_dir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for child in children + [cgroup]:
+        kill_all(child)
+        for _ in range(RMDIR_TRIES):  # busy until the killed processes are gone
+            try:
+                child.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.01)
+
+
+def kill_all(cgroup: Path) -> None:
+    """SIGKILL every process in ``cgroup`` (best effort: it may be gone)."""
     try:
         pids = [int(p) for p in (cgroup / "cgroup.procs").read_text().split()]
     except (OSError, ValueError):

@@ -38,6 +38,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -187,6 +188,14 @@ def _set_group(path: Path, gid: int) -> None:
                 current.chmod(current.stat().st_mode | 0o2070)
 
 
+@dataclass(frozen=True)
+class Image:
+    """A container's image as its start needs it: its config (None: not known) and its root file system."""
+
+    config: images.ImageConfig | None
+    tree: rootfs.Rootfs
+
+
 class LinuxRuntime(ProcessRuntime):
     """Linux containers (a ``cri.Runtime``); see the module docstring."""
 
@@ -207,23 +216,36 @@ class LinuxRuntime(ProcessRuntime):
         self.cgroups = Cgroups(node)
         self._locks: dict[str, asyncio.Lock] = {}
         self._pauses: dict[str, asyncio.Future[dict[str, Any]]] = {}  # the zygote's answer, by pod UID
+        self._building: dict[str, asyncio.Lock] = {}  # built-in images' trees, built once each (``_image``)
+        self._built: set[str] = set()
 
     @property
     def runtime_version(self) -> str:
         return RUNTIME_VERSION
 
     # --- containers -------------------------------------------------------------------------------------------
-    def _command(self, container: dict[str, Any], workdir: Path, env: dict[str, str],
-                 meta: ContainerMeta) -> tuple[list[str], Path, dict[str, str]]:
-        """The image's command and environment (PATH...), with the pod's variables over them."""
+    async def _image(self, container: dict[str, Any]) -> Image:
+        """The image's config and tree, once per container start (a loaded image's lookup reads the store's
+        manifests). A built-in image's tree is built on its first use on a thread, one build per image, so the
+        event loop goes on with the node's other pods meanwhile (a busybox copy and hundreds of applet links)."""
         image = container.get("image", "")
-        argv = argv_of(container, self.images.config(image))
-        tree = self._rootfs(image)
-        hostname = meta.sandbox.hostname if meta.sandbox else meta.pod_name
-        return argv, workdir, {**tree.env, "HOSTNAME": hostname, "HOME": "/root", **env}
-
-    def _rootfs(self, image: str) -> rootfs.Rootfs:
         config = self.images.config(image)
+        key = images.parse_reference(image).catalog_key
+        if not (config is not None and config.rootfs) and rootfs.supported(key) and key not in self._built:
+            async with self._building.setdefault(key, asyncio.Lock()):
+                if key not in self._built:
+                    await asyncio.to_thread(self._rootfs, image, config)
+                    self._built.add(key)
+        return Image(config, self._rootfs(image, config))
+
+    def _command(self, container: dict[str, Any], workdir: Path, env: dict[str, str],
+                 meta: ContainerMeta, image: Image) -> tuple[list[str], Path, dict[str, str]]:
+        """The image's command and environment (PATH...), with the pod's variables over them."""
+        argv = argv_of(container, image.config)
+        hostname = meta.sandbox.hostname if meta.sandbox else meta.pod_name
+        return argv, workdir, {**image.tree.env, "HOSTNAME": hostname, "HOME": "/root", **env}
+
+    def _rootfs(self, image: str, config: images.ImageConfig | None) -> rootfs.Rootfs:
         if config is not None and config.rootfs:  # loaded (``kubelab image load``): its tree and its Env
             env = dict(e.partition("=")[::2] for e in config.env)
             return rootfs.Rootfs(Path(config.rootfs), env={"PATH": rootfs.DEFAULT_PATH, **env})
@@ -236,10 +258,9 @@ class LinuxRuntime(ProcessRuntime):
             raise RuntimeError(f"failed to create the root file system of {image}: {err}") from None
 
     async def _configure(self, state: Path, cid: str, container: dict[str, Any], workdir: Path,
-                         meta: ContainerMeta) -> None:
+                         meta: ContainerMeta, found: Image) -> None:
         sandbox = meta.sandbox or SandboxConfig(hostname=meta.pod_name)
-        tree = self._rootfs(container.get("image", ""))
-        image = self.images.config(container.get("image", ""))
+        tree, image = found.tree, found.config
         pod_dir = await self._sandbox(meta.pod_uid or cid, sandbox)
         security = security_context(sandbox.security, container)
         config: dict[str, Any] = {
@@ -379,26 +400,35 @@ class LinuxRuntime(ProcessRuntime):
         removed = set(super().remove_pods(keep))
         for d in self._sandbox_dirs():
             if d.name not in keep:
-                self._remove_sandbox(d)
+                self._remove_sandbox(d, background=True)
                 removed.add(d.name)
         return sorted(removed)
 
     def shutdown(self) -> None:
         """The kubelet stops and has stopped its containers: every sandbox and pod cgroup goes too."""
+        super().shutdown()  # and waits for the background removals
         for d in self._sandbox_dirs():
             self._remove_sandbox(d)
 
     def _sandbox_dirs(self) -> list[Path]:
         return [d for d in self.sandboxes.iterdir() if d.is_dir()] if self.sandboxes.is_dir() else []
 
-    def _remove_sandbox(self, d: Path) -> None:
+    def _remove_sandbox(self, d: Path, background: bool = False) -> None:
+        """StopPodSandbox and RemovePodSandbox: the network, the pause process, the cgroups, the directory.
+        ``background``: the pod is gone for good (housekeeping), so its cgroups and directory may go on the
+        reaper's thread; a sandbox that failed is removed at once, as its pod's next attempt makes them again."""
         self.network.teardown(d.name)
         pid = _running_pause(d)
         if pid is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
-        self.cgroups.remove_pod(d.name)
-        shutil.rmtree(d, ignore_errors=True)
+        if background:
+            uid = d.name
+            self._reaper.run(lambda: self.cgroups.remove_pod(uid))
+            self._reaper.remove_tree(d)
+        else:
+            self.cgroups.remove_pod(d.name)
+            shutil.rmtree(d, ignore_errors=True)
         self._locks.pop(d.name, None)
         self._pauses.pop(d.name, None)
 

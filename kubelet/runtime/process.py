@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import images
 from .cri import ContainerMeta
+from .reaper import Reaper
 from .shim import ATTACH_SOCKET
 
 if TYPE_CHECKING:
@@ -297,6 +298,8 @@ class ProcessRuntime:
         # instances instead of reading every container's meta.json (quadratic in a burst of pod starts).
         self._instances: dict[tuple[str, str], list[Path]] = {}
         self._zygote = ShimZygote(self.preload)
+        trash = root.parent / "trash" if root is not None else Path(os.environ.get("TMPDIR", "/tmp")) / "kubelab-trash"
+        self._reaper = Reaper(trash)  # <root-dir>/trash: what deleted pods left, removed off the event loop
 
     def _new_dir(self) -> tuple[str, Path]:
         cid = secrets.token_hex(32)
@@ -309,7 +312,8 @@ class ProcessRuntime:
                     meta: ContainerMeta | None = None) -> ContainerProcess:
         """Start the container under a shim; raises ``FileNotFoundError``/``OSError`` if it cannot be executed."""
         meta = meta or ContainerMeta()
-        argv, cwd, env = self._command(container, workdir, env, meta)
+        image = await self._image(container)
+        argv, cwd, env = self._command(container, workdir, env, meta, image)
         if not argv:
             raise RuntimeError(f'image "{container.get("image")}" has no entrypoint: set command')
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -322,7 +326,7 @@ class ProcessRuntime:
             "id": cid, "name": container["name"], "image": container.get("image", ""), "startedAt": started_at,
             "cwd": str(cwd), "logPath": str(log_path), "env": env, **asdict(meta)}))
         try:
-            await self._configure(state, cid, container, workdir, meta)
+            await self._configure(state, cid, container, workdir, meta, image)
             reply = await self._zygote.start(state, cwd, log_path, argv, env, stdio_flags(container))
         except BaseException:
             self._discard(state, cid, meta)
@@ -335,15 +339,20 @@ class ProcessRuntime:
         return ContainerProcess(container["name"], cid, int(reply["pid"]), started_at, log_path, state, meta,
                                 cwd, env, shim_pid=int(reply["shim"]), runtime_name=self.name)
 
+    async def _image(self, container: dict[str, Any]) -> Any:
+        """What ``_command`` and ``_configure`` need of the container's image, looked up once per start (the
+        process runtime: nothing)."""
+        return None
+
     def _command(self, container: dict[str, Any], workdir: Path, env: dict[str, str],
-                 meta: ContainerMeta) -> tuple[list[str], Path, dict[str, str]]:
+                 meta: ContainerMeta, image: Any) -> tuple[list[str], Path, dict[str, str]]:
         """What the shim runs: argv, its working directory on the host, its environment."""
         cwd = workdir / container["workingDir"].lstrip("/") if container.get("workingDir") else workdir
         cwd.mkdir(parents=True, exist_ok=True)
         return container_argv(container), cwd, env
 
     async def _configure(self, state: Path, cid: str, container: dict[str, Any], workdir: Path,
-                         meta: ContainerMeta) -> None:
+                         meta: ContainerMeta, image: Any) -> None:
         """Anything the container needs besides its process (the process runtime: nothing)."""
 
     def _discard(self, state: Path, cid: str, meta: ContainerMeta) -> None:
@@ -371,12 +380,22 @@ class ProcessRuntime:
         return container.dir / ATTACH_SOCKET
 
     def shutdown(self) -> None:
-        """Nothing outlives the containers here."""
+        """The kubelet stops, its pod workers have stopped their containers: kill any still running (one whose
+        start raced the stop, which no worker knew of yet), so a stopped kubelet leaves no container behind
+        (``leftovers``)."""
+        for state in self._dirs():
+            cp = _load(state, self.name)
+            if cp is not None and cp.returncode is None and start_ticks(cp.pid) is not None:
+                log.info("killing container %s of pod %s: the kubelet stops", cp.name, cp.meta.pod_uid)
+                _signal_group(cp.pid, signal.SIGKILL)
+        self._reaper.drain()
 
     # --- finding containers again -----------------------------------------------------------------------------
     def recover(self) -> list[ContainerProcess]:
         """Every container this runtime recorded: running ones adopted, exited ones with their exit code."""
         found = []
+        if self._reaper.trash.is_dir():  # what a killed kubelet had not finished removing
+            self._reaper.remove_tree(self._reaper.trash)
         for state in self._dirs():
             cp = _load(state, self.name)
             if cp is None:
@@ -414,7 +433,7 @@ class ProcessRuntime:
             if cp is not None and cp.returncode is None and start_ticks(cp.pid) is not None:
                 log.info("killing container %s of pod %s: its pod is gone", cp.name, uid)
                 _signal_group(cp.pid, signal.SIGKILL)
-            shutil.rmtree(state, ignore_errors=True)
+            self._reaper.remove_tree(state)
             removed.append(uid)
         for key in [k for k in self._instances if k[0] in removed]:
             del self._instances[key]

@@ -26,6 +26,7 @@ from kubelet.images import ImageStore
 from kubelet.rootfs import static_busybox
 from kubelet.runtime.cgroups import Cgroups
 from kubelet.runtime.cri import ContainerMeta, SandboxConfig
+from kubelet.runtime.leftovers import clean
 from kubelet.runtime.linux import LinuxRuntime, unavailable
 from kubelet.runtime.process import ContainerProcess, start_ticks
 from support.kubelet import Node, create_pod, node_runtime, running_node
@@ -159,6 +160,47 @@ def test_pod_deletion_removes_its_sandbox_and_cgroups(api_url: str, ns: str, nod
     wait_for(lambda: not sandbox.exists() and not any(d.exists() for d in cgroups), what="sandbox and cgroups gone")
     wait_for(lambda: start_ticks(pause) is None, what="the pause process gone")  # killed, and reaped
 
+
+
+def _pod_leftovers(api_url: str, ns: str, node: Node, pod: str) -> tuple[list[int], list[Path]]:
+    """The pod's pause and container pids and its cgroups, all there while it runs."""
+    uid = httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/{pod}").json()["metadata"]["uid"]
+    root = node.root / "root"
+    containers = [d for d in root.glob("containers/*") if json.loads((d / "meta.json").read_text())["pod_uid"] == uid]
+    pids = [json.loads(p.read_text())["pid"] for p in [root / "sandboxes" / uid / "pid.json",
+                                                         *(d / "pid.json" for d in containers)]]
+    cgroups = Cgroups(node.name).pod_dirs(uid)
+    assert len(pids) == 2 and all(start_ticks(p) is not None for p in pids)
+    assert cgroups and all(d.is_dir() for d in cgroups)
+    return pids, cgroups
+
+
+def test_a_stopped_kubelet_leaves_nothing_and_clean_removes_what_a_killed_one_left(
+        api_url: str, ns: str, node: Node, tmp_path: Path) -> None:
+    """SIGTERM: the kubelet stops its pods, their pause processes and cgroups go with them. SIGKILL: they run on
+    (as under a real kubelet), and ``leftovers.clean`` of its root directory removes them — a test harness's
+    clean-up, which touches only that kubelet's pods (found by UID)."""
+    for d in ("stopped", "killed"):
+        (tmp_path / d).mkdir()
+    with running_node(api_url, f"stop-{uuid.uuid4().hex[:8]}", tmp_path / "stopped", runtime="linux") as stopped, \
+            running_node(api_url, f"kill-{uuid.uuid4().hex[:8]}", tmp_path / "killed", runtime="linux") as killed:
+        create_pod(api_url, ns, stopped, "stopped", {"name": "main", "command": ["sleep", "3600"]})
+        create_pod(api_url, ns, killed, "killed", {"name": "main", "command": ["sleep", "3600"]})
+        create_pod(api_url, ns, node, "bystander", {"name": "main", "command": ["sleep", "3600"]})
+        stopped_pids, stopped_cgroups = _pod_leftovers(api_url, ns, stopped, "stopped")
+        killed_pids, killed_cgroups = _pod_leftovers(api_url, ns, killed, "killed")
+        bystander_pids, bystander_cgroups = _pod_leftovers(api_url, ns, node, "bystander")
+        assert stopped.kubelet.stop() == 0
+        assert not any(d.exists() for d in stopped_cgroups)
+        wait_for(lambda: all(start_ticks(p) is None for p in stopped_pids), what="the stopped kubelet's pod gone")
+        killed.kubelet.kill()
+        assert all(start_ticks(p) is not None for p in killed_pids) and all(d.is_dir() for d in killed_cgroups)
+        uid = httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/killed").json()["metadata"]["uid"]
+        assert clean(killed.root / "root") == [uid]
+        assert not any(d.exists() for d in killed_cgroups)
+        assert not list((killed.root / "root" / "sandboxes").iterdir())
+        wait_for(lambda: all(start_ticks(p) is None for p in killed_pids), what="the killed kubelet's pod gone")
+    assert all(start_ticks(p) is not None for p in bystander_pids) and all(d.is_dir() for d in bystander_cgroups)
 
 def _layer(files: dict[str, bytes | str]) -> bytes:
     """A layer tarball: ``path: bytes`` is a file (mode 755), ``path: "->target"`` a symlink."""

@@ -4,7 +4,6 @@ and hollow nodes."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -19,6 +18,7 @@ import pytest
 
 from conftest import ROOT, Kubectl
 from kubelab.etcd import free_port
+from kubelet.runtime.leftovers import clean
 from support.wait import wait_for
 
 
@@ -47,9 +47,7 @@ class KubeletProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(15)
-        for state in (self.root / "containers").glob("*/pid.json"):  # whatever a killed kubelet left running
-            with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
-                os.killpg(json.loads(state.read_text())["pid"], signal.SIGKILL)
+        clean(self.root)  # whatever a killed kubelet left running
 
 
 @pytest.fixture()

@@ -49,7 +49,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Ku
 
 def test_status_names_the_runtime_and_the_pod_network(cluster: tuple[Path, Kubectl, str]) -> None:
     data_dir, kubectl, printed = cluster
-    assert "runtime: linux (auto: root, namespaces, pivot_root and a static busybox), pod network: bridge" in printed
+    assert ("runtime: linux (auto: root, namespaces, pivot_root and a static busybox; bridge pod network: root, nft "
+            "and network namespaces), pod network: bridge") in printed
     status = kubelab("status", "--data-dir", str(data_dir)).stdout
     assert "runtime: linux (auto:" in status and "pod network: bridge" in status
     wait_for(lambda: "node01 linux://" in (s := kubelab("status", "--data-dir", str(data_dir)).stdout)

@@ -4,10 +4,8 @@ tests bind their pods to by ``spec.nodeName`` (there is no scheduler), restartab
 from __future__ import annotations
 
 import json
-import os
-import signal
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -15,7 +13,7 @@ import httpx
 from kubelab.addons import ADDONS, PROVISIONER_ROLE
 from kubelab.clusterpki import LOCAL_PATH_PROVISIONER
 from kubelab.etcd import free_port
-from kubelet.runtime.cgroups import Cgroups
+from kubelet.runtime.leftovers import clean
 from support.process import ComponentProcess, impersonating_kubeconfig
 from support.wait import wait_for
 
@@ -76,11 +74,7 @@ def running_node(api_url: str, name: str, root: Path, runtime: str = "process",
         yield node
     finally:
         node.kubelet.stop()
-        root = node.root / "root"  # the containers, and the linux runtime's pod sandboxes (pause processes)
-        for state in [*root.glob("containers/*/pid.json"), *root.glob("sandboxes/*/pid.json")]:
-            with suppress(ProcessLookupError, PermissionError, ValueError):
-                os.killpg(json.loads(state.read_text())["pid"], signal.SIGKILL)
-        Cgroups(node.name).remove_node()  # the linux runtime's, should the kubelet have left any
+        clean(node.root / "root")  # whatever a kubelet killed rather than stopped left (its pods, by UID)
 
 
 def node_runtime(api_url: str, node: str) -> str:

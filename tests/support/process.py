@@ -6,15 +6,14 @@ The scheduler and the controller-manager are started, logged and stopped alike; 
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import ROOT
+from kubelet.runtime.leftovers import clean
 
 STOP_TIMEOUT = 15.0
 
@@ -62,7 +61,6 @@ def impersonating_kubeconfig(path: Path, api_url: str, user: str, groups: tuple[
 
 
 def kill_containers(root_dir: Path) -> None:
-    """Kill what a stopped kubelet (``--root-dir root_dir``) left running: its containers' process groups."""
-    for state in (root_dir / "containers").glob("*/pid.json"):
-        with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
-            os.killpg(json.loads(state.read_text())["pid"], signal.SIGKILL)
+    """Kill what a stopped kubelet (``--root-dir root_dir``) left running, whatever its runtime: its containers,
+    a linux runtime's pod sandboxes (pause processes and their namespaces) and pod cgroups (``leftovers``)."""
+    clean(root_dir)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from apimachinery import sysbin
 from kubelab import cli, runtimechoice
 from kubelab.runtimechoice import Choice, choose
 
@@ -24,8 +25,9 @@ def test_the_defaults_are_auto() -> None:
 def test_auto_is_linux_on_the_bridge_where_the_host_allows_it(monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:
     _host(monkeypatch, None)
-    assert choose("auto", "auto", tmp_path) == Choice("linux", "bridge",
-                                                      "auto: root, namespaces, pivot_root and a static busybox")
+    assert choose("auto", "auto", tmp_path) == Choice(
+        "linux", "bridge", "auto: root, namespaces, pivot_root and a static busybox; "
+                           "bridge pod network: root, nft and network namespaces")
 
 
 def test_auto_falls_back_to_process_on_the_host_network_and_says_why(monkeypatch: pytest.MonkeyPatch,
@@ -44,3 +46,19 @@ def test_bridge_without_linux_containers_is_a_clear_error(monkeypatch: pytest.Mo
     with pytest.raises(ValueError, match="does not run as root"):
         choose("auto", "bridge", tmp_path)
     assert choose("docker", "auto", tmp_path) == Choice("docker", "host", "--runtime")
+
+
+def test_system_binaries_are_found_in_sbin_whatever_path_says(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    """A root process started with a plain user's PATH (no /usr/sbin) still finds nft: ``kubelab up`` chooses
+    the bridge pod network by it, the kubelet and kube-proxy run it."""
+    sbin = tmp_path / "sbin"
+    sbin.mkdir()
+    tool = sbin / "kubelab-test-tool"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert sysbin.find("kubelab-test-tool") is None
+    monkeypatch.setattr(sysbin, "SBIN", (str(sbin),))
+    assert sysbin.find("kubelab-test-tool") == str(tool)
+    assert sysbin.system_binary("kubelab-no-such-tool") == "kubelab-no-such-tool"
