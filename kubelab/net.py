@@ -6,6 +6,8 @@ then fail to bind. Every choice here is therefore also a *reservation*: a file n
 directory under the temporary directory, created atomically and holding the chooser's pid. Another process skips a
 port whose reservation is younger than ``RESERVATION_SECONDS`` and whose chooser still runs; by then the component
 has bound it (or its chooser has exited), so a cluster started again later gets kube's default ports again.
+A reservation held by one of this process's ancestors is this process's to use: the parent chose the port for it
+(a test picks ``--secure-port`` with ``free_port()`` and runs ``kubelab up`` with it).
 """
 
 from __future__ import annotations
@@ -44,8 +46,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _ancestors() -> set[int]:
+    """This process's parent, its parent's parent, ... (from /proc; empty where there is none)."""
+    pids: set[int] = set()
+    pid = os.getppid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state; comm may hold spaces or ")"
+    return pids
+
+
 def _held_by_other(path: Path) -> bool:
-    """True while ``path`` is another running process's reservation made less than RESERVATION_SECONDS ago."""
+    """True while ``path`` is the reservation, made less than RESERVATION_SECONDS ago, of another running process
+    that is not one of this process's ancestors."""
     try:
         age = time.time() - path.stat().st_mtime
         text = path.read_text()
@@ -59,7 +76,7 @@ def _held_by_other(path: Path) -> bool:
         pid = int(text)
     except ValueError:
         return False
-    return pid != os.getpid() and _alive(pid)
+    return pid != os.getpid() and _alive(pid) and pid not in _ancestors()
 
 
 def reserve(port: int) -> bool:

@@ -74,8 +74,19 @@ def test_own_and_stale_reservations_do_not_block(reservations: dict[str, str]) -
 
 
 def test_free_port_is_reserved(reservations: dict[str, str]) -> None:
-    port = net.free_port()
-    held = subprocess.run([sys.executable, "-c", "import sys; from kubelab.net import reserve; "
-                           "print(reserve(int(sys.argv[1])))", str(port)], env=reservations, text=True,
-                          capture_output=True, timeout=60)
-    assert held.stdout.strip() == "False"
+    chooser = "from kubelab.net import free_port; print(free_port(), flush=True); import sys; sys.stdin.read()"
+    with subprocess.Popen([sys.executable, "-c", chooser], env=reservations, text=True, stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE) as holder:
+        assert holder.stdout is not None
+        port = int(holder.stdout.readline())
+        assert not net.reserve(port)  # a sibling's (here the parent's) launcher may not take it
+        holder.communicate("", timeout=30)
+
+
+def test_a_port_chosen_by_an_ancestor_is_the_childs_to_use(reservations: dict[str, str]) -> None:
+    port = net.free_port()  # as a test chooses --secure-port, then runs `kubelab up` with it
+    choose = "import sys; from kubelab.net import free_ports_from; print(*free_ports_from(int(sys.argv[1]), 1))"
+    grandchild = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {choose!r}, sys.argv[1]], check=True)"
+    child = subprocess.run([sys.executable, "-c", grandchild, str(port)], env=reservations, text=True,
+                           capture_output=True, timeout=60)
+    assert child.stdout.split() == [str(port)], child.stderr
