@@ -70,6 +70,9 @@ def test_a_forked_child_is_a_process_of_its_own_and_its_exit_is_reported(tmp_pat
 
 
 def test_a_library_cluster_forks_its_components_restarts_them_and_leaves_nothing() -> None:
+    # The zygote is this process's: in a whole run it also serves the session's clusters (conftest's apiserver, the
+    # plugin's idle one), which outlive this test; what this cluster forked must be gone after its stop.
+    others = set(process.descendants(zygote.shared().pid).items())
     cluster = kubelab.Cluster(nodes=0, components=["apiserver", "scheduler"])
     cluster.start()
     try:
@@ -97,7 +100,7 @@ def test_a_library_cluster_forks_its_components_restarts_them_and_leaves_nothing
     finally:
         cluster.stop()
     assert not [pid for pid, start in running if process.pid_alive(pid, start)]
-    assert process.descendants(zygote.shared().pid) == {}  # the zygote reaped everything it forked
+    assert set(process.descendants(zygote.shared().pid).items()) <= others  # it reaped everything it forked here
 
 
 def _healthy(url: str | None) -> bool:
