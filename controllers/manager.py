@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from controllers.support.base import Controller
 from controllers.support.healthz import HealthServer
@@ -332,11 +333,18 @@ async def run_controllers(clientset: Clientset, options: argparse.Namespace, sto
         credentials.prepare(order)
         runs.append(asyncio.create_task(credentials.run(stop), name="service account tokens"))
     launches = [asyncio.create_task(launch(name), name=f"build {name}") for name in order]
+    building: asyncio.Future[Any] = asyncio.gather(*launches)
+    stopping: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
     try:
-        await asyncio.gather(*launches)
-        log.info("started controllers: %s", ", ".join(built[name].name for name in enabled if name in built))
-        await asyncio.gather(*runs)
+        # a stop while accounts are still being made (a cluster stopped right after its Nodes got their podCIDRs)
+        # is not kept waiting for the rest of them
+        await asyncio.wait([building, stopping], return_when=asyncio.FIRST_COMPLETED)
+        if building.done():
+            building.result()  # a failed build ends the manager
+            log.info("started controllers: %s", ", ".join(built[name].name for name in enabled if name in built))
+            await asyncio.gather(*runs)
     finally:
+        stopping.cancel()
         for task in launches:  # a failed build: the others are not left building
             task.cancel()
         await asyncio.gather(*launches, return_exceptions=True)
