@@ -1,6 +1,7 @@
 """Bring a local cluster up in dependency order and take it down in reverse.
 
-Order: etcd (healthy) → apiserver → {controller-manager, scheduler, dns, kubelets}. The last tier only
+Order: etcd → apiserver → {controller-manager, scheduler, dns, kubelets}. The apiserver is spawned while etcd
+starts (it dials etcd until it answers, as kube-apiserver does) and reported healthy after it. The last tier only
 talks to the apiserver and retries until it answers (informers back off, the kubelet retries its
 registration as kube's kubelet does), so it is spawned right after the apiserver instead of after the
 apiserver is healthy: their Python start-up (about a second of imports each) overlaps the apiserver's.
