@@ -90,7 +90,7 @@ from .serviceaccount.oidc import CACHE_CONTROL, CONFIGURATION_PATH, JWKS_CONTENT
 from .serviceaccount.tokenrequest import TokenRequests
 from .storage import encryptionconfig, maintenance
 from .storage import metrics as storage_metrics
-from .storage.etcd3 import EtcdStorage, EtcdTLS, SpaceExceeded, StorageError
+from .storage.etcd3 import EtcdStorage, EtcdTLS, SpaceExceeded, StorageError, Unavailable
 from .storage.format import NewerStorageFormat, check_storage_format
 
 log = logging.getLogger(__name__)
@@ -170,11 +170,32 @@ def storage_status(err: StorageError) -> errors.StatusError:
     return errors.ServiceUnavailable(f"etcd is unavailable: {err}", retry_after=1)
 
 
+ETCD_DIAL_TIMEOUT = 20.0  # kube's storagebackend/factory dialTimeout
+ETCD_REDIAL_INTERVAL = 0.05
+
+
 class SpaceExceededError(errors.StatusError):
     """A Status with no reason (kube's StatusReasonUnknown, omitted from the JSON)."""
 
     code = 500
     reason = ""  # StatusError.to_status leaves an empty reason out, as kube's JSON does
+
+
+async def connect_storage(storage: EtcdStorage, dial_timeout: float = ETCD_DIAL_TIMEOUT) -> None:
+    """Connect to etcd, dialing again while it does not answer for up to ``dial_timeout`` (kube-apiserver's etcd
+    client dials for 20 s): an apiserver started alongside its etcd, as launchers and static pods start them,
+    waits for it instead of exiting."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + dial_timeout
+    while True:
+        try:
+            await storage.connect()
+            return
+        except Unavailable:
+            await storage.close()  # a fresh channel: gRPC's own reconnect back-off starts at a second
+            if loop.time() >= deadline:
+                raise
+            await asyncio.sleep(ETCD_REDIAL_INTERVAL)
 
 
 async def defragment_members(config: Config, storage: EtcdStorage) -> None:
@@ -275,7 +296,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> R
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await storage.connect()
+        await connect_storage(storage)
         try:
             await check_storage_format(storage, config.etcd_servers)
         except NewerStorageFormat as err:

@@ -10,17 +10,23 @@ clusters with ``fork_server=False`` (a fresh interpreter per component, as befor
 runs them), interleaved with the zygote's runs (``--baseline-runs``), and ``python -c "import apiserver.app"``
 (median of 5), the import the zygote saves each apiserver.
 
-    python bench/startup.py [--runs 10] [--baseline-runs 3]
+``--phases``: per run, when each component was spawned (s) and reported healthy (h), from the launcher's progress
+reports (``kubelab.cluster.Cluster``'s ``report``, which ``kubelab up`` prints), and the controller-manager's lease →
+node-ipam running → every controller running from its log: where a start's time goes.
+
+    python bench/startup.py [--runs 10] [--baseline-runs 3] [--phases]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +34,55 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import kubelab  # noqa: E402
+from kubelab import cluster as engine  # noqa: E402
 
 TARGETS = {"nodes=3": 2.0, 'components=["apiserver"]': 0.5}
 
 
-def one_run(kwargs: dict[str, Any]) -> tuple[float, float]:
-    """(start, stop) seconds of one fresh cluster."""
-    cluster = kubelab.Cluster(**kwargs)
+PHASES: list[tuple[float, str]] = []  # (monotonic time, "apiserver:h") of the run being measured
+
+
+def record_phases() -> None:
+    """Have every engine cluster report its progress into ``PHASES`` (the library passes no ``report``)."""
+    init = engine.Cluster.__init__
+
+    def reporting(self: engine.Cluster, *args: Any, **kwargs: Any) -> None:
+        kwargs["report"] = lambda p: PHASES.append((time.monotonic(), f"{p.name}:{'s' if p.seconds is None else 'h'}"))
+        init(self, *args, **kwargs)
+
+    engine.Cluster.__init__ = reporting  # type: ignore[method-assign]
+
+
+def controller_manager_phases(log: Path) -> str:
+    """Lease acquired → node-ipam running → all controllers running, from the controller-manager's log."""
+    stamps: dict[str, float] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        for key, marker in (("lease", "acquired lease"), ("ipam", "starting node-ipam-controller"),
+                            ("all", "started controllers")):
+            if marker in line and key not in stamps:
+                stamps[key] = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    if "lease" not in stamps:
+        return ""
+    return "  controller-manager: lease→" + " ".join(f"{key} +{stamps[key] - stamps['lease']:.2f}s"
+                                                    for key in ("ipam", "all") if key in stamps)
+
+
+def one_run(kwargs: dict[str, Any], phases: bool = False) -> tuple[float, float]:
+    """(start, stop) seconds of one fresh cluster; with ``phases``, print where the start's time went."""
+    PHASES.clear()
+    cluster = kubelab.Cluster(**kwargs, keep=phases)
     began = time.monotonic()
     cluster.start()
     started = time.monotonic() - began
+    if phases:
+        log = cluster.data_dir / "logs" / "controller-manager.log"
+        print(f"  {started:5.2f}s: " + " ".join(f"{name}@{at - began:.2f}" for at, name in PHASES)
+              + (controller_manager_phases(log) if log.exists() else ""))
+    data_dir = cluster.data_dir
     began = time.monotonic()
     cluster.stop()
+    if phases:  # kept for the controller-manager's log: removed here, as stop() removes it otherwise
+        shutil.rmtree(data_dir, ignore_errors=True)
     return started, time.monotonic() - began
 
 
@@ -56,7 +99,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--baseline-runs", type=int, default=3, help="API-only clusters without the zygote")
+    parser.add_argument("--phases", action="store_true", help="print each run's phases (see the module doc)")
     args = parser.parse_args()
+    if args.phases:
+        record_phases()
     os.environ.setdefault("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")  # as `make test` runs the suite
     api_only = 'components=["apiserver"]'
     configs: dict[str, dict[str, Any]] = {"nodes=3": {"nodes": 3}, api_only: {"components": ["apiserver"]}}
@@ -66,7 +112,7 @@ def main() -> None:
     for label, kwargs in configs.items():
         starts, stops = [], []
         for index in range(args.runs):
-            started, stopped = one_run(kwargs)
+            started, stopped = one_run(kwargs, args.phases)
             starts.append(started)
             stops.append(stopped)
             if label == api_only and index < args.baseline_runs:  # interleaved: the same moment's load

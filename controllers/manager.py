@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from controllers.support.base import Controller
 from controllers.support.healthz import HealthServer
@@ -277,6 +278,10 @@ def canonical_name(name: str) -> str:
     raise ValueError(f'"{name}" is not in the list of known controllers')
 
 
+# Started before the others: a fresh cluster's Nodes wait for their podCIDRs (and `kubelab up` for the Nodes).
+STARTED_FIRST = ("node-ipam-controller",)
+
+
 def enabled_controllers(spec: list[str]) -> list[str]:
     """Resolve ``--controllers`` (``*``, ``name``, ``-name``) to the canonical names to run, in start order."""
     explicit_on: set[str] = set()
@@ -298,7 +303,11 @@ def enabled_controllers(spec: list[str]) -> list[str]:
 
 async def run_controllers(clientset: Clientset, options: argparse.Namespace, stop: asyncio.Event) -> None:
     """Build the enabled controllers over one informer factory and run them until ``stop`` is set; with
-    ``--use-service-account-credentials`` each writes as its own service account (``credentials``)."""
+    ``--use-service-account-credentials`` each writes as its own service account (``credentials``).
+
+    Each controller runs (and its informers start) as soon as it is built, as kube's start functions ``go Run``
+    each one: with service-account credentials the last one is built only once ~30 accounts and tokens are made,
+    and a fresh cluster's Nodes wait for the node-ipam controller (``STARTED_FIRST``), whose account comes first."""
     factory = InformerFactory(clientset)
     ctx = Context(clientset, factory, options)
     credentials = None
@@ -306,26 +315,45 @@ async def run_controllers(clientset: Clientset, options: argparse.Namespace, sto
         from controllers.support.credentials import ServiceAccountCredentials
         credentials = ServiceAccountCredentials(clientset, build_config(
             master=options.master, kubeconfig=options.kubeconfig, user_agent="kube-controller-manager"))
-    controllers = []
     enabled = enabled_controllers(options.controllers)
-    if credentials is not None:
-        await credentials.prepare(enabled)
-    for name in enabled:
+    order = [*(name for name in STARTED_FIRST if name in enabled), *(n for n in enabled if n not in STARTED_FIRST)]
+    built: dict[str, Controller] = {}
+    runs: list[asyncio.Task[None]] = []
+
+    async def launch(name: str) -> None:
         own = ctx if credentials is None else Context(await credentials.clientset(name), factory, options)
         controller = CONTROLLERS[name][1](own)
-        if controller is not None:
-            controllers.append(controller)
-    factory.start(stop)
-    log.info("started controllers: %s", ", ".join(c.name for c in controllers))
+        if controller is None:
+            return
+        built[name] = controller
+        factory.start(stop)  # its informers
+        runs.append(asyncio.create_task(controller.run(stop), name=f"run {controller.name}"))
+
+    if credentials is not None:
+        credentials.prepare(order)
+        runs.append(asyncio.create_task(credentials.run(stop), name="service account tokens"))
+    launches = [asyncio.create_task(launch(name), name=f"build {name}") for name in order]
+    building: asyncio.Future[Any] = asyncio.gather(*launches)
+    stopping: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
     try:
-        await asyncio.gather(*(c.run(stop) for c in controllers),
-                             *([credentials.run(stop)] if credentials is not None else []))
+        # a stop while accounts are still being made (a cluster stopped right after its Nodes got their podCIDRs)
+        # is not kept waiting for the rest of them
+        await asyncio.wait([building, stopping], return_when=asyncio.FIRST_COMPLETED)
+        if building.done():
+            building.result()  # a failed build ends the manager
+            log.info("started controllers: %s", ", ".join(built[name].name for name in enabled if name in built))
+            await asyncio.gather(*runs)
     finally:
+        stopping.cancel()
+        for task in launches:  # a failed build: the others are not left building
+            task.cancel()
+        await asyncio.gather(*launches, return_exceptions=True)
         stop.set()
+        await asyncio.gather(*runs, return_exceptions=True)
         await factory.shutdown()
         if credentials is not None:
             await credentials.close()
-        for c in controllers:
+        for c in built.values():
             recorder = getattr(c, "recorder", None)
             if recorder is not None:
                 await recorder.close()

@@ -1,6 +1,7 @@
 """Bring a local cluster up in dependency order and take it down in reverse.
 
-Order: etcd (healthy) → apiserver → {controller-manager, scheduler, dns, kubelets}. The last tier only
+Order: etcd → apiserver → {controller-manager, scheduler, dns, kubelets}. The apiserver is spawned while etcd
+starts (it dials etcd until it answers, as kube-apiserver does) and reported healthy after it. The last tier only
 talks to the apiserver and retries until it answers (informers back off, the kubelet retries its
 registration as kube's kubelet does), so it is spawned right after the apiserver instead of after the
 apiserver is healthy: their Python start-up (about a second of imports each) overlaps the apiserver's.
@@ -25,6 +26,7 @@ code.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -218,21 +220,26 @@ class Cluster:
         them, after showing the error).
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        # etcd starts (and elects itself) while the cluster's certificates are made: it needs none of them
+        # etcd starts (and elects itself) while the cluster's certificates are made, which it does not need, and
+        # the apiservers start alongside it: they dial etcd until it answers, as kube-apiserver does
         with ThreadPoolExecutor(1, thread_name_prefix="kubelab-etcd") as pool:
             etcd = pool.submit(self._start_etcd)
             self.pki = pki = make_cluster_pki(self.data_dir / "pki")
             self._kubeconfig(Path(self.state.kubeconfig), ADMIN)
+            self.healthz_ports = self._healthz_ports()
+            if self.network is not None:
+                try:
+                    self.network.ensure()
+                except (OSError, RuntimeError) as err:
+                    raise StartupError(f"--pod-network bridge: cannot create the cluster network "
+                                       f"{self.network.name}: {err}") from None
+            told = self.etcd.servers
+            spawned_apiservers = [self._spawn_apiserver(COMPONENTS["apiserver"], index)
+                                  for index in range(1, self.apiservers + 1)]
             etcd.result()
-        apiserver = COMPONENTS["apiserver"]
-        self.healthz_ports = self._healthz_ports()
-        if self.network is not None:
-            try:
-                self.network.ensure()
-            except (OSError, RuntimeError) as err:
-                raise StartupError(f"--pod-network bridge: cannot create the cluster network "
-                                   f"{self.network.name}: {err}") from None
-        spawned_apiservers = [self._spawn_apiserver(apiserver, index) for index in range(1, self.apiservers + 1)]
+        if self.etcd.servers != told:  # etcd lost a race for its ports and moved: tell the apiservers
+            for pending in spawned_apiservers:
+                self._respawn_on_new_etcd(pending)
         tier: list[_Pending] = []
         for name in ("controller-manager", "scheduler"):
             component = COMPONENTS[name]
@@ -335,7 +342,8 @@ class Cluster:
                 port=member.client_port,
                 health_url=member.health_url,
             )
-            self.state.processes.append(record)
+            # first, as the start order (the apiservers, spawned meanwhile, may already be listed)
+            self.state.processes.insert(sum(r.component == "etcd" for r in self.state.processes), record)
             self._supervise_etcd(member, record, HttpHealth(member.health_url))
             self.report(Progress(record.name, record.pid, member.url, member.log_path, time.monotonic() - began))
 
@@ -381,6 +389,14 @@ class Cluster:
             *audit,
         ]  # fmt: skip
         return self._spawn(component, name, args, port=port)
+
+    def _respawn_on_new_etcd(self, pending: _Pending) -> None:
+        """Run an apiserver again with the etcd members' new URLs in its ``--etcd-servers``."""
+        argv = list(pending.entry.unit.argv)
+        argv[argv.index("--etcd-servers") + 1] = self.etcd.servers
+        pending.entry.unit = dataclasses.replace(pending.entry.unit, argv=tuple(argv))
+        self.supervisor.stop_unit(pending.entry)
+        self.supervisor.restart_now(pending.entry)
 
     def _apiserver_address(self) -> list[str]:
         """The secure port on 127.0.0.1; with the cluster network on every address, advertised (the ``kubernetes``

@@ -32,6 +32,7 @@ NAMESPACE = "kube-system"
 TOKEN_SECONDS = 3600
 REFRESH_FRACTION = 0.8
 TICK_SECONDS = 30.0
+ACCOUNTS_AT_ONCE = 4  # accounts being made at a time (each a create and a TokenRequest)
 
 # controller (the manager's canonical name) → kube's client / service account name
 CLIENT_NAMES = {
@@ -82,16 +83,28 @@ class ServiceAccountCredentials:
         self.config = config  # the manager's connection (server, CA), which the controllers' clients reuse
         self.tokens: dict[str, _Token] = {}
         self.clientsets: list[Clientset] = []
+        self._pending: dict[str, asyncio.Future[_Token]] = {}
+        self._slots = asyncio.Semaphore(ACCOUNTS_AT_ONCE)
 
-    async def prepare(self, controllers: list[str]) -> None:
-        """Make the controllers' service accounts and tokens all at once: one at a time, the ~30 creates and
-        TokenRequests were a round trip each before any controller ran (seconds on a fresh cluster, whose Nodes
-        wait for the node-ipam controller's podCIDRs)."""
+    def prepare(self, controllers: list[str]) -> None:
+        """Start making the controllers' service accounts and tokens, in ``controllers``' order and
+        ``ACCOUNTS_AT_ONCE`` at a time: ``clientset`` then waits for its own only. All at once (~30 creates and
+        TokenRequests, each a TLS handshake of its own) the first controller waited for the last account; a fresh
+        cluster's Nodes wait for the node-ipam controller's podCIDRs, which the manager starts first."""
         if not self.config.host.startswith("https://"):
             return  # impersonation: nothing to make
-        names = {CLIENT_NAMES.get(controller, controller) for controller in controllers} - set(self.tokens)
-        tokens = await asyncio.gather(*(self._account(name) for name in sorted(names)))
-        self.tokens.update(zip(sorted(names), tokens, strict=True))
+        for controller in controllers:
+            self._making(CLIENT_NAMES.get(controller, controller))
+
+    def _making(self, name: str) -> asyncio.Future[_Token]:
+        """The (memoised) making of ``name``'s account and token."""
+        if name not in self._pending:
+            self._pending[name] = asyncio.ensure_future(self._account_in_turn(name))
+        return self._pending[name]
+
+    async def _account_in_turn(self, name: str) -> _Token:
+        async with self._slots:
+            return await self._account(name)
 
     async def _account(self, name: str) -> _Token:
         with contextlib.suppress(AlreadyExists):
@@ -110,7 +123,7 @@ class ServiceAccountCredentials:
             self.clientsets.append(clientset)
             return clientset
         if name not in self.tokens:
-            self.tokens[name] = await self._account(name)
+            self.tokens[name] = await self._making(name)
         config = dataclasses.replace(self.config, token=None, cert_file=None, cert_data=None, key_file=None,
                                      key_data=None, user_agent=f"kube-controller-manager/{name}")
         clientset = Clientset(RESTClient(config, token_source=lambda: self.tokens[name].value))
@@ -136,5 +149,8 @@ class ServiceAccountCredentials:
                         log.warning("refreshing the token of %s/%s failed (retried): %s", NAMESPACE, name, err)
 
     async def close(self) -> None:
+        for pending in self._pending.values():
+            pending.cancel()
+        await asyncio.gather(*self._pending.values(), return_exceptions=True)
         for clientset in self.clientsets:
             await clientset.close()
