@@ -146,10 +146,10 @@ def test_auto_mode_prefers_nftables_then_iptables_and_userspace_without_a_networ
         monkeypatch: pytest.MonkeyPatch) -> None:
     assert mode.resolve("auto", "", None)[0] == "userspace"
     assert mode.resolve("auto", "kubelab-x", _runner([]))[0] == "nftables"
-    monkeypatch.setattr(mode.shutil, "which", lambda name: f"/usr/sbin/{name}")
+    monkeypatch.setattr(mode, "find", lambda name: f"/usr/sbin/{name}")
     chosen, why = mode.resolve("auto", "kubelab-x", _runner(["nft"]))
     assert chosen == "iptables" and "Operation not supported" in why
-    monkeypatch.setattr(mode.shutil, "which", lambda name: None)
+    monkeypatch.setattr(mode, "find", lambda name: None)
     with pytest.raises(RuntimeError, match="neither nft"):
         mode.resolve("auto", "kubelab-x", _runner(["nft"]))
     assert mode.resolve("iptables", "", None)[0] == "iptables"
