@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from kubelab.process import ancestors, pid_alive
+
 __all__ = ["RESERVATION_SECONDS", "free_port", "free_ports_from", "listening_sockets", "port_in_use", "reserve"]
 
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's st column
@@ -34,30 +36,6 @@ def _reservations() -> Path | None:
     except OSError:
         return None
     return path
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _ancestors() -> set[int]:
-    """This process's parent, its parent's parent, ... (from /proc; empty where there is none)."""
-    pids: set[int] = set()
-    pid = os.getppid()
-    while pid > 1 and pid not in pids:
-        pids.add(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            break
-        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state; comm may hold spaces or ")"
-    return pids
 
 
 def _held_by_other(path: Path) -> bool:
@@ -76,7 +54,7 @@ def _held_by_other(path: Path) -> bool:
         pid = int(text)
     except ValueError:
         return False
-    return pid != os.getpid() and _alive(pid) and pid not in _ancestors()
+    return pid != os.getpid() and pid_alive(pid) and pid not in ancestors()
 
 
 def reserve(port: int) -> bool:

@@ -23,6 +23,7 @@ import httpx
 __all__ = [
     "ExitStatus",
     "Spawned",
+    "ancestors",
     "descendants",
     "group_members",
     "loopback_client",
@@ -180,6 +181,16 @@ def process_start_time(pid: int) -> int | None:
     """The kernel's start time of pid in clock ticks since boot (Linux), None when unknown."""
     fields = _stat(pid)
     return int(fields[19]) if fields else None  # field 22 overall
+
+
+def ancestors(pid: int | None = None) -> set[int]:
+    """The parent of pid (default: this process), its parent's parent, ... up to init (Linux: /proc)."""
+    found: set[int] = set()
+    fields = _stat(pid or os.getpid())
+    while fields is not None and (parent := int(fields[1])) > 1 and parent not in found:
+        found.add(parent)
+        fields = _stat(parent)
+    return found
 
 
 def group_members(pgid: int) -> list[int]:
