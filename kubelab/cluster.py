@@ -69,6 +69,7 @@ from kubelab.runtimechoice import choose
 from kubelab.state import ClusterState, ProcessRecord
 from kubelab.supervisor import StartupFailed, Supervised, Supervisor, Unit
 from kubelet.network import CLUSTER_CIDR, ClusterNetwork, default_name
+from kubelet.runtime import leftovers
 
 __all__ = ["CLIENT_COMPONENTS", "KUBELET_BASE_PORT", "PROXY_MODES", "SECURE_PORT", "Cluster",
            "Progress", "StartupError", "stop_records"]
@@ -566,8 +567,16 @@ class Cluster:
             for entry in self.supervisor.entries:  # whatever happened: each child reaped, none left running
                 if isinstance(entry.child, process.Spawned):
                     entry.child.reap(max(0.0, deadline - time.monotonic()))
+            remove_kubelet_leftovers(self.data_dir)  # a kubelet SIGKILLed on a timed-out stop left its pods
         self.state.processes.clear()
         return stopped
+
+
+def remove_kubelet_leftovers(data_dir: Path) -> dict[Path, list[str]]:
+    """What kubelets killed rather than stopped left under ``data_dir`` (containers, pod sandboxes, cgroups), by
+    root directory; call it once no kubelet of the data dir runs (a SIGTERMed kubelet leaves nothing)."""
+    roots = sorted(d for d in (data_dir / "kubelet").glob("*") if d.is_dir())
+    return {root: removed for root in roots if (removed := leftovers.clean(root))}
 
 
 def stop_records(records: list[ProcessRecord], timeout: float = 10.0) -> list[ProcessRecord]:

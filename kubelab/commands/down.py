@@ -19,12 +19,11 @@ import time
 from pathlib import Path
 
 from kubelab import process
-from kubelab.cluster import stop_records
+from kubelab.cluster import remove_kubelet_leftovers, stop_records
 from kubelab.commands.up import DEFAULT_DATA_DIR
 from kubelab.etcdcluster import wipe
 from kubelab.state import load_state, remove_state, state_path
 from kubelet.network import ClusterNetwork, default_name, name_exists
-from kubelet.runtime.leftovers import clean
 
 __all__ = ["add_arguments", "run"]
 
@@ -54,10 +53,8 @@ def _remove_network(data_dir: Path) -> None:
 def _remove_leftovers(data_dir: Path) -> None:
     """What a kubelet that had to be killed left: its containers, pod sandboxes and cgroups (a kubelet stopped
     with SIGTERM stops its pods itself)."""
-    for root in sorted(d for d in (data_dir / "kubelet").glob("*") if d.is_dir()):
-        removed = clean(root)
-        if removed:
-            print(f"  removed {len(removed)} pod(s) the kubelet left in {root}")
+    for root, removed in remove_kubelet_leftovers(data_dir).items():
+        print(f"  removed {len(removed)} pod(s) the kubelet left in {root}")
 
 
 def run(args: argparse.Namespace) -> int:

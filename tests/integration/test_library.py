@@ -3,6 +3,7 @@ a temporary data dir gone afterwards, API-only and hollow-node clusters, manifes
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,3 +122,26 @@ def test_a_component_stopped_killed_and_started_again_keeps_its_port_and_data() 
         assert httpx.get(f"{url}/api/v1/namespaces/kept").status_code == 200
         with pytest.raises(KeyError, match="no process 'scheduler'"):
             cluster.stop_component("scheduler")
+
+
+def test_stop_removes_what_a_killed_kubelet_left(tmp_path: Path) -> None:
+    """A kubelet killed (not stopped) leaves its containers running under their shims; the cluster's ``stop``
+    removes them as ``kubelab down`` does, so a test harness that kills a node leaves no process behind."""
+    with kubelab.Cluster(nodes=1, runtime="process", pod_network="host", data_dir=tmp_path / "data") as cluster:
+        cluster.kubectl("run", "sleeper", "--image=busybox", "--restart=Never", "--", "sleep", "3600")
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sleeper", "namespace": "default"}}
+        assert cluster.wait_for(pod, "jsonpath={.status.phase}=Running", timeout=60) is not None
+        records = list((tmp_path / "data" / "kubelet").glob("*/containers/*/pid.json"))
+        assert records, "the running container's record"
+        pids = [int(json.loads(r.read_text())["pid"]) for r in records]
+        cluster.kill("kubelet-node01")
+        assert all(_alive(pid) for pid in pids), "a killed kubelet's containers run on"
+    assert not [pid for pid in pids if _alive(pid)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
