@@ -48,6 +48,8 @@ from typing import Any, BinaryIO
 
 import aiohttp
 
+from apimachinery.meta import micro_time, now_rfc3339
+
 from ..images import ImageStore, PullError, PullFailure, Recorder, parse_reference
 from .cri import Container, ContainerMeta, ExecTarget
 
@@ -258,7 +260,7 @@ async def copy_logs(engine: Engine, cid: str, log_path: Path, since: str | None 
     out: BinaryIO
     with open(log_path, "ab") as out:
         async with engine.stream("GET", f"/containers/{cid}/logs", params=params) as resp:
-            last = since or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            last = since or micro_time(time.time_ns())
             async for stream, payload in demux(resp):
                 for stamp, line in cri_lines(stream, payload, last):
                     last = stamp
@@ -546,4 +548,4 @@ class DockerRuntime:
 def _seconds(timestamp: str) -> str:
     """``2024-01-02T03:04:05.123456789Z`` → ``2024-01-02T03:04:05Z`` (status times are whole seconds)."""
     return timestamp[:19] + "Z" if len(timestamp) >= 19 and not timestamp.startswith("0001") else \
-        datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now_rfc3339()

@@ -31,9 +31,10 @@ import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from apimachinery.meta import now_rfc3339
 
 from .. import images
 from .cri import ContainerMeta
@@ -75,10 +76,6 @@ def stdio_flags(container: dict[str, Any]) -> str:
     """What the shim gives the container (``shim.main``'s ``stdio``): an open stdin (``stdin: true``), closed when
     the first attached client's stdin ends (``stdinOnce``), a pseudo-terminal (``tty``)."""
     return ",".join(flag for flag in ("stdin", "stdinOnce", "tty") if container.get(flag))
-
-
-def now_rfc3339_nano() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def start_ticks(pid: int) -> int | None:
@@ -321,7 +318,7 @@ class ProcessRuntime:
         cid, state = self._new_dir()
         if meta.pod_uid:
             self._instances.setdefault((meta.pod_uid, container["name"]), []).append(state)
-        started_at = now_rfc3339_nano()[:19] + "Z"
+        started_at = now_rfc3339()
         (state / "meta.json").write_text(json.dumps({
             "id": cid, "name": container["name"], "image": container.get("image", ""), "startedAt": started_at,
             "cwd": str(cwd), "logPath": str(log_path), "env": env, **asdict(meta)}))

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-import datetime
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from apimachinery.meta import micro_time, now_rfc3339
 from support.process import ComponentProcess
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -45,11 +46,11 @@ def controller_manager_fixture(controllers: str, *flags: str, name: str = "manag
 
 
 def now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now_rfc3339()
 
 
 def now_micro() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return micro_time(time.time_ns())
 
 
 def pods(client: httpx.Client, ns: str, selector: str = "", *, live: bool = True) -> list[dict[str, Any]]:
