@@ -197,7 +197,10 @@ def start_cluster(tmp: Path, https: bool = False, authorization_mode: str = "Nod
                 return etcd, proc, master
         except httpx.HTTPError:
             time.sleep(0.1)
-    raise RuntimeError("apiserver did not become healthy")
+    proc.kill()  # callers only stop what they were given: leave nothing running behind the error
+    proc.wait()
+    etcd.stop()
+    raise RuntimeError(f"apiserver did not become healthy; see {tmp / 'apiserver.log'}")
 
 
 @contextmanager
