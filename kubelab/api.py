@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubelab import cluster as engine
 from kubelab import process, zygote
+from kubelab.componentrun import ComponentRun, run_component
 from kubelab.components import COMPONENTS
 from kubelab.etcd import QUOTA_BACKEND_BYTES, etcd_candidates, etcd_version, free_port
 from kubelab.etcdcluster import EtcdRecord, default_specs
@@ -119,6 +120,7 @@ class Cluster:
         self.fork_server = fork_server
         self.etcd_quota_backend_bytes = etcd_quota_backend_bytes
         self._engine: engine.Cluster | None = None
+        self._runs: list[ComponentRun] = []  # run_component's, stopped before the cluster
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
@@ -175,6 +177,9 @@ class Cluster:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop every process (clients, apiserver, etcd) and remove a temporary data dir unless kept."""
+        runs, self._runs = self._runs, []
+        for run in reversed(runs):
+            run.stop(timeout=timeout)
         running, self._engine = self._engine, None
         if running is not None:
             running.stop(timeout)
@@ -215,6 +220,23 @@ class Cluster:
         """``stop_component`` then ``start_component``: a component restarted, as after a crash or an upgrade."""
         self.stop_component(name, timeout)
         self.start_component(name)
+
+    def run_component(self, component: str, *flags: str, log: str | os.PathLike[str] | None = None,
+                      env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
+                      fork_server: bool | None = None) -> ComponentRun:
+        """Start one more component process against this cluster — ``controller-manager``, ``scheduler``,
+        ``kubelet`` (``--hollow --count N`` for hollow nodes), ``proxy``, ``dns``, ``ui`` — with the flags a test
+        chooses, and return its handle (``pid``, ``log``, ``poll()``, ``wait()``, ``stop(sig)``, ``kill()``);
+        it is not supervised (an exit stays an exit) and is stopped by ``stop()`` if still running. It reaches the
+        apiserver's plain port (``--master api_url``: ``system:masters``) unless ``flags`` name a ``--kubeconfig``
+        or ``--master``. ``log``: default ``logs/<component>-<n>.log`` in the data dir; ``fork_server``: default
+        the cluster's (``kubelab.componentrun`` on the zygote's caveat)."""
+        own = any(f.split("=", 1)[0] in ("--kubeconfig", "--master") for f in flags)
+        log = log if log is not None else self.data_dir / "logs" / f"{component}-{len(self._runs) + 1}.log"
+        run = run_component(component, *([] if own else ["--master", self.api_url]), *flags, log=log, env=env,
+                            cwd=cwd, fork_server=self.fork_server if fork_server is None else fork_server)
+        self._runs.append(run)
+        return run
 
     def _unit(self, name: str) -> Supervised:
         for entry in self.running.supervisor.entries:
