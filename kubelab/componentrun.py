@@ -20,14 +20,16 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from kubelab import process, zygote
+from kubelab.cluster import StartupError
 from kubelab.components import COMPONENTS
 
 __all__ = ["STOP_TIMEOUT", "ComponentRun", "package_of", "run_component"]
 
+STARTUP_TIMEOUT = 60.0  # seconds ``wait_ready`` waits by default: cold imports on a busy machine take seconds
 STOP_TIMEOUT = 15.0  # seconds a stopped component may take to exit before its process group is SIGKILLed
 POLL_INTERVAL = 0.02
 
@@ -55,6 +57,19 @@ class ComponentRun:
                 raise TimeoutError(f"{self.name} (pid {self.pid}) still runs after {timeout}s")
             time.sleep(POLL_INTERVAL)
         return code
+
+    def wait_ready(self, ready: Callable[[], bool], timeout: float = STARTUP_TIMEOUT) -> None:
+        """Until ``ready()`` (a probe of the test's: its health URL answers, a line is in its log) holds; a process
+        that exits first, or is not ready within ``timeout`` seconds, is stopped and ``StartupError`` raised with
+        the last lines of its log."""
+        deadline = time.monotonic() + timeout
+        while not ready():
+            code = self.poll()
+            if code is not None or time.monotonic() >= deadline:
+                how = f"exited ({code})" if code is not None else f"not ready within {timeout:g}s"
+                self.stop()
+                raise StartupError(f"{self.name} {how}; last lines of {self.log}:\n{process.tail(self.log)}")
+            time.sleep(POLL_INTERVAL * 5)
 
     def send_signal(self, sig: int) -> None:
         """``kill -<sig> <pid>``: the process itself, while it is the one started (never a reused pid)."""
