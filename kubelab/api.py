@@ -16,6 +16,7 @@ manifests and waiting (``kubelab.testing``). Nothing here is a stand-in: the sam
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubelab import cluster as engine
 from kubelab import process, zygote
+from kubelab.componentrun import ComponentRun, package_of, run_component
 from kubelab.components import COMPONENTS
 from kubelab.etcd import QUOTA_BACKEND_BYTES, etcd_candidates, etcd_version, free_port
 from kubelab.etcdcluster import EtcdRecord, default_specs
@@ -72,6 +74,8 @@ class Cluster:
     (``kubelab.zygote``: the imports are paid once per Python process, not once per component per cluster);
     False: a fresh interpreter for each, as `kubelab up` runs them. ``etcd_quota_backend_bytes``: etcd's
     ``--quota-backend-bytes`` (a small one fills up and raises etcd's NOSPACE alarm, for tests of what follows).
+    ``etcd_members``: an etcd cluster of that many members (``etcd-1`` …, each a process ``kill`` and
+    ``start_component`` take by that name; ``etcd_url`` lists them all), for tests of a member's loss.
     """
 
     def __init__(
@@ -94,11 +98,14 @@ class Cluster:
         runtime: str | None = None,
         fork_server: bool = True,
         etcd_quota_backend_bytes: int = QUOTA_BACKEND_BYTES,
+        etcd_members: int = 1,
     ) -> None:
         unknown = [c for c in components if c not in ALL_COMPONENTS]
         if unknown or "apiserver" not in components:
             raise ValueError(f"components must include 'apiserver' and name only {list(ALL_COMPONENTS)} "
                              f"(etcd always runs); got {list(components)}")
+        if etcd_members < 1:
+            raise ValueError("etcd_members must be 1 or more")
         if nodes < 0 or hollow_nodes < 0:
             raise ValueError("nodes and hollow_nodes must be 0 or more")
         self.node_count = nodes if "kubelet" in components else 0
@@ -118,7 +125,10 @@ class Cluster:
         self.runtime = runtime or ("linux" if pod_network == "bridge" else "process")
         self.fork_server = fork_server
         self.etcd_quota_backend_bytes = etcd_quota_backend_bytes
+        self.etcd_members = etcd_members
         self._engine: engine.Cluster | None = None
+        self._runs: list[ComponentRun] = []  # run_component's, stopped before the cluster
+        self._first_argv: dict[str, tuple[str, ...]] = {}  # command lines start_component's extra_args add to
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
@@ -150,6 +160,7 @@ class Cluster:
             runtime=self.runtime,
             spawn=zygote.spawn_unit if self.fork_server else None,
             etcd_quota_backend_bytes=self.etcd_quota_backend_bytes,
+            etcd_members=self.etcd_members,
         )
         try:
             self._engine.start()
@@ -175,7 +186,11 @@ class Cluster:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop every process (clients, apiserver, etcd) and remove a temporary data dir unless kept."""
+        runs, self._runs = self._runs, []
+        for run in reversed(runs):
+            run.stop(timeout=timeout)
         running, self._engine = self._engine, None
+        self._first_argv.clear()
         if running is not None:
             running.stop(timeout)
         if not self.keep and self._data_dir is not None:
@@ -192,11 +207,16 @@ class Cluster:
         component failure; ``start_component`` brings it back."""
         self.running.supervisor.stop_unit(self._unit(name), kill=True)
 
-    def start_component(self, name: str) -> None:
+    def start_component(self, name: str, extra_args: Sequence[str] | None = None) -> None:
         """Start a process ``stop_component`` stopped, with the same command line (its port, its data), and return
         once it is healthy; a process that exits or stays unhealthy for its start-up timeout raises
-        ``StartupError`` with its log. A process that is running is left alone."""
+        ``StartupError`` with its log. A process that is running is left alone. ``extra_args``: flags added to the
+        command line the cluster first gave it, from now on (a flag given again wins: the apiserver restarted with
+        another ``--encryption-provider-config``); None: the command line it last ran with."""
         entry = self._unit(name)
+        if extra_args is not None and entry.child is None:
+            first = self._first_argv.setdefault(name, entry.unit.argv)
+            entry.unit = dataclasses.replace(entry.unit, argv=(*first, *extra_args))
         supervisor = self.running.supervisor
         supervisor.restart_now(entry)
         component = COMPONENTS.get(entry.record.component)  # etcd is no component of the table
@@ -211,10 +231,34 @@ class Cluster:
                                           f"{process.tail(entry.unit.log)}")
             time.sleep(0.05)
 
-    def restart(self, name: str, timeout: float = 10.0) -> None:
-        """``stop_component`` then ``start_component``: a component restarted, as after a crash or an upgrade."""
+    def restart(self, name: str, timeout: float = 10.0, extra_args: Sequence[str] | None = None) -> None:
+        """``stop_component`` then ``start_component``: a component restarted, as after a crash or an upgrade (with
+        ``extra_args``: with other flags, as after a configuration change)."""
         self.stop_component(name, timeout)
-        self.start_component(name)
+        self.start_component(name, extra_args)
+
+    def run_component(self, component: str, *flags: str, log: str | os.PathLike[str] | None = None,
+                      env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
+                      fork_server: bool | None = None) -> ComponentRun:
+        """Start one more component process against this cluster — ``controller-manager``, ``scheduler``,
+        ``kubelet`` (``--hollow --count N`` for hollow nodes), ``proxy``, ``dns``, ``ui`` — with the flags a test
+        chooses, and return its handle (``pid``, ``log``, ``poll()``, ``wait()``, ``stop(sig)``, ``kill()``);
+        it is not supervised (an exit stays an exit) and is stopped by ``stop()`` if still running. It reaches the
+        apiserver's plain port (``--master api_url``: ``system:masters``) unless ``flags`` name a ``--kubeconfig``
+        or ``--master``; ``apiserver``: one more apiserver on this cluster's etcd (its ``--etcd-servers`` and
+        client certificate) unless ``flags`` name ``--etcd-servers``, with only the flags given besides. ``log``:
+        default ``logs/<component>-<n>.log`` in the data dir; ``fork_server``: default
+        the cluster's (``kubelab.componentrun`` on the zygote's caveat)."""
+        named = {f.split("=", 1)[0] for f in flags}
+        if package_of(component) == "apiserver":
+            reach = [] if "--etcd-servers" in named else self.running.etcd.apiserver_flags()
+        else:
+            reach = [] if named & {"--kubeconfig", "--master"} else ["--master", self.api_url]
+        log = log if log is not None else self.data_dir / "logs" / f"{component}-{len(self._runs) + 1}.log"
+        run = run_component(component, *reach, *flags, log=log, env=env, cwd=cwd,
+                            fork_server=self.fork_server if fork_server is None else fork_server)
+        self._runs.append(run)
+        return run
 
     def _unit(self, name: str) -> Supervised:
         for entry in self.running.supervisor.entries:

@@ -48,7 +48,7 @@ from kubelab import process
 from kubelab.components import COMPONENTS
 from kubelab.supervisor import Unit
 
-__all__ = ["Zygote", "ZygoteChild", "ZygoteError", "shared", "spawn_unit"]
+__all__ = ["Zygote", "ZygoteChild", "ZygoteError", "shared", "spawn_component", "spawn_unit"]
 
 # What a component's ``python -m`` imports before its main runs; ``controllers.__main__`` runs main on import,
 # so its CLI module stands in for it.
@@ -211,12 +211,18 @@ def shared() -> Zygote:
 
 
 def spawn_unit(unit: Unit) -> process.Spawned:
-    """The supervisor's spawner for ``kubelab.Cluster``: a component through this process's zygote; anything else
-    (and everything, should the zygote fail) as a fresh process."""
-    if unit.argv[:2] == (sys.executable, "-m") and unit.argv[2] in FORKED_PACKAGES:
+    """The supervisor's spawner for ``kubelab.Cluster``: ``spawn_component`` for the unit."""
+    return spawn_component(unit.name, unit.argv, unit.log, env=unit.env)
+
+
+def spawn_component(name: str, argv: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None,
+                    cwd: Path | None = None) -> process.Spawned:
+    """As ``process.spawn``: a component (``python -m <package>`` of the table) through this process's zygote;
+    anything else (and everything, should the zygote fail) as a fresh process."""
+    if tuple(argv[:2]) == (sys.executable, "-m") and len(argv) > 2 and argv[2] in FORKED_PACKAGES:
         with contextlib.suppress(ZygoteError):
-            return shared().spawn(unit.name, unit.argv, unit.log, env=unit.env)
-    return process.spawn(unit.name, unit.argv, unit.log, env=unit.env)
+            return shared().spawn(name, argv, log_path, env=env, cwd=cwd)
+    return process.spawn(name, argv, log_path, env=env, cwd=cwd)
 
 
 def _close_shared() -> None:

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import ssl
 import subprocess
-import sys
-import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,81 +20,12 @@ import httpx
 import pytest
 
 from kubelab.api import Cluster
+from kubelab.componentrun import ComponentRun
 from kubelab.etcd import EtcdServer, free_port
 from kubelab.pytest_plugin import ClusterFactory
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBECTL = os.environ.get("KUBELAB_KUBECTL", "/usr/lib/google-cloud-sdk/bin/kubectl.1.32")
-
-
-class ApiServer:
-    """A bare ``python -m apiserver`` process on a free port, with its log in ``log_path``: only for the few tests
-    that a ``kubelab.Cluster`` cannot serve (each says why in its docstring) — a second apiserver on another
-    cluster's etcd, partial etcd TLS flags, no plain port, a restart with other flags. Every other test gets its
-    apiserver from the kubelab plugin (the session's) or from ``api_only`` (one of its own)."""
-
-    def __init__(self, etcd_url: str, log_dir: Path, port: int | None = None, extra: list[str] | None = None) -> None:
-        self.etcd_url = etcd_url
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.health_url = f"{self.url}/healthz"  # a server without a plain port is probed over HTTPS ...
-        self.verify: ssl.SSLContext | bool = True  # ... with a context that trusts it
-        self.log_path = log_dir / f"apiserver-{self.port}.log"
-        # No compaction unless a test asks for it: the session runs longer than kube's 5 min interval, and tests
-        # such as `kubelab trace` replay objects' history from etcd (compaction has its own tests).
-        self.extra = extra or []
-        if not any(a.startswith("--etcd-compaction-interval") for a in self.extra):
-            self.extra = [*self.extra, "--etcd-compaction-interval", "0"]
-        # Pods need no service account unless a test asks for the plugin (kube's integration framework does the
-        # same): the session runs no controller-manager to make `default` accounts and the root CA ConfigMap.
-        if not any(a.startswith("--disable-admission-plugins") for a in self.extra):
-            self.extra = [*self.extra, "--disable-admission-plugins", "ServiceAccount"]
-        # As `kubelab up` runs it: the plain port's requests are system:masters, impersonated ones meet RBAC.
-        if not any(a.startswith("--authorization-mode") for a in self.extra):
-            self.extra = [*self.extra, "--authorization-mode", "Node,RBAC"]
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, timeout: float = 30.0) -> None:
-        """Start the process and wait until it is healthy; on any failure (an exit, the timeout, an interrupt) it is
-        stopped and waited for before the error is raised, so no running apiserver is ever left behind."""
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "apiserver", "--etcd-servers", self.etcd_url, "--port", str(self.port),
-                 *self.extra],
-                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        try:
-            self._wait_healthy(self.proc, timeout)
-        except BaseException:
-            self.stop()
-            raise
-
-    def _wait_healthy(self, proc: subprocess.Popen[bytes], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"apiserver exited ({proc.returncode}):\n{self.log_path.read_text()[-4000:]}")
-            try:
-                if httpx.get(self.health_url, timeout=1, verify=self.verify).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"apiserver not healthy after {timeout}s:\n{self.log_path.read_text()[-4000:]}")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
 
 
 # The session apiserver's flags beyond the library's (`kubelab up`'s: TLS, ``--authorization-mode Node,RBAC`` with the
@@ -118,6 +46,26 @@ def api_only(*extra: str, **options: Any) -> Cluster:
     need other flags; ``options``: ``kubelab.Cluster``'s (``apiservers=2``, ``etcd_quota_backend_bytes``, ...)."""
     os.environ.setdefault("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")  # as the session's: tests need no durable etcd
     return Cluster(nodes=0, components=["apiserver"], extra_args=api_only_args(*extra), **options)
+
+
+def second_apiserver(cluster: Cluster, *extra: str, ready: Callable[[], bool] | None = None,
+                     log: Path | None = None) -> tuple[ComponentRun, str]:
+    """One more apiserver on ``cluster``'s etcd (``Cluster.run_component``: its own process, plain port and, unless
+    ``extra`` names one, no secure port), with the session apiserver's flags, RBAC and then ``extra``; returned with
+    its plain URL once ``ready()`` holds (default: that URL's ``/healthz`` answers 200), for the tests of what an
+    apiserver a ``kubelab.Cluster`` cannot run shows: one advertising another address, one without a plain port."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    run = cluster.run_component("apiserver", "--insecure-port", str(port), *SESSION_APISERVER_ARGS,
+                                "--authorization-mode", "Node,RBAC", *extra, log=log)
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+    run.wait_ready(ready or healthy)
+    return run, url
 
 
 def api_only_args(*extra: str) -> dict[str, list[str]]:

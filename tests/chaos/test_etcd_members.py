@@ -12,8 +12,8 @@ for the record (``pytest -s``). Writes in flight when the leader dies fail after
 writes begun after the new leader's election go through. Every wait is bounded; nothing asserts how long
 anything took.
 
-The etcd members are ``kubelab.etcdcluster``'s and the apiserver conftest's bare ``ApiServer``, not a
-``kubelab.Cluster``: the test kills and restarts single members, which the library's one-member etcd cannot give.
+The cluster is an API-only ``kubelab.Cluster`` with a 3-member TLS etcd (``etcd_tls=True, etcd_members=3``); a
+member is killed and brought back by its name (``Cluster.kill``, ``Cluster.start_component``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import httpx
 
-from conftest import ApiServer
-from kubelab.etcdcluster import EtcdCluster, local_cluster
+from conftest import api_only
+from kubelab.api import Cluster
 
 LOAD_SECONDS = 10.0
 WRITERS = 4
@@ -122,26 +122,23 @@ class Watcher:
                 self.restarts += 1
 
 
-def _kill_and_restart(cluster: EtcdCluster, member_name: str, load: Load, downtime: float) -> float:
-    member = next(m for m in cluster if m.name == member_name)
+def _kill_and_restart(cluster: Cluster, member_name: str, load: Load, downtime: float) -> float:
     moment = time.monotonic()
-    member.kill()
+    cluster.kill(member_name)
     time.sleep(downtime)
-    member.start(timeout=30)
+    cluster.start_component(member_name)
     return moment
 
 
 def test_leader_and_follower_killed_under_load(tmp_path: Path) -> None:
-    cluster = local_cluster(tmp_path / "data", 3)
-    cluster.start()
-    assert cluster.apiserver_tls is not None
-    server = ApiServer(cluster.servers, tmp_path, extra=cluster.apiserver_tls.apiserver_flags())
-    server.start()
+    control = api_only(etcd_tls=True, etcd_members=3).start()
+    cluster = control.running.etcd
+    url = control.api_url
     try:
-        with httpx.Client(base_url=server.url, timeout=30) as c:
+        with httpx.Client(base_url=url, timeout=30) as c:
             rv = c.post("/api/v1/namespaces", json={"metadata": {"name": NS}}).json()["metadata"]["resourceVersion"]
-        watcher = Watcher(server.url, rv)
-        load = Load(server.url)
+        watcher = Watcher(url, rv)
+        load = Load(url)
         writers = [threading.Thread(target=load.run, args=(i,), daemon=True) for i in range(WRITERS)]
         writers.append(threading.Thread(target=load.probe, daemon=True))
         began = time.monotonic()
@@ -151,11 +148,11 @@ def test_leader_and_follower_killed_under_load(tmp_path: Path) -> None:
         time.sleep(2.0)
         leader = cluster.leader()
         assert leader is not None
-        leader_killed = _kill_and_restart(cluster, leader.name, load, downtime=2.0)
+        leader_killed = _kill_and_restart(control, leader.name, load, downtime=2.0)
         time.sleep(1.5)
         new_leader = cluster.leader()
         follower = next(m for m in cluster if m is not new_leader and m.name != leader.name)
-        follower_killed = _kill_and_restart(cluster, follower.name, load, downtime=2.0)
+        follower_killed = _kill_and_restart(control, follower.name, load, downtime=2.0)
         time.sleep(max(0.0, LOAD_SECONDS - (time.monotonic() - began)))
         load.stop.set()
         for w in writers:
@@ -168,7 +165,7 @@ def test_leader_and_follower_killed_under_load(tmp_path: Path) -> None:
         while not acknowledged <= set(watcher.added) and time.monotonic() < deadline:
             time.sleep(0.2)
         watcher.stop.set()
-        with httpx.Client(base_url=server.url, timeout=30) as c:
+        with httpx.Client(base_url=url, timeout=30) as c:
             stored = {item["metadata"]["name"]
                       for item in c.get(f"/api/v1/namespaces/{NS}/configmaps").json()["items"]}
             # the cluster still takes writes
@@ -187,5 +184,4 @@ def test_leader_and_follower_killed_under_load(tmp_path: Path) -> None:
         assert acknowledged <= set(watcher.added), f"the watch missed {sorted(acknowledged - set(watcher.added))}"
         assert set(watcher.added) - {"after"} <= stored  # nothing seen that etcd does not hold
     finally:
-        server.stop()
-        cluster.stop()
+        control.stop()

@@ -17,9 +17,10 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from conftest import ApiServer, Kubectl, api_only
+from conftest import Kubectl, api_only, second_apiserver
+from kubelab.api import Cluster
 from kubelab.clusterpki import ADMIN, ClusterPKI, Identity, make_cluster_pki
-from kubelab.etcd import EtcdServer, free_port
+from kubelab.etcd import free_port
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.pki import CertificateAuthority
 from kubelab.pytest_plugin import Clusters
@@ -149,32 +150,38 @@ def test_the_plain_port_still_answers(secure: SecureServer) -> None:
     assert httpx.get(f"{secure.plain_url}/api/v1/namespaces/default").status_code == 200
 
 
-def test_without_anonymous_auth_a_request_without_credentials_is_401(etcd: EtcdServer, tmp_path: Path,
+def test_without_anonymous_auth_a_request_without_credentials_is_401(apiserver: Cluster, tmp_path: Path,
                                                                       kubectl_bin: str) -> None:
-    # A bare apiserver (``ApiServer``): without a plain port, the library's launcher could not see it healthy.
+    # One more apiserver on the session's etcd (``second_apiserver``) without a plain port, ready once its HTTPS
+    # /healthz answers the admin: a ``kubelab.Cluster``'s own apiserver always has its plain port, which its
+    # launcher checks.
     (tmp_path / "tokens.csv").write_text(TOKENS)
     pki, port = make_cluster_pki(tmp_path / "pki"), free_port()
-    bare = ApiServer(etcd.url, tmp_path, extra=["--secure-port", str(port), *pki.apiserver_flags(),
-                                                "--token-auth-file", str(tmp_path / "tokens.csv"),
-                                                "--anonymous-auth=false", "--insecure-port", "0"])
-    server = SecureServer(tmp_path, pki, port, bare.url)
+    server = SecureServer(tmp_path, pki, port, "")
     admin = server.pki.client(ADMIN)
-    bare.verify = server.verify()
-    bare.verify.load_cert_chain(str(admin.cert), str(admin.key))
-    bare.health_url = f"{server.url}/healthz"
-    bare.start()
+    as_admin = server.verify()
+    as_admin.load_cert_chain(str(admin.cert), str(admin.key))
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{server.url}/healthz", verify=as_admin, timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+    bare, plain = second_apiserver(apiserver, "--secure-port", str(port), *pki.apiserver_flags(),
+                                   "--token-auth-file", str(tmp_path / "tokens.csv"), "--anonymous-auth=false",
+                                   "--insecure-port", "0", ready=healthy, log=tmp_path / "apiserver.log")
     try:
         resp = httpx.post(f"{server.url}{WHOAMI}", json=SELF_REVIEW, verify=server.verify())
         assert (resp.status_code, resp.json()["reason"]) == (401, "Unauthorized")
         admin = Kubectl(kubectl_bin, server.url, tmp_path)
         assert _whoami(admin, env={"KUBECONFIG": str(server.kubeconfig(ADMIN))})[1] == ["Username", "kubernetes-admin"]
         with pytest.raises(httpx.ConnectError):
-            httpx.get(bare.url)  # --insecure-port 0: no plain port
+            httpx.get(plain)  # --insecure-port 0: no plain port
         # a websocket upgrade (exec) is authenticated before it is accepted
         exec_url = f"{server.url}/api/v1/namespaces/default/pods/nope/exec?command=true&stdout=1"
         assert asyncio.run(upgrade_status(exec_url, server.verify())) == 401
         # the admin gets past authentication to the pod lookup, whose refusal closes the websocket before it opens
-        assert asyncio.run(upgrade_status(exec_url, bare.verify)) == 403
+        assert asyncio.run(upgrade_status(exec_url, as_admin)) == 403
     finally:
         bare.stop()
 

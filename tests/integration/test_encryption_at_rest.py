@@ -3,15 +3,14 @@ value etcd holds (read straight from etcd with aetcd, not through the apiserver)
 ciphertext without the secret in it, the API answers the plain Secret, keys rotate by restarting with a new first
 key and replacing every Secret, and a Secret whose key is gone fails with kube's error while the rest is served.
 
-Each test runs its own etcd: an apiserver without a test's keys would hold its Secrets undecodable. Its
-apiservers are conftest's bare ``ApiServer``, not a ``kubelab.Cluster``: a test restarts the apiserver on one etcd
-with another encryption config, or none, and the library's always runs its own config with one command line."""
+Each test runs an API-only ``kubelab.Cluster`` of its own (``api_only``): an apiserver without a test's keys would
+hold its Secrets undecodable. Its apiserver starts with the test's encryption config and is restarted on the same
+etcd with another (``Cluster.restart(name, extra_args=...)``: a flag given again wins over the library's own)."""
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,11 +19,12 @@ import aetcd
 import httpx
 import pytest
 
-from conftest import ApiServer, Kubectl
-from kubelab.etcd import EtcdServer
+from conftest import Kubectl, api_only
+from kubelab.api import Cluster
+from kubelab.cluster import StartupError
 
 PASSWORD = "hunter2-correct-horse"
-Start = Callable[[Path | None], ApiServer]  # (re)starts the test's apiserver with an encryption config
+Start = Callable[[Path], Cluster]  # (re)starts the test's apiserver with an encryption config
 
 
 def key(seed: int) -> str:
@@ -50,41 +50,35 @@ def aescbc(name: str, seed: int) -> str:
 
 
 @pytest.fixture()
-def own_etcd(tmp_path: Path) -> Iterator[EtcdServer]:
-    os.environ.setdefault("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")
-    with EtcdServer(tmp_path / "etcd", log_path=tmp_path / "etcd.log") as server:
-        yield server
+def start() -> Iterator[Start]:
+    """Starts the test's cluster with an encryption config, and restarts its apiserver with another on each later
+    call; stops it after the test."""
+    clusters: list[Cluster] = []
 
-
-@pytest.fixture()
-def start(own_etcd: EtcdServer, tmp_path: Path) -> Iterator[Start]:
-    """Starts apiservers over the test's etcd with an encryption config; stops them after the test."""
-    started: list[ApiServer] = []
-
-    def run(config: Path | None) -> ApiServer:
-        for server in started:
-            server.stop()
-        server = ApiServer(own_etcd.url, tmp_path, extra=["--encryption-provider-config", str(config)]
-                           if config else [])
-        started.append(server)
-        server.start()
-        return server
+    def run(config: Path) -> Cluster:
+        flags = ["--encryption-provider-config", str(config)]
+        if clusters:
+            clusters[0].restart("apiserver", extra_args=flags)
+        else:
+            clusters.append(api_only(*flags).start())
+        return clusters[0]
 
     yield run
-    for server in started:
-        server.stop()
+    for cluster in clusters:
+        cluster.stop()
 
 
-async def stored(etcd: EtcdServer, key: str) -> bytes:
-    async with aetcd.Client(host="127.0.0.1", port=etcd.client_port) as client:
+async def stored(api: Cluster, key: str) -> bytes:
+    """The value etcd holds under ``key``, read straight from the cluster's etcd."""
+    async with aetcd.Client(host="127.0.0.1", port=api.running.etcd.members[0].client_port) as client:
         got = await client.get(key.encode())
         assert got is not None, key
         return bytes(got.value)
 
 
-def create_secret(api: ApiServer, name: str) -> str:
+def create_secret(api: Cluster, name: str) -> str:
     ns = f"t-{uuid.uuid4().hex[:10]}"
-    with httpx.Client(base_url=api.url, timeout=30) as c:
+    with httpx.Client(base_url=api.api_url, timeout=30) as c:
         assert c.post("/api/v1/namespaces", json={"metadata": {"name": ns}}).status_code == 201
         resp = c.post(f"/api/v1/namespaces/{ns}/secrets",
                       json={"metadata": {"name": name}, "stringData": {"password": PASSWORD}})
@@ -92,21 +86,21 @@ def create_secret(api: ApiServer, name: str) -> str:
     return ns
 
 
-def password(api: ApiServer, ns: str, name: str) -> str:
-    resp = httpx.get(f"{api.url}/api/v1/namespaces/{ns}/secrets/{name}", timeout=30)
+def password(api: Cluster, ns: str, name: str) -> str:
+    resp = httpx.get(f"{api.api_url}/api/v1/namespaces/{ns}/secrets/{name}", timeout=30)
     assert resp.status_code == 200, resp.text
     return base64.b64decode(resp.json()["data"]["password"]).decode()
 
 
 async def test_secrets_are_ciphertext_in_etcd_and_plain_through_the_api(
-        start: Start, own_etcd: EtcdServer, tmp_path: Path) -> None:
+        start: Start, tmp_path: Path) -> None:
     api = start(encryption_config(tmp_path / "enc.yaml", aescbc("key1", 1), "identity: {}"))
     ns = create_secret(api, "db")
-    raw = await stored(own_etcd, f"/registry/secrets/{ns}/db")
+    raw = await stored(api, f"/registry/secrets/{ns}/db")
     assert raw.startswith(b"k8s:enc:aescbc:v1:key1:")
     assert PASSWORD.encode() not in raw and base64.b64encode(PASSWORD.encode()) not in raw and b"password" not in raw
     assert password(api, ns, "db") == PASSWORD
-    with httpx.Client(base_url=api.url, timeout=30) as c:
+    with httpx.Client(base_url=api.api_url, timeout=30) as c:
         listed = c.get(f"/api/v1/namespaces/{ns}/secrets").json()["items"]
         assert [base64.b64decode(s["data"]["password"]).decode() for s in listed] == [PASSWORD]
         paged = c.get(f"/api/v1/namespaces/{ns}/secrets", params={"limit": 1}).json()["items"]  # from etcd
@@ -114,12 +108,12 @@ async def test_secrets_are_ciphertext_in_etcd_and_plain_through_the_api(
         # ConfigMaps are not in the configuration: stored as plain JSON.
         assert c.post(f"/api/v1/namespaces/{ns}/configmaps",
                       json={"metadata": {"name": "plain"}, "data": {"k": "visible"}}).status_code == 201
-    assert b'"visible"' in await stored(own_etcd, f"/registry/configmaps/{ns}/plain")
+    assert b'"visible"' in await stored(api, f"/registry/configmaps/{ns}/plain")
 
     # A restarted apiserver fills its watch cache from etcd and replays a watch from etcd's history: decrypted.
-    rv = httpx.get(f"{api.url}/api/v1/namespaces/{ns}/secrets/db").json()["metadata"]["resourceVersion"]
+    rv = httpx.get(f"{api.api_url}/api/v1/namespaces/{ns}/secrets/db").json()["metadata"]["resourceVersion"]
     api = start(encryption_config(tmp_path / "enc.yaml", aescbc("key1", 1)))
-    with httpx.Client(base_url=api.url, timeout=30) as c:
+    with httpx.Client(base_url=api.api_url, timeout=30) as c:
         cached = c.get(f"/api/v1/namespaces/{ns}/secrets", params={"resourceVersion": "0"}).json()["items"]
         assert base64.b64decode(cached[0]["data"]["password"]).decode() == PASSWORD
         c.patch(f"/api/v1/namespaces/{ns}/secrets/db", json={"metadata": {"labels": {"a": "b"}}},
@@ -131,52 +125,52 @@ async def test_secrets_are_ciphertext_in_etcd_and_plain_through_the_api(
 
 
 @pytest.mark.parametrize("provider", ["aesgcm", "secretbox"])
-async def test_other_providers_store_their_prefix(provider: str, start: Start, own_etcd: EtcdServer,
+async def test_other_providers_store_their_prefix(provider: str, start: Start,
                                                  tmp_path: Path) -> None:
     config = encryption_config(tmp_path / "enc.yaml", f'{provider}: {{keys: [{{name: k9, secret: "{key(9)}"}}]}}')
     api = start(config)
     ns = create_secret(api, "s")
-    raw = await stored(own_etcd, f"/registry/secrets/{ns}/s")
+    raw = await stored(api, f"/registry/secrets/{ns}/s")
     assert raw.startswith(f"k8s:enc:{provider}:v1:k9:".encode()) and b"password" not in raw
     assert password(api, ns, "s") == PASSWORD
 
 
-async def test_rotation_by_replacing_every_secret(start: Start, own_etcd: EtcdServer, tmp_path: Path,
+async def test_rotation_by_replacing_every_secret(start: Start, tmp_path: Path,
                                                   kubectl_bin: str) -> None:
     api = start(encryption_config(tmp_path / "old.yaml", aescbc("old", 2)))
     ns = create_secret(api, "a")
     other = create_secret(api, "b")
-    assert (await stored(own_etcd, f"/registry/secrets/{ns}/a")).startswith(b"k8s:enc:aescbc:v1:old:")
+    assert (await stored(api, f"/registry/secrets/{ns}/a")).startswith(b"k8s:enc:aescbc:v1:old:")
 
     # The new key first, the old one still there to read: reads work, writes use the new key.
     keys = f'{{name: new, secret: "{key(3)}"}}, {{name: old, secret: "{key(2)}"}}'
     both = encryption_config(tmp_path / "both.yaml", f"aescbc: {{keys: [{keys}]}}")
     api = start(both)
     assert password(api, ns, "a") == PASSWORD
-    kubectl = Kubectl(kubectl_bin, api.url, tmp_path)
+    kubectl = Kubectl(kubectl_bin, api.api_url, tmp_path)
     everything = kubectl("get", "secrets", "-A", "-o", "json").stdout
     kubectl("replace", "-f", "-", input=everything)
     for namespace, name in ((ns, "a"), (other, "b")):
-        assert (await stored(own_etcd, f"/registry/secrets/{namespace}/{name}")).startswith(
+        assert (await stored(api, f"/registry/secrets/{namespace}/{name}")).startswith(
             b"k8s:enc:aescbc:v1:new:")
 
     # The old key can go now.
     api = start(encryption_config(tmp_path / "new.yaml", aescbc("new", 3)))
     assert password(api, ns, "a") == PASSWORD and password(api, other, "b") == PASSWORD
-    assert len(json.loads(Kubectl(kubectl_bin, api.url, tmp_path)("get", "secrets", "-A", "-o", "json")
+    assert len(json.loads(Kubectl(kubectl_bin, api.api_url, tmp_path)("get", "secrets", "-A", "-o", "json")
                           .stdout)["items"]) >= 2
 
 
-async def test_identity_first_reads_encrypted_data_and_writes_plain(start: Start, own_etcd: EtcdServer,
+async def test_identity_first_reads_encrypted_data_and_writes_plain(start: Start,
                                                                     tmp_path: Path) -> None:
     api = start(encryption_config(tmp_path / "enc.yaml", aescbc("k", 4)))
     ns = create_secret(api, "s")
     api = start(encryption_config(tmp_path / "dec.yaml", "identity: {}", aescbc("k", 4)))
     assert password(api, ns, "s") == PASSWORD
-    with httpx.Client(base_url=api.url, timeout=30) as c:
+    with httpx.Client(base_url=api.api_url, timeout=30) as c:
         assert c.post(f"/api/v1/namespaces/{ns}/secrets",
                       json={"metadata": {"name": "new"}, "stringData": {"password": PASSWORD}}).status_code == 201
-    assert base64.b64encode(PASSWORD.encode()) in await stored(own_etcd, f"/registry/secrets/{ns}/new")
+    assert base64.b64encode(PASSWORD.encode()) in await stored(api, f"/registry/secrets/{ns}/new")
 
 
 async def test_a_missing_key_fails_those_reads_and_nothing_else(start: Start, tmp_path: Path) -> None:
@@ -184,7 +178,7 @@ async def test_a_missing_key_fails_those_reads_and_nothing_else(start: Start, tm
     ns = create_secret(api, "s")
     api = start(encryption_config(tmp_path / "other.yaml", aescbc("other", 6)))
     failing = "no matching key was found for the provided AES transformer"
-    with httpx.Client(base_url=api.url, timeout=30) as c:
+    with httpx.Client(base_url=api.api_url, timeout=30) as c:
         # kube's etcd3 store: a GET answers the transformer's error, a LIST names the key too.
         got = c.get(f"/api/v1/namespaces/{ns}/secrets/s")
         assert got.status_code == 500
@@ -206,11 +200,11 @@ async def test_a_missing_key_fails_those_reads_and_nothing_else(start: Start, tm
         assert c.get("/readyz").text == "ok"
 
 
-def test_a_bad_configuration_stops_the_start(own_etcd: EtcdServer, tmp_path: Path) -> None:
+def test_a_bad_configuration_stops_the_start(tmp_path: Path) -> None:
     config = encryption_config(tmp_path / "bad.yaml", 'aescbc: {keys: [{name: k, secret: "MTIzNDU2Nzg="}]}')
-    server = ApiServer(own_etcd.url, tmp_path, extra=["--encryption-provider-config", str(config)])
-    with pytest.raises(RuntimeError, match="exited"):
-        server.start(timeout=30)
+    with pytest.raises(StartupError, match="apiserver"):
+        api_only("--encryption-provider-config", str(config), data_dir=tmp_path / "data").start()
+    log = (tmp_path / "data" / "logs" / "apiserver.log").read_text()
     assert (f'Error: error while parsing encryption provider configuration file "{config}": error while parsing '
             'file: resources[0].providers[0].aescbc.keys[0].secret: Invalid value: "REDACTED": secret is not of '
-            'the expected length, got 8, expected one of [16 24 32]') in server.log_path.read_text()
+            'the expected length, got 8, expected one of [16 24 32]') in log

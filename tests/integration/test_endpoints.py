@@ -16,9 +16,8 @@ import httpx
 import yaml
 from kubernetes import client as k8s
 
-from conftest import ApiServer, Kubectl
+from conftest import Kubectl, second_apiserver
 from kubelab.api import Cluster
-from kubelab.etcd import EtcdServer
 from support.builders import make_pod
 from support.controllers import controller_manager_fixture
 from support.wait import wait_for
@@ -61,13 +60,13 @@ def ready_ips(client: httpx.Client, ns: str, name: str) -> list[str]:
     return sorted(a["ip"] for s in ep.get("subsets") or [] for a in s.get("addresses") or [])
 
 
-def test_kubernetes_service_points_at_the_apiserver(kubectl: Kubectl, etcd: EtcdServer, apiserver: Cluster,
-                                                    tmp_path: Path) -> None:
+def test_kubernetes_service_points_at_the_apiserver(kubectl: Kubectl, apiserver: Cluster, tmp_path: Path) -> None:
     """An apiserver puts ``default/kubernetes`` on its own address as it starts; the others leave it there while
     its master lease lives, and take it back once it has stopped (kube-apiserver's lease reconciler lists every
     live one; kubelab's share a host at different ports, see apiserver/registry/masterleases.py). The second
-    apiserver is conftest's bare ``ApiServer`` on the session's etcd: a ``kubelab.Cluster``'s apiservers share one
-    secure port, so they advertise one address and cannot show the hand-over."""
+    apiserver is one more on the session's etcd (``second_apiserver``: ``Cluster.run_component``) with a plain
+    port only, which it advertises: a ``kubelab.Cluster``'s own apiservers share one secure port, so they advertise
+    one address and cannot show the hand-over."""
 
     def endpoints() -> tuple[list[str], list[str]]:
         ep = rows(kubectl("get", "ep", "kubernetes", "-n", "default").stdout)
@@ -76,10 +75,9 @@ def test_kubernetes_service_points_at_the_apiserver(kubectl: Kubectl, etcd: Etcd
         assert slices[0] == ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]
         return ep[1][:2], slices[1][:4]
 
-    server = ApiServer(etcd.url, tmp_path)
-    server.start()
+    server, url = second_apiserver(apiserver, log=tmp_path / "apiserver.log")
     try:
-        port = str(server.port)
+        port = str(urlsplit(url).port)
         assert endpoints() == (["kubernetes", f"127.0.0.1:{port}"], ["kubernetes", "IPv4", port, "127.0.0.1"])
     finally:
         server.stop()

@@ -1,13 +1,13 @@
 """etcd secured as kubeadm secures it, and the apiserver as its only client: a session-independent set-up with
-its own TLS etcd (1 and 3 members), its own PKI and its own apiserver.
+an API-only ``kubelab.Cluster`` of its own with TLS etcd (``etcd_tls=True``; 1 and 3 members), its own PKI and its
+own apiserver.
 
 What a user would check: a process on the machine without etcd's client key cannot read etcd (no certificate,
 or one from another CA), while the apiserver, given kube-apiserver's ``--etcd-cafile/--etcd-certfile/
 --etcd-keyfile`` and https:// members in ``--etcd-servers``, serves and stores objects.
 
-The etcds are ``kubelab.etcdcluster``'s and the apiservers conftest's bare ``ApiServer``, not a ``kubelab.Cluster``:
-the tests are of etcd's TLS itself — an apiserver given only part of the flags, three members — which the library
-always sets up whole.
+The apiserver given only part of the flags is one more on the cluster's etcd (``Cluster.run_component``), with
+the flags the test chooses.
 """
 
 from __future__ import annotations
@@ -20,17 +20,23 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import ApiServer
-from kubelab.etcdcluster import EtcdCluster, local_cluster
+from conftest import SESSION_APISERVER_ARGS, api_only
+from kubelab.api import Cluster
+from kubelab.cluster import StartupError
+from kubelab.etcd import free_port
+from kubelab.etcdcluster import EtcdCluster
 from kubelab.pki import CertificateAuthority
 
 
 @pytest.fixture(scope="module")
-def tls_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdCluster]:
-    cluster = local_cluster(tmp_path_factory.mktemp("tls-etcd"), 1)
-    cluster.start()
-    yield cluster
-    cluster.stop()
+def tls_cluster() -> Iterator[Cluster]:
+    with api_only(etcd_tls=True) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def tls_etcd(tls_cluster: Cluster) -> EtcdCluster:
+    return tls_cluster.running.etcd
 
 
 def _range(url: str, verify: ssl.SSLContext | bool = True) -> httpx.Response:
@@ -71,18 +77,14 @@ def test_keys_are_private_and_health_needs_no_key(tls_etcd: EtcdCluster) -> None
     assert httpx.get(tls_etcd.members[0].health_url, timeout=5).json()["health"] == "true"
 
 
-def test_the_apiserver_stores_through_a_tls_etcd(tls_etcd: EtcdCluster, tmp_path: Path) -> None:
-    server = ApiServer(tls_etcd.servers, tmp_path, extra=tls_etcd.apiserver_tls.apiserver_flags()
-                       if tls_etcd.apiserver_tls else [])
-    server.start()
-    try:
-        with httpx.Client(base_url=server.url, timeout=30) as c:
-            assert c.post("/api/v1/namespaces", json={"metadata": {"name": "tls"}}).status_code == 201
-            cm = {"metadata": {"name": "c"}, "data": {"k": "v"}}
-            assert c.post("/api/v1/namespaces/tls/configmaps", json=cm).status_code == 201
-            assert c.get("/api/v1/namespaces/tls/configmaps/c").json()["data"] == {"k": "v"}
-    finally:
-        server.stop()
+def test_the_apiserver_stores_through_a_tls_etcd(tls_cluster: Cluster, tls_etcd: EtcdCluster) -> None:
+    # its command line (the log's first line): https:// members and kube-apiserver's --etcd-cafile/certfile/keyfile
+    assert f"--etcd-servers {tls_etcd.servers} --etcd-cafile" in tls_cluster.logs("apiserver")
+    with httpx.Client(base_url=tls_cluster.api_url, timeout=30) as c:
+        assert c.post("/api/v1/namespaces", json={"metadata": {"name": "tls"}}).status_code == 201
+        cm = {"metadata": {"name": "c"}, "data": {"k": "v"}}
+        assert c.post("/api/v1/namespaces/tls/configmaps", json=cm).status_code == 201
+        assert c.get("/api/v1/namespaces/tls/configmaps/c").json()["data"] == {"k": "v"}
     # and the object is really in that etcd, readable with the client certificate
     assert tls_etcd.client_tls is not None
     resp = httpx.post(f"{tls_etcd.members[0].url}/v3/kv/range", timeout=5, verify=tls_etcd.client_tls.ssl_context(),
@@ -90,29 +92,35 @@ def test_the_apiserver_stores_through_a_tls_etcd(tls_etcd: EtcdCluster, tmp_path
     assert resp.json()["count"] == "1"
 
 
-def test_an_apiserver_without_the_client_key_cannot_use_etcd(tls_etcd: EtcdCluster, tmp_path: Path) -> None:
+def test_an_apiserver_without_the_client_key_cannot_use_etcd(tls_cluster: Cluster, tls_etcd: EtcdCluster,
+                                                             tmp_path: Path) -> None:
     assert tls_etcd.apiserver_tls is not None
-    server = ApiServer(tls_etcd.servers, tmp_path, extra=["--etcd-cafile", str(tls_etcd.apiserver_tls.ca)])
-    with pytest.raises(RuntimeError):
-        server.start(timeout=15)
-    server.stop()
+    port = free_port()
+    server = tls_cluster.run_component("apiserver", "--etcd-servers", tls_etcd.servers, "--etcd-cafile",
+                                       str(tls_etcd.apiserver_tls.ca), "--insecure-port", str(port),
+                                       *SESSION_APISERVER_ARGS, log=tmp_path / "apiserver.log")
 
-
-def test_three_members_serve_the_apiserver_over_tls(tmp_path: Path) -> None:
-    with local_cluster(tmp_path / "data", 3) as cluster:
-        assert len(cluster.urls) == 3 and all(u.startswith("https://") for u in cluster.urls)
-        assert cluster.leader() is not None
-        assert cluster.apiserver_tls is not None
-        server = ApiServer(cluster.servers, tmp_path, extra=cluster.apiserver_tls.apiserver_flags())
-        server.start()
+    def healthy() -> bool:
         try:
-            with httpx.Client(base_url=server.url, timeout=30) as c:
-                assert c.post("/api/v1/namespaces", json={"metadata": {"name": "three"}}).status_code == 201
-            assert cluster.client_tls is not None
-            for member in cluster:  # replicated: every member answers a serializable read of the namespace
-                resp = httpx.post(f"{member.url}/v3/kv/range", timeout=5, verify=cluster.client_tls.ssl_context(),
-                                  json={"key": "L3JlZ2lzdHJ5L25hbWVzcGFjZXMvdGhyZWU=", "serializable": True,
-                                        "count_only": True})
-                assert resp.json().get("count") == "1", member.name
-        finally:
-            server.stop()
+            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+    with pytest.raises(StartupError):  # it exits, or stays unhealthy: etcd refuses it
+        server.wait_ready(healthy, timeout=15)
+    assert server.poll() is not None  # stopped by wait_ready
+
+
+def test_three_members_serve_the_apiserver_over_tls() -> None:
+    with api_only(etcd_tls=True, etcd_members=3) as three:
+        cluster = three.running.etcd
+        assert len(cluster.urls) == 3 and all(u.startswith("https://") for u in cluster.urls)
+        assert three.etcd_url == cluster.servers  # the apiserver's --etcd-servers: every member
+        assert cluster.leader() is not None
+        with httpx.Client(base_url=three.api_url, timeout=30) as c:
+            assert c.post("/api/v1/namespaces", json={"metadata": {"name": "three"}}).status_code == 201
+        assert cluster.client_tls is not None
+        for member in cluster:  # replicated: every member answers a serializable read of the namespace
+            resp = httpx.post(f"{member.url}/v3/kv/range", timeout=5, verify=cluster.client_tls.ssl_context(),
+                              json={"key": "L3JlZ2lzdHJ5L25hbWVzcGFjZXMvdGhyZWU=", "serializable": True,
+                                    "count_only": True})
+            assert resp.json().get("count") == "1", member.name

@@ -10,7 +10,6 @@ import shlex
 import signal
 import ssl
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 from kubernetes import client as k8s
 
-from conftest import KUBECTL, ROOT
+from conftest import KUBECTL
 from kubelab.api import Cluster
 from kubelab.etcd import free_port
 from kubelab.kubeconfig import write_kubeconfig
@@ -202,11 +201,14 @@ def test_a_kubelet_whose_token_may_not_bootstrap_exits_with_the_reason(cluster: 
     value = token(cluster, "--groups", "system:bootstrappers:elsewhere")  # not kubeadm's group: no CSRs
     bootstrap = write_kubeconfig(tmp_path / "bootstrap.conf", cluster.secure_url,
                                  ca=cluster.data_dir / "pki" / "ca.crt", token=value)
-    done = subprocess.run([sys.executable, "-m", "kubelet", "--bootstrap-kubeconfig", str(bootstrap), "--kubeconfig",
-                           str(tmp_path / "kubelet.conf"), "--node-name", "stranger", "--root-dir", str(tmp_path),
-                           "--port", str(free_port())], capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert done.returncode == 1
-    assert "cannot create certificate signing request" in done.stderr
+    kubelet = cluster.run_component("kubelet", "--bootstrap-kubeconfig", str(bootstrap), "--kubeconfig",
+                                    str(tmp_path / "kubelet.conf"), "--node-name", "stranger", "--root-dir",
+                                    str(tmp_path), "--port", str(free_port()), log=tmp_path / "kubelet.log")
+    try:
+        assert kubelet.wait(60) == 1
+    finally:
+        kubelet.stop()
+    assert "cannot create certificate signing request" in kubelet.log_text()
     assert f'User "system:bootstrap:{value.split(".")[0]}" cannot create resource "certificatesigningrequests"' in \
-        done.stderr
+        kubelet.log_text()
     assert not (tmp_path / "kubelet.conf").exists()

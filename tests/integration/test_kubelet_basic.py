@@ -3,8 +3,6 @@ processes, phases, restart policies, logs through the apiserver, graceful deleti
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,25 +11,22 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import ROOT, Kubectl
+from conftest import Kubectl
 from kubelab.etcd import free_port
+from support.process import ComponentProcess
 from support.wait import wait_for
 
 
 @contextmanager
 def kubelet(api_url: str, name: str, root: Path, backoff: float = 1) -> Iterator[str]:
     """A kubelet process for node ``name`` whose first CrashLoopBackOff delay is ``backoff`` seconds."""
-    with open(root.parent / f"{name}-kubelet.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "kubelet", "--master", api_url, "--node-name", name,
-                                 "--port", str(free_port()), "--root-dir", str(root),
-                                 "--crashloop-backoff", str(backoff), "--node-lease-renew-interval", "1",
-                                 "--runtime", "process"],
-                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    proc = ComponentProcess("kubelet", api_url, root.parent / f"{name}-kubelet.log", "--node-name", name,
+                            "--port", str(free_port()), "--root-dir", str(root), "--crashloop-backoff", str(backoff),
+                            "--node-lease-renew-interval", "1", "--runtime", "process")
     try:
         yield name
     finally:
-        proc.terminate()
-        proc.wait(15)
+        proc.stop()
 
 
 @pytest.fixture()

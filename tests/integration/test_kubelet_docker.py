@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import ROOT
 from kubelab.etcd import free_port
+from support.process import ComponentProcess
 from support.wait import wait_for
 
 HOST = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
@@ -52,17 +50,14 @@ pytestmark = pytest.mark.skipif(not engine_reachable(), reason="no Docker engine
 
 
 @pytest.fixture()
-def docker_kubelet(api_url: str, ns: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    argv = [sys.executable, "-m", "kubelet", "--master", api_url, "--port", str(free_port()), "--root-dir",
-            str(tmp_path / "root"), "--crashloop-backoff", "1", "--node-lease-renew-interval", "1",
-            "--node-name", f"{ns}-node", "--runtime", "docker"]
-    with open(tmp_path / "kubelet.log", "ab") as log:
-        proc = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+def docker_kubelet(api_url: str, ns: str, tmp_path: Path) -> Iterator[ComponentProcess]:
+    proc = ComponentProcess("kubelet", api_url, tmp_path / "kubelet.log", "--port", str(free_port()), "--root-dir",
+                            str(tmp_path / "root"), "--crashloop-backoff", "1", "--node-lease-renew-interval", "1",
+                            "--node-name", f"{ns}-node", "--runtime", "docker")
     try:
         yield proc
     finally:
-        proc.terminate()
-        proc.wait(15)
+        proc.stop()
         with engine() as e:  # whatever this node's kubelet left behind
             filters = f'{{"label":["io.kubelab.node={ns}-node"]}}'
             for c in e.get("/containers/json", params={"all": "1", "filters": filters}).json():
@@ -74,7 +69,7 @@ def get_pod(client: httpx.Client, ns: str, name: str) -> dict[str, Any]:
     return resp.json() if resp.status_code == 200 else {}
 
 
-def test_pod_prints_and_succeeds(client: httpx.Client, ns: str, docker_kubelet: subprocess.Popen[bytes]) -> None:
+def test_pod_prints_and_succeeds(client: httpx.Client, ns: str, docker_kubelet: ComponentProcess) -> None:
     node = f"{ns}-node"
     wait_for(lambda: client.get(f"/api/v1/nodes/{node}").status_code == 200, what="node")
     info = client.get(f"/api/v1/nodes/{node}").json()["status"]["nodeInfo"]

@@ -4,8 +4,6 @@ downward API, volumes, lifecycle hooks and image changes. Probe periods are 1 s 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,9 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import ROOT, Kubectl
+from conftest import Kubectl
 from kubelab.etcd import free_port
 from support.kubelet import sigterm_exit_code
+from support.process import ComponentProcess
 from support.wait import wait_for
 
 
@@ -33,17 +32,13 @@ class Node:
 def node(api_url: str, ns: str, tmp_path: Path) -> Iterator[Node]:
     """A kubelet process for a node named after the test's namespace (node names are cluster-wide)."""
     name = f"{ns}-node"
-    with open(tmp_path / "kubelet.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "kubelet", "--master", api_url, "--node-name", name,
-                                 "--port", str(free_port()), "--root-dir", str(tmp_path / "root"),
-                                 "--crashloop-backoff", "1", "--node-lease-renew-interval", "1",
-                                 "--runtime", "process"],
-                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    proc = ComponentProcess("kubelet", api_url, tmp_path / "kubelet.log", "--node-name", name,
+                            "--port", str(free_port()), "--root-dir", str(tmp_path / "root"),
+                            "--crashloop-backoff", "1", "--node-lease-renew-interval", "1", "--runtime", "process")
     try:
         yield Node(name, tmp_path / "root")
     finally:
-        proc.terminate()
-        proc.wait(15)
+        proc.stop()
 
 
 def container(name: str, script: str, **extra: Any) -> dict[str, Any]:

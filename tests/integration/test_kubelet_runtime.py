@@ -16,9 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import ROOT, Kubectl
+from conftest import Kubectl
 from kubelab.etcd import free_port
 from kubelet.runtime.leftovers import clean
+from support.process import ComponentProcess
 from support.wait import wait_for
 
 
@@ -26,27 +27,25 @@ class KubeletProcess:
     """One node's kubelet, which a test may kill (SIGKILL) and start again on the same root dir."""
 
     def __init__(self, api_url: str, name: str, root: Path, log: Path, extra: list[str] | None = None) -> None:
-        self.argv = [sys.executable, "-m", "kubelet", "--master", api_url, "--port", str(free_port()),
-                     "--root-dir", str(root), "--crashloop-backoff", "1", "--node-lease-renew-interval", "1",
+        self.api_url = api_url
+        self.argv = ["--port", str(free_port()), "--root-dir", str(root), "--crashloop-backoff", "1",
+                     "--node-lease-renew-interval", "1",
                      "--runtime", "process",  # the process runtime's adoption and pulls (the default is auto)
                      *(["--node-name", name] if name else []), *(extra or [])]
         self.root = root
         self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: ComponentProcess | None = None
 
     def start(self) -> None:
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(self.argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        self.proc = ComponentProcess("kubelet", self.api_url, self.log, *self.argv)
 
     def kill(self) -> None:
         assert self.proc is not None
         self.proc.kill()
-        self.proc.wait(10)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(15)
+        if self.proc is not None:
+            self.proc.stop()
         clean(self.root)  # whatever a killed kubelet left running
 
 

@@ -4,13 +4,11 @@ API-only ``kubelab.Cluster`` of its own whose apiserver it stops before the kube
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 
-from conftest import ROOT, api_only
+from conftest import api_only
 from kubelab.api import Cluster
 from kubelab.etcd import free_port
 from support.wait import wait_for
@@ -39,11 +37,9 @@ def _kubelet_waits(api: Cluster, tmp_path: Path) -> None:
     node, port = f"late-{port_of(api.api_url)}", free_port()
     health_port = free_port()
     log_path = tmp_path / "kubelet.log"
-    with open(log_path, "wb") as log:
-        kubelet = subprocess.Popen([sys.executable, "-m", "kubelet", "--master", api.api_url, "--node-name", node,
-                                    "--port", str(port), "--healthz-port", str(health_port),
-                                    "--root-dir", str(tmp_path / "root"), "--runtime", "process"],
-                                   cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    kubelet = api.run_component("kubelet", "--node-name", node, "--port", str(port), "--healthz-port",
+                                str(health_port), "--root-dir", str(tmp_path / "root"), "--runtime", "process",
+                                log=log_path)
     try:
         wait_for(lambda: "Unable to register node" in log_path.read_text(), what="a failed registration attempt")
         assert _health(health_port) == 503 and kubelet.poll() is None
@@ -61,5 +57,4 @@ def _kubelet_waits(api: Cluster, tmp_path: Path) -> None:
             client.delete(f"/api/v1/nodes/{node}")
         assert "Successfully registered node" in log_path.read_text()
     finally:
-        kubelet.terminate()
-        kubelet.wait(15)
+        kubelet.stop()

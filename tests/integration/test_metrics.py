@@ -4,8 +4,6 @@ client; selectors, sorting, ``--containers``, ``kubectl get``/``explain``, disco
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +15,9 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from apimachinery.quantity import parse_quantity
-from conftest import ROOT, Kubectl
+from conftest import Kubectl
 from kubelab.etcd import free_port
+from support.process import ComponentProcess
 from support.wait import wait_for
 
 SPIN = ["python3", "-c", "while True: pass"]
@@ -38,12 +37,10 @@ def cluster(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     ns = f"t-{uuid.uuid4().hex[:10]}"
     node = f"{ns}-node"
     tmp: Path = tmp_path_factory.mktemp("metrics")
-    with httpx.Client(base_url=api_url, timeout=30) as client, open(tmp / "kubelet.log", "wb") as log:
+    with httpx.Client(base_url=api_url, timeout=30) as client:
         assert client.post("/api/v1/namespaces", json={"metadata": {"name": ns}}).status_code == 201
-        kubelet = subprocess.Popen([sys.executable, "-m", "kubelet", "--master", api_url, "--node-name", node,
-                                    "--port", str(free_port()), "--root-dir", str(tmp / "root"),
-                                    "--runtime", "process"],
-                                   cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        kubelet = ComponentProcess("kubelet", api_url, tmp / "kubelet.log", "--node-name", node,
+                                   "--port", str(free_port()), "--root-dir", str(tmp / "root"), "--runtime", "process")
         try:
             for obj in (pod("busy", node, {"app": "web"}, ("spin", SPIN), ("idle", IDLE)),
                         pod("quiet", node, {"app": "db"}, ("main", IDLE))):
@@ -54,8 +51,7 @@ def cluster(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             yield ns, node
         finally:
             client.delete(f"/api/v1/namespaces/{ns}/pods", params={"gracePeriodSeconds": "0"})
-            kubelet.terminate()
-            kubelet.wait(15)
+            kubelet.stop()
 
 
 def table(out: str) -> list[list[str]]:

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import ROOT, Kubectl
+from conftest import Kubectl
 from kubelab.etcd import free_port
 from support.controllers import ControllerManager
+from support.process import ComponentProcess
 from support.scheduler import SchedulerProcess
 from support.wait import wait_for
 
@@ -32,24 +30,21 @@ class Kubelet:
     """A kubelet process with its own root dir, restartable on it (SIGKILL leaves its containers running)."""
 
     def __init__(self, api_url: str, name: str, label: str, root: Path) -> None:
-        self.args = [sys.executable, "-m", "kubelet", "--master", api_url, "--node-name", name,
-                     "--port", str(free_port()), "--root-dir", str(root / "root"), "--node-labels", f"podnet={label}",
-                     "--node-lease-renew-interval", "1", "--runtime", "process"]
+        self.api_url = api_url
+        self.args = ["--node-name", name, "--port", str(free_port()), "--root-dir", str(root / "root"),
+                     "--node-labels", f"podnet={label}", "--node-lease-renew-interval", "1", "--runtime", "process"]
         self.log = root / "kubelet.log"
         self.proc = self._start()
 
-    def _start(self) -> subprocess.Popen[bytes]:
-        with open(self.log, "ab") as log:
-            return subprocess.Popen(self.args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    def _start(self) -> ComponentProcess:
+        return ComponentProcess("kubelet", self.api_url, self.log, *self.args)
 
     def kill_and_restart(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(15)
+        self.proc.kill()
         self.proc = self._start()
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(15)
+        self.proc.stop()
 
 
 @pytest.fixture(scope="module")

@@ -4,14 +4,12 @@ schedulerName, so no other scheduler on the shared apiserver interferes."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import httpx
 
-from conftest import ROOT
+from kubelab.componentrun import run_component
 from support.scheduler import SchedulerProcess, debug_endpoint, lease, node_of
 from support.wait import wait_for
 
@@ -84,7 +82,9 @@ def test_invalid_config_exits_1(api_url: str, tmp_path: Path) -> None:
     config = tmp_path / "bad.yaml"
     config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
                       "profiles:\n- plugins:\n    score:\n      enabled: [{name: NoSuchPlugin}]\n")
-    done = subprocess.run([sys.executable, "-m", "scheduler", "--master", api_url, "--config", str(config)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1
-    assert "unknown plugin 'NoSuchPlugin'" in done.stderr
+    scheduler = run_component("scheduler", "--master", api_url, "--config", str(config), log=tmp_path / "s.log")
+    try:
+        assert scheduler.wait(60) == 1
+    finally:
+        scheduler.stop()
+    assert "unknown plugin 'NoSuchPlugin'" in scheduler.log_text()

@@ -6,7 +6,6 @@ alone; the second points the scheduler at a free port where nothing listens."""
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -23,10 +22,10 @@ from support.wait import wait_for
 
 def terminate(scheduler: SchedulerProcess) -> int:
     """SIGTERM and wait (at most 15 s, longer than any lease deadline): the exit status."""
-    scheduler.proc.send_signal(signal.SIGTERM)
+    scheduler.send_signal(signal.SIGTERM)
     try:
-        return scheduler.proc.wait(15)
-    except subprocess.TimeoutExpired:
+        return scheduler.wait(15)
+    except TimeoutError:
         pytest.fail(f"the scheduler ignored SIGTERM for 15 s:\n{scheduler.log()[-3000:]}")
 
 

@@ -34,7 +34,7 @@ class DnsProcess(ComponentProcess):
 
     def wait_ready(self) -> None:
         def ready() -> bool:
-            assert self.proc.poll() is None, self.log()
+            assert self.poll() is None, self.log()
             try:
                 return httpx.get(f"http://127.0.0.1:{self.health_port}/readyz").status_code == 200
             except httpx.HTTPError:

@@ -23,7 +23,7 @@ def start_proxy(api_url: str, log: Path, *flags: str) -> ComponentProcess:
         try:
             return httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
         except httpx.TransportError:
-            assert proc.proc.poll() is None, proc.log()
+            assert proc.poll() is None, proc.log()
             return False
     try:
         wait_for(healthy, what="kube-proxy's /healthz")
