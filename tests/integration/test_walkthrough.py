@@ -352,7 +352,8 @@ SPECIAL: dict[str, Callable[[Shell, str], Result]] = {
 def trace_observed(shell: Shell, line: str, result: Result) -> None:
     """The pod was stored (7), bound (10) and reported Running (13), each at a revision; the kubelet's
     container events (12c Created, 12d Started) were found by their fieldPath; every step but the kubelet's heading
-    (12) has a latency in milliseconds (from the audit log `kubelab up` writes and the apiserver's deliveries)."""
+    (12) has a latency in milliseconds (from the audit log `kubelab up` writes and the apiserver's deliveries), and
+    the critical path from the RC's create to Running is their exact sum, as the page says."""
     rows = {row.split()[0]: row for row in result.stdout.splitlines() if re.match(r"\d+[a-z]? ", row)}
     for step in ("7", "10", "13"):
         assert "not observed" not in rows[step] and re.search(r"\s\d+\s+\S+$", rows[step]), result.stdout
@@ -360,6 +361,7 @@ def trace_observed(shell: Shell, line: str, result: Result) -> None:
         assert "not observed" not in rows[step], result.stdout
     for step in (*map(str, range(1, 12)), "13"):  # each its own latency from exact times (audit log, deliveries)
         assert re.search(r"\s[+-]\d+\.(\dms|\d{3}s)$", rows[step]), result.stdout
+    assert re.search(r"^critical path: step 2 -> step 13: \d+\.\dms \(exact;", result.stdout, re.M), result.stdout
 
 
 def diagram(name: str, lang: str, asset: str) -> Check:
