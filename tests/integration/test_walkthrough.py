@@ -366,7 +366,7 @@ def trace_observed(shell: Shell, line: str, result: Result) -> None:
 
 def diagram(name: str, lang: str, asset: str) -> Check:
     """``kubelab trace --svg`` drew the flow: valid SVG naming the six components, one arrow per hop, each with its
-    latency; rendered by a real browser where one is installed; copied into docs/img with KUBELAB_WRITE_DOC_ASSETS."""
+    latency; rendered by headless Chromium where it is installed; copied into docs/img with KUBELAB_WRITE_DOC_ASSETS."""
     def check(shell: Shell, line: str, result: Result) -> None:
         assert result.returncode == 0, result.stderr
         path = shell.workdir / name
@@ -386,10 +386,9 @@ def diagram(name: str, lang: str, asset: str) -> Check:
         assert len(latencies) == len(hops) - 2  # one per hop; step 1's three watches share one (how long to open)
         exact = [t for t in latencies if re.fullmatch(r"[+–]\d+\.(\dms|\d{3}s)", t)]
         assert len(exact) >= len(latencies) - 1, latencies  # all in ms from exact times (the step 12a pull: n/a)
-        browser = shutil.which("chromium") or shutil.which("rsvg-convert")
-        if browser:
+        if shutil.which("chromium"):  # headless Chromium draws it (not librsvg, even where both are installed)
             png = path.with_suffix(".png")
-            tracesvg.to_png(svg, png)
+            tracesvg.to_png(svg, png, browser_only=True)
             assert png.stat().st_size > 20_000, "the rendered diagram is (nearly) blank"
         if os.environ.get("KUBELAB_WRITE_DOC_ASSETS"):
             ASSETS.mkdir(exist_ok=True)
