@@ -230,3 +230,32 @@ def test_the_console_is_a_client_with_its_own_identity(cluster: dict[str, Any], 
     for refused in (("create", "pods"), ("delete", "nodes"), ("get", "secrets", "-A"), ("patch", "nodes"),
                     ("get", "/metrics")):
         assert not can(*refused), refused
+
+
+def test_a_nodes_cordon_and_taints_show_live(cluster: dict[str, Any], browser: Browser, screens: Path) -> None:
+    """kubectl cordon and taint as they happen: the node's column turns cordoned and lists its taint, no reload."""
+    client, node = cluster["client"], cluster["nodes"][1]
+    browser.goto(cluster["url"])
+    browser.wait_js("document.querySelector('#live').className === 'on'", what="the live stream")
+    column = f"document.querySelector('.node[data-node=\"{node}\"]')"
+    browser.wait_js(f"(n => n && n.querySelector('.meta').textContent.includes('Ready=True'))({column})",
+                    what=f"{node} shown Ready")
+    browser.evaluate("window.notReloaded = true")
+    merge = {"Content-Type": "application/merge-patch+json"}
+    taint = {"key": "dedicated", "value": "audit", "effect": "NoSchedule"}
+    try:
+        resp = client.patch(f"/api/v1/nodes/{node}", json={"spec": {"unschedulable": True, "taints": [taint]}},
+                            headers=merge)
+        assert resp.status_code == 200, resp.text
+        meta = browser.wait_js(f"(n => n && n.classList.contains('cordoned') && n.querySelector('.meta').textContent)"
+                               f"({column})", what=f"{node} shown cordoned")
+        assert "cordoned" in meta
+        taints = browser.wait_js(f"(t => t.length && t)([...{column}.querySelectorAll('.taint')]"
+                                 ".map(t => t.textContent))", what=f"{node}'s taint shown")
+        assert taints == ["dedicated=audit:NoSchedule"]
+        assert browser.evaluate("window.notReloaded === true")
+        shot(browser, screens / "7-cordoned-tainted.png")
+    finally:
+        client.patch(f"/api/v1/nodes/{node}", json={"spec": {"unschedulable": None, "taints": None}}, headers=merge)
+    browser.wait_js(f"(n => n && !n.classList.contains('cordoned') && !n.querySelector('.taint'))({column})",
+                    what=f"{node} shown uncordoned and untainted")
