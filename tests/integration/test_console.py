@@ -259,3 +259,30 @@ def test_a_nodes_cordon_and_taints_show_live(cluster: dict[str, Any], browser: B
         client.patch(f"/api/v1/nodes/{node}", json={"spec": {"unschedulable": None, "taints": None}}, headers=merge)
     browser.wait_js(f"(n => n && !n.classList.contains('cordoned') && !n.querySelector('.taint'))({column})",
                     what=f"{node} shown uncordoned and untainted")
+
+
+def test_the_event_stream_shows_a_new_event_live(cluster: dict[str, Any], browser: Browser, screens: Path) -> None:
+    ns, client = cluster["ns"], cluster["client"]
+    browser.goto(cluster["url"].rstrip("/") + "/events")
+    browser.wait_js("document.querySelector('#live').className === 'on'", what="the live stream")
+    browser.evaluate("window.notReloaded = true")
+    reason = f"Audit{uuid.uuid4().hex[:6]}"
+    event = {"metadata": {"name": f"probe.{uuid.uuid4().hex[:8]}"}, "type": "Warning", "reason": reason,
+             "message": "written by the console test", "count": 1, "source": {"component": "console-test"},
+             "involvedObject": {"kind": "Pod", "namespace": ns, "name": "probe", "apiVersion": "v1"}}
+    assert client.post(f"/api/v1/namespaces/{ns}/events", json=event).status_code == 201
+    row = browser.wait_js(f"(rows => rows.find(r => r[2] === '{reason}'))([...document.querySelectorAll("
+                          "'#events tr')].map(r => [...r.children].map(c => c.textContent)))",
+                          what="the new event in the stream")
+    assert row[1:] == ["Warning", reason, f"{ns} Pod/probe", "console-test", "written by the console test", "1"], row
+    assert browser.evaluate("window.notReloaded === true")
+    shot(browser, screens / "8-events.png")
+
+
+def test_pages_let_go_of_their_streams(cluster: dict[str, Any], browser: Browser) -> None:
+    """A reader goes from page to page: each page's server-sent events stream is closed when it is left (also for
+    the back/forward cache), else the browser's six connections per server run out and the seventh page hangs."""
+    url = cluster["url"].rstrip("/")
+    for page in ("/", "/watches", "/whatif", "/events", "/", "/watches", "/whatif", "/events", "/"):
+        browser.goto(url + page)
+        browser.wait_js("document.querySelector('#live').className === 'on'", what=f"{page} live")
