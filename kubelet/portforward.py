@@ -17,6 +17,7 @@ connection by ``apiserver.spdy.portforward``). As kubelet's ``portforward/websoc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import struct
 from typing import Any
@@ -67,9 +68,12 @@ class Forwarding:
         self._lock = asyncio.Lock()
 
     async def send(self, channel: int, data: bytes) -> None:
+        """One message on ``channel``; a client already gone (its transport closing) is told nothing, not an error
+        (a dial error for a kubectl that has just left was an aiohttp traceback in the kubelet's log)."""
         if not self.ws.closed:
             async with self._lock:
-                await self.ws.send_bytes(bytes([channel]) + data)
+                with contextlib.suppress(ConnectionResetError):
+                    await self.ws.send_bytes(bytes([channel]) + data)
 
     async def run(self) -> None:
         for i, port in enumerate(self.ports):

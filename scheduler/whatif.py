@@ -253,7 +253,9 @@ def simulate(change: Change, cache: Cache, pdbs: list[dict[str, Any]],
     return {"kind": "WhatIf", "change": {"action": change.action, "node": change.node,
                                          **({"taint": dict(change.taint)} if change.taint else {}),
                                          **({"pods": [pod_key(p) for p in change.pods]} if change.pods else {})},
-            "nodes": len(snapshot.nodes), "pods": [o.to_dict() for o in outcomes]}
+            "nodes": len(snapshot.nodes), "pods": [o.to_dict() for o in outcomes],
+            "schedulableNodes": sum(not (i.node.get("spec") or {}).get("unschedulable")  # not cordoned
+                                    for i in snapshot.nodes.values())}
 
 
 def _schedule(runner: Runner, pod: Pod, cache: Cache, outcome: Outcome) -> None:

@@ -20,10 +20,18 @@ async function getJSON(url, options) {
 }
 
 function live(onCluster) {
-  const source = new EventSource("/api/stream");
-  source.addEventListener("open", () => { $("#live").className = "on"; $("#live").textContent = "● live"; });
-  source.addEventListener("error", () => { $("#live").className = "off"; $("#live").textContent = "○ reconnecting"; });
-  source.addEventListener("cluster", (e) => onCluster(JSON.parse(e.data)));
+  let source = null;
+  const follow = () => {
+    source = new EventSource("/api/stream");
+    source.addEventListener("open", () => { $("#live").className = "on"; $("#live").textContent = "● live"; });
+    source.addEventListener("error", () => { $("#live").className = "off"; $("#live").textContent = "○ reconnecting"; });
+    source.addEventListener("cluster", (e) => onCluster(JSON.parse(e.data)));
+  };
+  follow();
+  // A page left for another must let go of its stream, also when the browser keeps it in its back/forward cache:
+  // a browser opens at most six connections to one server, and each open stream holds one (the seventh page hung).
+  window.addEventListener("pagehide", () => source.close());
+  window.addEventListener("pageshow", (e) => { if (e.persisted) follow(); });
 }
 
 const taintText = (t) => `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`;

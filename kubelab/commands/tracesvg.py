@@ -203,12 +203,13 @@ class NoConverter(RuntimeError):
     """No program on this machine turns SVG into PNG."""
 
 
-def to_png(svg: str, out: Path) -> None:
-    """Rasterise with ``rsvg-convert`` (librsvg) or headless Chromium, whichever is installed."""
+def to_png(svg: str, out: Path, *, browser_only: bool = False) -> None:
+    """Rasterise with ``rsvg-convert`` (librsvg) or headless Chromium, whichever is installed; ``browser_only``:
+    Chromium even where librsvg is there (a test that must see a browser draw it)."""
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "flow.svg"
         source.write_text(svg, encoding="utf-8")
-        if rsvg := shutil.which("rsvg-convert"):
+        if not browser_only and (rsvg := shutil.which("rsvg-convert")):
             subprocess.run([rsvg, "-o", str(out), str(source)], check=True, timeout=60)
             return
         browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")

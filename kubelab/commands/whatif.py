@@ -115,7 +115,9 @@ def render(result: dict[str, Any]) -> str:
     taint = change.get("taint")
     if taint:
         target += f" {taint['key']}{'=' + taint['value'] if taint.get('value') else ''}:{taint['effect']}"
-    lines = [f"What if: {what} {target} ({result.get('nodes', 0)} node(s) to schedule on after the change)"]
+    nodes = result.get("nodes", 0)
+    lines = [f"What if: {what} {target} ({result.get('schedulableNodes', nodes)} of {nodes} node(s) schedulable after "
+             "the change)"]
     pods = result.get("pods") or []
     if not pods:
         lines.append("No pod would move.")

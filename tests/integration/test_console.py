@@ -230,3 +230,59 @@ def test_the_console_is_a_client_with_its_own_identity(cluster: dict[str, Any], 
     for refused in (("create", "pods"), ("delete", "nodes"), ("get", "secrets", "-A"), ("patch", "nodes"),
                     ("get", "/metrics")):
         assert not can(*refused), refused
+
+
+def test_a_nodes_cordon_and_taints_show_live(cluster: dict[str, Any], browser: Browser, screens: Path) -> None:
+    """kubectl cordon and taint as they happen: the node's column turns cordoned and lists its taint, no reload."""
+    client, node = cluster["client"], cluster["nodes"][1]
+    browser.goto(cluster["url"])
+    browser.wait_js("document.querySelector('#live').className === 'on'", what="the live stream")
+    column = f"document.querySelector('.node[data-node=\"{node}\"]')"
+    browser.wait_js(f"(n => n && n.querySelector('.meta').textContent.includes('Ready=True'))({column})",
+                    what=f"{node} shown Ready")
+    browser.evaluate("window.notReloaded = true")
+    merge = {"Content-Type": "application/merge-patch+json"}
+    taint = {"key": "dedicated", "value": "audit", "effect": "NoSchedule"}
+    try:
+        resp = client.patch(f"/api/v1/nodes/{node}", json={"spec": {"unschedulable": True, "taints": [taint]}},
+                            headers=merge)
+        assert resp.status_code == 200, resp.text
+        meta = browser.wait_js(f"(n => n && n.classList.contains('cordoned') && n.querySelector('.meta').textContent)"
+                               f"({column})", what=f"{node} shown cordoned")
+        assert "cordoned" in meta
+        taints = browser.wait_js(f"(t => t.length && t)([...{column}.querySelectorAll('.taint')]"
+                                 ".map(t => t.textContent))", what=f"{node}'s taint shown")
+        assert taints == ["dedicated=audit:NoSchedule"]
+        assert browser.evaluate("window.notReloaded === true")
+        shot(browser, screens / "7-cordoned-tainted.png")
+    finally:
+        client.patch(f"/api/v1/nodes/{node}", json={"spec": {"unschedulable": None, "taints": None}}, headers=merge)
+    browser.wait_js(f"(n => n && !n.classList.contains('cordoned') && !n.querySelector('.taint'))({column})",
+                    what=f"{node} shown uncordoned and untainted")
+
+
+def test_the_event_stream_shows_a_new_event_live(cluster: dict[str, Any], browser: Browser, screens: Path) -> None:
+    ns, client = cluster["ns"], cluster["client"]
+    browser.goto(cluster["url"].rstrip("/") + "/events")
+    browser.wait_js("document.querySelector('#live').className === 'on'", what="the live stream")
+    browser.evaluate("window.notReloaded = true")
+    reason = f"Audit{uuid.uuid4().hex[:6]}"
+    event = {"metadata": {"name": f"probe.{uuid.uuid4().hex[:8]}"}, "type": "Warning", "reason": reason,
+             "message": "written by the console test", "count": 1, "source": {"component": "console-test"},
+             "involvedObject": {"kind": "Pod", "namespace": ns, "name": "probe", "apiVersion": "v1"}}
+    assert client.post(f"/api/v1/namespaces/{ns}/events", json=event).status_code == 201
+    row = browser.wait_js(f"(rows => rows.find(r => r[2] === '{reason}'))([...document.querySelectorAll("
+                          "'#events tr')].map(r => [...r.children].map(c => c.textContent)))",
+                          what="the new event in the stream")
+    assert row[1:] == ["Warning", reason, f"{ns} Pod/probe", "console-test", "written by the console test", "1"], row
+    assert browser.evaluate("window.notReloaded === true")
+    shot(browser, screens / "8-events.png")
+
+
+def test_pages_let_go_of_their_streams(cluster: dict[str, Any], browser: Browser) -> None:
+    """A reader goes from page to page: each page's server-sent events stream is closed when it is left (also for
+    the back/forward cache), else the browser's six connections per server run out and the seventh page hangs."""
+    url = cluster["url"].rstrip("/")
+    for page in ("/", "/watches", "/whatif", "/events", "/", "/watches", "/whatif", "/events", "/"):
+        browser.goto(url + page)
+        browser.wait_js("document.querySelector('#live').className === 'on'", what=f"{page} live")

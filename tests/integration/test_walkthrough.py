@@ -8,6 +8,9 @@ from the page itself (its ``sh`` blocks) and run as a user's shell runs them: in
 with ``kubectl`` and ``kubelab`` on PATH and ``KUBECONFIG`` pointing at the cluster, ``POD=$(...)`` carried to later
 commands. After each one the test checks what the page says the user
 sees, polling where the page says "within seconds". Only these are run differently, each for a stated reason:
+``make setup`` runs in the repository (the work directory stands in for the clone, its ``.venv`` the virtualenv
+running the tests), ``. .venv/bin/activate`` is carried to later commands as the user's shell carries it (until then
+no kubelab command is on PATH, as on a fresh clone),
 ``kubelab up`` is started ``--detach`` on a free port (the test cannot leave a foreground process or take 8080),
 the watch (the page's second terminal) runs in the background and is stopped once it has shown the flow
 (the user presses Ctrl-C), so does the kopf operator (stopped once its ConfigMap has been garbage-collected),
@@ -218,6 +221,28 @@ def both(*checks: Check) -> Check:
 # ---- commands run differently (see the module docstring) -----------------------------------------------
 
 
+def setup_in_clone(shell: Shell, line: str) -> Result:
+    """``make setup`` in the repository: the virtualenv the tests run in is the one it made (and keeps)."""
+    return shell.run(f"make -C {ROOT} setup", timeout=600)
+
+
+def activate(shell: Shell, line: str) -> Result:
+    """Source the activation script and keep what it exported (PATH, VIRTUAL_ENV) for the commands after it."""
+    result = shell.run(f"{line} && env -0")
+    if result.returncode == 0:
+        exported = dict(item.split("=", 1) for item in result.stdout.split("\0") if "=" in item)
+        shell.env.update({k: exported[k] for k in ("PATH", "VIRTUAL_ENV")})
+    return result
+
+
+def activated(shell: Shell, line: str, result: Result) -> None:
+    """kubelab and kopf now come from .venv."""
+    assert result.returncode == 0, result.stderr
+    found = shell.run("command -v kubelab kopf").stdout.split()
+    venv = Path(shell.env["VIRTUAL_ENV"]).resolve()
+    assert [Path(f).resolve().parent for f in found] == [venv / "bin"] * 2, found
+
+
 def up_detached(shell: Shell, line: str) -> Result:
     port = free_port()
     return shell.run(line.replace("kubelab up", f"kubelab up --detach --port {port}"), timeout=180)
@@ -313,6 +338,8 @@ def signal_kubelet(shell: Shell, line: str) -> Result:
 
 
 SPECIAL: dict[str, Callable[[Shell, str], Result]] = {
+    "make setup": setup_in_clone,
+    ". .venv/bin/activate": activate,
     "kubelab up --nodes 3": up_detached,
     "kubectl get pods -o wide -w": start_watch,
     "kubectl exec -it $POD -- sh": exec_with_input,
@@ -325,7 +352,8 @@ SPECIAL: dict[str, Callable[[Shell, str], Result]] = {
 def trace_observed(shell: Shell, line: str, result: Result) -> None:
     """The pod was stored (7), bound (10) and reported Running (13), each at a revision; the kubelet's
     container events (12c Created, 12d Started) were found by their fieldPath; every step but the kubelet's heading
-    (12) has a latency in milliseconds (from the audit log `kubelab up` writes and the apiserver's deliveries)."""
+    (12) has a latency in milliseconds (from the audit log `kubelab up` writes and the apiserver's deliveries), and
+    the critical path from the RC's create to Running is their exact sum, as the page says."""
     rows = {row.split()[0]: row for row in result.stdout.splitlines() if re.match(r"\d+[a-z]? ", row)}
     for step in ("7", "10", "13"):
         assert "not observed" not in rows[step] and re.search(r"\s\d+\s+\S+$", rows[step]), result.stdout
@@ -333,11 +361,12 @@ def trace_observed(shell: Shell, line: str, result: Result) -> None:
         assert "not observed" not in rows[step], result.stdout
     for step in (*map(str, range(1, 12)), "13"):  # each its own latency from exact times (audit log, deliveries)
         assert re.search(r"\s[+-]\d+\.(\dms|\d{3}s)$", rows[step]), result.stdout
+    assert re.search(r"^critical path: step 2 -> step 13: \d+\.\dms \(exact;", result.stdout, re.M), result.stdout
 
 
 def diagram(name: str, lang: str, asset: str) -> Check:
     """``kubelab trace --svg`` drew the flow: valid SVG naming the six components, one arrow per hop, each with its
-    latency; rendered by a real browser where one is installed; copied into docs/img with KUBELAB_WRITE_DOC_ASSETS."""
+    latency; rendered by headless Chromium where it is installed; copied into docs/img with KUBELAB_WRITE_DOC_ASSETS."""
     def check(shell: Shell, line: str, result: Result) -> None:
         assert result.returncode == 0, result.stderr
         path = shell.workdir / name
@@ -357,10 +386,9 @@ def diagram(name: str, lang: str, asset: str) -> Check:
         assert len(latencies) == len(hops) - 2  # one per hop; step 1's three watches share one (how long to open)
         exact = [t for t in latencies if re.fullmatch(r"[+–]\d+\.(\dms|\d{3}s)", t)]
         assert len(exact) >= len(latencies) - 1, latencies  # all in ms from exact times (the step 12a pull: n/a)
-        browser = shutil.which("chromium") or shutil.which("rsvg-convert")
-        if browser:
+        if shutil.which("chromium"):  # headless Chromium draws it (not librsvg, even where both are installed)
             png = path.with_suffix(".png")
-            tracesvg.to_png(svg, png)
+            tracesvg.to_png(svg, png, browser_only=True)
             assert png.stat().st_size > 20_000, "the rendered diagram is (nearly) blank"
         if os.environ.get("KUBELAB_WRITE_DOC_ASSETS"):
             ASSETS.mkdir(exist_ok=True)
@@ -393,6 +421,8 @@ def web_nodes(shell: Shell, result: Result) -> set[str]:
 
 CHECKS: dict[str, list[Check]] = {
     # 0
+    "make setup": [prints("etcd: ")],
+    ". .venv/bin/activate": [activated],
     "kubelab up --nodes 3": [prints("kubelab is up")],
     "kubectl get nodes": [
         ALL_READY,  # 0
@@ -632,17 +662,18 @@ def walk() -> dict[str, list[tuple[str, str]]]:
 
 @pytest.fixture(scope="module")
 def shell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shell]:
-    """The user's shell for both pages: a work directory with ``examples/``, kubectl and kubelab on PATH and
-    ``KUBECONFIG`` at the cluster the page's ``kubelab up`` starts; ``kubelab down`` (and any operator a failed
-    section left running stopped) at the end."""
+    """The user's shell for both pages: a work directory with ``examples/`` and ``.venv``, kubectl on PATH (kubelab
+    once the page activates ``.venv``) and ``KUBECONFIG`` at the cluster the page's ``kubelab up`` starts;
+    ``kubelab down`` (and any operator a failed section left running stopped) at the end."""
     if not os.path.exists(KUBECTL):
         pytest.skip(f"kubectl not found at {KUBECTL}")
     work = tmp_path_factory.mktemp("walkthrough")
     (work / "examples").symlink_to(ROOT / "examples")
+    (work / ".venv").symlink_to(Path(sys.prefix))  # the virtualenv `make setup` made, running this test
     bin_dir = work / "bin"
     bin_dir.mkdir()
     (bin_dir / "kubectl").symlink_to(KUBECTL)
-    env = {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(work),
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(work),  # .venv/bin once the page activates it
            "KUBECONFIG": str(work / ".kubelab" / "kubeconfig"), "LANG": "C.UTF-8"}
     if "KUBELAB_ETCD" in os.environ:
         env["KUBELAB_ETCD"] = os.environ["KUBELAB_ETCD"]
@@ -653,7 +684,7 @@ def shell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shell]:
         operator = sh.notes.pop("operator", None)
         if isinstance(operator, Watch):
             operator.stop()
-        sh.run("kubelab down", timeout=120)
+        sh.run(f"{sys.executable} -m kubelab down", timeout=120)  # also when the page never activated .venv
 
 
 def run_line(shell: Shell, line: str) -> None:

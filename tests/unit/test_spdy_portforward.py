@@ -160,3 +160,34 @@ def test_a_failing_pump_ends_the_forwarding_without_an_unretrieved_error() -> No
 
     unretrieved = [c for c in asyncio.run(scenario()) if "never retrieved" in str(c.get("message"))]
     assert unretrieved == []
+
+
+class _GoneClient:
+    """kubectl gone right after the port prefixes: its transport is closing, so aiohttp refuses every later send."""
+
+    closed = False
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    async def send_bytes(self, data: bytes) -> None:
+        if len(self.sent) >= 2:
+            raise aiohttp.ClientConnectionResetError("Cannot write to closing transport")
+        self.sent.append(data)
+
+    def __aiter__(self) -> _GoneClient:
+        return self
+
+    async def __anext__(self) -> None:
+        raise StopAsyncIteration  # its messages ended with it
+
+
+def test_a_dial_error_for_a_client_that_left_is_no_error() -> None:
+    """The pod's port refuses, and the error channel's message finds the client gone: the forwarding ends quietly
+    (before, the ConnectionResetError escaped the handler and aiohttp logged a traceback)."""
+    closed = free_port()  # nothing listens there
+    client = _GoneClient()
+    forwarding = kubelet_portforward.Forwarding(client, POD, "127.0.0.1", [closed])  # type: ignore[arg-type]
+    asyncio.run(asyncio.wait_for(forwarding.run(), 10))
+    assert client.sent == [bytes([0]) + kubelet_portforward.port_prefix(closed),
+                           bytes([1]) + kubelet_portforward.port_prefix(closed)]

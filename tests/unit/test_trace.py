@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import shutil
+import subprocess
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
@@ -512,6 +516,21 @@ def test_chinese_labels() -> None:
     for label in ("客户端 (kubectl)", "APIServer", "Controller Manager", "Scheduler", "绑定到节点 node02",
                   "拉取镜像", "启动容器", "Watch 事件通知"):
         assert label in text
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed (Debian's chromium package)")
+def test_png_through_chromium_even_beside_librsvg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in rsvg-convert that fails: --png takes it first, the tests' Chromium render does not."""
+    fake = tmp_path / "rsvg-convert"
+    fake.write_text("#!/bin/sh\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    svg = tracesvg.render_svg(evidence(), build_steps(evidence()), "en")  # type: ignore[arg-type]
+    with pytest.raises(subprocess.CalledProcessError):
+        tracesvg.to_png(svg, tmp_path / "rsvg.png")
+    tracesvg.to_png(svg, tmp_path / "chromium.png", browser_only=True)
+    assert (tmp_path / "chromium.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "chromium.png").stat().st_size > 20_000  # drawn, not a blank page
 
 
 def test_steps_that_do_not_apply_are_drawn_faint() -> None:

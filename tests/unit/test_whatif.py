@@ -82,8 +82,12 @@ def test_noexecute_taint_honours_toleration_seconds() -> None:
 
 def test_delete_node_and_apply_report_pending_with_failedscheduling_words() -> None:
     cache = cluster(pod("a-1", "n1"))
-    result = by_pod(simulate(Change("delete-node", "n1"), cache, [], runner_for))
+    answer = simulate(Change("delete-node", "n1"), cache, [], runner_for)
+    result = by_pod(answer)
     assert result["default/a-1"]["eviction"] == "deleted" and result["default/a-1"]["node"] in ("n2", "n3")
+    assert (answer["nodes"], answer["schedulableNodes"]) == (2, 2)  # the node is gone, not cordoned
+    cordoned = simulate(Change("cordon", "n1"), cache, [], runner_for)
+    assert (cordoned["nodes"], cordoned["schedulableNodes"]) == (3, 2)
     big = {"metadata": {"name": "big"}, "spec": {"containers": [{"name": "c", "image": "i",
                                                                  "resources": {"requests": {"cpu": "64"}}}]}}
     result = by_pod(simulate(parse_change({"action": "apply", "pods": [big]}), cache, [], runner_for))
@@ -117,7 +121,7 @@ def test_cli_renders_blocked_equal_and_pending_pods() -> None:
     cache = cluster(pod("db-1", "n1"), pod("web-1", "n1"), pinned)
     text = render(simulate(Change("drain", "n1"), cache, [pdb("db", 0)], runner_for))
     lines = text.splitlines()
-    assert lines[0] == "What if: drain n1 (3 node(s) to schedule on after the change)"
+    assert lines[0] == "What if: drain n1 (2 of 3 node(s) schedulable after the change)"  # n1 is cordoned
     assert any(line.split()[:4] == ["default/db-1", "n1", "blocked", "stays"] for line in lines)
     web = next(line for line in lines if line.startswith("default/web-1"))
     assert "same score)" in web and ("n2 (or n3" in web or "n3 (or n2" in web)
