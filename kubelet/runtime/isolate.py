@@ -40,6 +40,7 @@ else:  # by path: from the shim, or as ``python -I -S isolate.py`` (which puts n
     import syscalls as sc  # type: ignore[import-not-found,no-redef]
 
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+DEVICE_MODE = 0o666  # runc's for its default devices, owned by root
 # runc's defaults for a container that is not privileged: /proc's host-wide knobs read-only (/proc/sys would let
 # the container's root set the host's sysctls, /proc/sysrq-trigger reboot it), kernel internals hidden.
 READONLY_PROC = ("bus", "fs", "irq", "sys", "sysrq-trigger")
@@ -162,7 +163,7 @@ def _system_mounts(root: str, config: dict) -> None:  # type: ignore[type-arg]
     os.makedirs(dev, exist_ok=True)
     sc.mount("tmpfs", dev, "tmpfs", sc.MS_NOSUID, "mode=755,size=65536k")
     for node in DEV_NODES:
-        bind("/dev/" + node, f"{dev}/{node}", False)
+        device("/dev/" + node, f"{dev}/{node}")
     os.makedirs(dev + "/pts")
     sc.mount("devpts", dev + "/pts", "devpts", sc.MS_NOSUID | sc.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
     os.symlink("pts/ptmx", dev + "/ptmx")
@@ -181,6 +182,17 @@ def _system_mounts(root: str, config: dict) -> None:  # type: ignore[type-arg]
         sc.mount(None, sys_dir, None, sc.MS_BIND | sc.MS_REMOUNT | flags)
     if not config.get("privileged") and os.path.isdir(sys_dir + "/firmware"):
         sc.mount("tmpfs", sys_dir + "/firmware", "tmpfs", sc.MS_RDONLY)  # runc's masked /sys/firmware
+
+
+def device(source: str, target: str) -> None:
+    """A node of ``source``'s device at ``target``, as runc makes /dev outside a user namespace (a mknod is a
+    fraction of a mount's cost); a bind mount where the kernel refuses the mknod (a kubelet in a user namespace)."""
+    info = os.stat(source)
+    try:
+        os.mknod(target, DEVICE_MODE | (info.st_mode & 0o170000), info.st_rdev)
+        os.chmod(target, DEVICE_MODE)  # past the umask
+    except PermissionError:
+        bind(source, target, False)
 
 
 def _protect(proc: str) -> None:

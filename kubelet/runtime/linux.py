@@ -224,6 +224,13 @@ class LinuxRuntime(ProcessRuntime):
         return RUNTIME_VERSION
 
     # --- containers -------------------------------------------------------------------------------------------
+    async def warm_up(self) -> None:
+        """The zygote, and the built-in busybox image's tree (the image of most pods; a copy and hundreds of
+        links, ~1 s on a busy machine, which the node's first pods would otherwise wait for)."""
+        await super().warm_up()
+        with contextlib.suppress(RuntimeError):
+            await self._image({"image": "busybox"})
+
     async def _image(self, container: dict[str, Any]) -> Image:
         """The image's config and tree, once per container start (a loaded image's lookup reads the store's
         manifests). A built-in image's tree is built on its first use on a thread, one build per image, so the
@@ -260,8 +267,17 @@ class LinuxRuntime(ProcessRuntime):
     async def _configure(self, state: Path, cid: str, container: dict[str, Any], workdir: Path,
                          meta: ContainerMeta, found: Image) -> None:
         sandbox = meta.sandbox or SandboxConfig(hostname=meta.pod_name)
-        tree, image = found.tree, found.config
         pod_dir = await self._sandbox(meta.pod_uid or cid, sandbox)
+        pid_namespace = self._pid_namespace(meta, container, sandbox)
+        # Off the event loop: a dozen file system and cgroupfs writes (~25 ms a container while a burst of pods
+        # keeps the cores busy), which the node's other pod workers would otherwise wait behind.
+        await asyncio.to_thread(self._write_config, state, cid, container, workdir, meta, found, sandbox, pod_dir,
+                                pid_namespace)
+
+    def _write_config(self, state: Path, cid: str, container: dict[str, Any], workdir: Path, meta: ContainerMeta,
+                      found: Image, sandbox: SandboxConfig, pod_dir: Path, pid_namespace: str | None) -> None:
+        """The container's cgroups, its state directory's trees and its ``config.json`` (``isolate``'s input)."""
+        tree, image = found.tree, found.config
         security = security_context(sandbox.security, container)
         config: dict[str, Any] = {
             "root": str(state / "rootfs"),
@@ -270,7 +286,7 @@ class LinuxRuntime(ProcessRuntime):
             "namespaces": {"uts": None if sandbox.host_network else "sandbox",
                            "ipc": None if sandbox.host_ipc else "sandbox",
                            "net": "sandbox" if self.network.isolated and not sandbox.host_network else None},
-            "pidNamespace": self._pid_namespace(meta, container, sandbox),
+            "pidNamespace": pid_namespace,
             "cgroups": [str(d) for d in self.cgroups.create_container(meta.pod_uid or cid, cid,
                                                                        container.get("resources") or {})],
             "oomEvents": self.cgroups.oom_events(meta.pod_uid or cid, cid),
@@ -288,7 +304,7 @@ class LinuxRuntime(ProcessRuntime):
             config["overlay"] = {"lower": [str(tree.path)], "upper": str(state / "upper"),
                                  "work": str(state / "work")}
         else:
-            await asyncio.to_thread(shutil.copytree, tree.path, state / "rootfs", symlinks=True, dirs_exist_ok=True)
+            shutil.copytree(tree.path, state / "rootfs", symlinks=True, dirs_exist_ok=True)
         if sandbox.security.get("fsGroup") is not None:
             volumes = workdir.parent.parent / "volumes"  # the pod's (``volumes.volumes_dir``): not a hostPath
             for mount in config["mounts"]:
@@ -360,22 +376,20 @@ class LinuxRuntime(ProcessRuntime):
                 return d
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True)
-            (d / "etc-hosts").write_text(config.hosts)
-            (d / "hostname").write_text(config.hostname + "\n")
-            if config.resolv_conf is not None:
-                (d / "resolv.conf").write_text(config.resolv_conf)
-            with contextlib.suppress(OSError):
-                if config.resolv_conf is None:
-                    shutil.copyfile("/etc/resolv.conf", d / "resolv.conf")
-            if not (d / "resolv.conf").exists():
-                (d / "resolv.conf").write_text("")
             namespaces = {"uts": None if config.host_network else "new", "ipc": None if config.host_ipc else "new",
                           "net": "new" if self.network.isolated and not config.host_network else None}
             (d / "config.json").write_text(json.dumps({
                 "hostname": config.hostname, "namespaces": namespaces,
                 "pidNamespace": "new" if config.share_pid and not config.host_pid else None}))
-            self.cgroups.create_pod(pod_uid)  # the pause process stays out: joining costs (see ``cgroups``)
+            # The pause process first: the pod's containers wait for it (``isolate.sandbox_pid``), not for the
+            # files below, which only their mounts need, and its fork goes on while they are written.
             request = self._pauses[pod_uid] = asyncio.ensure_future(self._zygote.pause(d))
+            try:
+                await asyncio.to_thread(self._sandbox_files, pod_uid, d, config)
+            except Exception:
+                await asyncio.wait([request])  # its pause process, once there, goes with the sandbox
+                self._remove_sandbox(d)
+                raise
             if self.network.isolated:
                 try:
                     self._network_setup(pod_uid, config, await request)
@@ -385,6 +399,20 @@ class LinuxRuntime(ProcessRuntime):
             else:
                 request.add_done_callback(lambda done: self._network_setup(pod_uid, config, done.result()))
             return d
+
+    def _sandbox_files(self, pod_uid: str, d: Path, config: SandboxConfig) -> None:
+        """The pod's /etc/hosts, /etc/hostname and /etc/resolv.conf, and its cgroups (the pause process stays
+        out of them: joining costs, see ``cgroups``)."""
+        (d / "etc-hosts").write_text(config.hosts)
+        (d / "hostname").write_text(config.hostname + "\n")
+        if config.resolv_conf is not None:
+            (d / "resolv.conf").write_text(config.resolv_conf)
+        with contextlib.suppress(OSError):
+            if config.resolv_conf is None:
+                shutil.copyfile("/etc/resolv.conf", d / "resolv.conf")
+        if not (d / "resolv.conf").exists():
+            (d / "resolv.conf").write_text("")
+        self.cgroups.create_pod(pod_uid)
 
     def _network_setup(self, pod_uid: str, config: SandboxConfig, reply: dict[str, Any]) -> None:
         """The zygote's answer about a pause process: the network plugin's turn (CNI ADD), or the failure."""
