@@ -4,8 +4,10 @@ The linux runtime writes each container's ``config.json`` into its state directo
 the few fields kubelab uses, see ``linux.container_config``); the shim (``shim.py``) imports this module by path
 and calls, around its fork of the container:
 
-    sandbox(config)      the pod's sandbox (pause), before it forks: new UTS and IPC namespaces, the hostname, and
-                         with ``shareProcessNamespace`` a new PID namespace for its child, the pause process
+    prepare(config)      in the shim, first: the container's directories, files and cgroups (limits set)
+    sandbox(config, dir) the pod's sandbox (pause), before it forks: the pod's hosts, hostname and resolv.conf
+                         files, new UTS and IPC namespaces, the hostname, and with ``shareProcessNamespace`` a new
+                         PID namespace for its child, the pause process
     before_fork(config)  in the shim: the PID namespace the container will be PID 1 of (a new one), or the pod's
                          (``shareProcessNamespace``: the sandbox's), or the host's (``hostPID``)
     enter(config)        in the child, before exec: the pod's UTS and IPC namespaces (setns into the sandbox's),
@@ -68,6 +70,26 @@ def _namespace(config: dict, value: str | None, kind: str) -> str | None:  # typ
     return f"/proc/{sandbox_pid(config['sandbox'])}/ns/{kind}" if value == "sandbox" else value
 
 
+def prepare(config: dict) -> None:  # type: ignore[type-arg]
+    """In the shim, first: what the container's set-up needs on the host's side, which the runtime leaves to the
+    shim's process rather than do on the kubelet's event loop — its state directory's trees (the root's mount
+    point, the overlay's upper and work directories), its files (the termination log), its cgroups with their
+    limits (``cgroups.Cgroups.container_plan``); raises ``OSError`` (what the kernel refused)."""
+    for path in config.get("directories") or []:
+        os.makedirs(path, exist_ok=True)
+    for path in config.get("files") or []:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+    for cgroup in config.get("cgroupLimits") or []:
+        os.makedirs(cgroup["path"], exist_ok=True)
+        for name, value, required in cgroup["files"]:
+            try:
+                with open(os.path.join(cgroup["path"], name), "w") as f:
+                    f.write(value)
+            except OSError:
+                if required:
+                    raise
+
+
 def before_fork(config: dict) -> None:  # type: ignore[type-arg]
     pid_ns = _namespace(config, config.get("pidNamespace"), "pid")
     if pid_ns == "new":
@@ -76,7 +98,11 @@ def before_fork(config: dict) -> None:  # type: ignore[type-arg]
         sc.setns(pid_ns, sc.CLONE_NEWPID)
 
 
-def sandbox(config: dict) -> None:  # type: ignore[type-arg]
+def sandbox(config: dict, sandbox_dir: str) -> None:  # type: ignore[type-arg]
+    """The pod's files (``linux.LinuxRuntime._sandbox_files``), then its namespaces."""
+    for name, text in (config.get("files") or {}).items():
+        with open(os.path.join(sandbox_dir, name), "w") as f:
+            f.write(text)
     _join_pod(config)
     before_fork(config)
 
@@ -100,6 +126,7 @@ def join_cgroups(paths: list[str]) -> None:
 
 def enter(config: dict) -> None:  # type: ignore[type-arg]
     """Everything between the fork and the exec (see the module docstring); raises ``OSError``."""
+    sandbox_pid(config["sandbox"])  # its files are there once it is (even where no namespace of it is joined)
     _join_pod(config)
     join_cgroups(config.get("cgroups") or [])
     sc.unshare(sc.CLONE_NEWNS)

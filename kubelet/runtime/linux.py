@@ -268,17 +268,21 @@ class LinuxRuntime(ProcessRuntime):
                          meta: ContainerMeta, found: Image) -> None:
         sandbox = meta.sandbox or SandboxConfig(hostname=meta.pod_name)
         pod_dir = await self._sandbox(meta.pod_uid or cid, sandbox)
-        pid_namespace = self._pid_namespace(meta, container, sandbox)
-        # Off the event loop: a dozen file system and cgroupfs writes (~25 ms a container while a burst of pods
-        # keeps the cores busy), which the node's other pod workers would otherwise wait behind.
-        await asyncio.to_thread(self._write_config, state, cid, container, workdir, meta, found, sandbox, pod_dir,
-                                pid_namespace)
+        if not self.overlay:  # a copy of the image's tree: the container's root
+            await asyncio.to_thread(shutil.copytree, found.tree.path, state / "rootfs", symlinks=True)
+        self._write_config(state, cid, container, workdir, meta, found, sandbox, pod_dir,
+                           self._pid_namespace(meta, container, sandbox))
 
     def _write_config(self, state: Path, cid: str, container: dict[str, Any], workdir: Path, meta: ContainerMeta,
                       found: Image, sandbox: SandboxConfig, pod_dir: Path, pid_namespace: str | None) -> None:
-        """The container's cgroups, its state directory's trees and its ``config.json`` (``isolate``'s input)."""
+        """The container's ``config.json`` (``isolate``'s input). Its cgroups, its root's mount point, its
+        overlay's directories and its termination log are made by its shim (``isolate.prepare``): a dozen file
+        system and cgroupfs writes (~25 ms of a container's start while a burst keeps the cores busy) in a process
+        of their own instead of on the kubelet's event loop, where the node's other pod workers waited behind them
+        (on a thread they waited for the interpreter's lock instead: measured slower)."""
         tree, image = found.tree, found.config
         security = security_context(sandbox.security, container)
+        cgroups = self.cgroups.container_plan(meta.pod_uid or cid, cid, container.get("resources") or {})
         config: dict[str, Any] = {
             "root": str(state / "rootfs"),
             "cwd": container.get("workingDir") or (image.working_dir if image else "") or "/",
@@ -287,8 +291,8 @@ class LinuxRuntime(ProcessRuntime):
                            "ipc": None if sandbox.host_ipc else "sandbox",
                            "net": "sandbox" if self.network.isolated and not sandbox.host_network else None},
             "pidNamespace": pid_namespace,
-            "cgroups": [str(d) for d in self.cgroups.create_container(meta.pod_uid or cid, cid,
-                                                                       container.get("resources") or {})],
+            "cgroups": [d["path"] for d in cgroups],
+            "cgroupLimits": cgroups,
             "oomEvents": self.cgroups.oom_events(meta.pod_uid or cid, cid),
             "mounts": self._mounts(state, container, workdir, tree, pod_dir),
             "user": user(security, sandbox.security, image_user(image.user if image else "", tree.path)),
@@ -297,14 +301,11 @@ class LinuxRuntime(ProcessRuntime):
             "readOnlyRoot": bool(security.get("readOnlyRootFilesystem")),
             "noNewPrivs": security.get("allowPrivilegeEscalation") is False and not security.get("privileged"),
         }
-        (state / "rootfs").mkdir()
+        config["files"] = [str(state / "termination-log")]
         if self.overlay:
-            (state / "upper").mkdir()
-            (state / "work").mkdir()
+            config["directories"] = [str(state / d) for d in ("rootfs", "upper", "work")]
             config["overlay"] = {"lower": [str(tree.path)], "upper": str(state / "upper"),
                                  "work": str(state / "work")}
-        else:
-            shutil.copytree(tree.path, state / "rootfs", symlinks=True, dirs_exist_ok=True)
         if sandbox.security.get("fsGroup") is not None:
             volumes = workdir.parent.parent / "volumes"  # the pod's (``volumes.volumes_dir``): not a hostPath
             for mount in config["mounts"]:
@@ -331,8 +332,7 @@ class LinuxRuntime(ProcessRuntime):
                 pod_files: Path) -> list[dict[str, Any]]:
         """Image binds, the kubelet-managed files, then the volumes (which may cover them, as on Kubernetes)."""
         mounts = [{"source": b.source, "destination": b.destination, "readOnly": b.read_only} for b in tree.binds]
-        termination = state / "termination-log"
-        termination.touch()
+        termination = state / "termination-log"  # made by the shim (``isolate.prepare``)
         mounts += [{"source": str(pod_files / name), "destination": path, "readOnly": False}
                    for name, path in (("etc-hosts", "/etc/hosts"), ("hostname", "/etc/hostname"),
                                       ("resolv.conf", "/etc/resolv.conf"))]
@@ -363,8 +363,8 @@ class LinuxRuntime(ProcessRuntime):
 
     # --- the pod's sandbox ------------------------------------------------------------------------------------
     async def _sandbox(self, pod_uid: str, config: SandboxConfig) -> Path:
-        """The pod's sandbox directory, its pause process started (with its hosts, hostname and resolv.conf) if
-        needed. The container is not held back for the zygote's answer: its set-up waits for the pause's
+        """The pod's sandbox directory, its pause process started (which writes its hosts, hostname and resolv.conf)
+        if needed. The container is not held back for the zygote's answer: its set-up waits for the pause's
         ``pid.json`` (``isolate.sandbox_pid``), one round trip through the kubelet's event loop less per pod.
         A network plugin with namespaces of its own gets the answer first, to configure the pod's network before
         any container starts."""
@@ -380,16 +380,9 @@ class LinuxRuntime(ProcessRuntime):
                           "net": "new" if self.network.isolated and not config.host_network else None}
             (d / "config.json").write_text(json.dumps({
                 "hostname": config.hostname, "namespaces": namespaces,
-                "pidNamespace": "new" if config.share_pid and not config.host_pid else None}))
-            # The pause process first: the pod's containers wait for it (``isolate.sandbox_pid``), not for the
-            # files below, which only their mounts need, and its fork goes on while they are written.
+                "pidNamespace": "new" if config.share_pid and not config.host_pid else None,
+                "files": self._sandbox_files(config)}))
             request = self._pauses[pod_uid] = asyncio.ensure_future(self._zygote.pause(d))
-            try:
-                await asyncio.to_thread(self._sandbox_files, pod_uid, d, config)
-            except Exception:
-                await asyncio.wait([request])  # its pause process, once there, goes with the sandbox
-                self._remove_sandbox(d)
-                raise
             if self.network.isolated:
                 try:
                     self._network_setup(pod_uid, config, await request)
@@ -400,19 +393,19 @@ class LinuxRuntime(ProcessRuntime):
                 request.add_done_callback(lambda done: self._network_setup(pod_uid, config, done.result()))
             return d
 
-    def _sandbox_files(self, pod_uid: str, d: Path, config: SandboxConfig) -> None:
-        """The pod's /etc/hosts, /etc/hostname and /etc/resolv.conf, and its cgroups (the pause process stays
-        out of them: joining costs, see ``cgroups``)."""
-        (d / "etc-hosts").write_text(config.hosts)
-        (d / "hostname").write_text(config.hostname + "\n")
-        if config.resolv_conf is not None:
-            (d / "resolv.conf").write_text(config.resolv_conf)
-        with contextlib.suppress(OSError):
-            if config.resolv_conf is None:
-                shutil.copyfile("/etc/resolv.conf", d / "resolv.conf")
-        if not (d / "resolv.conf").exists():
-            (d / "resolv.conf").write_text("")
-        self.cgroups.create_pod(pod_uid)
+    @staticmethod
+    def _sandbox_files(config: SandboxConfig) -> dict[str, str]:
+        """The pod's /etc/hosts, /etc/hostname and /etc/resolv.conf (the host's without the kubelet's), by name
+        in its sandbox directory: written by its pause process's set-up (``isolate.sandbox``), a process of its
+        own, rather than on the kubelet's event loop (file creation: ~0.5 ms each here, several times that in a
+        burst); the pod's containers wait for the pause process before they bind them."""
+        resolv = config.resolv_conf
+        if resolv is None:
+            try:
+                resolv = Path("/etc/resolv.conf").read_text()
+            except OSError:
+                resolv = ""
+        return {"etc-hosts": config.hosts, "hostname": config.hostname + "\n", "resolv.conf": resolv}
 
     def _network_setup(self, pod_uid: str, config: SandboxConfig, reply: dict[str, Any]) -> None:
         """The zygote's answer about a pause process: the network plugin's turn (CNI ADD), or the failure."""
