@@ -148,11 +148,14 @@ class Kubelet:
                 await asyncio.wait_for(stop.wait(), HOUSEKEEPING_SECONDS)
 
     async def run(self, stop: asyncio.Event) -> None:
+        # Alongside the first list: the pods it brings wait for what the warm-up has not finished yet.
+        warm_up = asyncio.create_task(self.runtime.warm_up(), name="runtime warm-up")
         informer = asyncio.create_task(self.informer.run(stop))
         services = asyncio.create_task(self.service_env.informer.run(stop))
         housekeeping = asyncio.create_task(self._housekeeping_loop(stop))
         provisioner = asyncio.create_task(self.provisioner.run(stop))
         await stop.wait()
+        await asyncio.gather(warm_up, return_exceptions=True)  # a failure is the first start's to report
         await informer
         await services
         await provisioner

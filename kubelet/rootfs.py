@@ -2,7 +2,8 @@
 
     busybox, alpine  a static busybox (Debian's ``busybox-static``: ``/bin/busybox``) with a link per applet
                      (``busybox --list-full``), ``/etc/passwd`` and ``/etc/group`` with root and nobody, the usual
-                     empty directories; nothing of the host
+                     empty directories, empty ``/etc/hosts``, ``hostname`` and ``resolv.conf`` for the kubelet's
+                     to be bound over; nothing of the host
     python           the busybox tree, plus this machine's interpreter: its prefix (interpreter and stdlib) and the
                      C libraries it links bind-mounted read-only at their own paths, ``python``/``python3`` links
     nginx            the python image plus the stand-in server script (``nginx_standin.py``), bound read-only
@@ -25,6 +26,8 @@ NGINX_STANDIN = str(Path(__file__).with_name("nginx_standin.py"))
 BUSYBOX_CANDIDATES = ("/bin/busybox", "/usr/bin/busybox")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BUSYBOX_IMAGES = ("busybox", "alpine")
+# The kubelet-managed files every container gets bound over (empty here, as in a Docker image's tree).
+MOUNT_POINTS = ("etc/hosts", "etc/hostname", "etc/resolv.conf")
 PYTHON_IMAGES = ("python", "nginx")
 LIBRARY_DIRS = ("/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
                 "/usr/lib/aarch64-linux-gnu", "/usr/lib64")
@@ -113,6 +116,8 @@ def _build(path: Path, python: bool) -> None:
             link.symlink_to("/bin/busybox")
     (tmp / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n")
     (tmp / "etc" / "group").write_text("root:x:0:\nnobody:x:65534:\n")
+    for name in MOUNT_POINTS:  # else each container's overlay copies /etc up to make them (file system writes)
+        (tmp / name).touch()
     if python:
         for name in ("usr/bin/python3", "usr/bin/python", "usr/local/bin/python3", "usr/local/bin/python"):
             (tmp / name).symlink_to(interpreter())

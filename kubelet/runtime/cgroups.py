@@ -101,43 +101,43 @@ class Cgroups:
         with contextlib.suppress(OSError):
             _write(current / "cgroup.subtree_control", "+memory +cpu")
 
-    def create_container(self, pod_uid: str, container_id: str, resources: Mapping[str, Any]) -> list[Path]:
-        """The container's cgroups with its limits set; raises ``OSError`` when the kernel refuses one."""
+    def container_plan(self, pod_uid: str, container_id: str, resources: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The container's cgroups as its shim makes them (``isolate.prepare``), nothing touched here: each
+        directory with its files' values, ``[name, value, required]`` (not required: a file the kernel may lack,
+        memsw without swap accounting). The pod's directories come with the container's (v1), or are made here
+        first, with the controllers enabled down to them (v2)."""
         dirs = self._dirs(self.base / f"pod{pod_uid}" / container_id)
-        try:
-            for d in dirs:
-                d.mkdir(exist_ok=True)
-        except FileNotFoundError:  # the pod's are made with its sandbox: this one's sandbox predates them
+        if self.version == 2 and not dirs[0].parent.is_dir():
             self.create_pod(pod_uid)
-            for d in dirs:
-                d.mkdir(exist_ok=True)
         memory = _quantity(resources, "limits", "memory")
         cpu_limit = _quantity(resources, "limits", "cpu")
         cpu_request = _quantity(resources, "requests", "cpu") or cpu_limit
+        plan: list[dict[str, Any]] = []
         if self.version == 2:
-            d = dirs[0]
+            files = []
             if memory is not None:
-                _write(d / "memory.max", str(memory.value()))
-                with contextlib.suppress(OSError):
-                    _write(d / "memory.swap.max", "0")
+                files += [["memory.max", str(memory.value()), True], ["memory.swap.max", "0", False]]
             if cpu_limit is not None:
-                _write(d / "cpu.max", f"{max(1000, cpu_limit.milli_value() * CFS_PERIOD // 1000)} {CFS_PERIOD}")
+                files.append(["cpu.max", f"{max(1000, cpu_limit.milli_value() * CFS_PERIOD // 1000)} {CFS_PERIOD}",
+                              True])
             if cpu_request is not None:
-                _write(d / "cpu.weight", str(weight(shares(cpu_request.milli_value()))))
-            return dirs
+                files.append(["cpu.weight", str(weight(shares(cpu_request.milli_value()))), True])
+            return [{"path": str(dirs[0]), "files": files}]
         for d in dirs:
             controller = d.relative_to(self.root).parts[0]
+            files = []
             if controller == "memory" and memory is not None:
-                _write(d / "memory.limit_in_bytes", str(memory.value()))
-                with contextlib.suppress(OSError):  # without swap accounting there is no memsw
-                    _write(d / "memory.memsw.limit_in_bytes", str(memory.value()))
+                files.append(["memory.limit_in_bytes", str(memory.value()), True])
+                files.append(["memory.memsw.limit_in_bytes", str(memory.value()), False])  # needs swap accounting
             elif controller == "cpu":
                 if cpu_limit is not None:
-                    _write(d / "cpu.cfs_period_us", str(CFS_PERIOD))
-                    _write(d / "cpu.cfs_quota_us", str(max(1000, cpu_limit.milli_value() * CFS_PERIOD // 1000)))
+                    files.append(["cpu.cfs_period_us", str(CFS_PERIOD), True])
+                    files.append(["cpu.cfs_quota_us", str(max(1000, cpu_limit.milli_value() * CFS_PERIOD // 1000)),
+                                  True])
                 if cpu_request is not None:
-                    _write(d / "cpu.shares", str(shares(cpu_request.milli_value())))
-        return dirs
+                    files.append(["cpu.shares", str(shares(cpu_request.milli_value())), True])
+            plan.append({"path": str(d), "files": files})
+        return plan
 
     def oom_events(self, pod_uid: str, container_id: str) -> str:
         """The file whose ``oom_kill`` counts the container's OOM kills."""

@@ -185,6 +185,11 @@ class Runtime(Protocol):
     # runtime), so the kubelet forms the pod's resolver configuration. False: containers see other files.
     sandbox_files: bool
 
+    async def warm_up(self) -> None:
+        """Get ready for the node's first pods while the kubelet registers (a warm shim, built-in images' trees),
+        so they do not pay for it; a failure here is left for the first start to report."""
+        ...
+
     async def start(self, container: dict[str, Any], workdir: Path, env: dict[str, str], log_path: Path,
                     meta: ContainerMeta | None = None) -> Container:
         """Create and start ``container`` (a pod spec container, ``$(VAR)`` expanded); its output goes to

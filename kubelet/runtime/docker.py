@@ -457,6 +457,9 @@ class DockerRuntime:
             c._code = int(state.get("ExitCode") or 0)
         return c
 
+    async def warm_up(self) -> None:
+        return None  # the engine is up already (checked at start)
+
     async def start(self, container: dict[str, Any], workdir: Path, env: dict[str, str], log_path: Path,
                     meta: ContainerMeta | None = None) -> DockerContainer:
         meta = meta or ContainerMeta()

@@ -4,8 +4,10 @@ The linux runtime writes each container's ``config.json`` into its state directo
 the few fields kubelab uses, see ``linux.container_config``); the shim (``shim.py``) imports this module by path
 and calls, around its fork of the container:
 
-    sandbox(config)      the pod's sandbox (pause), before it forks: new UTS and IPC namespaces, the hostname, and
-                         with ``shareProcessNamespace`` a new PID namespace for its child, the pause process
+    prepare(config)      in the shim, first: the container's directories, files and cgroups (limits set)
+    sandbox(config, dir) the pod's sandbox (pause), before it forks: the pod's hosts, hostname and resolv.conf
+                         files, new UTS and IPC namespaces, the hostname, and with ``shareProcessNamespace`` a new
+                         PID namespace for its child, the pause process
     before_fork(config)  in the shim: the PID namespace the container will be PID 1 of (a new one), or the pod's
                          (``shareProcessNamespace``: the sandbox's), or the host's (``hostPID``)
     enter(config)        in the child, before exec: the pod's UTS and IPC namespaces (setns into the sandbox's),
@@ -40,6 +42,7 @@ else:  # by path: from the shim, or as ``python -I -S isolate.py`` (which puts n
     import syscalls as sc  # type: ignore[import-not-found,no-redef]
 
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+DEVICE_MODE = 0o666  # runc's for its default devices, owned by root
 # runc's defaults for a container that is not privileged: /proc's host-wide knobs read-only (/proc/sys would let
 # the container's root set the host's sysctls, /proc/sysrq-trigger reboot it), kernel internals hidden.
 READONLY_PROC = ("bus", "fs", "irq", "sys", "sysrq-trigger")
@@ -67,6 +70,26 @@ def _namespace(config: dict, value: str | None, kind: str) -> str | None:  # typ
     return f"/proc/{sandbox_pid(config['sandbox'])}/ns/{kind}" if value == "sandbox" else value
 
 
+def prepare(config: dict) -> None:  # type: ignore[type-arg]
+    """In the shim, first: what the container's set-up needs on the host's side, which the runtime leaves to the
+    shim's process rather than do on the kubelet's event loop — its state directory's trees (the root's mount
+    point, the overlay's upper and work directories), its files (the termination log), its cgroups with their
+    limits (``cgroups.Cgroups.container_plan``); raises ``OSError`` (what the kernel refused)."""
+    for path in config.get("directories") or []:
+        os.makedirs(path, exist_ok=True)
+    for path in config.get("files") or []:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+    for cgroup in config.get("cgroupLimits") or []:
+        os.makedirs(cgroup["path"], exist_ok=True)
+        for name, value, required in cgroup["files"]:
+            try:
+                with open(os.path.join(cgroup["path"], name), "w") as f:
+                    f.write(value)
+            except OSError:
+                if required:
+                    raise
+
+
 def before_fork(config: dict) -> None:  # type: ignore[type-arg]
     pid_ns = _namespace(config, config.get("pidNamespace"), "pid")
     if pid_ns == "new":
@@ -75,7 +98,11 @@ def before_fork(config: dict) -> None:  # type: ignore[type-arg]
         sc.setns(pid_ns, sc.CLONE_NEWPID)
 
 
-def sandbox(config: dict) -> None:  # type: ignore[type-arg]
+def sandbox(config: dict, sandbox_dir: str) -> None:  # type: ignore[type-arg]
+    """The pod's files (``linux.LinuxRuntime._sandbox_files``), then its namespaces."""
+    for name, text in (config.get("files") or {}).items():
+        with open(os.path.join(sandbox_dir, name), "w") as f:
+            f.write(text)
     _join_pod(config)
     before_fork(config)
 
@@ -99,6 +126,7 @@ def join_cgroups(paths: list[str]) -> None:
 
 def enter(config: dict) -> None:  # type: ignore[type-arg]
     """Everything between the fork and the exec (see the module docstring); raises ``OSError``."""
+    sandbox_pid(config["sandbox"])  # its files are there once it is (even where no namespace of it is joined)
     _join_pod(config)
     join_cgroups(config.get("cgroups") or [])
     sc.unshare(sc.CLONE_NEWNS)
@@ -162,7 +190,7 @@ def _system_mounts(root: str, config: dict) -> None:  # type: ignore[type-arg]
     os.makedirs(dev, exist_ok=True)
     sc.mount("tmpfs", dev, "tmpfs", sc.MS_NOSUID, "mode=755,size=65536k")
     for node in DEV_NODES:
-        bind("/dev/" + node, f"{dev}/{node}", False)
+        device("/dev/" + node, f"{dev}/{node}")
     os.makedirs(dev + "/pts")
     sc.mount("devpts", dev + "/pts", "devpts", sc.MS_NOSUID | sc.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
     os.symlink("pts/ptmx", dev + "/ptmx")
@@ -181,6 +209,17 @@ def _system_mounts(root: str, config: dict) -> None:  # type: ignore[type-arg]
         sc.mount(None, sys_dir, None, sc.MS_BIND | sc.MS_REMOUNT | flags)
     if not config.get("privileged") and os.path.isdir(sys_dir + "/firmware"):
         sc.mount("tmpfs", sys_dir + "/firmware", "tmpfs", sc.MS_RDONLY)  # runc's masked /sys/firmware
+
+
+def device(source: str, target: str) -> None:
+    """A node of ``source``'s device at ``target``, as runc makes /dev outside a user namespace (a mknod is a
+    fraction of a mount's cost); a bind mount where the kernel refuses the mknod (a kubelet in a user namespace)."""
+    info = os.stat(source)
+    try:
+        os.mknod(target, DEVICE_MODE | (info.st_mode & 0o170000), info.st_rdev)
+        os.chmod(target, DEVICE_MODE)  # past the umask
+    except PermissionError:
+        bind(source, target, False)
 
 
 def _protect(proc: str) -> None:

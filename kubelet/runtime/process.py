@@ -224,6 +224,12 @@ class ShimZygote:
         (state / "spec").write_bytes(b"\0".join(os.fsencode(f) for f in fields))
         return await self._request(state, os.fsencode(str(state)))
 
+    async def warm_up(self) -> None:
+        """Start the zygote now rather than on the first container's start (an interpreter start: ~30 ms, and
+        several times that while a burst of pods keeps the cores busy)."""
+        with contextlib.suppress(OSError):
+            await self._running()
+
     async def pause(self, state: Path) -> dict[str, Any]:
         """Have the zygote fork a pod's pause process (``shim.fork_pause``, from ``state/config.json``): its
         answer is ``{"pid"}`` or ``{"error"}``."""
@@ -304,6 +310,9 @@ class ProcessRuntime:
         path = base / cid
         path.mkdir(parents=True)
         return cid, path
+
+    async def warm_up(self) -> None:
+        await self._zygote.warm_up()
 
     async def start(self, container: dict[str, Any], workdir: Path, env: dict[str, str], log_path: Path,
                     meta: ContainerMeta | None = None) -> ContainerProcess:

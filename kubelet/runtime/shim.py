@@ -251,7 +251,7 @@ def fork_pause(state_dir: str) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
         config = read_config(state_dir) or {}
-        isolate().sandbox(config)
+        isolate().sandbox(config, state_dir)
         pid = os.fork()
         if pid == 0:
             os.setpgid(0, 0)  # its own process group, which the kubelet kills with the pod
@@ -429,6 +429,7 @@ def main(state_dir: str, cwd: str, log_path: str, argv: list[str], stdio: str = 
     try:
         config = read_config(state_dir)
         if config is not None:
+            isolate().prepare(config)
             isolate().before_fork(config)  # the PID namespace its next child is born into
         pid = spawn(cwd, argv, child, tty="tty" in flags, config=config)
     except OSError as err:

@@ -1,4 +1,5 @@
-"""The linux runtime's pure parts: capabilities, users, cgroup maths and version, /etc/hosts, layer whiteouts."""
+"""The linux runtime's pure parts: capabilities, users, cgroup maths and version, the cgroups a shim makes,
+/etc/hosts, layer whiteouts."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import json
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from kubelet.imagearchive import apply_layer, load
 from kubelet.images import ImageStore
-from kubelet.runtime import cgroups
+from kubelet.runtime import cgroups, isolate
 from kubelet.runtime.cri import SandboxConfig
 from kubelet.runtime.linux import CAPABILITIES, DEFAULT_CAPABILITIES, capabilities, image_user, user
 
@@ -46,6 +49,32 @@ def test_cgroup_version_shares_and_weight(tmp_path: Path) -> None:
     assert (cgroups.version(str(hybrid)), cgroups.version(str(unified))) == (1, 2)
     assert (cgroups.shares(100), cgroups.shares(1), cgroups.shares(2000)) == (102, 2, 2048)
     assert (cgroups.weight(2), cgroups.weight(1024), cgroups.weight(262144)) == (1, 39, 10000)
+
+
+def test_container_cgroups_planned_by_the_kubelet_made_by_the_shim(tmp_path: Path) -> None:
+    """v1: memory and cpu hierarchies; the plan touches nothing, ``isolate.prepare`` makes the directories (the
+    pod's with them) and writes the limits; memsw is skipped where the kernel has none, a refused limit fails."""
+    for controller in ("memory", "cpu"):
+        (tmp_path / controller).mkdir()
+    groups = cgroups.Cgroups("node1", root=tmp_path)
+    groups.version = 1
+    resources = {"limits": {"memory": "64Mi", "cpu": "500m"}, "requests": {"cpu": "100m"}}
+    plan = groups.container_plan("uid1", "c1", resources)
+    memory, cpu = (tmp_path / c / "kubelab" / "node1" / "poduid1" / "c1" for c in ("memory", "cpu"))
+    assert [d["path"] for d in plan] == [str(memory), str(cpu)]
+    assert not memory.parent.exists()  # planned only
+    memory.mkdir(parents=True)
+    (memory / "memory.memsw.limit_in_bytes").mkdir()  # a write the kernel refuses: no swap accounting
+    isolate.prepare({"directories": [str(tmp_path / "state" / "rootfs")], "files": [str(tmp_path / "state" / "log")],
+                     "cgroupLimits": plan})
+    assert (memory / "memory.limit_in_bytes").read_text() == str(64 * 1024 * 1024)
+    assert {f.name: f.read_text() for f in cpu.iterdir()} == {
+        "cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "50000", "cpu.shares": "102"}
+    assert (tmp_path / "state" / "rootfs").is_dir() and (tmp_path / "state" / "log").read_text() == ""
+    (cpu / "cpu.shares").unlink()
+    (cpu / "cpu.shares").mkdir()  # a required limit refused: the container must not start without it
+    with pytest.raises(OSError):
+        isolate.prepare({"cgroupLimits": plan})
 
 
 def test_managed_hosts_file() -> None:
