@@ -163,6 +163,7 @@ def build_steps(ev: Evidence) -> list[Step]:
         _exact(ev, steps)
     if ev.deliveries:
         time_stored(ev, steps)
+    _bound_requests_by_their_store(steps)
     previous: Stamp | None = None
     for step in steps:
         if step.stamp is None or step.number == "1":  # step 1 is the watches' opening, not a hop of the flow
@@ -177,6 +178,26 @@ def build_steps(ev: Evidence) -> list[Step]:
             step.latency, step.latency_precise = 0.0, True  # where the flow starts
         previous = step.stamp
     return steps
+
+
+REQUEST_AND_STORE = (("6", "7"), ("9", "10"))  # the controller's pod create, the scheduler's binding
+
+
+def _bound_requests_by_their_store(steps: list[Step]) -> None:
+    """6 and 9 timed by the actor's event (``SuccessfulCreate``, ``Scheduled``) where no audit log times the
+    request: the actor records the event once its write has returned, so the event can be later than the write's
+    store (7, 10). The request was made no later than its store, which then bounds the step, as the first delivery
+    bounds a store (``tracedeliveries``): no latency is negative, and the step says so."""
+    by = {s.number: s for s in steps}
+    for request, store in REQUEST_AND_STORE:
+        acted, stored = by.get(request), by.get(store)
+        if (acted is None or stored is None or acted.stamp is None or stored.stamp is None or acted.audit_id
+                or not (acted.stamp.precise and stored.stamp.precise) or acted.stamp.at <= stored.stamp.at):
+            continue
+        late = (acted.stamp.at - stored.stamp.at).total_seconds() * 1000
+        acted.evidence += (f"; request time bounded by its store (step {store}): the event was recorded "
+                           f"{late:.1f}ms after it, once the write had returned")
+        acted.stamp = Stamp(stored.stamp.at, True, f"{acted.stamp.source} (bound by the store)")
 
 
 def _not(number: str, actor: str, what: str, why: str, applicable: bool = True) -> Step:

@@ -691,3 +691,21 @@ def test_a_store_timed_after_its_first_delivery_is_bounded_by_it() -> None:
     assert "-" not in latency_text(by["4"])
     # A store timed before its deliveries keeps etcd's transaction time.
     assert by["7"].stamp is not None and by["7"].stamp.source == "etcd txn"
+
+
+def test_a_request_timed_by_its_event_is_bounded_by_its_store() -> None:
+    # No audit log: the scheduler's binding is timed by its Scheduled event (10:00:01.250), which the scheduler
+    # records once the binding has returned; etcd stored the binding (rev 15) at 10:00:01.240. The request was no
+    # later than its store, so step 9 takes the store's time and step 10 is never negative.
+    ev = evidence()
+    bound = by_number(evidence())["10"].revision
+    ev.deliveries = [delivery("STORED", "web-7x2kq", bound, 1140.0, "system:apiserver", "etcd-txn")]
+    by = {s.number: s for s in build_steps(ev)}
+    assert by["10"].stamp is not None and by["10"].stamp.source == "etcd txn"
+    assert by["9"].stamp is not None and by["9"].stamp.at == by["10"].stamp.at
+    assert by["9"].stamp.source == "event Scheduled eventTime (bound by the store)"
+    assert "request time bounded by its store (step 10)" in by["9"].evidence and "10.0ms" in by["9"].evidence
+    assert by["10"].latency == 0 and all(s.latency is None or s.latency >= 0 for s in by.values())
+    # Where the event came before the store (the audited flow's requests), the step keeps its own time.
+    exact = {s.number: s for s in build_steps(delivered_evidence())}
+    assert exact["9"].stamp is not None and "bound" not in exact["9"].stamp.source
