@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -64,7 +65,7 @@ from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer, free_port
 from kubelab.etcdcluster import local_cluster, record_run
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.kubeconfig import write_kubeconfig
-from kubelab.net import free_ports_from
+from kubelab.net import accepts, free_ports_from
 from kubelab.runtimechoice import choose
 from kubelab.state import ClusterState, ProcessRecord
 from kubelab.supervisor import StartupFailed, Supervised, Supervisor, Unit
@@ -86,6 +87,7 @@ CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
 PROXY_MODES = ("auto", "nftables", "iptables", "userspace")  # kubelab proxy --proxy-mode
 PROXY_HEALTHZ_PORT = 10256
 PROXY_METRICS_PORT = 10249  # kube-proxy's --metrics-bind-address; taken only when free (10250 is the kubelet's)
+OBJECTS_POLL = 0.01  # seconds between checks that the apiserver serves, before the cluster's objects are written
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
 
 
@@ -266,23 +268,34 @@ class Cluster:
                 tier.append(self._spawn_hollow(kubelet))
         if self.network is not None and "proxy" in self.components:
             tier.append(self._spawn_proxy(COMPONENTS["proxy"], self.network))
-        self._start_tier(spawned_apiservers)
-        # The addons and kubeadm's join objects are written while the clients start (a dozen requests to an
-        # apiserver busy with their lists and registrations: seconds on a loaded machine), done before start returns.
+        # The addons and kubeadm's join objects are written as soon as the apiserver serves, while the launcher sees
+        # it healthy and the clients start (a dozen requests to an apiserver busy with their lists and registrations:
+        # seconds on a loaded machine), done before start returns.
+        given_up = threading.Event()
         with ThreadPoolExecutor(1, thread_name_prefix="kubelab-objects") as pool:
-            objects = pool.submit(self._create_cluster_objects)
-            self._start_tier(tier)
-            if "ui" in self.components:
-                self._start_tier([self._spawn_console(COMPONENTS["ui"])])
+            objects = pool.submit(self._create_cluster_objects, given_up)
+            try:
+                self._start_tier(spawned_apiservers)
+                self._start_tier(tier)
+                if "ui" in self.components:
+                    self._start_tier([self._spawn_console(COMPONENTS["ui"])])
+            except BaseException:
+                given_up.set()
+                raise
             objects.result()
         if any(p.component.name == "controller-manager" for p in tier):
             self._wait_pod_cidrs([p.record.name.removeprefix("kubelet-") for p in tier
                                   if p.component.name == "kubelet" and p.record.name != HOLLOW_UNIT])
         return self.state
 
-    def _create_cluster_objects(self) -> None:
+    def _create_cluster_objects(self, given_up: threading.Event) -> None:
         """The addons and the join objects, a POST per thread: a dozen round trips in a row to an apiserver busy
-        with its clients' start took ~0.25 s (at load 10), most of an API-only cluster's start after the apiserver's."""
+        with its clients' start took ~0.25 s (at load 10), most of an API-only cluster's start after the apiserver's.
+        They start once the apiserver's plain port accepts, which it does only when it is ready (its listeners open
+        after its start-up, RBAC bootstrap included), not after the launcher's next health probe saw it."""
+        while not accepts(self.port):
+            if given_up.wait(OBJECTS_POLL):
+                return
         with process.loopback_client(5.0, self.api_url) as client, \
                 ThreadPoolExecutor(6, thread_name_prefix="kubelab-objects") as pool:
             done = [pool.submit(self._create_join_objects, client), *self._create_addons(client, pool)]
