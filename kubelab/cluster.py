@@ -9,9 +9,9 @@ Health is still reported in order — the apiserver first (a failing apiserver f
 log), then each client as it becomes healthy (a kubelet only once its Node is registered); with a
 controller-manager the cluster is up once every Node also has its pod CIDR (``_wait_pod_cidrs``: a pod started
 before its node's CIDR would keep the node's IP, as kubelets without a controller-manager give). The cluster's own
-objects (the addons, kubeadm's join objects) are written by a thread while the clients start. Stopping goes
-tier by tier in reverse: clients first (so they do not log a storm of connection errors), then the
-apiserver, then etcd.
+objects (the addons, kubeadm's join objects) are written by a thread as soon as the apiserver serves, while the
+clients start. Stopping goes tier by tier in reverse: clients first (so they do not log a storm of connection
+errors), then the apiserver, then etcd.
 
 Every process, etcd included, is spawned and watched by one ``Supervisor`` (``supervisor.py``): an exit during
 start-up is retried with back-off (a component that exits ``STARTUP_ATTEMPTS`` times before it was ever healthy
