@@ -33,12 +33,13 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from kubelab import auditpolicy, dnsaddon, process
 from kubelab.addons import ADDONS
-from kubelab.bootstraptokens import ensure_join_objects
+from kubelab.bootstraptokens import ensure_join_object, join_objects
 from kubelab.clusterpki import (
     ADMIN,
     CONSOLE,
@@ -87,6 +88,7 @@ CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
 PROXY_MODES = ("auto", "nftables", "iptables", "userspace")  # kubelab proxy --proxy-mode
 PROXY_HEALTHZ_PORT = 10256
 PROXY_METRICS_PORT = 10249  # kube-proxy's --metrics-bind-address; taken only when free (10250 is the kubelet's)
+OBJECT_WRITERS = 8  # threads writing the cluster's objects (18 POSTs), each its own request to the apiserver
 OBJECTS_POLL = 0.01  # seconds between checks that the apiserver serves, before the cluster's objects are written
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
 
@@ -297,8 +299,8 @@ class Cluster:
             if given_up.wait(OBJECTS_POLL):
                 return
         with process.loopback_client(5.0, self.api_url) as client, \
-                ThreadPoolExecutor(6, thread_name_prefix="kubelab-objects") as pool:
-            done = [pool.submit(self._create_join_objects, client), *self._create_addons(client, pool)]
+                ThreadPoolExecutor(OBJECT_WRITERS, thread_name_prefix="kubelab-objects") as pool:
+            done = [*self._create_join_objects(client, pool), *self._create_addons(client, pool)]
             for future in done:
                 future.result()
 
@@ -307,11 +309,12 @@ class Cluster:
         exists; an apiserver that does not serve a group (a stand-in) just says no."""
         return [pool.submit(_post_quietly, client, path, obj) for path, obj in ADDONS]
 
-    def _create_join_objects(self, client: httpx.Client) -> None:
-        """kubeadm's ``cluster-info`` and the RBAC for joining nodes (``bootstraptokens``), unless they exist."""
+    def _create_join_objects(self, client: httpx.Client, pool: ThreadPoolExecutor) -> list[Future[None]]:
+        """kubeadm's ``cluster-info`` and the RBAC for joining nodes (``bootstraptokens``), each unless it exists:
+        a POST per thread, as the addons (one after the other, their 8 round trips were the objects' longest chain)."""
         assert self.pki is not None
-        with contextlib.suppress(httpx.HTTPError):
-            ensure_join_objects(client, self.secure_url, self.pki.ca_cert.read_bytes())
+        return [pool.submit(_ensure_join_object_quietly, client, path, obj)
+                for path, obj in join_objects(self.secure_url, self.pki.ca_cert.read_bytes())]
 
     def _wait_pod_cidrs(self, nodes: list[str]) -> None:
         """Until every Node has its ``spec.podCIDR`` (bounded: a controller-manager run with
@@ -600,6 +603,11 @@ def stop_records(records: list[ProcessRecord], timeout: float = 10.0) -> list[Pr
         pids = set(process.stop_groups([(r.pid, r.start_time) for r in tier], timeout))
         stopped.extend(r for r in tier if r.pid in pids)
     return stopped
+
+
+def _ensure_join_object_quietly(client: httpx.Client, path: str, obj: dict[str, Any]) -> None:
+    with contextlib.suppress(httpx.HTTPError):
+        ensure_join_object(client, path, obj)
 
 
 def _post_quietly(client: httpx.Client, path: str, obj: object) -> None:
