@@ -30,7 +30,8 @@ import yaml
 from apimachinery import bootstraptoken as bt
 from kubelab.addons import Addon, binding
 
-__all__ = ["DEFAULT_GROUP", "DEFAULT_TTL", "DEFAULT_USAGES", "cluster_info_kubeconfig", "ensure_join_objects",
+__all__ = ["DEFAULT_GROUP", "DEFAULT_TTL", "DEFAULT_USAGES", "cluster_info_kubeconfig", "ensure_join_object",
+           "ensure_join_objects",
            "join_objects", "token_secret"]
 
 DEFAULT_GROUP = "system:bootstrappers:kubeadm:default-node-token"
@@ -88,14 +89,19 @@ def ensure_join_objects(client: httpx.Client, server: str, ca_pem: bytes) -> lis
     ``CreateOrRetain``), except that ``cluster-info`` is brought up to date when the server or the CA changed (a
     secure port taken by something else since the last `up`): the bootstrap signer then signs it anew. Returns
     the problems met (a stand-in apiserver without RBAC just says no)."""
-    problems = []
-    for path, obj in join_objects(server, ca_pem):
-        response = client.post(path, json=obj)
-        if response.status_code == 409 and obj["kind"] == "ConfigMap":
-            response = _update_cluster_info(client, f"{path}/{bt.CLUSTER_INFO}", obj["data"][bt.KUBECONFIG_KEY])
-        if response.status_code not in (200, 201, 409):
-            problems.append(f"{obj['kind']} {obj['metadata']['name']}: {response.status_code} {response.text[:200]}")
-    return problems
+    return [problem for path, obj in join_objects(server, ca_pem)
+            if (problem := ensure_join_object(client, path, obj)) is not None]
+
+
+def ensure_join_object(client: httpx.Client, path: str, obj: dict[str, Any]) -> str | None:
+    """One of ``join_objects`` as ``ensure_join_objects`` makes it (each is independent of the others, so a
+    launcher may write them at once); the problem met, if any."""
+    response = client.post(path, json=obj)
+    if response.status_code == 409 and obj["kind"] == "ConfigMap":
+        response = _update_cluster_info(client, f"{path}/{bt.CLUSTER_INFO}", obj["data"][bt.KUBECONFIG_KEY])
+    if response.status_code not in (200, 201, 409):
+        return f"{obj['kind']} {obj['metadata']['name']}: {response.status_code} {response.text[:200]}"
+    return None
 
 
 def _update_cluster_info(client: httpx.Client, path: str, kubeconfig: str) -> httpx.Response:

@@ -9,9 +9,9 @@ Health is still reported in order — the apiserver first (a failing apiserver f
 log), then each client as it becomes healthy (a kubelet only once its Node is registered); with a
 controller-manager the cluster is up once every Node also has its pod CIDR (``_wait_pod_cidrs``: a pod started
 before its node's CIDR would keep the node's IP, as kubelets without a controller-manager give). The cluster's own
-objects (the addons, kubeadm's join objects) are written by a thread while the clients start. Stopping goes
-tier by tier in reverse: clients first (so they do not log a storm of connection errors), then the
-apiserver, then etcd.
+objects (the addons, kubeadm's join objects) are written by a thread as soon as the apiserver serves, while the
+clients start. Stopping goes tier by tier in reverse: clients first (so they do not log a storm of connection
+errors), then the apiserver, then etcd.
 
 Every process, etcd included, is spawned and watched by one ``Supervisor`` (``supervisor.py``): an exit during
 start-up is retried with back-off (a component that exits ``STARTUP_ATTEMPTS`` times before it was ever healthy
@@ -27,17 +27,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from kubelab import auditpolicy, dnsaddon, process
 from kubelab.addons import ADDONS
-from kubelab.bootstraptokens import ensure_join_objects
+from kubelab.bootstraptokens import ensure_join_object, join_objects
 from kubelab.clusterpki import (
     ADMIN,
     CONSOLE,
@@ -64,7 +66,7 @@ from kubelab.etcd import QUOTA_BACKEND_BYTES, EtcdServer, free_port
 from kubelab.etcdcluster import local_cluster, record_run
 from kubelab.health import HealthCheck, HttpHealth, PrintedHealth
 from kubelab.kubeconfig import write_kubeconfig
-from kubelab.net import free_ports_from
+from kubelab.net import accepts, free_ports_from
 from kubelab.runtimechoice import choose
 from kubelab.state import ClusterState, ProcessRecord
 from kubelab.supervisor import StartupFailed, Supervised, Supervisor, Unit
@@ -87,6 +89,8 @@ CONSOLE_PORT = 8088  # the web console's (kubelab ui) first choice
 PROXY_MODES = ("auto", "nftables", "iptables", "userspace")  # kubelab proxy --proxy-mode
 PROXY_HEALTHZ_PORT = 10256
 PROXY_METRICS_PORT = 10249  # kube-proxy's --metrics-bind-address; taken only when free (10250 is the kubelet's)
+OBJECT_WRITERS = 8  # threads writing the cluster's objects (18 POSTs), each its own request to the apiserver
+OBJECTS_POLL = 0.01  # seconds between checks that the apiserver serves, before the cluster's objects are written
 HOLLOW_UNIT = "kubelet-hollow"  # the one kubelet process that simulates ``hollow_nodes`` nodes
 
 
@@ -267,26 +271,37 @@ class Cluster:
                 tier.append(self._spawn_hollow(kubelet))
         if self.network is not None and "proxy" in self.components:
             tier.append(self._spawn_proxy(COMPONENTS["proxy"], self.network))
-        self._start_tier(spawned_apiservers)
-        # The addons and kubeadm's join objects are written while the clients start (a dozen requests to an
-        # apiserver busy with their lists and registrations: seconds on a loaded machine), done before start returns.
+        # The addons and kubeadm's join objects are written as soon as the apiserver serves, while the launcher sees
+        # it healthy and the clients start (a dozen requests to an apiserver busy with their lists and registrations:
+        # seconds on a loaded machine), done before start returns.
+        given_up = threading.Event()
         with ThreadPoolExecutor(1, thread_name_prefix="kubelab-objects") as pool:
-            objects = pool.submit(self._create_cluster_objects)
-            self._start_tier(tier)
-            if "ui" in self.components:
-                self._start_tier([self._spawn_console(COMPONENTS["ui"])])
+            objects = pool.submit(self._create_cluster_objects, given_up)
+            try:
+                self._start_tier(spawned_apiservers)
+                self._start_tier(tier)
+                if "ui" in self.components:
+                    self._start_tier([self._spawn_console(COMPONENTS["ui"])])
+            except BaseException:
+                given_up.set()
+                raise
             objects.result()
         if any(p.component.name == "controller-manager" for p in tier):
             self._wait_pod_cidrs([p.record.name.removeprefix("kubelet-") for p in tier
                                   if p.component.name == "kubelet" and p.record.name != HOLLOW_UNIT])
         return self.state
 
-    def _create_cluster_objects(self) -> None:
+    def _create_cluster_objects(self, given_up: threading.Event) -> None:
         """The addons and the join objects, a POST per thread: a dozen round trips in a row to an apiserver busy
-        with its clients' start took ~0.25 s (at load 10), most of an API-only cluster's start after the apiserver's."""
+        with its clients' start took ~0.25 s (at load 10), most of an API-only cluster's start after the apiserver's.
+        They start once the apiserver's plain port accepts, which it does only when it is ready (its listeners open
+        after its start-up, RBAC bootstrap included), not after the launcher's next health probe saw it."""
+        while not accepts(self.port):
+            if given_up.wait(OBJECTS_POLL):
+                return
         with process.loopback_client(5.0, self.api_url) as client, \
-                ThreadPoolExecutor(6, thread_name_prefix="kubelab-objects") as pool:
-            done = [pool.submit(self._create_join_objects, client), *self._create_addons(client, pool)]
+                ThreadPoolExecutor(OBJECT_WRITERS, thread_name_prefix="kubelab-objects") as pool:
+            done = [*self._create_join_objects(client, pool), *self._create_addons(client, pool)]
             for future in done:
                 future.result()
 
@@ -295,11 +310,12 @@ class Cluster:
         exists; an apiserver that does not serve a group (a stand-in) just says no."""
         return [pool.submit(_post_quietly, client, path, obj) for path, obj in ADDONS]
 
-    def _create_join_objects(self, client: httpx.Client) -> None:
-        """kubeadm's ``cluster-info`` and the RBAC for joining nodes (``bootstraptokens``), unless they exist."""
+    def _create_join_objects(self, client: httpx.Client, pool: ThreadPoolExecutor) -> list[Future[None]]:
+        """kubeadm's ``cluster-info`` and the RBAC for joining nodes (``bootstraptokens``), each unless it exists:
+        a POST per thread, as the addons (one after the other, their 8 round trips were the objects' longest chain)."""
         assert self.pki is not None
-        with contextlib.suppress(httpx.HTTPError):
-            ensure_join_objects(client, self.secure_url, self.pki.ca_cert.read_bytes())
+        return [pool.submit(_ensure_join_object_quietly, client, path, obj)
+                for path, obj in join_objects(self.secure_url, self.pki.ca_cert.read_bytes())]
 
     def _wait_pod_cidrs(self, nodes: list[str]) -> None:
         """Until every Node has its ``spec.podCIDR`` (bounded: a controller-manager run with
@@ -596,6 +612,11 @@ def stop_records(records: list[ProcessRecord], timeout: float = 10.0) -> list[Pr
         pids = set(process.stop_groups([(r.pid, r.start_time) for r in tier], timeout))
         stopped.extend(r for r in tier if r.pid in pids)
     return stopped
+
+
+def _ensure_join_object_quietly(client: httpx.Client, path: str, obj: dict[str, Any]) -> None:
+    with contextlib.suppress(httpx.HTTPError):
+        ensure_join_object(client, path, obj)
 
 
 def _post_quietly(client: httpx.Client, path: str, obj: object) -> None:

@@ -7,7 +7,7 @@ Under ``<data-dir>/pki`` (kubeadm's ``/etc/kubernetes/pki``):
 * ``apiserver.crt`` — serving, CN ``kube-apiserver``, SANs: ``kubernetes``, ``kubernetes.default``,
   ``kubernetes.default.svc``, ``kubernetes.default.svc.cluster.local``, ``localhost``, the host name, ``127.0.0.1``
   and the ``kubernetes`` Service's ClusterIP — so in-cluster clients and kubectl on the host both verify it;
-* ``sa.key``/``sa.pub`` — the service-account token signing pair (RSA);
+* ``sa.key``/``sa.pub`` — the service-account token signing pair (ECDSA P-256: ES256 tokens);
 * ``apiserver-kubelet-client.crt`` — the client certificate the apiserver presents to the kubelets (CN
   ``kube-apiserver-kubelet-client``; ``kubelab up`` binds it to ``system:kubelet-api-admin``);
 * ``kubelets/<node>.crt`` — each kubelet's serving certificate (CN ``system:node:<name>``, O ``system:nodes``,
@@ -27,7 +27,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubelab.pki import CertificateAuthority, KeyPair, ensure_rsa_key_pair
+from kubelab.pki import CertificateAuthority, KeyPair, ensure_signing_key_pair
 
 __all__ = ["ADMIN", "APISERVER_KUBELET_CLIENT", "CONSOLE", "CONTROLLER_MANAGER", "DNS", "HOLLOW_NODES", "KUBE_PROXY",
            "LOCAL_PATH_PROVISIONER", "SCHEDULER", "ClusterPKI", "Identity", "apiserver_sans", "kubelet_identity",
@@ -138,5 +138,5 @@ def make_cluster_pki(pki_dir: Path, service_ip: str = KUBERNETES_SERVICE_IP) -> 
     """Create (or reuse) the cluster CA, the apiserver's serving certificate and the service-account keys."""
     ca = CertificateAuthority.load_or_create(pki_dir / "ca", "kubernetes")
     serving = ca.issue(pki_dir / "apiserver", "kube-apiserver", sans=apiserver_sans(service_ip), server=True)
-    ensure_rsa_key_pair(pki_dir / "sa.key", pki_dir / "sa.pub")
+    ensure_signing_key_pair(pki_dir / "sa.key", pki_dir / "sa.pub")
     return ClusterPKI(ca, serving, pki_dir / "sa.key", pki_dir / "sa.pub")

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from kubelab.process import ancestors, pid_alive
 
-__all__ = ["RESERVATION_SECONDS", "free_port", "free_ports_from", "listening_sockets", "port_in_use", "reserve"]
+__all__ = ["RESERVATION_SECONDS", "accepts", "free_port", "free_ports_from", "listening_sockets", "port_in_use",
+           "reserve"]
 
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's st column
 RESERVATION_SECONDS = 120.0  # longer than any component takes to bind the port it was given
@@ -125,6 +126,14 @@ def free_ports_from(start: int, count: int, avoid: set[int] | None = None) -> li
             found.append(port)
         port += 1
     return found
+
+
+def accepts(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a TCP connection to ``host:port`` is accepted now: a connect on loopback, microseconds, where an HTTP
+    request through a client costs a millisecond of CPU (a wait that polls it every few ms stays cheap)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex((host, port)) == 0
 
 
 def listening_sockets(port: int) -> set[int]:

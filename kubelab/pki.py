@@ -22,12 +22,12 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from apimachinery.files import write_private
 
-__all__ = ["CertificateAuthority", "KeyPair", "ensure_rsa_key_pair", "write_private"]
+__all__ = ["CertificateAuthority", "KeyPair", "ensure_signing_key_pair", "write_private"]
 
 CA_VALIDITY = datetime.timedelta(days=3650)  # kubeadm: 10 years for CAs
 CERT_VALIDITY = datetime.timedelta(days=365)  # kubeadm: 1 year for leaf certificates
@@ -168,13 +168,16 @@ class CertificateAuthority:
         return fresh and cert.subject == subject and set(present) == set(sans)
 
 
-def ensure_rsa_key_pair(key_path: Path, pub_path: Path, bits: int = 2048) -> None:
-    """An RSA key at ``key_path`` (PKCS#1 PEM, 0600) and its public key at ``pub_path`` (PKIX PEM), made once and
-    never rotated: kubeadm's ``sa.key``/``sa.pub``, which sign and check service-account tokens (RSA, because
-    tokens already issued must stay valid, and RS256 is what every JWT library accepts)."""
+def ensure_signing_key_pair(key_path: Path, pub_path: Path) -> None:
+    """A signing key at ``key_path`` (SEC1 PEM, 0600) and its public key at ``pub_path`` (PKIX PEM), made once and
+    never rotated: kubeadm's ``sa.key``/``sa.pub``, which sign and check service-account tokens. ECDSA P-256 (ES256
+    tokens), as kubeadm makes ``sa.key`` with ``encryptionAlgorithm: ECDSA-P256`` like the rest of this PKI: an RSA
+    2048 key took 0.1-0.4 s to make and as long again for the apiserver to load (OpenSSL checks its primes), both
+    on the way to a healthy apiserver. A pair that exists (an RSA one from an older kubelab included) is kept, so
+    the tokens it signed stay valid."""
     if key_path.is_file() and pub_path.is_file():
         return
-    key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
+    key = _new_key()
     write_private(key_path, key.private_bytes(serialization.Encoding.PEM,
                                               serialization.PrivateFormat.TraditionalOpenSSL,
                                               serialization.NoEncryption()))

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from apimachinery import yamlload
+
 __all__ = ["STAGES", "Level", "Policy", "PolicyError", "Rule", "Verdict", "load_policy", "parse_policy"]
 
 STAGES = ("RequestReceived", "ResponseStarted", "ResponseComplete", "Panic")
@@ -181,7 +183,7 @@ def parse_policy(doc: Any) -> Policy:
 def load_policy(path: str | Path) -> Policy:
     """``--audit-policy-file``: a YAML or JSON Policy."""
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        doc = yamlload.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as err:
         raise PolicyError(f"loading audit policy file {path}: {err}") from None
     return parse_policy(doc)

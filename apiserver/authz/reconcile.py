@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from apimachinery import errors
+from apimachinery.meta import json_copy
 
 from ..registry.registry import Registry
 from ..registry.store import DeleteOptions
@@ -83,14 +84,14 @@ async def reconcile_one(registry: Registry, expected: Obj) -> None:
     current = store.cache.get(store.etcd_key(namespace, name))
     if current is None:
         with contextlib.suppress(errors.AlreadyExists):
-            await store.create(copy.deepcopy(expected), namespace)
+            await store.create(json_copy(expected), namespace)
         return
     if (current.obj["metadata"].get("annotations") or {}).get(AUTOUPDATE) == "false":
         return
     is_binding = expected["kind"].endswith("Binding")
     if is_binding and _role_ref(current.obj) != _role_ref(expected):
         await store.delete(namespace, name, DeleteOptions())
-        await store.create(copy.deepcopy(expected), namespace)
+        await store.create(json_copy(expected), namespace)
         return
     fix = reconciled_binding if is_binding else reconciled_role
     if fix(current.obj, expected) != current.obj:

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import yaml
 
-from apimachinery import errors
+from apimachinery import errors, yamlload
 from apimachinery.validation import not_supported
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a request body
@@ -144,7 +144,7 @@ def load_yaml(body: bytes) -> Any:
     """YAML as kube reads it (sigs.k8s.io/yaml: YAML → JSON → the Go decoder): a number without a fraction is
     an integer there (``replicas: 2.0`` is 2), one past 64 bits a float; nesting past ``MAX_DEPTH`` is a 400."""
     try:
-        data = yaml.load(body, Loader=_YAML_LOADER)
+        data = yamlload.safe_load(body)  # libyaml: no Python recursion while parsing
     except RecursionError:
         raise _too_deep("yaml") from None
     except (yaml.YAMLError, UnicodeDecodeError) as err:
@@ -156,7 +156,6 @@ def load_yaml(body: bytes) -> Any:
     return json_numbers(data)
 
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: no Python recursion while parsing
 _INT64 = (-(2**63), 2**64 - 1)
 
 

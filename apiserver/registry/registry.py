@@ -11,6 +11,7 @@ from typing import Any
 
 from apimachinery import errors
 from apimachinery.errors import Cause
+from apimachinery.meta import json_copy
 
 from ..fieldmanager import Schema
 from ..storage.encryptionconfig import EncryptionConfig
@@ -224,7 +225,7 @@ class Registry:
                 await store.guaranteed_update(item.namespace, name, item.reconciled)
             return
         try:
-            await store.create(copy.deepcopy(item.obj), item.namespace)
+            await store.create(json_copy(item.obj), item.namespace)
             log.info("created %s %s%s", store.strategy.singular, f"{item.namespace}/" if item.namespace else "",
                      name)
         except errors.AlreadyExists:

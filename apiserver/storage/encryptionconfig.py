@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from apimachinery import yamlload
+
 from .value import (
     AESCBC,
     AESCBC_PREFIX,
@@ -92,7 +94,7 @@ def load(path: str | Path) -> EncryptionConfig:
         raise EncryptionConfigError(f"{where}: error while parsing file: error while loading file: encryption "
                                     f"provider configuration file \"{path}\" is empty")
     try:
-        doc = yaml.safe_load(data)
+        doc = yamlload.safe_load(data)
     except yaml.YAMLError as err:
         raise EncryptionConfigError(f"{where}: error while parsing file: error decoding encryption provider "
                                     f"configuration file \"{path}\": {err}") from None

@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 from conftest import Kubectl
 from support.builders import make_pod
@@ -143,20 +144,23 @@ def test_openid_discovery_names_the_signing_key(client: httpx.Client, kubectl: K
     doc = config.json()
     assert doc["issuer"] == ISSUER and doc["jwks_uri"].endswith("/openid/v1/jwks")
     assert doc["response_types_supported"] == ["id_token"] and doc["subject_types_supported"] == ["public"]
-    assert doc["id_token_signing_alg_values_supported"] == ["RS256"]
+    # the cluster's sa.key is ECDSA P-256, as kubeadm's with encryptionAlgorithm ECDSA-P256 (kubelab.pki)
+    assert doc["id_token_signing_alg_values_supported"] == ["ES256"]
     jwks = client.get("/openid/v1/jwks")
     assert jwks.headers["content-type"] == "application/jwk-set+json"
     header = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
     key = next(k for k in jwks.json()["keys"] if k["kid"] == header["kid"])
-    assert key["use"] == "sig" and key["kty"] == "RSA" and header["alg"] == "RS256"
+    assert key["use"] == "sig" and key["kty"] == "EC" and key["crv"] == "P-256" and header["alg"] == "ES256"
 
     def number(text: str) -> int:
         return int.from_bytes(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)), "big")
 
-    public = rsa.RSAPublicNumbers(number(key["e"]), number(key["n"])).public_key()
+    public = ec.EllipticCurvePublicNumbers(number(key["x"]), number(key["y"]), ec.SECP256R1()).public_key()
     head, payload, signature = token.split(".")
-    public.verify(base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4)), f"{head}.{payload}".encode(),
-                  padding.PKCS1v15(), hashes.SHA256())
+    raw = base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))  # JWS: r || s, 32 bytes each
+    assert len(raw) == 64
+    public.verify(encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")),
+                  f"{head}.{payload}".encode(), ec.ECDSA(hashes.SHA256()))
 
 
 @pytest.mark.parametrize("body", [{"metadata": {"name": "other"}}, {"metadata": {"namespace": "elsewhere"}}])

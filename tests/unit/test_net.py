@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import socket
 import subprocess
 import sys
 import tempfile
@@ -90,3 +91,13 @@ def test_a_port_chosen_by_an_ancestor_is_the_childs_to_use(reservations: dict[st
     child = subprocess.run([sys.executable, "-c", grandchild, str(port)], env=reservations, text=True,
                            capture_output=True, timeout=60)
     assert child.stdout.split() == [str(port)], child.stderr
+
+
+def test_accepts_only_while_something_listens() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        port = server.getsockname()[1]
+        assert not net.accepts(port)  # bound, not listening: the kernel refuses the connection
+        server.listen()
+        assert net.accepts(port)
+    assert not net.accepts(port)
