@@ -13,10 +13,10 @@ argv, environment and working directory, its command line as the process title (
 
 Who uses which: ``kubelab.Cluster`` (tests, scripts, the pytest plugin) spawns through the zygote, which starts
 on its first use and serves every later cluster of the same Python process, so a pytest session pays the imports
-once; it exits when that process does (its end of the socket closes). `kubelab up` keeps spawning fresh
-interpreters (``process.spawn``): it starts one cluster and supervises it for hours (foreground, or detached
-with `kubelab down` in another process), so there is no import to share, and a zygote would only be one more
-process to keep alive beside it.
+once; it exits when that process does (its end of the socket closes). `kubelab up` forks its components from a
+zygote of its own too (its supervisor's, writing to ``<data-dir>/logs/zygote.log``): one import of everything
+instead of one per component on two cores (`kubelab up --nodes 3` 9 s → see bench/README.md), and restarts forked
+from it as well; `--no-fork-server` spawns fresh interpreters (``process.spawn``).
 
 The launcher still sees each component's real pid (``ZygoteChild``): the zygote is the parent, reaps its
 children and sends each exit status over the socket, so the supervisor restarts what exits and says how it ended
@@ -57,7 +57,7 @@ PRELOAD = ("apiserver.__main__", "controllers.cli", "scheduler.__main__", "kubel
 # encodings (~0.8 s of CPU; ``apiserver.openapi.documents``: no thread, no I/O but reading swagger.json).
 WARM = ("apiserver.openapi.documents:preload",)
 FORKED_PACKAGES = frozenset(c.package for c in COMPONENTS.values())  # ``-m`` packages the zygote may run
-TITLE = "kubelab zygote (fork server of kubelab.Cluster's components)"
+TITLE = "kubelab zygote (fork server of the cluster's components)"
 
 
 class ZygoteError(RuntimeError):
@@ -92,17 +92,30 @@ class ZygoteChild(process.Spawned):
 class Zygote:
     """The launcher's end: starts the zygote process and asks it for children."""
 
-    def __init__(self, cwd: Path | None = None) -> None:
+    def __init__(self, cwd: Path | None = None, log: Path | None = None) -> None:
+        """``log``: where the zygote's own output goes (None: the launcher's stdout and stderr). A detached
+        supervisor must give one: a zygote holding the launcher's output pipe would keep `kubelab up --detach`
+        waiting for its end."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", "kubelab.zygote", str(theirs.fileno())],
-            stdin=subprocess.DEVNULL,
-            pass_fds=[theirs.fileno()],
-            start_new_session=True,  # the terminal's Ctrl-C is the launcher's to handle, as for the components
-            env=env,
-            cwd=cwd,
-        )
+        output = None
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            output = open(log, "ab")  # noqa: SIM115 (the child's from here on; ours is closed below)
+        try:
+            self.popen = subprocess.Popen(
+                [sys.executable, "-m", "kubelab.zygote", str(theirs.fileno())],
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT if output is not None else None,
+                pass_fds=[theirs.fileno()],
+                start_new_session=True,  # the terminal's Ctrl-C is the launcher's to handle, as for the components
+                env=env,
+                cwd=cwd,
+            )
+        finally:
+            if output is not None:
+                output.close()
         theirs.close()
         self.pid = self.popen.pid
         self._sock = ours
@@ -196,17 +209,20 @@ def _cwd() -> str | None:
 
 
 _shared: Zygote | None = None
+_shared_log: Path | None = None  # the first ``shared(log)``'s: a zygote started again writes there too
 _shared_lock = threading.Lock()
 
 
-def shared() -> Zygote:
-    """This process's zygote, started on first use (again if it died); closed when the process exits."""
-    global _shared
+def shared(log: Path | None = None) -> Zygote:
+    """This process's zygote, started on first use (again if it died), its own output to ``log`` if given (see
+    ``Zygote``); closed when the process exits."""
+    global _shared, _shared_log
     with _shared_lock:
+        _shared_log = log or _shared_log
         if _shared is None or not _shared.alive():
             if _shared is None:
                 atexit.register(_close_shared)
-            _shared = Zygote()
+            _shared = Zygote(log=_shared_log)
         return _shared
 
 

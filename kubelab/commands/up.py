@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
-from kubelab import process
+from kubelab import process, zygote
 from kubelab.cluster import PROXY_MODES, SECURE_PORT, Cluster, Progress, StartupError, stop_records
 from kubelab.detach import Console, run_detached
 from kubelab.etcd import QUOTA_BACKEND_BYTES, etcd_version
@@ -132,6 +132,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "--port; shown as apiserver, apiserver-2, ... (default 1)",
     )  # fmt: skip
     parser.add_argument(
+        "--fork-server", action=argparse.BooleanOptionalAction, default=True,
+        help="fork the components from one Python process that has imported them (kubelab's zygote), so their "
+             "imports are paid once, not once per component; each is still a process of its own, restarted as "
+             "before; --no-fork-server: a fresh interpreter for each (default: on)",
+    )  # fmt: skip
+    parser.add_argument(
         "--etcd-quota-backend-bytes", type=_count, default=QUOTA_BACKEND_BYTES, metavar="BYTES",
         help="etcd's --quota-backend-bytes: past it etcd raises NOSPACE, refuses writes and the apiserver's "
              f"/readyz fails until it is compacted, defragmented and disarmed "
@@ -214,6 +220,8 @@ def _run(args: argparse.Namespace, console: Console | None) -> int:
         )
         return 1
     printer = _ProgressPrinter(sys.stdout)
+    if args.fork_server:
+        zygote.shared(data_dir / "logs" / "zygote.log")  # its imports run while the PKI and etcd are made
     try:
         cluster = Cluster(
             data_dir,
@@ -232,6 +240,7 @@ def _run(args: argparse.Namespace, console: Console | None) -> int:
             proxy_mode=args.proxy_mode,
             runtime=args.runtime,
             apiservers=args.apiservers,
+            spawn=zygote.spawn_unit if args.fork_server else None,
         )
     except (FileNotFoundError, IncompatibleEtcd, ValueError) as e:
         _fail(str(e))
