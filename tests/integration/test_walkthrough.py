@@ -291,7 +291,11 @@ def start_watch(shell: Shell, line: str) -> Result:
     watch = Watch(shell, line)
     shell.notes["watch"] = watch
     time.sleep(0.5)  # kubectl is up and watching before the next command
-    return subprocess.CompletedProcess(line, 0 if watch.proc.poll() is None else 1, "", "")
+    if watch.proc.poll() is None:
+        return subprocess.CompletedProcess(line, 0, "", "")
+    shell.notes.pop("watch")
+    _, err = watch.proc.communicate(timeout=10)
+    return subprocess.CompletedProcess(line, watch.proc.returncode, "".join(watch.lines), err)
 
 
 def watched_flow(shell: Shell, line: str, result: Result) -> None:
@@ -727,7 +731,7 @@ def run_line(shell: Shell, line: str) -> None:
     CHECKS[line][index](shell, line, result)
 
 
-@pytest.mark.parametrize(("shell", "section"), RUNS, indirect=["shell"])
+@pytest.mark.parametrize(("shell", "section"), RUNS, indirect=["shell"], scope="module")
 def test_walkthrough(shell: Shell, section: str) -> None:
     """One section of a page, its commands in order, on the cluster the page's first section started."""
     for line in doc_sections(shell.lang)[section]:
