@@ -1,9 +1,15 @@
-"""docs/walkthrough.md and docs/zh/walkthrough.md, every command in order, against the `kubelab up --nodes 3`
-the pages start, with the real kubectl.
+"""docs/walkthrough.md and docs/zh/walkthrough.md, every command in order, each page against the `kubelab up
+--nodes 3` it starts itself, with the real kubectl.
 
 The two pages run the same commands in the same order (the Chinese one groups them by the tutorial's own sections,
-and draws the trace with Chinese labels), so one table of checks and one run serve both: each command runs once,
-and the Chinese page's own (its diagram) runs beside the English one's, on the same cluster. The commands are read
+and draws the trace with Chinese labels: ``test_both_pages_run_the_same_commands_but_the_diagram``), so one table of
+checks serves both, keyed by command line and occurrence. Each page runs on a cluster of its own, and the two
+clusters run the two runtimes (RUNTIME): the English page the default (``auto``: the linux runtime and the bridge
+pod network where the host allows them, as root), the Chinese one ``--runtime process`` (plain processes on the
+host's network), so that every command of each page is run and the walkthrough is shown on both runtimes without a
+third run. Where what a command shows depends on the runtime (the pods' IPs and the nodes' pod CIDRs), the check
+follows the runtime and pod network the cluster really runs, which ``kubelab status`` names and the test asserts.
+The commands are read
 from the page itself (its ``sh`` blocks) and run as a user's shell runs them: in a directory with ``examples/``,
 with ``kubectl`` and ``kubelab`` on PATH and ``KUBECONFIG`` pointing at the cluster, ``POD=$(...)`` carried to later
 commands. After each one the test checks what the page says the user
@@ -12,6 +18,7 @@ sees, polling where the page says "within seconds". Only these are run different
 running the tests), ``. .venv/bin/activate`` is carried to later commands as the user's shell carries it (until then
 no kubelab command is on PATH, as on a fresh clone),
 ``kubelab up`` is started ``--detach`` on a free port (the test cannot leave a foreground process or take 8080),
+and on the Chinese page's cluster with ``--runtime process`` (above; the page itself says what that runtime shows),
 the watch (the page's second terminal) runs in the background and is stopped once it has shown the flow
 (the user presses Ctrl-C), so does the kopf operator (stopped once its ConfigMap has been garbage-collected),
 ``exec -it`` is fed its input (no terminal), ``debug -it`` is typed into once kubectl says it is attached
@@ -19,8 +26,8 @@ the watch (the page's second terminal) runs in the background and is stopped onc
 not signal processes by name).
 
 ``test_every_walkthrough_command_has_a_check`` keeps the pages and this module in step and always runs. The
-sequence diagrams the pages embed (docs/img/creation-flow*.svg) are drawn by ``kubelab trace --svg`` during the run;
-``KUBELAB_WRITE_DOC_ASSETS=1`` copies the run's diagrams over them.
+sequence diagrams the pages embed (docs/img/creation-flow*.svg) are drawn by ``kubelab trace --svg`` during each
+page's run; ``KUBELAB_WRITE_DOC_ASSETS=1`` copies the run's diagrams over them.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ import pytest
 from conftest import KUBECTL, ROOT
 from kubelab.commands import tracesvg
 from kubelab.etcd import free_port
+from kubelab.runtimechoice import Choice, choose
 from kubelab.state import load_state
 
 pytestmark = pytest.mark.kubectl
@@ -50,10 +58,12 @@ DOCS = {"en": ROOT / "docs" / "walkthrough.md", "zh": ROOT / "docs" / "zh" / "wa
 HEADINGS = {"en": r"## (\d+)\.|## (Clean up)", "zh": r"## ([一二三四五六七八九十]+)、|## (清理)"}
 SECTIONS = {"en": ["0", "1", "2", "3", "4", "5", "6", "7", "8", "Clean up"],
             "zh": ["一", "二", "三", "四", "五", "六", "七", "八", "清理"]}
+# The runtime each page's cluster runs (`kubelab up --runtime`; see the module docstring).
+RUNTIME = {"en": "auto", "zh": "process"}
 ASSETS = ROOT / "docs" / "img"
 Result = subprocess.CompletedProcess[str]
-# Pod IPs: 10.244.0.0/16 on the bridge pod network (`kubelab up`'s default as root), 127.16.0.0/12 on the host's
-POD_CIDRS = ("10.244.", "127.16.")
+# Pod IPs by pod network: 10.244.0.0/16 on the bridge (`kubelab up`'s default as root), 127.16.0.0/12 on the host's
+POD_IPS = {"bridge": "10.244.", "host": "127.16."}
 
 
 # ---- the page --------------------------------------------------------------------------------------------
@@ -92,10 +102,11 @@ def table(out: str) -> list[dict[str, str]]:
 
 
 class Shell:
-    """bash in a work directory; ``NAME=$(...)`` lines set variables that later commands see."""
+    """bash in a work directory; ``NAME=$(...)`` lines set variables that later commands see. ``lang``: the page
+    it runs; ``choice``: the runtime and pod network its ``kubelab up`` is expected to choose."""
 
-    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
-        self.workdir, self.env = workdir, env
+    def __init__(self, workdir: Path, env: dict[str, str], lang: str, choice: Choice) -> None:
+        self.workdir, self.env, self.lang, self.choice = workdir, env, lang, choice
         self.vars: dict[str, str] = {}
         self.notes: dict[str, object] = {}  # what one check remembers for a later one
 
@@ -244,8 +255,8 @@ def activated(shell: Shell, line: str, result: Result) -> None:
 
 
 def up_detached(shell: Shell, line: str) -> Result:
-    port = free_port()
-    return shell.run(line.replace("kubelab up", f"kubelab up --detach --port {port}"), timeout=180)
+    runtime = "" if RUNTIME[shell.lang] == "auto" else f" --runtime {RUNTIME[shell.lang]}"
+    return shell.run(line.replace("kubelab up", f"kubelab up --detach --port {free_port()}{runtime}"), timeout=180)
 
 
 class Watch:
@@ -280,7 +291,11 @@ def start_watch(shell: Shell, line: str) -> Result:
     watch = Watch(shell, line)
     shell.notes["watch"] = watch
     time.sleep(0.5)  # kubectl is up and watching before the next command
-    return subprocess.CompletedProcess(line, 0 if watch.proc.poll() is None else 1, "", "")
+    if watch.proc.poll() is None:
+        return subprocess.CompletedProcess(line, 0, "", "")
+    shell.notes.pop("watch")
+    _, err = watch.proc.communicate(timeout=10)
+    return subprocess.CompletedProcess(line, watch.proc.returncode, "".join(watch.lines), err)
 
 
 def watched_flow(shell: Shell, line: str, result: Result) -> None:
@@ -417,6 +432,23 @@ def web_nodes(shell: Shell, result: Result) -> set[str]:
     return {r["NODE"] for r in running(table(result.stdout), "web-")}
 
 
+def runtime_shown(shell: Shell, line: str, result: Result) -> None:
+    """``kubelab status`` names the container runtime every node runs (its Node's containerRuntimeVersion:
+    ``linux://…`` or ``process://…``) and the runtime and pod network ``kubelab up`` chose: those the page's cluster
+    is meant to run (RUNTIME, resolved on this host as ``kubelab up`` resolves it)."""
+    runtime, network = shell.choice.runtime, shell.choice.pod_network
+    out = eventually(shell, line, result, lambda out: all(f"{n} {runtime}://" in out for n in NODES))
+    assert f"; runtime: {runtime} (" in out and f", pod network: {network}" in out, out
+
+
+def shows_ips(ok: Callable[[list[dict[str, str]], str], bool]) -> Check:
+    """``shows`` for what depends on the pod network the cluster runs: ``ok`` also gets its pod IPs' prefix."""
+    def check(shell: Shell, line: str, result: Result) -> None:
+        prefix = POD_IPS[shell.choice.pod_network]
+        eventually(shell, line, result, lambda out: ok(table(out), prefix))
+    return check
+
+
 # ---- what each command shows, per the page (a list where a command occurs more than once) ----------------
 
 CHECKS: dict[str, list[Check]] = {
@@ -432,9 +464,10 @@ CHECKS: dict[str, list[Check]] = {
         shows(lambda rows: node_status(rows).get("node02") == "Ready,SchedulingDisabled"),  # 7: cordoned
         ALL_READY,  # 7: uncordoned
     ],
-    "kubelab status": [shows_text(lambda out: all(
+    "kubelab status": [both(shows_text(lambda out: all(
         re.search(rf"^{name}\s+\d+\s+\S+\s+(ok|running)\s", out, re.M)
-        for name in ("etcd", "apiserver", "controller-manager", "scheduler", *(f"kubelet-{n}" for n in NODES))))],
+        for name in ("etcd", "apiserver", "controller-manager", "scheduler", *(f"kubelet-{n}" for n in NODES)))),
+        runtime_shown)],
     # 1
     "kubectl get pods -o wide -w": [prints()],  # its output is checked once the RC exists
     "kubectl apply -f examples/01-creation-flow/rc-web.yaml": [both(prints("replicationcontroller/web created"),
@@ -450,16 +483,16 @@ CHECKS: dict[str, list[Check]] = {
     "kubelab trace pod $POD --svg flow-zh.svg --lang zh": [diagram("flow-zh.svg", "zh", "creation-flow-zh.svg")],
     "kubectl scale rc web --replicas=5": [prints("replicationcontroller/web scaled")],
     "kubectl get pods -l app=web -o wide": [
-        shows(lambda rows: len(running(rows, "web-")) == 5  # 1: scaled to 5, each pod with its own IP
-              and len({r["IP"] for r in running(rows, "web-") if r["IP"].startswith(POD_CIDRS)}) == 5),
+        shows_ips(lambda rows, ips: len(running(rows, "web-")) == 5  # 1: scaled to 5, each pod with its own IP
+                  and len({r["IP"] for r in running(rows, "web-") if r["IP"].startswith(ips)}) == 5),
         remember("web-nodes", web_nodes),  # 3: where the web pods run (two of them)
         shows(lambda rows: len(running(rows, "web-")) == 2 and all(r["NODE"] != "node01" for r in rows
                                                                   if r["NAME"].startswith("web-"))),  # 4
         cordon_respected,  # 7: scaled to 4 while node02 is cordoned
     ],
-    "kubectl get nodes -o custom-columns=NAME:.metadata.name,POD-CIDR:.spec.podCIDR": [shows(
-        lambda rows: sorted(r["NAME"] for r in rows) == ["node01", "node02", "node03"]
-        and len({r["POD-CIDR"] for r in rows if r["POD-CIDR"].startswith(POD_CIDRS)}) == 3)],
+    "kubectl get nodes -o custom-columns=NAME:.metadata.name,POD-CIDR:.spec.podCIDR": [shows_ips(
+        lambda rows, ips: sorted(r["NAME"] for r in rows) == ["node01", "node02", "node03"]
+        and len({r["POD-CIDR"] for r in rows if r["POD-CIDR"].startswith(ips)}) == 3)],
     "kubectl scale rc web --replicas=2": [prints("replicationcontroller/web scaled")],
     "kubectl get pods -l app=web": [shows(lambda rows: len(rows) == 2 and len(running(rows)) == 2)],
     # 2
@@ -641,33 +674,35 @@ def zh_as_en(line: str) -> str:
 
 
 def test_both_pages_run_the_same_commands_but_the_diagram() -> None:
-    """The Chinese page follows the English one command for command (one table of checks and one run serve both)."""
+    """The Chinese page follows the English one command for command (one table of checks, keyed by command line
+    and occurrence, serves both)."""
     assert [zh_as_en(c) for c in page_lines("zh")] == page_lines("en")
 
 
 # ---- the walkthrough ---------------------------------------------------------------------------------------
 
 
-def walk() -> dict[str, list[tuple[str, str]]]:
-    """English section -> its commands as (English line, Chinese line), both pages in step.
+def section_id(lang: str, section: str) -> str:
+    """A readable test ID: ``en-0``, ``en-Clean up``; the Chinese page's numerals as digits (``zh-2``: 二、),
+    its 清理 ``zh-Clean up``."""
+    numerals = "一二三四五六七八九十"
+    name = str(numerals.index(section) + 1) if section in numerals else {"清理": "Clean up"}.get(section, section)
+    return f"{lang}-{name}"
 
-    The pages run the same commands in the same order (``test_both_pages_run_the_same_commands_but_the_diagram``),
-    so one cluster runs them once for both: each command as the English page has it, and where the Chinese page's
-    differs (its diagram) that one too, at the same point of the run; each checked as its page says."""
-    en, zh = page_lines("en"), page_lines("zh")
-    assert len(en) == len(zh), "the pages are not in step (see test_both_pages_run_the_same_commands_but_the_diagram)"
-    pairs = iter(zip(en, zh, strict=True))
-    return {section: [next(pairs) for _ in lines] for section, lines in doc_sections("en").items()}
+
+RUNS = [pytest.param(lang, section, id=section_id(lang, section)) for lang in DOCS for section in SECTIONS[lang]]
 
 
 @pytest.fixture(scope="module")
-def shell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shell]:
-    """The user's shell for both pages: a work directory with ``examples/`` and ``.venv``, kubectl on PATH (kubelab
-    once the page activates ``.venv``) and ``KUBECONFIG`` at the cluster the page's ``kubelab up`` starts;
-    ``kubelab down`` (and any operator a failed section left running stopped) at the end."""
+def shell(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shell]:
+    """The user's shell for one page (``request.param``: en or zh): a work directory with ``examples/`` and
+    ``.venv``, kubectl on PATH (kubelab once the page activates ``.venv``) and ``KUBECONFIG`` at the cluster the
+    page's ``kubelab up`` starts; ``kubelab down`` (and any watch or operator a failed section left running
+    stopped) once the page's sections have run, before the other page's cluster starts."""
     if not os.path.exists(KUBECTL):
         pytest.skip(f"kubectl not found at {KUBECTL}")
-    work = tmp_path_factory.mktemp("walkthrough")
+    lang: str = request.param
+    work = tmp_path_factory.mktemp(f"walkthrough-{lang}")
     (work / "examples").symlink_to(ROOT / "examples")
     (work / ".venv").symlink_to(Path(sys.prefix))  # the virtualenv `make setup` made, running this test
     bin_dir = work / "bin"
@@ -677,13 +712,14 @@ def shell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shell]:
            "KUBECONFIG": str(work / ".kubelab" / "kubeconfig"), "LANG": "C.UTF-8"}
     if "KUBELAB_ETCD" in os.environ:
         env["KUBELAB_ETCD"] = os.environ["KUBELAB_ETCD"]
-    sh = Shell(work, env)
+    (work / "probe").mkdir()
+    sh = Shell(work, env, lang, choose(RUNTIME[lang], "auto", work / "probe"))
     try:
         yield sh
     finally:
-        operator = sh.notes.pop("operator", None)
-        if isinstance(operator, Watch):
-            operator.stop()
+        for left in ("watch", "operator"):
+            if isinstance(running_left := sh.notes.pop(left, None), Watch):
+                running_left.stop()
         sh.run(f"{sys.executable} -m kubelab down", timeout=120)  # also when the page never activated .venv
 
 
@@ -695,11 +731,8 @@ def run_line(shell: Shell, line: str) -> None:
     CHECKS[line][index](shell, line, result)
 
 
-@pytest.mark.parametrize("section", SECTIONS["en"])
+@pytest.mark.parametrize(("shell", "section"), RUNS, indirect=["shell"], scope="module")
 def test_walkthrough(shell: Shell, section: str) -> None:
-    """One section of the English page and the same commands of the Chinese one (its sections group them
-    differently), in order, on the cluster the first section started."""
-    for en, zh in walk()[section]:
-        run_line(shell, en)
-        if zh != en:
-            run_line(shell, zh)
+    """One section of a page, its commands in order, on the cluster the page's first section started."""
+    for line in doc_sections(shell.lang)[section]:
+        run_line(shell, line)
