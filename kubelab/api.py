@@ -72,8 +72,9 @@ class Cluster:
     ``apiservers``: apiserver processes sharing the secure port (``kubelab up --apiservers``); ``api_url`` is the
     first one's plain port. ``fork_server``: fork the components from this process's pre-imported zygote
     (``kubelab.zygote``: the imports are paid once per Python process, not once per component per cluster);
-    False: a fresh interpreter for each, as `kubelab up` runs them. ``etcd_quota_backend_bytes``: etcd's
-    ``--quota-backend-bytes`` (a small one fills up and raises etcd's NOSPACE alarm, for tests of what follows).
+    False: a fresh interpreter for each, as `kubelab up --no-fork-server` runs them.
+    ``etcd_quota_backend_bytes``: etcd's ``--quota-backend-bytes`` (a small one fills up and raises etcd's NOSPACE
+    alarm, for tests of what follows).
     ``etcd_members``: an etcd cluster of that many members (``etcd-1`` …, each a process ``kill`` and
     ``start_component`` take by that name; ``etcd_url`` lists them all), for tests of a member's loss.
     """
