@@ -20,15 +20,15 @@ import asyncio
 import builtins
 import contextlib
 import ipaddress
-import queue
 import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import grpc
+import grpc.experimental
 from aetcd import rpc
 
 
@@ -233,16 +233,21 @@ class EtcdStorage:
             self._watch_channel = None
             self._watch = None
 
-    def _watch_stub(self) -> Any:
-        """The Watch stub on a blocking channel of its own, made at the first watch (processes that never watch
-        start no gRPC threads)."""
+    def _watch_method(self) -> Any:
+        """etcd's Watch on a blocking channel of its own, made at the first watch (processes that never watch start
+        no gRPC threads). Called as unary-stream: the one request creates the watch and etcd keeps a watch stream
+        open when its client half-closes; each response is then read by the thread iterating the call alone (gRPC's
+        single-threaded unary-stream), not handed over by the channel's polling thread — one GIL hand-off per
+        response instead of two."""
         if self._watch is None:
+            options = [*self._options, (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)]
             if self._tls is not None:
-                self._watch_channel = grpc.secure_channel(self._target, self._tls.credentials(),
-                                                          options=self._options)
+                self._watch_channel = grpc.secure_channel(self._target, self._tls.credentials(), options=options)
             else:
-                self._watch_channel = grpc.insecure_channel(self._target, options=self._options)
-            self._watch = rpc.WatchStub(self._watch_channel)
+                self._watch_channel = grpc.insecure_channel(self._target, options=options)
+            self._watch = self._watch_channel.unary_stream(
+                "/etcdserverpb.Watch/Watch", request_serializer=rpc.WatchRequest.SerializeToString,
+                response_deserializer=rpc.WatchResponse.FromString)
         return self._watch
 
     async def _call(self, method: Any, request: Any) -> Any:
@@ -390,7 +395,7 @@ class EtcdStorage:
 
     # --- watch ----------------------------------------------------------------------------------------------
     def watch(self, prefix: bytes, start_revision: int) -> WatchStream:
-        return WatchStream(self._watch_stub(), prefix, start_revision)
+        return WatchStream(self._watch_method(), prefix, start_revision)
 
 
 class WatchStream:
@@ -409,20 +414,13 @@ class WatchStream:
 
     _END = object()  # the stream ended without an error
 
-    def __init__(self, stub: Any, prefix: bytes, start_revision: int) -> None:
-        self._stub = stub
+    def __init__(self, method: Any, prefix: bytes, start_revision: int) -> None:
+        self._method = method
         self._prefix = prefix
         self._start = start_revision
-        self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._call: Any = None
         self._lock = threading.Lock()
         self._received: list[Any] = []  # responses (then _END or the error) handed over and not yet taken
-
-    def _request_iter(self) -> Iterator[Any]:
-        yield rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
-            key=self._prefix, range_end=prefix_end(self._prefix), start_revision=self._start, prev_kv=True))
-        while (request := self._requests.get()) is not None:
-            yield request
 
     def _read(self, loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
         """The reader thread: every response, then _END or the error, each handed over as it comes."""
@@ -449,7 +447,9 @@ class WatchStream:
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
         # hasleader: etcd ends the watch (UNAVAILABLE) when its member has no leader, rather than letting it hang
-        self._call = self._stub.Watch(self._request_iter(), metadata=(("hasleader", "true"),))
+        create = rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
+            key=self._prefix, range_end=prefix_end(self._prefix), start_revision=self._start, prev_kv=True))
+        self._call = self._method(create, metadata=(("hasleader", "true"),))
         threading.Thread(target=self._read, args=(loop, wake), name=f"etcd-watch {self._prefix.decode()}",
                          daemon=True).start()
         while True:
@@ -479,6 +479,5 @@ class WatchStream:
                 yield changes
 
     def cancel(self) -> None:
-        self._requests.put(None)
         if self._call is not None:
             self._call.cancel()
