@@ -452,32 +452,43 @@ class WatchStream:
         self._call = self._method(create, metadata=(("hasleader", "true"),))
         threading.Thread(target=self._read, args=(loop, wake), name=f"etcd-watch {self._prefix.decode()}",
                          daemon=True).start()
-        while True:
-            await wake.wait()
-            wake.clear()
-            with self._lock:
-                taken, self._received = self._received, []
-            changes: list[WatchChange] = []
-            for resp in taken:
-                if resp is self._END:
-                    if changes:
-                        yield changes
-                    return
-                if isinstance(resp, grpc.RpcError):
-                    if changes:
-                        yield changes
-                    code, details = resp.code(), resp.details()  # a grpc.Call as well
-                    raise Unavailable(f"etcd watch: {code.name}: {details}")
-                if resp.compact_revision:
-                    raise Compacted(int(resp.compact_revision))
-                if resp.canceled:
-                    raise Unavailable(f"etcd watch canceled: {resp.cancel_reason}")
-                changes.extend(WatchChange("delete" if ev.type == 1 else "put", _kv(ev.kv),
-                                           _kv(ev.prev_kv) if ev.HasField("prev_kv") else None)
-                               for ev in resp.events)
-            if changes:
-                yield changes
+        try:
+            while True:
+                await wake.wait()
+                wake.clear()
+                with self._lock:
+                    taken, self._received = self._received, []
+                changes: list[WatchChange] = []
+                for resp in taken:
+                    ended = _watch_ended(resp)
+                    if ended is not None:
+                        if changes:
+                            yield changes
+                        if isinstance(ended, StorageError):
+                            raise ended
+                        return
+                    changes.extend(WatchChange("delete" if ev.type == 1 else "put", _kv(ev.kv),
+                                               _kv(ev.prev_kv) if ev.HasField("prev_kv") else None)
+                                   for ev in resp.events)
+                if changes:
+                    yield changes
+        finally:
+            self.cancel()  # the reader thread ends with the iteration, however it ends
 
     def cancel(self) -> None:
         if self._call is not None:
             self._call.cancel()
+
+
+def _watch_ended(resp: Any) -> StorageError | object | None:
+    """What ends the watch at this response (``WatchStream._END``: a clean end, or the error to raise), or None."""
+    if resp is WatchStream._END:
+        return resp
+    if isinstance(resp, grpc.RpcError):
+        code, details = resp.code(), resp.details()  # a grpc.Call as well
+        return Unavailable(f"etcd watch: {code.name}: {details}")
+    if resp.compact_revision:
+        return Compacted(int(resp.compact_revision))
+    if resp.canceled:
+        return Unavailable(f"etcd watch canceled: {resp.cancel_reason}")
+    return None
