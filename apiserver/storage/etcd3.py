@@ -10,21 +10,25 @@ Guarantees:
 - ``update``/``delete`` with an ``expected_revision`` succeed only if the key's ``mod_revision`` still equals it,
   so concurrent read-modify-write loops never lose an update;
 - ``watch`` yields every change after ``start_revision`` in revision order, batch by batch, and raises
-  ``Compacted`` when that history is gone.
+  ``Compacted`` when that history is gone. Its stream is read off the event loop (``WatchStream``), so a busy
+  apiserver does not delay the watch cache, and through it every watcher, by loop turns per etcd response.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import ipaddress
 import socket
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import grpc
+import grpc.experimental
 from aetcd import rpc
 
 
@@ -198,6 +202,8 @@ class EtcdStorage:
         self._tls = (tls or EtcdTLS()) if uses_tls(servers, tls) else None
         self._timeout = timeout
         self._channel: grpc.aio.Channel | None = None
+        self._options: list[tuple[str, Any]] = []
+        self._watch_channel: grpc.Channel | None = None  # blocking, for the watch readers' threads (WatchStream)
         self._kv: Any = None
         self._watch: Any = None
         self._lease: Any = None
@@ -213,8 +219,8 @@ class EtcdStorage:
             self._channel = grpc.aio.secure_channel(self._target, self._tls.credentials(), options=options)
         else:
             self._channel = grpc.aio.insecure_channel(self._target, options=options)
+        self._options = options
         self._kv = rpc.KVStub(self._channel)
-        self._watch = rpc.WatchStub(self._channel)
         self._lease = rpc.LeaseStub(self._channel)
         await self.current_revision()
 
@@ -222,6 +228,27 @@ class EtcdStorage:
         if self._channel is not None:
             await self._channel.close()
             self._channel = None
+        if self._watch_channel is not None:
+            self._watch_channel.close()
+            self._watch_channel = None
+            self._watch = None
+
+    def _watch_method(self) -> Any:
+        """etcd's Watch on a blocking channel of its own, made at the first watch (processes that never watch start
+        no gRPC threads). Called as unary-stream: the one request creates the watch and etcd keeps a watch stream
+        open when its client half-closes; each response is then read by the thread iterating the call alone (gRPC's
+        single-threaded unary-stream), not handed over by the channel's polling thread — one GIL hand-off per
+        response instead of two."""
+        if self._watch is None:
+            options = [*self._options, (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)]
+            if self._tls is not None:
+                self._watch_channel = grpc.secure_channel(self._target, self._tls.credentials(), options=options)
+            else:
+                self._watch_channel = grpc.insecure_channel(self._target, options=options)
+            self._watch = self._watch_channel.unary_stream(
+                "/etcdserverpb.Watch/Watch", request_serializer=rpc.WatchRequest.SerializeToString,
+                response_deserializer=rpc.WatchResponse.FromString)
+        return self._watch
 
     async def _call(self, method: Any, request: Any) -> Any:
         try:
@@ -368,53 +395,100 @@ class EtcdStorage:
 
     # --- watch ----------------------------------------------------------------------------------------------
     def watch(self, prefix: bytes, start_revision: int) -> WatchStream:
-        return WatchStream(self._watch, prefix, start_revision)
+        return WatchStream(self._watch_method(), prefix, start_revision)
 
 
 class WatchStream:
-    """One etcd watch over a prefix, as an async iterator of change batches (one batch per etcd response).
+    """One etcd watch over a prefix, as an async iterator of change batches.
+
+    A thread reads the gRPC stream (blocking) and hands each response to the event loop; a batch is every
+    response that arrived since the previous batch, in order. Read on the loop (grpc.aio), each response cost two
+    loop turns (its read's completion, then the next read started), so while the loop was saturated (a burst of
+    pod creates, bindings and status writes) the watch cache fell behind etcd by up to a second, and with it every
+    watcher (the scheduler's informer too), although each write returned in tens of milliseconds. kube-apiserver
+    likewise reads its etcd watches in goroutines of their own, concurrently with serving.
 
     (etcd's watch progress requests are not used: before etcd 3.4.25/3.5.8 a progress notification could
     overtake events still in flight — etcd issue 15220 — and Debian ships 3.4.23.)
     """
 
-    def __init__(self, stub: Any, prefix: bytes, start_revision: int) -> None:
-        self._stub = stub
+    _END = object()  # the stream ended without an error
+
+    def __init__(self, method: Any, prefix: bytes, start_revision: int) -> None:
+        self._method = method
         self._prefix = prefix
         self._start = start_revision
-        self._requests: asyncio.Queue[Any] = asyncio.Queue()
         self._call: Any = None
+        self._lock = threading.Lock()
+        self._received: list[Any] = []  # responses (then _END or the error) handed over and not yet taken
 
-    async def _request_iter(self) -> AsyncIterator[Any]:
-        yield rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
-            key=self._prefix, range_end=prefix_end(self._prefix), start_revision=self._start, prev_kv=True))
-        while True:
-            request = await self._requests.get()
-            if request is None:
-                return
-            yield request
+    def _read(self, loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
+        """The reader thread: every response, then _END or the error, each handed over as it comes."""
+        item: Any
+        try:
+            for item in self._call:
+                self._hand_over(loop, wake, item)
+            item = self._END
+        except grpc.RpcError as err:
+            item = err
+        self._hand_over(loop, wake, item)
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop, wake: asyncio.Event, item: Any) -> None:
+        """Append ``item``; wake the loop only when the list was empty (one wake-up for all that comes meanwhile)."""
+        with self._lock:
+            self._received.append(item)
+            first = len(self._received) == 1
+        if first:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody reads this stream any more
+                loop.call_soon_threadsafe(wake.set)
 
     async def batches(self) -> AsyncIterator[list[WatchChange]]:
         """Yields non-empty lists of changes, in revision order."""
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
         # hasleader: etcd ends the watch (UNAVAILABLE) when its member has no leader, rather than letting it hang
-        self._call = self._stub.Watch(self._request_iter(), metadata=(("hasleader", "true"),))
+        create = rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
+            key=self._prefix, range_end=prefix_end(self._prefix), start_revision=self._start, prev_kv=True))
+        self._call = self._method(create, metadata=(("hasleader", "true"),))
+        threading.Thread(target=self._read, args=(loop, wake), name=f"etcd-watch {self._prefix.decode()}",
+                         daemon=True).start()
         try:
-            async for resp in self._call:
-                if resp.compact_revision:
-                    raise Compacted(int(resp.compact_revision))
-                if resp.canceled:
-                    raise Unavailable(f"etcd watch canceled: {resp.cancel_reason}")
-                if not resp.events:
-                    continue
-                yield [
-                    WatchChange("delete" if ev.type == 1 else "put", _kv(ev.kv),
-                                _kv(ev.prev_kv) if ev.HasField("prev_kv") else None)
-                    for ev in resp.events
-                ]
-        except grpc.aio.AioRpcError as err:
-            raise Unavailable(f"etcd watch: {err.code().name}: {err.details()}") from err
+            while True:
+                await wake.wait()
+                wake.clear()
+                with self._lock:
+                    taken, self._received = self._received, []
+                changes: list[WatchChange] = []
+                for resp in taken:
+                    ended = _watch_ended(resp)
+                    if ended is not None:
+                        if changes:
+                            yield changes
+                        if isinstance(ended, StorageError):
+                            raise ended
+                        return
+                    changes.extend(WatchChange("delete" if ev.type == 1 else "put", _kv(ev.kv),
+                                               _kv(ev.prev_kv) if ev.HasField("prev_kv") else None)
+                                   for ev in resp.events)
+                if changes:
+                    yield changes
+        finally:
+            self.cancel()  # the reader thread ends with the iteration, however it ends
 
     def cancel(self) -> None:
-        self._requests.put_nowait(None)
         if self._call is not None:
             self._call.cancel()
+
+
+def _watch_ended(resp: Any) -> StorageError | object | None:
+    """What ends the watch at this response (``WatchStream._END``: a clean end, or the error to raise), or None."""
+    if resp is WatchStream._END:
+        return resp
+    if isinstance(resp, grpc.RpcError):
+        code, details = resp.code(), resp.details()  # a grpc.Call as well
+        return Unavailable(f"etcd watch: {code.name}: {details}")
+    if resp.compact_revision:
+        return Compacted(int(resp.compact_revision))
+    if resp.canceled:
+        return Unavailable(f"etcd watch canceled: {resp.cancel_reason}")
+    return None
