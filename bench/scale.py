@@ -205,6 +205,46 @@ def time_kubectl(kubeconfig: Path, runs: int = 3) -> float:
     return statistics.median(times)
 
 
+Requests = dict[tuple[str, str], tuple[float, float]]
+
+
+def apiserver_requests(api: str) -> Requests:
+    """(verb, resource[/subresource]) -> (requests, seconds) from the apiserver's ``/metrics``
+    (``apiserver_request_duration_seconds``' count and sum, WATCH and CONNECT left out: they are streams)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(f"{api}/metrics", timeout=60).raise_for_status().text
+    out: Requests = {}
+    for family in text_string_to_metric_families(text):
+        if family.name != "apiserver_request_duration_seconds":
+            continue
+        for sample in family.samples:
+            labels = sample.labels
+            if labels.get("verb") in ("WATCH", "CONNECT") or not sample.name.endswith(("_count", "_sum")):
+                continue
+            key = (labels.get("verb", ""), labels.get("resource", "") +
+                   (f"/{labels['subresource']}" if labels.get("subresource") else ""))
+            count, seconds = out.get(key, (0.0, 0.0))
+            out[key] = (count + sample.value, seconds) if sample.name.endswith("_count") else \
+                (count, seconds + sample.value)
+    return out
+
+
+def print_requests(before: Requests, after: Requests, pods: int, top: int = 12) -> None:
+    """The workload's requests per verb and resource: per 1,000 pods and their mean latency."""
+    rows = []
+    for key, (count, seconds) in after.items():
+        count0, seconds0 = before.get(key, (0.0, 0.0))
+        if count > count0:
+            rows.append((count - count0, (seconds - seconds0) / (count - count0), key))
+    rows.sort(reverse=True)
+    total = sum(row[0] for row in rows)
+    print(f"\napiserver requests during the workload: {total:.0f} ({total / pods * 1000:.0f} per 1,000 pods)")
+    print(f"{'verb':<8} {'resource':<28} {'per 1k pods':>11} {'mean ms':>8}")
+    for count, mean, (verb, resource) in rows[:top]:
+        print(f"{verb:<8} {resource:<28} {count / pods * 1000:>11.0f} {mean * 1000:>8.1f}")
+
+
 def stage_rate(began: float, times: dict[str, float], want: int) -> tuple[float, float]:
     """(seconds from the create to the stage's last pod, pods/s); inf seconds when not all got there."""
     if len(times) < want:
@@ -244,12 +284,13 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="py-spy every component; collapsed stacks in DIR")
     parser.add_argument("--keep", type=Path, help="the cluster's data dir (kept: logs of every component)")
     parser.add_argument("--apiservers", type=int, default=1, help="apiserver processes sharing the secure port")
+    parser.add_argument("--no-fork-server", action="store_true", help="components in fresh interpreters, no zygote")
     args = parser.parse_args()
     os.environ.setdefault("KUBELAB_ETCD_UNSAFE_NO_FSYNC", "1")
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     cluster = kubelab.Cluster(nodes=0, hollow_nodes=args.nodes, data_dir=args.keep, timeout=600,
-                              apiservers=args.apiservers)
+                              apiservers=args.apiservers, fork_server=not args.no_fork_server)
     print(f"starting: {args.nodes} hollow nodes ...", flush=True)
     began = time.monotonic()
     # The apiserver's RSS before the nodes: the cluster without the hollow kubelet first would need a second
@@ -262,10 +303,12 @@ def main() -> None:
         apiserver = pids["apiserver"]
         rss_nodes = rss_mb(apiserver)
         spies = start_profilers(pids, args.profile) if args.profile else []
+        requests_before = apiserver_requests(api)
         cpu_before = cpu_all(pids)
         result = asyncio.run(run_workload(api, args.kind, args.pods, args.timeout,
                                               cluster.running.supervise_once))
         cpu_after = cpu_all(pids)
+        requests_after = apiserver_requests(api)
         stop_profilers(spies)
         rss_pods = rss_mb(apiserver)
         t0 = result["began"]
@@ -285,6 +328,7 @@ def main() -> None:
             except OSError:
                 peak = float("nan")
             print(f"{name:<20} {used:>7.1f} {used / args.pods * 1000:>13.2f} {peak:>11.0f}")
+        print_requests(requests_before, requests_after, args.pods)
         print(f"apiserver RSS: {rss_nodes:.0f} MB with {args.nodes} nodes, {rss_pods:.0f} MB with the pods "
               f"({(rss_pods - rss_nodes) / args.pods * 1000:.1f} MB per 1,000 pods)")
         for accept in ("application/json", f"{PROTOBUF}, application/json"):
