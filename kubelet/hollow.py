@@ -7,8 +7,11 @@ to them Running — **no process is started**, no image pulled, no probe run; th
 Deleting such a pod is confirmed at once (grace period 0), as if its containers stopped immediately.
 
 One pod informer serves all N nodes (not N watches): the control plane sees the load N nodes put on the list/watch
-path for nodes and leases, and one watcher for pods. Status writes go through a bounded pool of in-flight
-requests so a burst of pods does not open thousands of connections.
+path for nodes and leases, and one watcher for pods. Each node renews its Lease at its own offset within the
+interval, as N kubelets on their own clocks do (not N PUTs in one burst every interval). Pod status writes go
+through a pool of in-flight requests that grows with N (N kubelets would each have theirs in flight) up to a
+bound, so a burst of pods does not open thousands of connections, nor wait behind 20 in flight while the
+apiserver serves a controller's hundreds.
 """
 
 from __future__ import annotations
@@ -31,7 +34,10 @@ from .node import KUBELET_VERSION, LEASE_NAMESPACE, node_conditions, register_wi
 log = logging.getLogger(__name__)
 
 HOLLOW_LABEL = "kubelab.io/hollow"
-IN_FLIGHT = 20  # API requests in flight at once for bulk work (registration, leases, pod statuses)
+IN_FLIGHT = 20  # API requests in flight at once for bulk work (registration, node statuses)
+POD_IN_FLIGHT = 120  # at most this many pod status writes or deletions in flight (one per node below that)
+LEASE_IN_FLIGHT = 50  # Lease renewals in flight at once (each is due at its own time: rarely more than a few)
+RENEW_TICK = 0.05  # renewals due within this many seconds go out together
 
 
 async def bounded(jobs: Iterable[Callable[[], Awaitable[None]]], limit: int = IN_FLIGHT) -> None:
@@ -62,7 +68,7 @@ class HollowNodes:
         self.lease_duration = lease_duration
         self._leases: dict[str, dict[str, Any]] = {}  # the last Lease written per node (for its resourceVersion)
         self._pending: set[str] = set()  # pod keys with a status write or deletion in flight
-        self._gate = asyncio.Semaphore(IN_FLIGHT)
+        self._gate = asyncio.Semaphore(min(max(count, IN_FLIGHT), POD_IN_FLIGHT))
         self.informer = SharedInformer(client.pods)
         self.informer.add_event_handler(self._on_pod, lambda old, new: self._on_pod(new), None)
 
@@ -137,17 +143,47 @@ class HollowNodes:
         self._leases[name] = await self.client.leases.update(lease)
 
     async def heartbeat(self, stop: asyncio.Event) -> None:
-        """Every Lease renewed in one bulk pass per interval; every node status posted per status interval."""
+        """Each Lease renewed once per interval at its node's own offset within it; every node status posted
+        per status interval."""
         loop = asyncio.get_running_loop()
         next_status = loop.time() + self.status_interval
+        spread = False  # the first round at once: every node gets its Lease as it comes up
         while not stop.is_set():
             began = loop.time()
-            await bounded(lambda name=name: self._renew(name) for name in self.names)  # type: ignore[misc]
+            await self._renew_spread(began, stop, self.lease_interval if spread else 0.0)
+            spread = True
+            if stop.is_set():
+                return
             if loop.time() >= next_status:
                 await bounded(lambda name=name: self._post_status(name) for name in self.names)  # type: ignore[misc]
                 next_status = loop.time() + self.status_interval
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), max(0.0, self.lease_interval - (loop.time() - began)))
+
+    async def _renew_spread(self, began: float, stop: asyncio.Event, over: float) -> None:
+        """Renew node i's Lease at ``began + over * i / N`` (renewals due within a tick go together, at most
+        ``LEASE_IN_FLIGHT`` in flight); returns once every renewal of this round ended, or at ``stop``."""
+        loop = asyncio.get_running_loop()
+        gate = asyncio.Semaphore(LEASE_IN_FLIGHT)
+        step = over / max(1, len(self.names))
+
+        async def renew(name: str) -> None:
+            async with gate:
+                try:
+                    await self._renew(name)
+                except errors.StatusError as err:
+                    log.warning("hollow node %s: lease renewal failed: %s", name, err)
+
+        tasks = []
+        for i, name in enumerate(self.names):
+            delay = began + i * step - loop.time()
+            if delay > RENEW_TICK:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+                if stop.is_set():
+                    break
+            tasks.append(asyncio.create_task(renew(name)))
+        await asyncio.gather(*tasks)
 
     # --- pods -----------------------------------------------------------------------------------------------
     def _on_pod(self, pod: dict[str, Any]) -> None:
