@@ -10,6 +10,8 @@ and first seen Running. Figures:
 - each component's CPU seconds over the run and its peak RSS (``/proc``: utime + stime, ``VmHWM``), the
   apiserver's RSS per 1,000 pods and per 1,000 nodes (RSS after the nodes registered vs before, and after the
   pods vs before them);
+- the apiserver's Event writes over the workload (creates + patches, from its ``apiserver_request_total``) and
+  their rate: what the recorders' client-go event correlation leaves of one event per pod;
 - LIST of all pods from the watch cache (``resourceVersion=0``), JSON and protobuf, median of 5; ``kubectl get
   pods -A`` wall time (kubectl pages by 500), median of 3.
 ``--profile DIR``: ``py-spy record`` (when installed) attached to every component during the workload; its
@@ -195,6 +197,15 @@ def time_list(api: str, accept: str, runs: int = 5) -> tuple[float, int, str]:
     return statistics.median(times), size, served
 
 
+def event_writes(api: str) -> int:
+    """The apiserver's Event creates and patches so far (core/v1 and events.k8s.io), from its
+    ``apiserver_request_total``: the write load the recorders' correlation (client-go's EventCorrelator) sets."""
+    text = httpx.get(f"{api}/metrics", timeout=30).raise_for_status().text
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines()
+               if line.startswith("apiserver_request_total{") and 'resource="events"' in line
+               and ('verb="POST"' in line or 'verb="PATCH"' in line))
+
+
 def time_kubectl(kubeconfig: Path, runs: int = 3) -> float:
     times = []
     for _ in range(runs):
@@ -263,9 +274,11 @@ def main() -> None:
         rss_nodes = rss_mb(apiserver)
         spies = start_profilers(pids, args.profile) if args.profile else []
         cpu_before = cpu_all(pids)
+        events_before = event_writes(api)
         result = asyncio.run(run_workload(api, args.kind, args.pods, args.timeout,
                                               cluster.running.supervise_once))
         cpu_after = cpu_all(pids)
+        events_written = event_writes(api) - events_before
         stop_profilers(spies)
         rss_pods = rss_mb(apiserver)
         t0 = result["began"]
@@ -277,6 +290,8 @@ def main() -> None:
         for stage in ("created", "bound", "running"):
             last, rate = stage_rate(t0, result[stage], args.pods)
             print(f"{stage:<10} {last:>10.1f} {rate:>8.0f}")
+        print(f"event writes (POST + PATCH) during the workload: {events_written}, "
+              f"{events_written / max(total, 1e-9):.1f}/s")
         print(f"\n{'component':<20} {'CPU s':>7} {'CPU s/1k pods':>13} {'peak RSS MB':>11}")
         for name, pid in pids.items():
             used = cpu_after[name] - cpu_before[name]
