@@ -261,9 +261,9 @@ def _no_created_event(owner_events: Iterable[Object]) -> str:
     if not created:
         return "no SuccessfulCreate event for this pod"
     combined = sum(int(e.get("count") or 1) for e in created if is_combined(str(e.get("message", ""))))
-    return ("not recorded: the controller's event recorder combined or dropped this pod's SuccessfulCreate, as "
-            "client-go's EventCorrelator does past 10 similar events (one \"(combined from similar events)\" "
-            "event) or 25 writes (then 1 per 5 min) about one object"
+    return ("event not recorded: the controller's event recorder combined or dropped this pod's "
+            "SuccessfulCreate, as client-go's EventCorrelator does past 10 similar events (one \"(combined from "
+            "similar events)\" event) or 25 writes (then 1 per 5 min) about one object"
             + (f"; {combined} create(s) counted in the combined event" if combined else ""))
 
 

@@ -306,11 +306,11 @@ def test_a_pod_whose_create_event_was_combined_or_dropped_is_not_recorded_not_mi
         steps = by_number(evidence(doc))
         for n in ("5", "6"):
             assert not steps[n].observed and steps[n].stamp is None
-            assert steps[n].evidence.startswith("not recorded: the controller's event recorder combined or dropped")
+            assert steps[n].evidence.startswith("event not recorded: the controller's event recorder combined")
         assert ("16 create(s) counted in the combined event" in steps["6"].evidence) == (combined in owner_events)
         assert steps["7"].observed and steps["7"].revision == 13
         ev = evidence(doc)
-        assert "not recorded: the controller's event recorder" in render(ev, build_steps(ev))
+        assert "event not recorded: the controller's event recorder" in render(ev, build_steps(ev))
     doc["owner_events"] = []
     assert by_number(evidence(doc))["6"].evidence == "no SuccessfulCreate event for this pod"
 
