@@ -197,13 +197,17 @@ def time_list(api: str, accept: str, runs: int = 5) -> tuple[float, int, str]:
     return statistics.median(times), size, served
 
 
-def event_writes(api: str) -> int:
-    """The apiserver's Event creates and patches so far (core/v1 and events.k8s.io), from its
-    ``apiserver_request_total``: the write load the recorders' correlation (client-go's EventCorrelator) sets."""
+def event_writes(api: str) -> dict[str, int]:
+    """The apiserver's Event creates and patches so far, per API group (``core/v1``, ``events.k8s.io``), from
+    its ``apiserver_request_total``: the write load the recorders' correlation (client-go's EventCorrelator) sets."""
     text = httpx.get(f"{api}/metrics", timeout=30).raise_for_status().text
-    return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines()
-               if line.startswith("apiserver_request_total{") and 'resource="events"' in line
-               and ('verb="POST"' in line or 'verb="PATCH"' in line))
+    writes = {"core/v1": 0, "events.k8s.io": 0}
+    for line in text.splitlines():
+        if (line.startswith("apiserver_request_total{") and 'resource="events"' in line
+                and ('verb="POST"' in line or 'verb="PATCH"' in line)):
+            group = "events.k8s.io" if 'group="events.k8s.io"' in line else "core/v1"
+            writes[group] += int(float(line.rsplit(" ", 1)[1]))
+    return writes
 
 
 def time_kubectl(kubeconfig: Path, runs: int = 3) -> float:
@@ -278,7 +282,7 @@ def main() -> None:
         result = asyncio.run(run_workload(api, args.kind, args.pods, args.timeout,
                                               cluster.running.supervise_once))
         cpu_after = cpu_all(pids)
-        events_written = event_writes(api) - events_before
+        events_written = {group: n - events_before[group] for group, n in event_writes(api).items()}
         stop_profilers(spies)
         rss_pods = rss_mb(apiserver)
         t0 = result["began"]
@@ -290,8 +294,9 @@ def main() -> None:
         for stage in ("created", "bound", "running"):
             last, rate = stage_rate(t0, result[stage], args.pods)
             print(f"{stage:<10} {last:>10.1f} {rate:>8.0f}")
-        print(f"event writes (POST + PATCH) during the workload: {events_written}, "
-              f"{events_written / max(total, 1e-9):.1f}/s")
+        print(f"event writes (POST + PATCH) during the workload: {sum(events_written.values())}, "
+              f"{sum(events_written.values()) / max(total, 1e-9):.1f}/s (core/v1 {events_written['core/v1']}, "
+              f"events.k8s.io {events_written['events.k8s.io']})")
         print(f"\n{'component':<20} {'CPU s':>7} {'CPU s/1k pods':>13} {'peak RSS MB':>11}")
         for name, pid in pids.items():
             used = cpu_after[name] - cpu_before[name]
