@@ -10,6 +10,9 @@ and first seen Running. Figures:
 - each component's CPU seconds over the run and its peak RSS (``/proc``: utime + stime, ``VmHWM``), the
   apiserver's RSS per 1,000 pods and per 1,000 nodes (RSS after the nodes registered vs before, and after the
   pods vs before them);
+- the apiserver's requests over the workload per verb and resource (per 1,000 pods, mean latency; from its
+  ``apiserver_request_duration_seconds``), and of them the Event writes (creates + patches) per API group: what
+  the recorders' client-go event correlation leaves of one event per pod;
 - LIST of all pods from the watch cache (``resourceVersion=0``), JSON and protobuf, median of 5; ``kubectl get
   pods -A`` wall time (kubectl pages by 500), median of 3.
 ``--profile DIR``: ``py-spy record`` (when installed) attached to every component during the workload; its
@@ -209,7 +212,7 @@ Requests = dict[tuple[str, str], tuple[float, float]]
 
 
 def apiserver_requests(api: str) -> Requests:
-    """(verb, resource[/subresource]) -> (requests, seconds) from the apiserver's ``/metrics``
+    """(verb, [group/]resource[/subresource]) -> (requests, seconds) from the apiserver's ``/metrics``
     (``apiserver_request_duration_seconds``' count and sum, WATCH and CONNECT left out: they are streams)."""
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -222,7 +225,8 @@ def apiserver_requests(api: str) -> Requests:
             labels = sample.labels
             if labels.get("verb") in ("WATCH", "CONNECT") or not sample.name.endswith(("_count", "_sum")):
                 continue
-            key = (labels.get("verb", ""), labels.get("resource", "") +
+            group = f"{labels['group']}/" if labels.get("group") else ""
+            key = (labels.get("verb", ""), group + labels.get("resource", "") +
                    (f"/{labels['subresource']}" if labels.get("subresource") else ""))
             count, seconds = out.get(key, (0.0, 0.0))
             out[key] = (count + sample.value, seconds) if sample.name.endswith("_count") else \
@@ -240,9 +244,22 @@ def print_requests(before: Requests, after: Requests, pods: int, top: int = 12) 
     rows.sort(reverse=True)
     total = sum(row[0] for row in rows)
     print(f"\napiserver requests during the workload: {total:.0f} ({total / pods * 1000:.0f} per 1,000 pods)")
-    print(f"{'verb':<8} {'resource':<28} {'per 1k pods':>11} {'mean ms':>8}")
+    print(f"{'verb':<8} {'resource':<38} {'per 1k pods':>11} {'mean ms':>8}")
     for count, mean, (verb, resource) in rows[:top]:
-        print(f"{verb:<8} {resource:<28} {count / pods * 1000:>11.0f} {mean * 1000:>8.1f}")
+        print(f"{verb:<8} {resource:<38} {count / pods * 1000:>11.0f} {mean * 1000:>8.1f}")
+
+
+def print_event_writes(before: Requests, after: Requests, seconds: float) -> None:
+    """Event creates and patches over the workload, per API group: the write load the recorders' correlation
+    (client-go's EventCorrelator for core/v1; the scheduler's events.k8s.io series) leaves of one event per pod."""
+    writes = {"core/v1": 0.0, "events.k8s.io": 0.0}
+    for (verb, resource), (count, _) in after.items():
+        if verb in ("POST", "PATCH") and resource in ("events", "events.k8s.io/events"):
+            writes["core/v1" if resource == "events" else "events.k8s.io"] += count - before.get((verb, resource),
+                                                                                                    (0.0, 0.0))[0]
+    print(f"event writes (POST + PATCH) during the workload: {sum(writes.values()):.0f}, "
+          f"{sum(writes.values()) / max(seconds, 1e-9):.1f}/s (core/v1 {writes['core/v1']:.0f}, "
+          f"events.k8s.io {writes['events.k8s.io']:.0f})")
 
 
 def stage_rate(began: float, times: dict[str, float], want: int) -> tuple[float, float]:
@@ -320,6 +337,7 @@ def main() -> None:
         for stage in ("created", "bound", "running"):
             last, rate = stage_rate(t0, result[stage], args.pods)
             print(f"{stage:<10} {last:>10.1f} {rate:>8.0f}")
+        print_event_writes(requests_before, requests_after, total)
         print(f"\n{'component':<20} {'CPU s':>7} {'CPU s/1k pods':>13} {'peak RSS MB':>11}")
         for name, pid in pids.items():
             used = cpu_after[name] - cpu_before[name]

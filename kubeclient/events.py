@@ -1,4 +1,4 @@
-"""core/v1 Events: a builder, and an ``EventRecorder`` that aggregates repeats like client-go's.
+"""core/v1 Events: a builder, and an ``EventRecorder`` that correlates them like client-go's legacy recorder.
 
 ``QueuedRecorder`` holds what this recorder and the events.k8s.io/v1 one (``kubeclient.eventsv1``) share: the
 queue, the writer task and the cache of recent events. The recorders' guarantees:
@@ -6,10 +6,15 @@ queue, the writer task and the cache of recent events. The recorders' guarantees
 * ``event(...)`` never blocks and never raises: it queues the event for a background task (created on first
   use) and drops it — with a log line — when ``queue_size`` events are already waiting, so a controller under
   load keeps reconciling instead of waiting on event writes (client-go's broadcaster drops the same way).
-* Repeats are aggregated as client-go's ``EventCorrelator`` does: an event with the same involved object
-  (kind, namespace, name, uid, apiVersion), type, reason, message and source as one written within ``window``
-  seconds PATCHes that event's ``count``/``lastTimestamp`` instead of creating a new object.  If the earlier
-  event is gone (events expire), a new one is created.  The cache is an LRU of ``cache_size`` keys.
+* Events are correlated as client-go's ``EventCorrelator`` does (``kubeclient.eventcorrelator``): similar
+  events (differing only in message) are combined after 10 into one ``(combined from similar events): ...``
+  event, and a token bucket per source + object + type (burst 25, 1 per 300 s) drops the rest, so a controller
+  creating 10,000 pods writes a few dozen events, not 10,000.
+* Repeats are counted: an event with the same involved object (kind, namespace, name, uid, apiVersion,
+  fieldPath), type, reason, message and source as one already written PATCHes that event's ``count``/
+  ``lastTimestamp`` instead of creating a new object (the core/v1 recorder, like client-go's ``eventLogger``,
+  has no time window; the events.k8s.io one aggregates within ``window`` seconds).  If the earlier event is
+  gone (events expire), a new one is created.  The cache is an LRU of ``cache_size`` keys.
 * Writes are serialized, so two repeats never race into two objects.  Failures are logged, not raised.
 """
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import socket
 import time
 from collections import OrderedDict, deque
@@ -29,6 +35,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from apimachinery.errors import NotFound, StatusError
 from apimachinery.meta import format_micro_time
 from kubeclient.clock import REAL_CLOCK, Clock, format_time
+from kubeclient.eventcorrelator import (
+    AGGREGATE_INTERVAL_SECONDS,
+    AGGREGATE_MAX_EVENTS,
+    MAX_LRU_CACHE_ENTRIES,
+    SPAM_BURST,
+    SPAM_QPS,
+    Aggregator,
+    SpamFilter,
+    combined_message,
+)
 from kubeclient.types import Object
 
 if TYPE_CHECKING:
@@ -106,7 +122,7 @@ class _Seen:
 
 
 _Key = tuple[Any, ...]
-_Write = Callable[[], Awaitable[Object]]
+_Write = Callable[[], Awaitable[Object | None]]
 
 
 class QueuedRecorder:
@@ -181,7 +197,8 @@ class EventRecorder(QueuedRecorder):
     With ``event_time`` each new event also carries ``eventTime`` (MicroTime, when it was recorded),
     ``reportingInstance`` (the host, else ``<component>-<hostname>``) and ``action`` (its reason), so the time
     is exact to the µs while ``kubectl get events`` and ``describe`` read ``firstTimestamp``/``lastTimestamp``/
-    ``count`` as before (kube's legacy recorder sets no eventTime; kubelab's trace wants one)."""
+    ``count`` as before (kube's legacy recorder sets no eventTime; kubelab's trace wants one).  An aggregate
+    event carries none of these, as client-go's does not: it stands for several events, none of them exactly."""
 
     def __init__(
         self,
@@ -189,35 +206,57 @@ class EventRecorder(QueuedRecorder):
         component: str,
         host: str | None = None,
         *,
-        window: float = 600.0,
-        cache_size: int = 4096,
+        window: float = math.inf,
+        cache_size: int = MAX_LRU_CACHE_ENTRIES,
         queue_size: int = 1000,
         clock: Clock = REAL_CLOCK,
         event_time: bool = False,
+        spam_burst: int = SPAM_BURST,
+        spam_qps: float = SPAM_QPS,
+        similar_max: int = AGGREGATE_MAX_EVENTS,
+        similar_interval: float = AGGREGATE_INTERVAL_SECONDS,
     ) -> None:
         super().__init__(window=window, cache_size=cache_size, queue_size=queue_size, clock=clock)
         self._events = events
         self.component = component
         self.host = host
         self.event_time = event_time
+        self._aggregator = Aggregator(clock.monotonic, max_events=similar_max, max_interval=similar_interval,
+                                      cache_size=cache_size)
+        self._spam = SpamFilter(clock.monotonic, burst=spam_burst, qps=spam_qps, cache_size=cache_size)
 
     def event(self, obj: Object, event_type: EventType, reason: str, message: str, *,
               field_path: str | None = None) -> None:
         """Queue an event about ``obj`` without waiting (see the module docstring for dropping)."""
         now = self._clock.now()
 
-        async def write() -> Object:
+        async def write() -> Object | None:
             return await self.record(obj, event_type, reason, message, field_path=field_path, now=now)
 
         self._enqueue(write, f"{event_type} event {reason} on {(obj.get('metadata') or {}).get('name')}: {message}")
 
     async def record(self, obj: Object, event_type: EventType, reason: str, message: str, *,
-                     field_path: str | None = None, now: datetime | None = None) -> Object:
-        """Write (or aggregate into) the event now and return it as stored; raises on API errors."""
-        key = self._key(obj, event_type, reason, message, field_path)
+                     field_path: str | None = None, now: datetime | None = None) -> Object | None:
+        """Correlate the event as client-go does (combine similar ones, count identical ones, drop spam), then
+        write it now and return it as stored, or None when the spam filter dropped it; raises on API errors."""
+        ref = object_reference(obj)
+        involved = (self.component, self.host, ref.get("kind"), ref.get("namespace"), ref.get("name"),
+                    ref.get("uid"), ref.get("apiVersion"), event_type)
         async with self._lock:
             now = now or self._clock.now()
+            combined = self._aggregator.combine((*involved, reason), message)
+            if combined:
+                message = combined_message(message)
+                key: _Key = ("combined", *involved, reason)
+            else:
+                key = (*involved, field_path, reason, message)
             seen = self._recent(key)
+            if not self._spam.allow(involved):
+                if seen is not None:
+                    seen.count += 1  # client-go counts it before filtering: the next write shows it
+                log.debug("event spam filter dropped %s event %s on %s: %s", event_type, reason, ref.get("name"),
+                          message)
+                return None
             if seen is not None:
                 patch = {"count": seen.count + 1, "lastTimestamp": format_time(now), "message": message}
                 try:
@@ -229,15 +268,11 @@ class EventRecorder(QueuedRecorder):
                     return stored
             event = make_event(obj, event_type=event_type, reason=reason, message=message,
                                component=self.component, host=self.host, now=now, field_path=field_path)
-            if self.event_time:
+            if combined:
+                del event["reportingComponent"], event["reportingInstance"]
+            elif self.event_time:
                 event.update(eventTime=format_micro_time(now), action=reason,
                              reportingInstance=self.host or f"{self.component}-{socket.gethostname()}")
             stored = await self._events.create(event)
             self._remember(key, stored if stored.get("metadata") else event, int(stored.get("count") or 1))
             return stored
-
-    def _key(self, obj: Object, event_type: str, reason: str, message: str, field_path: str | None) -> _Key:
-        """client-go's aggregation key: the involved object (with its fieldPath), type, reason, message, source."""
-        ref = object_reference(obj)
-        return (ref.get("kind"), ref.get("namespace"), ref.get("name"), ref.get("uid"), ref.get("apiVersion"),
-                field_path, event_type, reason, message, self.component, self.host)

@@ -70,6 +70,7 @@ from typing import Any
 import httpx
 
 from apimachinery.meta import parse_time
+from kubeclient.eventcorrelator import is_combined
 from kubelab.commands.podtarget import add_pod_arguments, apiserver_client, unreachable
 from kubelab.commands.traceaudit import Write, find_writes
 from kubelab.commands.tracedeliveries import time_deliveries, time_stored
@@ -246,6 +247,26 @@ def _submitted(ev: Evidence) -> list[Step]:
     ]
 
 
+def _pod_created_events(owner_events: Iterable[Object], name: object) -> list[Object]:
+    """The owner's own ``SuccessfulCreate`` events for pod ``name``. Not an aggregate event ("(combined from
+    similar events): Created pod: <name>"): it names only the latest pod it stands for, and its times are the
+    first and last of all of them, so it times no one pod's create."""
+    return [e for e in owner_events if e.get("reason") == "SuccessfulCreate"
+            and str(e.get("message", "")).endswith(f": {name}") and not is_combined(str(e.get("message", "")))]
+
+
+def _no_created_event(owner_events: Iterable[Object]) -> str:
+    """Why step 6 has no event: none at all, or (with others there) client-go's event correlation left it out."""
+    created = [e for e in owner_events if e.get("reason") == "SuccessfulCreate"]
+    if not created:
+        return "no SuccessfulCreate event for this pod"
+    combined = sum(int(e.get("count") or 1) for e in created if is_combined(str(e.get("message", ""))))
+    return ("event not recorded: the controller's event recorder combined or dropped this pod's "
+            "SuccessfulCreate, as client-go's EventCorrelator does past 10 similar events (one \"(combined from "
+            "similar events)\" event) or 25 writes (then 1 per 5 min) about one object"
+            + (f"; {combined} create(s) counted in the combined event" if combined else ""))
+
+
 def _controller(ev: Evidence) -> list[Step]:
     """5-7: the controller sees its object, creates the pod; the apiserver stores the pod."""
     name = _meta(ev.pod).get("name")
@@ -256,13 +277,13 @@ def _controller(ev: Evidence) -> list[Step]:
                                     ("6", "controller-manager", "create the pod"),
                                     ("7", "apiserver", "store the pod in etcd"))]
     owner = ev.controllers[0]
-    made = next((e for e in ev.owner_events
-                 if e.get("reason") == "SuccessfulCreate" and str(e.get("message", "")).endswith(f": {name}")), None)
+    made = next(iter(_pod_created_events(ev.owner_events, name)), None)
     created = _created(ev.pod_history)
     steps = []
     if made is None:
-        steps += [_not("5", "controller-manager", f"see {_ref(owner)}", "no SuccessfulCreate event for this pod"),
-                  _not("6", "controller-manager", f"create pod {name}", "no SuccessfulCreate event for this pod")]
+        why = _no_created_event(ev.owner_events)
+        steps += [_not("5", "controller-manager", f"see {_ref(owner)}", why),
+                  _not("6", "controller-manager", f"create pod {name}", why)]
     else:
         actor = _source(made, "controller-manager")
         steps += [
@@ -669,8 +690,7 @@ def gather(client: httpx.Client, namespace: str, name: str, audit_log: Path | No
     hints: list[int] = []
     if ev.controllers:
         ev.owner_events = api.events(namespace, _meta(ev.controllers[0])["uid"])
-        made = [e for e in ev.owner_events if e.get("reason") == "SuccessfulCreate"
-                and str(e.get("message", "")).endswith(f": {name}")]
+        made = _pod_created_events(ev.owner_events, name)
         hints = [rv for rv in (_seen_rv(e) for e in made) if rv]
         ev.root_history = _history_from(api, collections[-1], ev.controllers[-1])
     ev.pod_history = _history_from(api, pods, pod, sorted(hints)[:1])

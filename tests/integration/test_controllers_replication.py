@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 
+from conftest import Kubectl
 from support.controllers import bind, controller_manager_fixture, set_ready
 from support.wait import wait_for
 
@@ -123,6 +124,33 @@ def test_no_double_creation_under_event_bursts(client: httpx.Client, ns: str, co
     created = client.get(f"/api/v1/namespaces/{ns}/events", params={"fieldSelector": "reason=SuccessfulCreate"})
     assert sum(e.get("count", 1) for e in created.json()["items"]) == 12
     assert len(client.get(f"/api/v1/namespaces/{ns}/pods").json()["items"]) == 12
+
+
+def test_rc_events_are_correlated_as_kubectl_shows_them(client: httpx.Client, ns: str, kubectl: Kubectl,
+                                                        controller_manager: None) -> None:
+    """client-go's EventCorrelator in the controller-manager: 40 pods created, 9 events name their pod, the 10th
+    onwards are one "(combined from similar events)" event, and the spam filter (burst 25 per RC) drops the
+    writes after the 25th, so ``kubectl describe rc`` shows 10 SuccessfulCreate events counting 25 pods."""
+    client.post(f"/api/v1/namespaces/{ns}/replicationcontrollers", json=rc_body("many", 40))
+    wait_for(lambda: len(live_pods(client, ns, "app=many")) == 40, what="40 pods")
+
+    def created_events() -> list[dict[str, Any]]:
+        items = client.get(f"/api/v1/namespaces/{ns}/events",
+                           params={"fieldSelector": "reason=SuccessfulCreate,involvedObject.name=many"}).json()
+        return list(items["items"])
+
+    combined = wait_for(lambda: [e for e in created_events() if e["message"].startswith("(combined")
+                                 and e["count"] == 16], what="the combined event at count 16")
+    assert combined[0]["message"].startswith("(combined from similar events): Created pod: many-")
+    events = created_events()
+    assert len(events) == 10 and sum(e["count"] for e in events) == 25
+    described = kubectl("describe", "rc", "many", "-n", ns).stdout
+    rows = [line for line in described.splitlines() if "SuccessfulCreate" in line]
+    assert len(rows) == 10 and "(x16 over" in described
+    assert "(combined from similar events): Created pod: many-" in described
+    listed = kubectl("get", "events", "-n", ns, "--field-selector", "involvedObject.name=many").stdout
+    assert listed.count("SuccessfulCreate") == 10 and "(combined from similar events)" in listed
+    assert len(live_pods(client, ns, "app=many")) == 40
 
 
 def test_status_counts_and_failed_pod_replaced(client: httpx.Client, ns: str, controller_manager: None) -> None:

@@ -1,4 +1,4 @@
-"""kubeclient.events: the Event shape, and EventRecorder's aggregation of repeats."""
+"""kubeclient.events: the Event shape, and EventRecorder's correlation (client-go's EventCorrelator rules)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from apimachinery.errors import Forbidden
 from kubeclient.client import Clientset
+from kubeclient.eventcorrelator import Aggregator, SpamFilter
 from kubeclient.events import EventRecorder, make_event, object_reference
 from kubeclient.fake import FakeAPIServer
 from kubeclient.resources import EVENTS
@@ -149,3 +150,103 @@ def test_event_time_adds_an_exact_time_and_keeps_the_legacy_fields() -> None:
         assert stored["firstTimestamp"] == stored["lastTimestamp"] == "2024-05-01T12:00:00Z"
         assert stored["source"] == {"component": "kubelet", "host": "node01"} and stored["count"] == 1
     asyncio.run(scenario())
+
+
+RC: Object = {"apiVersion": "v1", "kind": "ReplicationController",
+              "metadata": {"name": "web", "namespace": "prod", "uid": "u-rc"}}
+
+
+def rc_recorder() -> tuple[FakeAPIServer, EventRecorder, FakeClock]:
+    fake, clock = FakeAPIServer(), FakeClock()
+    return fake, EventRecorder(Clientset(fake).events, "replication-controller", clock=clock), clock
+
+
+def by_message(fake: FakeAPIServer) -> dict[str, int]:
+    return {e["message"]: e["count"] for e in fake.objects(EVENTS, "prod")}
+
+
+async def test_the_tenth_similar_event_becomes_the_combined_one_that_later_ones_count_into() -> None:
+    """client-go's EventAggregator: 9 events as written, then one aggregate event named after the latest."""
+    fake, recorder, clock = rc_recorder()
+    for i in range(12):
+        clock.advance(1)
+        await recorder.record(RC, "Normal", "SuccessfulCreate", f"Created pod: web-{i}")
+    events = by_message(fake)
+    assert len(events) == 10
+    assert all(events[f"Created pod: web-{i}"] == 1 for i in range(9))
+    assert events["(combined from similar events): Created pod: web-11"] == 3
+    (combined,) = [e for e in fake.objects(EVENTS, "prod") if e["message"].startswith("(combined")]
+    assert (combined["firstTimestamp"], combined["lastTimestamp"]) == ("2024-05-01T12:00:10Z", "2024-05-01T12:00:12Z")
+    assert "reportingComponent" not in combined and "eventTime" not in combined
+    assert [a.verb for a in fake.actions if "/events" in a.path] == ["POST"] * 10 + ["PATCH"] * 2
+
+
+async def test_similar_events_start_afresh_after_ten_quiet_minutes() -> None:
+    fake, recorder, clock = rc_recorder()
+    for i in range(9):
+        await recorder.record(RC, "Normal", "SuccessfulCreate", f"Created pod: web-{i}")
+    clock.advance(601)
+    await recorder.record(RC, "Normal", "SuccessfulCreate", "Created pod: web-9")
+    assert not any(m.startswith("(combined") for m in by_message(fake))
+
+
+async def test_other_reasons_or_objects_are_not_similar() -> None:
+    fake, recorder, _ = rc_recorder()
+    other = {**RC, "metadata": {**RC["metadata"], "name": "api", "uid": "u-api"}}
+    for i in range(5):
+        for obj in (RC, other):
+            await recorder.record(obj, "Normal", "SuccessfulCreate", f"Created pod: x-{i}")
+            await recorder.record(obj, "Normal", "SuccessfulDelete", f"Deleted pod: y-{i}")
+    assert len(fake.objects(EVENTS, "prod")) == 20
+    assert not any(m.startswith("(combined") for m in by_message(fake))
+
+
+async def test_the_spam_filter_allows_a_burst_of_25_writes_per_object_then_drops() -> None:
+    """Writes, not events: 9 single events + the aggregate's create and 15 patches spend the 25 tokens; the
+    dropped events are still counted, so the next write shows them."""
+    fake, recorder, _ = rc_recorder()
+    results = [await recorder.record(RC, "Normal", "SuccessfulCreate", f"Created pod: web-{i}") for i in range(40)]
+    assert sum(r is not None for r in results) == 25 and results[25:] == [None] * 15
+    events = by_message(fake)
+    assert len(events) == 10 and events["(combined from similar events): Created pod: web-24"] == 16
+    assert len([a for a in fake.actions if "/events" in a.path]) == 25
+    await recorder.record(RC, "Warning", "FailedCreate", "quota")  # another type: its own bucket
+    await recorder.record(NODE, "Normal", "SuccessfulCreate", "other object")
+    assert len(fake.objects(EVENTS, "prod")) == 11 and len(fake.objects(EVENTS, "default")) == 1
+
+
+async def test_the_spam_filter_refills_one_token_per_300_seconds() -> None:
+    fake, recorder, clock = rc_recorder()
+    for _ in range(26):
+        await recorder.record(RC, "Warning", "FailedCreate", "quota exceeded")
+    (event,) = fake.objects(EVENTS, "prod")
+    assert event["count"] == 25
+    clock.advance(299)
+    assert await recorder.record(RC, "Warning", "FailedCreate", "quota exceeded") is None
+    clock.advance(1)
+    stored = await recorder.record(RC, "Warning", "FailedCreate", "quota exceeded")
+    assert stored is not None and stored["count"] == 28  # the two dropped ones counted in
+    assert await recorder.record(RC, "Warning", "FailedCreate", "quota exceeded") is None
+
+
+async def test_identical_events_patch_the_count_however_long_apart() -> None:
+    """client-go's eventLogger keeps an LRU with no expiry: a repeat an hour later still counts."""
+    fake, recorder, clock = rc_recorder()
+    await recorder.record(RC, "Warning", "FailedCreate", "quota exceeded")
+    clock.advance(3600)
+    await recorder.record(RC, "Warning", "FailedCreate", "quota exceeded")
+    (event,) = fake.objects(EVENTS, "prod")
+    assert (event["count"], event["firstTimestamp"], event["lastTimestamp"]) == (
+        2, "2024-05-01T12:00:00Z", "2024-05-01T13:00:00Z")
+
+
+def test_correlator_state_is_bounded_by_the_lru_size() -> None:
+    clock = FakeClock()
+    spam, aggregator = SpamFilter(clock.monotonic, cache_size=3), Aggregator(clock.monotonic, cache_size=3)
+    for i in range(10):
+        spam.allow(("obj", i))
+        aggregator.combine(("obj", i), "m")
+    assert len(spam._buckets) == len(aggregator._records) == 3
+    for _ in range(25):
+        assert spam.allow(("obj", 0))  # evicted, so a fresh full bucket
+    assert not spam.allow(("obj", 0))

@@ -291,6 +291,30 @@ def test_without_etcd_history_revisions_are_not_observed_but_times_remain() -> N
     assert steps["5"].revision == 12 and steps["8"].revision == 13  # from the events: still there
 
 
+def test_a_pod_whose_create_event_was_combined_or_dropped_is_not_recorded_not_mistimed() -> None:
+    """client-go's EventCorrelator: past 10 similar events the RC's one "(combined from similar events)" event names
+    only the latest pod, with the first one's firstTimestamp; it must not time this pod's create, and a pod with
+    no event of its own (combined or dropped) gets a "not recorded" step that says why."""
+    doc = copy.deepcopy(RECORDED)
+    (own,) = doc["owner_events"]
+    combined = copy.deepcopy(own)
+    combined.update(message="(combined from similar events): Created pod: web-7x2kq", count=16,
+                    firstTimestamp="2026-12-02T09:59:00Z", lastTimestamp="2026-12-02T10:00:01Z")
+    others = [{**copy.deepcopy(own), "message": f"Created pod: web-{i}"} for i in range(9)]
+    for owner_events in ([*others, combined], others):
+        doc["owner_events"] = owner_events
+        steps = by_number(evidence(doc))
+        for n in ("5", "6"):
+            assert not steps[n].observed and steps[n].stamp is None
+            assert steps[n].evidence.startswith("event not recorded: the controller's event recorder combined")
+        assert ("16 create(s) counted in the combined event" in steps["6"].evidence) == (combined in owner_events)
+        assert steps["7"].observed and steps["7"].revision == 13
+        ev = evidence(doc)
+        assert "event not recorded: the controller's event recorder" in render(ev, build_steps(ev))
+    doc["owner_events"] = []
+    assert by_number(evidence(doc))["6"].evidence == "no SuccessfulCreate event for this pod"
+
+
 def test_a_pod_without_controller_skips_the_controller_steps() -> None:
     doc = copy.deepcopy(RECORDED)
     doc["controllers"], doc["owner_events"], doc["root_history"] = [], [], None
