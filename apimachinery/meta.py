@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any, NewType
 
@@ -129,7 +129,13 @@ def json_copy(obj: Object) -> Object:
 
 
 def new_uid() -> str:
-    return str(uuid.uuid4())
+    """A random (version 4) UUID, as ``str(uuid.uuid4())`` but without the ``UUID`` object: every create takes one, and
+    ``uuid4`` was 2.6 % of the apiserver's loop on the create path."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def generate_name(prefix: str) -> str:
