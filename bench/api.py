@@ -190,7 +190,7 @@ def start_cluster(tmp: Path, https: bool = False, authorization_mode: str = "Nod
     proc = subprocess.Popen(APISERVER_ARGV, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     APISERVER_PIDS[:] = [proc.pid]
     master = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a loaded machine (load 15+) starts the apiserver in well over 30 s
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"{master}/healthz", timeout=1).status_code == 200:
