@@ -10,6 +10,11 @@ The stream ends after ``timeoutSeconds`` (default: a random 30–60 minutes, as 
 ``--min-request-timeout``), or when the client goes away. With ``allowWatchBookmarks`` an idle stream gets a
 BOOKMARK carrying the cache's resourceVersion every ``BOOKMARK_INTERVAL`` seconds. Events that are already queued
 are written in one chunk.
+
+Fan-out cost: one write reaches every unfiltered watcher, so what each stream pays per event is paid a thousand
+times. An event's line is encoded once and shared by every stream that writes it next (``_LINES``), and the stream
+writes with the server's ``send`` from the request's own task (``WatchResponse``), without StreamingResponse's
+async generator and per-stream task group between the watcher and the connection.
 """
 
 from __future__ import annotations
@@ -17,12 +22,13 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import StreamingResponse
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from apimachinery import errors
 from apimachinery.fields import parse_field_selector
@@ -47,12 +53,32 @@ def _event_line(event_type: str, raw: bytes) -> bytes:
     return b'{"type":"' + event_type.encode() + b'","object":' + raw + b"}\n"
 
 
+class _LineCache:
+    """The last event line encoded, keyed by (type, object identity): the streams an event fans out to write it
+    one after another, so one entry spares all but the first of them a copy of the object's bytes."""
+
+    __slots__ = ("type", "obj", "line")
+
+    def __init__(self) -> None:
+        self.type = ""
+        self.obj: CachedObject | None = None
+        self.line = b""
+
+    def line_for(self, event_type: str, co: CachedObject) -> bytes:
+        if co is not self.obj or event_type != self.type:
+            self.type, self.obj, self.line = event_type, co, _event_line(event_type, co.raw)
+        return self.line
+
+
+_LINES = _LineCache()
+
+
 def error_event(err: errors.StatusError) -> bytes:
     return _event_line("ERROR", errors.encode_status(err.to_status(), newline=False))
 
 
 async def serve_watch(request: Request, info: RequestInfo, store: ResourceStore, output: Output,
-                      name: str | None = None) -> StreamingResponse:
+                      name: str | None = None) -> Response:
     requested = time.time()
     params = request.query_params
     strategy = store.strategy
@@ -104,10 +130,42 @@ async def serve_watch(request: Request, info: RequestInfo, store: ResourceStore,
     resource = f"{strategy.resource}.{strategy.group}" if strategy.group else strategy.resource
     stream = WatchStream(request_user().username, request.headers.get("user-agent", ""), resource,
                          info.namespace or "", params.get("labelSelector") or "", selector_text, watcher, cache)
-    return StreamingResponse(
-        _stream(watcher, store, encoder, timeout, bookmarks, initial_events_end, from_cache, stream, requested),
-        media_type="application/json",
-    )
+    return WatchResponse(watcher, lambda write: _stream(watcher, store, encoder, timeout, bookmarks,
+                                                         initial_events_end, from_cache, stream, requested, write))
+
+
+Write = Callable[[bytes], Awaitable[None]]
+
+
+class WatchResponse(Response):
+    """A watch's chunked ``application/json`` response: ``run(write)`` writes the stream's chunks, each with the
+    server's ``send`` from the request's own task; the client going away closes the watcher, which ends it."""
+
+    media_type = "application/json"
+
+    def __init__(self, watcher: CacheWatcher, run: Callable[[Write], Awaitable[None]]) -> None:
+        self.status_code = 200
+        self.background = None
+        self.init_headers(None)
+        self._watcher = watcher
+        self._run = run
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def listen() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            self._watcher.close()
+
+        async def write(body: bytes) -> None:
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+
+        listener = asyncio.create_task(listen())
+        try:
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            await self._run(write)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            listener.cancel()
 
 
 class _Encoder:
@@ -123,7 +181,7 @@ class _Encoder:
 
     def event(self, event_type: str, co: CachedObject) -> bytes:
         if not self.table:
-            line = _event_line(event_type, co.raw)
+            line = _LINES.line_for(event_type, co)
         else:
             table = to_table(self.store.strategy, [co.obj], self.include, {"resourceVersion": str(co.rv)},
                              no_headers=self.headers_sent)
@@ -144,7 +202,7 @@ class _Encoder:
 
 async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder, timeout: float,
                   bookmarks: bool, initial_events_end: bool, from_cache: bool,
-                  stream: WatchStream, requested: float) -> AsyncIterator[bytes]:
+                  stream: WatchStream, requested: float, write: Write) -> None:
     """Write the watcher's events as they come; each chunk is recorded in the deliveries (storage/deliveries.py)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -164,7 +222,7 @@ async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder
                 stream.wrote(1, item[1].rv)
             initial.append(encoder.bookmark(store.cache.rv, initial_events_end=True))
             RING.record(receiver, time.time(), delivered)
-            yield b"".join(initial)
+            await write(b"".join(initial))
         while True:
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -176,7 +234,7 @@ async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder
             except TimeoutError:
                 if bookmarks and from_cache and loop.time() < deadline:
                     rv = max(store.cache.rv, last_rv)
-                    yield encoder.bookmark(rv)
+                    await write(encoder.bookmark(rv))
                 continue
             chunks = []
             delivered = []
@@ -190,10 +248,10 @@ async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder
             if chunks:
                 stream.wrote(len(chunks), last_rv)
                 RING.record(receiver, time.time(), delivered)
-                yield b"".join(chunks)
+                await write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
             if item is None:
                 if watcher.error is not None:
-                    yield error_event(watcher.error)
+                    await write(error_event(watcher.error))
                 return
     finally:
         ACTIVE.discard(stream)
