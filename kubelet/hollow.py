@@ -144,21 +144,27 @@ class HollowNodes:
 
     async def heartbeat(self, stop: asyncio.Event) -> None:
         """Each Lease renewed once per interval at its node's own offset within it; every node status posted
-        per status interval."""
+        per status interval, in a loop of its own (as a kubelet's node status and lease loops are separate: a
+        round of 1,000 status posts must not hold the Leases back)."""
+        await asyncio.gather(self._lease_loop(stop), self._status_loop(stop))
+
+    async def _lease_loop(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
-        next_status = loop.time() + self.status_interval
         spread = False  # the first round at once: every node gets its Lease as it comes up
         while not stop.is_set():
             began = loop.time()
             await self._renew_spread(began, stop, self.lease_interval if spread else 0.0)
             spread = True
-            if stop.is_set():
-                return
-            if loop.time() >= next_status:
-                await bounded(lambda name=name: self._post_status(name) for name in self.names)  # type: ignore[misc]
-                next_status = loop.time() + self.status_interval
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), max(0.0, self.lease_interval - (loop.time() - began)))
+
+    async def _status_loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.status_interval)
+            if stop.is_set():
+                return
+            await bounded(lambda name=name: self._post_status(name) for name in self.names)  # type: ignore[misc]
 
     async def _renew_spread(self, began: float, stop: asyncio.Event, over: float) -> None:
         """Renew node i's Lease at ``began + over * i / N`` (renewals due within a tick go together, at most
