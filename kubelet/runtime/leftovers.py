@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import signal
+import time
 from pathlib import Path
 
 from .cgroups import ROOT, V1_CONTROLLERS, remove
@@ -32,19 +33,24 @@ from .process import start_ticks
 
 __all__ = ["clean"]
 
+EXIT_WAIT = 5.0  # seconds clean waits for the processes it SIGKILLed to be gone (a kill is delivered, not done)
+
 
 def clean(root_dir: Path, cgroup_root: Path = ROOT) -> list[str]:
     """Kill and remove every container and pod sandbox the kubelet with ``--root-dir root_dir`` left; returns
     the UIDs of the pods whose cgroups it removed. Safe to call on a root directory that has none."""
     uids: set[str] = set()
+    killed: dict[int, int] = {}  # pid -> its recorded start
     for kind in ("containers", "sandboxes"):
         for state in (root_dir / kind).glob("*/pid.json"):
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
                 recorded = json.loads(state.read_text())
                 if start_ticks(int(recorded["pid"])) == recorded["start"]:  # never a reused pid
                     _kill_group(int(recorded["pid"]))
+                    killed[int(recorded["pid"])] = recorded["start"]
             uids.add(state.parent.name if kind == "sandboxes" else _pod_uid(state.parent))
     uids.discard("")
+    _wait_gone(killed)
     removed = [uid for uid in sorted(uids) if _remove_pod_cgroups(uid, cgroup_root)]
     for sandbox in (root_dir / "sandboxes").glob("*"):
         shutil.rmtree(sandbox, ignore_errors=True)
@@ -56,6 +62,14 @@ def _pod_uid(state: Path) -> str:
         return str(json.loads((state / "meta.json").read_text()).get("pod_uid") or "")
     except (OSError, ValueError):
         return ""
+
+
+def _wait_gone(pids: dict[int, int], timeout: float = EXIT_WAIT) -> None:
+    """Until none of ``pids`` runs (exited, a zombie, or its pid reused), or ``timeout``: returning while a killed
+    container still runs for a few ms would let a caller see it alive after the clean-up."""
+    deadline = time.monotonic() + timeout
+    while any(start_ticks(pid) == start for pid, start in pids.items()) and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 def _kill_group(pid: int) -> None:
