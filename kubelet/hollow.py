@@ -1,8 +1,8 @@
 """Hollow nodes: a SIMULATION of many kubelets in one process, for scale benchmarks only (as Kubernetes' kubemark).
 
 ``kubelab kubelet --hollow --count N [--node-name-prefix hollow-node-]`` registers N Nodes (``hollow-node-0`` ...,
-labelled ``kubelab.io/hollow=true``, runtime ``hollow://``), renews their N Leases in one bulk pass every
-``lease_interval`` seconds, posts their node status every ``status_interval`` seconds, and marks the pods bound
+labelled ``kubelab.io/hollow=true``, runtime ``hollow://``), renews each of their N Leases every ``lease_interval``
+seconds, posts their node status every ``status_interval`` seconds, and marks the pods bound
 to them Running — **no process is started**, no image pulled, no probe run; their logs and exec do not exist.
 Deleting such a pod is confirmed at once (grace period 0), as if its containers stopped immediately.
 
