@@ -44,7 +44,7 @@ def is_combined(message: str) -> bool:
     return message.startswith(COMBINED_PREFIX)
 
 
-def _touch(cache: OrderedDict[K, V], key: K, value: V, size: int) -> None:
+def lru_put(cache: OrderedDict[K, V], key: K, value: V, size: int) -> None:
     """Put ``key`` as most recently used and evict the least recently used beyond ``size`` (groupcache's lru)."""
     cache[key] = value
     cache.move_to_end(key)
@@ -79,7 +79,7 @@ class SpamFilter:
         allowed = bucket.tokens >= 1.0
         if allowed:
             bucket.tokens -= 1.0
-        _touch(self._buckets, key, bucket, self._cache_size)
+        lru_put(self._buckets, key, bucket, self._cache_size)
         return allowed
 
 
@@ -111,7 +111,7 @@ class Aggregator:
             record = _Similar()
         record.messages.add(message)
         record.last = now
-        _touch(self._records, key, record, self._cache_size)
+        lru_put(self._records, key, record, self._cache_size)
         if len(record.messages) < self.max_events:
             return False
         record.messages.pop()

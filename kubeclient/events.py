@@ -44,6 +44,7 @@ from kubeclient.eventcorrelator import (
     Aggregator,
     SpamFilter,
     combined_message,
+    lru_put,
 )
 from kubeclient.types import Object
 
@@ -160,10 +161,8 @@ class QueuedRecorder:
 
     def _remember(self, key: _Key, stored: Object, count: int) -> None:
         meta = stored.get("metadata") or {}
-        self._cache[key] = _Seen(meta.get("name", ""), meta.get("namespace", ""), count, self._clock.monotonic())
-        self._cache.move_to_end(key)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        lru_put(self._cache, key, _Seen(meta.get("name", ""), meta.get("namespace", ""), count,
+                                        self._clock.monotonic()), self._cache_size)
 
     async def _drain(self) -> None:
         while True:
