@@ -65,6 +65,7 @@ from .authz.rules import compile_rules
 from .autoregister import AutoRegister, served_group_versions
 from .components import DEFAULT_CONTROLLER_MANAGER_HEALTHZ, DEFAULT_SCHEDULER_HEALTHZ, component_probes
 from .handlers import discovery, openapi, proxy, watches
+from .handlers.directwrite import ServerSend
 from .handlers.request import limit_body, parse_path
 from .handlers.responses import json_response, status_response
 from .handlers.rest import RESTHandler
@@ -221,7 +222,7 @@ def authenticator_for(config: Config) -> RequestAuthenticator:
     return RequestAuthenticator(tokens, anonymous=config.anonymous_auth)
 
 
-def create_app(config: Config, rule_validator: RuleValidator | None = None) -> RequestMetrics:
+def create_app(config: Config, rule_validator: RuleValidator | None = None) -> ServerSend:
     """The apiserver's ASGI app; raises ``EncryptionConfigError`` when the encryption configuration is unusable
     and ``TokenFileError`` for an unusable token file.
     ``rule_validator`` evaluates CRDs' ``x-kubernetes-validations`` (default: CEL, ``apiextensions.celrules``)."""
@@ -472,8 +473,8 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> R
     authorized: Any = authz_filter.AuthorizationMiddleware(router)
     if audit_policy is not None and audit_backend is not None:  # after authentication, before authorization
         authorized = AuditMiddleware(authorized, audit_policy, audit_backend)
-    return RequestMetrics(WarningMiddleware(AuthenticationMiddleware(authorized, authenticator,
-                                                                     check=authz_filter.check)))
+    return ServerSend(RequestMetrics(WarningMiddleware(AuthenticationMiddleware(authorized, authenticator,
+                                                                                check=authz_filter.check))))
 
 
 class ResourceRouter:

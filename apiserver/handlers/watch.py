@@ -12,9 +12,11 @@ BOOKMARK carrying the cache's resourceVersion every ``BOOKMARK_INTERVAL`` second
 are written in one chunk.
 
 Fan-out cost: one write reaches every unfiltered watcher, so what each stream pays per event is paid a thousand
-times. An event's line is encoded once and shared by every stream that writes it next (``_LINES``), and the stream
-writes with the server's ``send`` from the request's own task (``WatchResponse``), without StreamingResponse's
-async generator and per-stream task group between the watcher and the connection.
+times. An event's line is encoded (and framed) once and shared by every stream that writes it next (``_LINES``).
+A stream parked with nothing queued lets the cache's dispatch write the chunk to its connection at once
+(``directwrite``): no task wake-up, no trip through the ASGI wrappers. Otherwise (events already queued, the
+connection's buffer full, a Table stream) the stream's own task writes with the server's ``send``
+(``WatchResponse``), batching what is queued.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from ..instrumentation import watch_event_series
 from ..registry.store import ResourceStore, filter_for
 from ..storage.cacher import CachedObject, CacheWatcher
 from ..storage.deliveries import RING, Watcher
+from .directwrite import ChunkWriter, chunk_writer, frame
 from .listoptions import list_options
 from .request import Output, RequestInfo
 from .table import include_object, to_table
@@ -54,20 +57,28 @@ def _event_line(event_type: str, raw: bytes) -> bytes:
 
 
 class _LineCache:
-    """The last event line encoded, keyed by (type, object identity): the streams an event fans out to write it
-    one after another, so one entry spares all but the first of them a copy of the object's bytes."""
+    """The last event line encoded (and framed as a chunk), keyed by (type, object identity): the streams an event
+    fans out to write it one after another, so one entry spares all but the first of them a copy of the object's
+    bytes."""
 
-    __slots__ = ("type", "obj", "line")
+    __slots__ = ("type", "obj", "line", "chunk")
 
     def __init__(self) -> None:
         self.type = ""
         self.obj: CachedObject | None = None
         self.line = b""
+        self.chunk = b""
 
     def line_for(self, event_type: str, co: CachedObject) -> bytes:
         if co is not self.obj or event_type != self.type:
-            self.type, self.obj, self.line = event_type, co, _event_line(event_type, co.raw)
+            self.type, self.obj, self.line, self.chunk = event_type, co, _event_line(event_type, co.raw), b""
         return self.line
+
+    def chunk_for(self, event_type: str, co: CachedObject) -> bytes:
+        line = self.line_for(event_type, co)
+        if not self.chunk:
+            self.chunk = frame(line)
+        return self.chunk
 
 
 _LINES = _LineCache()
@@ -130,20 +141,22 @@ async def serve_watch(request: Request, info: RequestInfo, store: ResourceStore,
     resource = f"{strategy.resource}.{strategy.group}" if strategy.group else strategy.resource
     stream = WatchStream(request_user().username, request.headers.get("user-agent", ""), resource,
                          info.namespace or "", params.get("labelSelector") or "", selector_text, watcher, cache)
-    return WatchResponse(watcher, lambda write: _stream(watcher, store, encoder, timeout, bookmarks,
-                                                         initial_events_end, from_cache, stream, requested, write))
+    return WatchResponse(watcher, lambda write, write_now: _stream(
+        watcher, store, encoder, timeout, bookmarks, initial_events_end, from_cache, stream, requested, write,
+        write_now))
 
 
 Write = Callable[[bytes], Awaitable[None]]
 
 
 class WatchResponse(Response):
-    """A watch's chunked ``application/json`` response: ``run(write)`` writes the stream's chunks, each with the
-    server's ``send`` from the request's own task; the client going away closes the watcher, which ends it."""
+    """A watch's chunked ``application/json`` response: ``run(write, write_now)`` writes the stream's chunks, each
+    with the server's ``send`` from the request's own task, or (``write_now``, when the server allows it) straight
+    to the connection from the cache's dispatch; the client going away closes the watcher, which ends it."""
 
     media_type = "application/json"
 
-    def __init__(self, watcher: CacheWatcher, run: Callable[[Write], Awaitable[None]]) -> None:
+    def __init__(self, watcher: CacheWatcher, run: Callable[[Write, ChunkWriter | None], Awaitable[None]]) -> None:
         self.status_code = 200
         self.background = None
         self.init_headers(None)
@@ -162,7 +175,7 @@ class WatchResponse(Response):
         listener = asyncio.create_task(listen())
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-            await self._run(write)
+            await self._run(write, chunk_writer(scope))
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             listener.cancel()
@@ -187,9 +200,12 @@ class _Encoder:
                              no_headers=self.headers_sent)
             self.headers_sent = True
             line = _event_line(event_type, orjson.dumps(table))
-        self.counted.inc()
-        self.sizes.observe(len(line))
+        self.sent(len(line))
         return line
+
+    def sent(self, size: int) -> None:
+        self.counted.inc()
+        self.sizes.observe(size)
 
     def bookmark(self, rv: int, initial_events_end: bool = False) -> bytes:
         strategy = self.store.strategy
@@ -202,14 +218,29 @@ class _Encoder:
 
 async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder, timeout: float,
                   bookmarks: bool, initial_events_end: bool, from_cache: bool,
-                  stream: WatchStream, requested: float, write: Write) -> None:
-    """Write the watcher's events as they come; each chunk is recorded in the deliveries (storage/deliveries.py)."""
+                  stream: WatchStream, requested: float, write: Write, write_now: ChunkWriter | None) -> None:
+    """Write the watcher's events as they come; each chunk is recorded in the deliveries (storage/deliveries.py).
+    While parked on an empty queue, the stream lets the cache's dispatch write an event at once (``deliver``)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     last_rv = 0
     register(stream)
     receiver = Watcher(stream.user, stream.user_agent, stream.resource, requested)
     delivered: list[tuple[str, str, int]] = []
+
+    def deliver(event_type: str, co: CachedObject) -> bool:
+        nonlocal last_rv
+        assert write_now is not None
+        chunk = _LINES.chunk_for(event_type, co)
+        if not write_now(chunk):
+            return False
+        encoder.sent(len(_LINES.line))
+        last_rv = max(last_rv, co.rv)
+        stream.wrote(1, co.rv)
+        RING.record(receiver, time.time(), ((event_type, co.key, co.rv),))
+        return True
+
+    direct = deliver if write_now is not None and not encoder.table else None
     try:
         if initial_events_end:
             initial = []
@@ -230,7 +261,11 @@ async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder
             wait = min(remaining, BOOKMARK_INTERVAL) if bookmarks and from_cache else remaining
             try:  # asyncio.timeout: no task per wait, and a client gone is never swallowed (3.11 wait_for can)
                 async with asyncio.timeout(wait):
-                    item = await watcher.next()
+                    watcher.direct = direct
+                    try:
+                        item = await watcher.next()
+                    finally:
+                        watcher.direct = None
             except TimeoutError:
                 if bookmarks and from_cache and loop.time() < deadline:
                     rv = max(store.cache.rv, last_rv)

@@ -136,6 +136,9 @@ class CacheWatcher:
         self._restamp = restamp
         self._on_stop: Callable[[CacheWatcher], None] | None = None
         self.pending_since = 0.0  # since when the queue has been non-empty (for /debug/watches)
+        # Set by the stream while it is parked on an empty queue: delivers an event at once (True) or declines it
+        # (False: it is queued). Events still go in order: it is only called with nothing queued.
+        self.direct: Callable[[str, CachedObject], bool] | None = None
 
     def offer(self, event: CacheEvent) -> None:
         """Convert a cache event as the watcher's selectors see it, and enqueue it (never blocks)."""
@@ -159,11 +162,22 @@ class CacheWatcher:
             return
         try:
             if self.queue.empty():
+                if self.direct is not None and self._deliver_now(out):
+                    return
                 self.pending_since = time.monotonic()
             self.queue.put_nowait(out)
         except asyncio.QueueFull:
             log.warning("closing a watcher that fell %d events behind", self.queue.maxsize)
             self.close()
+
+    def _deliver_now(self, out: tuple[str, CachedObject]) -> bool:
+        assert self.direct is not None
+        try:
+            return self.direct(*out)
+        except Exception:  # one stream's failure must not stop the dispatch to the others: it takes the queue
+            log.exception("writing a watch event straight to its stream failed")
+            self.direct = None
+            return False
 
     def close(self) -> None:
         if self.closed:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import queue
+import socket
 import time
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -204,6 +207,55 @@ def test_many_watchers_all_see_the_change(api_url: str, client: httpx.Client, ns
     finally:
         for r in readers:
             r.close()
+
+
+def _read_chunked_events(sock: socket.socket, count: int) -> list[dict]:
+    """Read an HTTP/1.1 chunked watch body off ``sock`` until ``count`` events have come (30 s at most)."""
+    sock.settimeout(30)
+    buf, events = b"", []
+    while len(events) < count:
+        data = sock.recv(1 << 16)
+        assert data, f"the stream ended after {len(events)} events"
+        buf += data
+        while True:
+            eol = buf.find(b"\r\n")
+            if eol < 0:
+                break
+            size = int(buf[:eol], 16)
+            if len(buf) < eol + 2 + size + 2:
+                break
+            body, buf = buf[eol + 2:eol + 2 + size], buf[eol + 2 + size + 2:]
+            events.extend(json.loads(line) for line in body.split(b"\n") if line.strip())
+    return events
+
+
+def test_stalled_reader_gets_every_event_in_order(api_url: str, client: httpx.Client, ns: str) -> None:
+    """A client that stops reading (a tiny receive window) makes the server hold its chunks (the connection's
+    flow control); once it reads again it gets every event once, in order — whether an event was written from
+    the cache's dispatch while the stream was idle or queued while the connection was full."""
+    url = urlsplit(api_url)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((url.hostname, url.port))
+    try:
+        sock.sendall(f"GET {pods_path(ns)}?watch=true HTTP/1.1\r\nHost: {url.netloc}\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += sock.recv(1)
+        assert head.startswith(b"HTTP/1.1 200 "), head
+        filler = "x" * 40_000  # 200 events of ~41 KB: more than the server's socket buffer (4 MB at most) holds
+        count = 200
+        for i in range(count):
+            pod = make_pod(f"p{i:03d}").build()
+            pod["metadata"]["annotations"] = {"filler": filler}
+            assert client.post(pods_path(ns), json=pod).status_code == 201
+        events = _read_chunked_events(sock, count)
+        assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == \
+            [("ADDED", f"p{i:03d}") for i in range(count)]
+        rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+        assert rvs == sorted(set(rvs))
+    finally:
+        sock.close()
 
 
 def test_table_watch_for_kubectl(api_url: str, client: httpx.Client, ns: str) -> None:
