@@ -19,12 +19,11 @@ need no account, as in a namespace no controller-manager has filled.
 from __future__ import annotations
 
 import asyncio
-import copy
 import random
 from typing import Any
 
 from apimachinery import errors
-from apimachinery.meta import generate_name
+from apimachinery.meta import generate_name, json_copy
 
 from .attributes import Attributes, Object
 from .sources import Sources
@@ -97,7 +96,7 @@ class ServiceAccountAdmission:
 
     async def admit(self, attrs: Attributes) -> None:
         assert attrs.obj is not None
-        pod = copy.deepcopy(attrs.obj)
+        pod = json_copy(attrs.obj)
         if MIRROR_POD_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {}):
             return
         spec = pod.setdefault("spec", {})

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
 
 from apimachinery.errors import Cause
+from apimachinery.meta import json_copy
 
 Object = dict[str, Any]
 
@@ -165,7 +166,7 @@ class Strategy:
         """An update of the main resource never changes status when a status subresource exists."""
         if "status" in self.subresources:
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = json_copy(old["status"])
             else:
                 new.pop("status", None)
 
@@ -181,7 +182,7 @@ class Strategy:
         rest of metadata (annotations, say) come from the body, as kube-apiserver's status strategies do."""
         meta, status = new.get("metadata") or {}, new.get("status")
         new.clear()
-        new.update(copy.deepcopy(old))
+        new.update(json_copy(old))
         new["metadata"] = meta
         for field in self.status_resets:
             if field in old["metadata"]:
