@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from kubelab import auditpolicy, dnsaddon, process
+from kubelab import auditpolicy, dnsaddon, interrupts, process
 from kubelab.addons import ADDONS
 from kubelab.bootstraptokens import ensure_join_object, join_objects
 from kubelab.clusterpki import (
@@ -527,8 +527,9 @@ class Cluster:
         unit = Unit(name, tuple(component_argv(component, args)), log, health)
         record = ProcessRecord(name=name, component=component.name, pid=0, start_time=None, started_at=0.0,
                                log=str(log), port=port)  # the health URL: from the first probe
-        entry = self.supervisor.start(unit, record)
-        self.state.processes.append(record)
+        with interrupts.uninterrupted():  # started and recorded together, or neither: see kubelab/interrupts.py
+            entry = self.supervisor.start(unit, record)
+            self.state.processes.append(record)
         self.report(Progress(name, record.pid, f":{port}" if port else "-", log, None))
         return _Pending(component, entry, time.monotonic())
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from kubelab import process
+from kubelab import interrupts, process
 from kubelab.backoff import STARTUP_ATTEMPTS, RestartBackoff
 from kubelab.health import HealthCheck, Run
 from kubelab.process import ExitStatus
@@ -222,17 +222,18 @@ class Supervisor:
         entry.record.restart_at = None
         entry.log_offset = _log_size(entry.unit.log)
         entry.began = self._clock()
-        try:
-            entry.child = self._spawn(entry.unit)
-        except OSError as e:  # the binary is gone, the disk is full ...: an exit like any other
-            delay = entry.backoff.delay(entry.began, entry.began)
-            entry.restart_due = entry.began + delay
-            entry.record.restart_at = self._wall() + delay
-            self._say(f"{entry.unit.name} could not be started ({e}); retrying in {delay:g}s")
-            return
-        entry.record.restarts += 1
-        entry.record.health_url = None  # the old run's: a restarted component may print another
-        self._record_run(entry)
+        with interrupts.uninterrupted():  # the new pid is recorded before a stop signal acts
+            try:
+                entry.child = self._spawn(entry.unit)
+            except OSError as e:  # the binary is gone, the disk is full ...: an exit like any other
+                delay = entry.backoff.delay(entry.began, entry.began)
+                entry.restart_due = entry.began + delay
+                entry.record.restart_at = self._wall() + delay
+                self._say(f"{entry.unit.name} could not be started ({e}); retrying in {delay:g}s")
+                return
+            entry.record.restarts += 1
+            entry.record.health_url = None  # the old run's: a restarted component may print another
+            self._record_run(entry)
         self._say(f"{entry.unit.name} restarted (pid {entry.child.pid}, restart {entry.record.restarts})")
 
     @staticmethod

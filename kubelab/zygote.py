@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kubelab import process
+from kubelab import interrupts, process
 from kubelab.components import COMPONENTS
 from kubelab.supervisor import Unit
 
@@ -124,6 +124,7 @@ class Zygote:
         self._children: dict[int, ZygoteChild] = {}
         self._lock = threading.RLock()
         self.closed = False
+        self.ready = False  # its imports are done: a spawn is answered in milliseconds
 
     def spawn(self, name: str, argv: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None,
               cwd: Path | None = None) -> ZygoteChild:
@@ -136,6 +137,8 @@ class Zygote:
         with self._lock:
             if self.closed:
                 raise ZygoteError("the zygote has exited")
+            with interrupts.interruptible():  # nothing is started while the zygote still imports
+                self._wait_ready()
             try:
                 self._sock.sendall(json.dumps(request).encode() + b"\n")
             except OSError as err:
@@ -153,6 +156,13 @@ class Zygote:
                     raise ZygoteError(message["error"])
                 self._handle(message)
 
+    def _wait_ready(self) -> None:
+        while not self.ready:
+            message = self._read(block=True)
+            if message is None:
+                raise ZygoteError(f"the zygote exited (status {self.popen.poll()}) before it was ready")
+            self._handle(message)
+
     def pump(self) -> None:
         """Take in the exit reports that have arrived, without waiting."""
         with self._lock:
@@ -160,6 +170,9 @@ class Zygote:
                 self._handle(message)
 
     def _handle(self, message: dict[str, Any]) -> None:
+        if message.get("ready"):
+            self.ready = True
+            return
         child = self._children.pop(message["exit"], None)
         if child is not None and child.status is None:
             child.status = process.ExitStatus.from_wait(message["status"])
@@ -398,6 +411,10 @@ def main(argv: list[str]) -> None:
     sock = socket.socket(fileno=int(argv[0]))
     _title(TITLE)
     _preload()
+    try:
+        sock.sendall(b'{"ready": true}\n')
+    except OSError:  # the launcher went away while we imported: nobody to serve
+        os._exit(0)
     _serve(sock)
     sys.stderr.flush()
     os._exit(0)  # nothing to tear down: the interpreter's clean-up of ~1400 modules took seconds under load

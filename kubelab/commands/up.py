@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
-from kubelab import process, zygote
+from kubelab import interrupts, process, zygote
 from kubelab.cluster import PROXY_MODES, SECURE_PORT, Cluster, Progress, StartupError, stop_records
 from kubelab.detach import Console, run_detached
 from kubelab.etcd import QUOTA_BACKEND_BYTES, etcd_version
@@ -154,8 +154,9 @@ class _Interrupted(Exception):
 
 
 class _Signals:
-    """The supervisor's signals: during start-up each raises ``_Interrupted``; afterwards each is only noted, and
-    the supervision loop acts on it between two passes (never half-way through a restart)."""
+    """The supervisor's signals: during start-up each raises ``_Interrupted`` (at once, or at the end of a section
+    that starts and records a process: kubelab/interrupts.py); afterwards each is only noted, and the supervision
+    loop acts on it between two passes (never half-way through a restart)."""
 
     STOP = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     RELEASE = signal.SIGUSR1  # `kubelab down`: exit, the components are stopped by down
@@ -171,7 +172,12 @@ class _Signals:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         sig = signal.Signals(signum)
         if self.raising:
-            raise _Interrupted(sig.name)
+
+            def stop_now() -> None:
+                raise _Interrupted(sig.name)
+
+            interrupts.raise_or_defer(stop_now)
+            return
         self.received = self.received or sig
 
 
