@@ -25,11 +25,14 @@ help:
 up: setup
 	$(BIN)/kubelab up $(ARGS)
 
-# Serially: as root every `kubelab up` cluster takes the host's routes to 10.244.0.0/16 and 10.96.0.0/12, which
-# only one cluster at a time can own (the tests that reach pods from the host would flake beside another one),
-# and on CI's two cores a second worker would share them with the clusters' processes.
+# In parallel: two pytest-xdist workers (each its own etcd and apiserver; this machine and CI have two cores), each
+# taking a module whole; the modules that take something the whole host shares (as root every `kubelab up` cluster
+# takes the host's routes to 10.244.0.0/16 and 10.96.0.0/12, which only one cluster at a time can own) are one
+# xdist group, run by one worker one after another: tests/support/scheduling.py lists them. Later flags win:
+# PYTEST_ARGS='-n 0' runs serially.
+XDIST ?= -n 2 --dist loadgroup --no-loadscope-reorder
 test: setup
-	KUBELAB_ETCD_UNSAFE_NO_FSYNC=1 $(BIN)/pytest -q -ra $(PYTEST_ARGS)
+	KUBELAB_ETCD_UNSAFE_NO_FSYNC=1 $(BIN)/pytest -q -ra $(XDIST) $(PYTEST_ARGS)
 
 # The repository checks itself, all configured in pyproject.toml: ruff ([tool.ruff]), mypy --strict over every
 # package ([tool.mypy]) and the layers and independence rules of docs/design.md (import-linter's contracts,

@@ -23,6 +23,7 @@ from kubelab.api import Cluster
 from kubelab.componentrun import ComponentRun
 from kubelab.etcd import EtcdServer, free_port
 from kubelab.pytest_plugin import ClusterFactory
+from support.scheduling import assign_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBECTL = os.environ.get("KUBELAB_KUBECTL", "/usr/lib/google-cloud-sdk/bin/kubectl.1.32")
@@ -38,6 +39,11 @@ SESSION_APISERVER_ARGS = [
     # controller-manager to make `default` accounts and the root CA ConfigMap.
     "--disable-admission-plugins", "ServiceAccount",
 ]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """pytest-xdist's groups and order (``support.scheduling``): host-global modules one at a time, long ones first."""
+    assign_groups(items, str(ROOT / "tests"))
 
 
 def api_only(*extra: str, **options: Any) -> Cluster:

@@ -216,6 +216,9 @@ def to_png(svg: str, out: Path, *, browser_only: bool = False) -> None:
         if browser is None:
             raise NoConverter("--png needs rsvg-convert (Debian: librsvg2-bin) or chromium; --svg needs neither")
         size = svg.split('viewBox="0 0 ', 1)[1].split('"', 1)[0].split()
+        # A profile of its own: on the user's default one, a Chromium already running (another `kubelab trace
+        # --png`, the user's browser) would take the screenshot request over and this one write nothing.
         subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        f"--user-data-dir={Path(tmp) / 'profile'}",
                         f"--window-size={size[0]},{size[1]}", f"--screenshot={out.resolve()}", source.as_uri()],
                        check=True, timeout=120, capture_output=True)
