@@ -55,7 +55,8 @@ __all__ = ["Zygote", "ZygoteChild", "ZygoteError", "shared", "spawn_component", 
 # so its CLI module stands in for it.
 PRELOAD = ("apiserver.__main__", "controllers.cli", "scheduler.__main__", "kubelet.__main__", "clusterdns.__main__")
 # Caches that are pure functions of the code, built once here instead of in every apiserver: the OpenAPI documents'
-# encodings (~0.8 s of CPU; ``apiserver.openapi.documents``: no thread, no I/O but reading swagger.json).
+# encodings (``apiserver.openapi.documents``: ~0.08 s of CPU reading them from their disk cache, ~0.8 s the first
+# time, when they are built and written there; no thread).
 WARM = ("apiserver.openapi.documents:preload",)
 FORKED_PACKAGES = frozenset(c.package for c in COMPONENTS.values())  # ``-m`` packages the zygote may run
 TITLE = "kubelab zygote (fork server of the cluster's components)"
