@@ -2,9 +2,9 @@
 
 Resource paths (``/api/v1/…`` and ``/apis/{group}/{version}/…``) go to the generic REST handler through a
 plain ASGI router, which parses the path itself (as kube-apiserver's RequestInfoFactory), so every resource is
-served by the same code. Discovery, health, OpenAPI and the exec/attach websockets are FastAPI routes. Every error
-leaves as a Kubernetes ``Status`` body; an unexpected exception is a 500 InternalError and the server keeps
-serving.
+served by the same code. Discovery, health, OpenAPI and the exec/attach websockets are Starlette routes
+(``routes``). Every error leaves as a Kubernetes ``Status`` body; an unexpected exception is a 500 InternalError
+and the server keeps serving.
 """
 
 from __future__ import annotations
@@ -19,15 +19,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from fastapi import FastAPI
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
+from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket
 
 from apimachinery import errors
 from apimachinery import metrics as process_metrics
 
-from . import flowcontrol
+from . import flowcontrol, routes
 from .admission import AdmissionChain
 from .admission.conditions import WebhookMatchConditions
 from .admission.defaultingressclass import DefaultIngressClass
@@ -296,7 +298,7 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> S
                                    max_backups=config.audit.max_backups, max_age_days=config.audit.max_age_days)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await connect_storage(storage)
         try:
             await check_storage_format(storage, config.etcd_servers)
@@ -342,13 +344,10 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> S
             if audit_backend is not None:
                 audit_backend.shutdown()
 
-    app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
-
-    @app.exception_handler(errors.StatusError)
-    async def on_status_error(request: Request, err: errors.StatusError) -> Response:
+    async def on_status_error(request: Request, err: Exception) -> Response:
+        assert isinstance(err, errors.StatusError)
         return status_response(err)
 
-    @app.exception_handler(Exception)
     async def on_error(request: Request, err: Exception) -> Response:
         log.exception("internal error serving %s %s", request.method, request.url.path)
         return status_response(errors.InternalError(f"an error on the server ({type(err).__name__}: {err}) has "
@@ -376,38 +375,29 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> S
             return PlainTextResponse("\n".join(lines) + f"\n{name} check passed\n")
         return PlainTextResponse("ok")
 
-    for path in ("/healthz", "/livez", "/readyz"):
-        app.add_api_route(path, health, methods=["GET"], include_in_schema=False)
-
-    @app.get("/debug/watches", include_in_schema=False)
-    async def debug_watches() -> Response:
+    async def debug_watches(request: Request) -> Response:
         """The watch streams this apiserver serves (handlers/watches.py)."""
         return json_response(await watches.document(await storage.current_revision()))
 
-    @app.get("/debug/watches/deliveries", include_in_schema=False)
     async def debug_watch_deliveries(request: Request) -> Response:
         """Which watcher received which object version when (storage/deliveries.py), for `kubelab trace`."""
         return json_response(watches.deliveries(request.query_params))
 
-    @app.get("/version", include_in_schema=False)
-    async def version() -> Response:
+    async def version(request: Request) -> Response:
         return json_response(discovery.version_info())
 
     # --- Prometheus metrics (authorized as the non-resource URL /metrics: system:monitoring) -------------------
     storage_metrics.collect_caches(lambda: [(store.qualified, store.cache) for store in registry.stores.values()])
 
-    @app.get("/metrics", include_in_schema=False)
-    async def prometheus_metrics() -> Response:
+    async def prometheus_metrics(request: Request) -> Response:
         return Response(process_metrics.scrape(), media_type=process_metrics.CONTENT_TYPE)
 
     # --- service-account issuer discovery (OpenID Connect) ----------------------------------------------------
-    @app.get(CONFIGURATION_PATH, include_in_schema=False)
-    async def openid_configuration() -> Response:
+    async def openid_configuration(request: Request) -> Response:
         return Response(accounts.discovery.configuration, media_type="application/json",
                         headers={"Cache-Control": CACHE_CONTROL})
 
-    @app.get(JWKS_PATH, include_in_schema=False)
-    async def openid_jwks() -> Response:
+    async def openid_jwks(request: Request) -> Response:
         return Response(accounts.discovery.jwks, media_type=JWKS_CONTENT_TYPE, headers={"Cache-Control": CACHE_CONTROL})
 
     # --- discovery ------------------------------------------------------------------------------------------
@@ -426,49 +416,61 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> S
         body = orjson.dumps(discovery.aggregated(version, entries))
         return Response(body, media_type=discovery.aggregated_content_type(version))
 
-    @app.get("/api", include_in_schema=False)
     async def core_api(request: Request) -> Response:
         return aggregated(request, [{"name": "", "versions": [{"version": "v1"}]}]) or \
             json_response(discovery.core_versions(config.advertise_address))
 
-    @app.get("/apis", include_in_schema=False)
     async def apis(request: Request) -> Response:
         groups = served_groups()
         return aggregated(request, groups["groups"]) or json_response(groups)
 
-    @app.get("/api/v1", include_in_schema=False)
-    async def core_v1() -> Response:
+    async def core_v1(request: Request) -> Response:
         return json_response(discovery.resource_list(registry, "", "v1"))
 
-    @app.get("/apis/{group}", include_in_schema=False)
-    async def group(group: str) -> Response:
-        doc = metrics_api.api_group() if group == metrics_api.GROUP else discovery.api_group(registry, group)
+    async def group(request: Request) -> Response:
+        name = request.path_params["group"]
+        doc = metrics_api.api_group() if name == metrics_api.GROUP else discovery.api_group(registry, name)
         if doc is None:
             raise errors.NotFound("the server could not find the requested resource")
         return json_response(doc)
 
-    @app.get("/apis/{group}/{version}", include_in_schema=False)
-    async def group_version(group: str, version: str) -> Response:
-        doc = listing(group, version)
+    async def group_version(request: Request) -> Response:
+        doc = listing(request.path_params["group"], request.path_params["version"])
         if doc is None:
             raise errors.NotFound("the server could not find the requested resource")
         return json_response(doc)
 
     # --- resources ------------------------------------------------------------------------------------------
-    def pod_stream(subresource: str) -> Callable[[WebSocket, str, str], Awaitable[None]]:
-        async def endpoint(websocket: WebSocket, namespace: str, name: str) -> None:
-            await proxy.serve_stream(websocket, registry, namespace, name, subresource, admission)
+    def pod_stream(subresource: str) -> Callable[[WebSocket], Awaitable[None]]:
+        async def endpoint(websocket: WebSocket) -> None:
+            await proxy.serve_stream(websocket, registry, websocket.path_params["namespace"],
+                                     websocket.path_params["name"], subresource, admission)
         return endpoint
 
-    # exec, attach and portforward are websocket upgrades too (kubectl ≥ 1.30, the Python client).
-    for subresource in proxy.STREAMS:
-        app.add_api_websocket_route(f"/api/v1/namespaces/{{namespace}}/pods/{{name}}/{subresource}",
-                                    pod_stream(subresource))
-    app.include_router(openapi.router)
-
-    @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
-    async def not_found(path: str) -> Response:
+    async def not_found(request: Request) -> Response:
         raise errors.NotFound("the server could not find the requested resource")
+
+    app = Starlette(
+        routes=[*(routes.get(path, health) for path in ("/healthz", "/livez", "/readyz")),
+                routes.get("/debug/watches", debug_watches),
+                routes.get("/debug/watches/deliveries", debug_watch_deliveries),
+                routes.get("/version", version),
+                routes.get("/metrics", prometheus_metrics),
+                routes.get(CONFIGURATION_PATH, openid_configuration),
+                routes.get(JWKS_PATH, openid_jwks),
+                routes.get("/api", core_api),
+                routes.get("/apis", apis),
+                routes.get("/api/v1", core_v1),
+                routes.get("/apis/{group}", group),
+                routes.get("/apis/{group}/{version}", group_version),
+                # exec, attach and portforward are websocket upgrades too (kubectl ≥ 1.30, the Python client).
+                *(WebSocketRoute(f"/api/v1/namespaces/{{namespace}}/pods/{{name}}/{subresource}",
+                                 pod_stream(subresource)) for subresource in proxy.STREAMS),
+                *openapi.routes,
+                routes.route("/{path:path}", not_found, ["GET", "POST", "PUT", "PATCH", "DELETE"])],
+        exception_handlers={errors.StatusError: on_status_error, HTTPException: routes.http_exception,
+                            Exception: on_error},
+        lifespan=lifespan)
 
     router = ResourceRouter(app, handler, registry, metrics)
     authorized: Any = authz_filter.AuthorizationMiddleware(router)
@@ -480,11 +482,11 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> S
 
 class ResourceRouter:
     """The hot path: resource requests (``/api/v1/…``, ``/apis/{group}/{version}/…``) go straight to the REST
-    handler as plain ASGI, without FastAPI's routing, dependency and middleware layers (a quarter of the CPU
-    per request when measured); everything else — discovery, health, OpenAPI, websockets, lifespan — is the
-    FastAPI app's. ``metrics.k8s.io`` is not stored: its requests go to the metrics API."""
+    handler as plain ASGI, without the app's routing and middleware layers (FastAPI's, when measured: a quarter of
+    the CPU per request); everything else — discovery, health, OpenAPI, websockets, lifespan — is the
+    Starlette app's. ``metrics.k8s.io`` is not stored: its requests go to the metrics API."""
 
-    def __init__(self, app: FastAPI, handler: RESTHandler, registry: Registry,
+    def __init__(self, app: Starlette, handler: RESTHandler, registry: Registry,
                  metrics: metrics_api.MetricsAPI) -> None:
         self.app = app
         self.handler = handler

@@ -1,6 +1,6 @@
 """A pre-imported fork server ("zygote") for the library's components: imports paid once per Python process.
 
-Why: a component is a fresh Python process, and its imports (FastAPI, pydantic, aiohttp, grpc, the apiserver's
+Why: a component is a fresh Python process, and its imports (Starlette, uvicorn, aiohttp, grpc, the apiserver's
 registry) cost about a second of CPU each; a cluster of etcd, an apiserver, a controller-manager, a scheduler,
 a DNS server and three kubelets paid that seven times on every start, more than the whole start-up target of
 ``kubelab.Cluster`` (issue #22: ≤ 2 s with 3 Nodes Ready, ≤ 0.5 s for an apiserver alone). The zygote is one

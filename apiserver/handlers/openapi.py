@@ -32,13 +32,13 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
-from fastapi import APIRouter, Request
-from fastapi.responses import RedirectResponse, Response
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
 
 from apimachinery.errors import NotAcceptable, NotFound, StatusError
 from apiserver.openapi import Encoded, v2_json, v2_protobuf, v3_discovery, v3_documents, v3_url
-
-router = APIRouter(tags=["openapi"])
+from apiserver.routes import get
 
 # client-go asks with the "@" spelling, which Go's mime parser rejects in a Content-Type: kube-openapi answers
 # both spellings with the dotted one.
@@ -50,7 +50,6 @@ _V2_OFFERS: dict[str, Callable[[], Encoded]] = {JSON: v2_json, V2_PROTOBUF_REQUE
 NO_CACHE = "no-cache, private"
 
 
-@router.get("/openapi/v2", include_in_schema=False)
 async def openapi_v2(request: Request) -> Response:
     """JSON or gnostic protobuf, by ``Accept``."""
     accept = request.headers.get("accept", "")
@@ -61,14 +60,13 @@ async def openapi_v2(request: Request) -> Response:
     return _send(request, _V2_OFFERS[chosen](), headers)
 
 
-@router.get("/openapi/v3", include_in_schema=False)
 async def openapi_v3_discovery(request: Request) -> Response:
     """``{"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=…"}, …}}``."""
     return _send(request, v3_discovery(), {"Cache-Control": NO_CACHE})
 
 
-@router.get("/openapi/v3/{group_version:path}", include_in_schema=False)
-async def openapi_v3_document(group_version: str, request: Request) -> Response:
+async def openapi_v3_document(request: Request) -> Response:
+    group_version: str = request.path_params["group_version"]
     documents = v3_documents()
     if group_version not in documents:
         return _status(NotFound("the server could not find the requested resource"))
@@ -82,6 +80,10 @@ async def openapi_v3_document(group_version: str, request: Request) -> Response:
         return RedirectResponse(v3_url(group_version), status_code=301)
     expires = format_datetime(datetime.now(UTC) + timedelta(days=365), usegmt=True)
     return _send(request, document, {"Cache-Control": "public, immutable", "Expires": expires, "Vary": "Accept"})
+
+
+routes: list[Route] = [get("/openapi/v2", openapi_v2), get("/openapi/v3", openapi_v3_discovery),
+                       get("/openapi/v3/{group_version:path}", openapi_v3_document)]
 
 
 def negotiate(accept: str, offered: Sequence[str]) -> str | None:

@@ -1,4 +1,4 @@
-"""The real kubectl against the OpenAPI router alone (plus canned discovery), over a loopback uvicorn server.
+"""The real kubectl against the OpenAPI routes alone (plus canned discovery), over a loopback uvicorn server.
 
 No etcd or apiserver needed: this pins down what kubectl needs from ``/openapi/v2`` and ``/openapi/v3`` —
 ``explain`` renders from the v3 documents, ``--output=plaintext-openapiv2`` from the v2 protobuf, and ``create``
@@ -11,17 +11,19 @@ import json
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import uvicorn
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
-from apiserver.handlers.openapi import router
+from apiserver.handlers.openapi import routes
 from conftest import ROOT
 
 pytestmark = pytest.mark.kubectl
@@ -43,43 +45,34 @@ def resource(name: str, kind: str) -> dict[str, Any]:
     return {"name": name, "singularName": "", "namespaced": True, "kind": kind, "verbs": VERBS}
 
 
-def canned_app(posted: list[str]) -> FastAPI:
-    """The OpenAPI router plus just enough discovery for kubectl to map pods and deployments to their kinds."""
-    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-    app.include_router(router)
+def canned_app(posted: list[str]) -> Starlette:
+    """The OpenAPI routes plus just enough discovery for kubectl to map pods and deployments to their kinds."""
 
-    @app.get("/version")
-    def version() -> dict[str, str]:
-        return {"major": "1", "minor": "32", "gitVersion": "v1.32.0", "platform": "linux/amd64"}
+    def answer(body: dict[str, Any]) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            return JSONResponse(body)
+        return endpoint
 
-    @app.get("/api")
-    def api() -> dict[str, Any]:
-        return {"kind": "APIVersions", "versions": ["v1"],
-                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}
+    apps = {"groupVersion": "apps/v1", "version": "v1"}
+    canned = {
+        "/version": {"major": "1", "minor": "32", "gitVersion": "v1.32.0", "platform": "linux/amd64"},
+        "/api": {"kind": "APIVersions", "versions": ["v1"],
+                 "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]},
+        "/api/v1": {"kind": "APIResourceList", "groupVersion": "v1", "resources": [resource("pods", "Pod")]},
+        "/apis": {"kind": "APIGroupList", "apiVersion": "v1",
+                  "groups": [{"name": "apps", "versions": [apps], "preferredVersion": apps}]},
+        "/apis/apps/v1": {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
+                          "resources": [resource("deployments", "Deployment")]},
+    }
 
-    @app.get("/api/v1")
-    def core() -> dict[str, Any]:
-        return {"kind": "APIResourceList", "groupVersion": "v1", "resources": [resource("pods", "Pod")]}
-
-    @app.get("/apis")
-    def groups() -> dict[str, Any]:
-        apps = {"groupVersion": "apps/v1", "version": "v1"}
-        return {"kind": "APIGroupList", "apiVersion": "v1",
-                "groups": [{"name": "apps", "versions": [apps], "preferredVersion": apps}]}
-
-    @app.get("/apis/apps/v1")
-    def apps() -> dict[str, Any]:
-        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
-                "resources": [resource("deployments", "Deployment")]}
-
-    @app.post("/api/v1/namespaces/{namespace}/pods")
-    async def create(namespace: str, request: Request) -> JSONResponse:
+    async def create(request: Request) -> Response:
         posted.append(request.url.query)
         pod = await request.json()
-        pod["metadata"].update(namespace=namespace, uid="1", resourceVersion="1")
+        pod["metadata"].update(namespace=request.path_params["namespace"], uid="1", resourceVersion="1")
         return JSONResponse(pod, status_code=201)
 
-    return app
+    return Starlette(routes=[*routes, *(Route(path, answer(body)) for path, body in canned.items()),
+                             Route("/api/v1/namespaces/{namespace}/pods", create, methods=["POST"])])
 
 
 @pytest.fixture(scope="module")

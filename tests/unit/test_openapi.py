@@ -15,9 +15,9 @@ import httpx
 import orjson
 import pytest
 import yaml
-from fastapi import FastAPI
+from starlette.applications import Starlette
 
-from apiserver.handlers.openapi import negotiate, router
+from apiserver.handlers.openapi import negotiate, routes
 from apiserver.openapi import openapiv2_pb2, swagger, v2_json, v2_protobuf, v3_discovery, v3_documents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -241,8 +241,7 @@ def test_v3_shapes_follow_kube_openapi() -> None:
 
 @pytest.fixture()
 async def http() -> AsyncIterator[httpx.AsyncClient]:
-    app = FastAPI(openapi_url=None)
-    app.include_router(router)
+    app = Starlette(routes=routes)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
         yield client
 
