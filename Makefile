@@ -8,10 +8,11 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.kubelab-installed
 LOCK   := $(VENV)/.kubelab-setup.lock
+PACKAGES := apimachinery kubeclient apiserver controllers scheduler kubelet clusterdns console proxy kubelab
 ARGS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: up test lint bench setup etcd busybox nftables iptables down status help image compose-up compose-down
+.PHONY: up test lint bench setup bytecode etcd busybox nftables iptables down status help image compose-up compose-down
 
 help:
 	@echo "make up      start etcd + the control plane on http://127.0.0.1:8080 (ARGS='--nodes 3 --detach')"
@@ -57,7 +58,7 @@ status: setup
 # Serialised: the venv and the install happen once even when two makes start together.
 setup:
 	@mkdir -p $(VENV)
-	@flock $(LOCK) $(MAKE) -s --no-print-directory $(STAMP) etcd busybox nftables iptables
+	@flock $(LOCK) $(MAKE) -s --no-print-directory $(STAMP) bytecode etcd busybox nftables iptables
 
 $(BIN)/python:
 	@echo "creating $(VENV)"
@@ -67,6 +68,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "installing kubelab and its test dependencies into $(VENV)"
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
 	@touch $@
+
+# The packages' bytecode, written here because Python may not write it itself (PYTHONDONTWRITEBYTECODE=1, as in
+# the environment of this project's machines): without it every component process compiles its modules from
+# source, ~1 s of CPU of `kubelab up`'s start. Up-to-date files are skipped (~0.4 s of CPU); an edited module is
+# compiled again here.
+bytecode: $(STAMP)
+	@$(BIN)/python -m compileall -q -j 0 $(PACKAGES)
 
 # The linux runtime's images are built from a static busybox (Debian's busybox-static); root on a Debian-like
 # machine gets it here, anyone else is told (the kubelet then runs pods on the process runtime).
