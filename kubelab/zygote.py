@@ -53,7 +53,9 @@ __all__ = ["Zygote", "ZygoteChild", "ZygoteError", "shared", "spawn_component", 
 
 # What a component's ``python -m`` imports before its main runs; ``controllers.__main__`` runs main on import,
 # so its CLI module stands in for it.
-PRELOAD = ("apiserver.__main__", "controllers.cli", "scheduler.__main__", "kubelet.__main__", "clusterdns.__main__")
+# pyroute2: the kubelet's bridge network imports it on first use (``kubelet.network``).
+PRELOAD = ("apiserver.__main__", "controllers.cli", "scheduler.__main__", "kubelet.__main__", "clusterdns.__main__",
+           "pyroute2")
 # Caches that are pure functions of the code, built once here instead of in every apiserver: the OpenAPI documents'
 # encodings (``apiserver.openapi.documents``: ~0.08 s of CPU reading them from their disk cache, ~0.8 s the first
 # time, when they are built and written there; no thread).

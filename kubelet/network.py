@@ -46,13 +46,14 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import ParamSpec, TypeVar
-
-from pyroute2 import IPRoute, NetlinkError  # type: ignore[import-untyped]
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from apimachinery.sysbin import find, system_binary
 
 from .runtime.cri import SandboxConfig
+
+if TYPE_CHECKING:
+    from pyroute2 import IPRoute  # type: ignore[import-untyped]
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,15 @@ def veth_name(pod_uid: str) -> str:
     """The bridge's end of a pod's veth pair (the bridge plugin's ``veth<random>``; here from the UID, so DEL
     finds it again after a restart)."""
     return "veth" + pod_uid.replace("-", "")[:8]
+
+
+def _pyroute2() -> Any:
+    """pyroute2, imported on first use: ~0.2 s of CPU that `kubelab up`'s command (which imports this module for
+    ``usable`` and the network's names) pays only when it builds the network. The zygote imports it up front
+    (``kubelab.zygote.PRELOAD``), so its kubelets do not pay it each."""
+    import pyroute2
+
+    return pyroute2
 
 
 def usable() -> str | None:
@@ -190,8 +200,8 @@ class ClusterNetwork:
             in_netns(self.path, _forwarding)
             subnet = self._free_subnet()
             host, inner = subnet.network_address + 1, subnet.network_address + 254
-            with IPRoute() as ipr:
-                with contextlib.suppress(NetlinkError):
+            with _pyroute2().IPRoute() as ipr:
+                with contextlib.suppress(_pyroute2().NetlinkError):
                     ipr.link("del", ifname=self.host_link)
                 ipr.link("add", ifname=self.host_link, kind="veth", peer={"ifname": UPLINK, "net_ns_fd": self.path})
                 index = ipr.link_lookup(ifname=self.host_link)[0]
@@ -199,7 +209,7 @@ class ClusterNetwork:
                 ipr.link("set", index=index, state="up")
 
                 def uplink() -> None:
-                    with IPRoute() as ns:
+                    with _pyroute2().IPRoute() as ns:
                         up = ns.link_lookup(ifname=UPLINK)[0]
                         ns.addr("add", index=up, address=str(inner), prefixlen=subnet.prefixlen)
                         ns.link("set", index=up, state="up")
@@ -224,7 +234,7 @@ class ClusterNetwork:
     def _free_subnet(self) -> ipaddress.IPv4Network:
         """The first /24 of 172.18.0.0/16, from the name's hash on, that the host neither has nor routes."""
         used: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
-        with IPRoute() as ipr:
+        with _pyroute2().IPRoute() as ipr:
             for addr in ipr.get_addr(family=socket.AF_INET):
                 used.append(ipaddress.ip_interface(f"{addr.get_attr('IFA_ADDRESS')}/{addr['prefixlen']}").network)
             for route in ipr.get_routes(family=socket.AF_INET, table=254):
@@ -256,7 +266,7 @@ class ClusterNetwork:
                 (nodes / ip).write_text(node)
 
             def add() -> None:
-                with IPRoute() as ns, contextlib.suppress(NetlinkError):
+                with _pyroute2().IPRoute() as ns, contextlib.suppress(_pyroute2().NetlinkError):
                     ns.addr("add", index=ns.link_lookup(ifname=UPLINK)[0], address=ip, prefixlen=32)
             in_netns(self.path, add)
         return ip
@@ -276,7 +286,7 @@ class ClusterNetwork:
     def host_reaches(self, ip: str) -> bool:
         """Whether the host's route to ``ip`` goes over this cluster's link (not when another cluster on the
         machine had the CIDR's route first)."""
-        with IPRoute() as ipr:
+        with _pyroute2().IPRoute() as ipr:
             index = ipr.link_lookup(ifname=self.host_link)
             routes = ipr.route("get", dst=ip)
         return bool(index) and any(r.get_attr("RTA_OIF") == index[0] for r in routes)
@@ -285,7 +295,7 @@ class ClusterNetwork:
     def remove(self) -> None:
         """Delete the namespace (its bridges, veths, rules, the host link and its routes go with it)."""
         with self._locked():
-            with IPRoute() as ipr, contextlib.suppress(NetlinkError):
+            with _pyroute2().IPRoute() as ipr, contextlib.suppress(_pyroute2().NetlinkError):
                 ipr.link("del", ifname=self.host_link)
             if self.exists():
                 remove_netns(self.name)
@@ -378,9 +388,9 @@ class BridgeNetwork:
         gateway = str(cidr.network_address + 1)
 
         def bridge_end() -> None:
-            with IPRoute() as ns:
+            with _pyroute2().IPRoute() as ns:
                 bridge = self._bridge(ns, cidr)
-                with contextlib.suppress(NetlinkError):
+                with contextlib.suppress(_pyroute2().NetlinkError):
                     ns.link("del", ifname=veth)  # a half-made pair from an earlier attempt
                 fd = os.open(netns_path, os.O_RDONLY)
                 try:
@@ -393,7 +403,7 @@ class BridgeNetwork:
                 ns.link("set", index=index, state="up")
 
         def pod_end() -> None:
-            with IPRoute() as pod:
+            with _pyroute2().IPRoute() as pod:
                 eth0 = pod.link_lookup(ifname="eth0")[0]
                 pod.addr("add", index=eth0, address=sandbox.pod_ip, prefixlen=cidr.prefixlen)
                 pod.link("set", index=eth0, state="up")
@@ -412,6 +422,6 @@ class BridgeNetwork:
             return
 
         def delete() -> None:
-            with IPRoute() as ns, contextlib.suppress(NetlinkError):
+            with _pyroute2().IPRoute() as ns, contextlib.suppress(_pyroute2().NetlinkError):
                 ns.link("del", ifname=veth_name(pod_uid))
         in_netns(self.cluster.path, delete)
