@@ -16,6 +16,11 @@ from types import ModuleType
 
 from kubelab.commands import COMMANDS, Command, find_command
 
+# httpx's __init__ imports its own command-line client (``httpx._main``: rich, click, pygments; ~0.13 s of CPU)
+# whenever those are installed, and rich comes with common-expression-language. The kubelab command never runs
+# httpx's client: a None entry makes that import fail, which httpx answers with a stub ``httpx.main``.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
 __all__ = ["build_parser", "main", "parse_args"]
 
 DESCRIPTION = "kubelab: a Kubernetes control plane in Python (apiserver over etcd, controllers, scheduler, kubelets)."
