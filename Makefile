@@ -27,11 +27,11 @@ up: setup
 	$(BIN)/kubelab up $(ARGS)
 
 # In parallel: two pytest-xdist workers (each its own etcd and apiserver; this machine and CI have two cores), each
-# taking a module whole; the modules that take something the whole host shares (as root every `kubelab up` cluster
-# takes the host's routes to 10.244.0.0/16 and 10.96.0.0/12, which only one cluster at a time can own) are one
-# xdist group, run by one worker one after another: tests/support/scheduling.py lists them. Later flags win:
+# taking a module whole; the tests that take something the whole host shares (as root every `kubelab up` cluster
+# takes the host's routes to 10.244.0.0/16 and 10.96.0.0/12, which only one cluster at a time can own) are one unit
+# of work, run by one worker one after another: tests/support/scheduling.py lists them. Later flags win:
 # PYTEST_ARGS='-n 0' runs serially.
-XDIST ?= -n 2 --dist loadgroup --no-loadscope-reorder
+XDIST ?= -n 2
 test: setup
 	KUBELAB_ETCD_UNSAFE_NO_FSYNC=1 $(BIN)/pytest -q -ra $(XDIST) $(PYTEST_ARGS)
 

@@ -23,7 +23,7 @@ from kubelab.api import Cluster
 from kubelab.componentrun import ComponentRun
 from kubelab.etcd import EtcdServer, free_port
 from kubelab.pytest_plugin import ClusterFactory
-from support.scheduling import assign_groups
+from support import scheduling
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBECTL = os.environ.get("KUBELAB_KUBECTL", "/usr/lib/google-cloud-sdk/bin/kubectl.1.32")
@@ -42,8 +42,14 @@ SESSION_APISERVER_ARGS = [
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """pytest-xdist's groups and order (``support.scheduling``): host-global modules one at a time, long ones first."""
-    assign_groups(items, str(ROOT / "tests"))
+    """Under pytest-xdist, the host-global tests and then the long modules first (``support.scheduling``)."""
+    scheduling.order(items)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own choice of scheduler
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> scheduling.Scheduler | None:
+    """Whatever ``--dist`` says (but ``each``): a module per worker at a time, the host-global tests on one worker."""
+    return None if config.getvalue("dist") == "each" else scheduling.Scheduler(config, log)
 
 
 def api_only(*extra: str, **options: Any) -> Cluster:

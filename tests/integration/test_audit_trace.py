@@ -4,8 +4,10 @@ controller), the scheduler and a kubelet, each its own process over its own etcd
 An RC's pod is watched by a client from the RC's create to Running (once per module, ``flow``: every test that reads
 it gets it, wherever xdist runs it); ``kubelab trace pod`` then gives every hop of the flow its own millisecond
 latency — the requests from the audit log, their storing in etcd (3, 7, 10, 13) and the watch deliveries (1, 4, 5,
-8, 11) from the apiserver's record of them, the kubelet's work from the events' eventTime — and their sum matches
-what the client measured (within 50 ms). The audit log itself: audit.k8s.io/v1 Events at the policy's levels (a None
+8, 11) from the apiserver's record of them, the kubelet's work from the events' eventTime — and their sum is the
+span from the apiserver's receiving the RC (2) to the Running pod's store (13), which lies within what the client
+measured (from before its POST to its watch's event; the rest is the client's own two legs, as long as the machine's
+load makes them). The audit log itself: audit.k8s.io/v1 Events at the policy's levels (a None
 rule omits, RequestResponse carries both bodies), watches logged at ResponseStarted and ResponseComplete,
 impersonation and the authorization decision, rotation with ``--audit-log-maxsize``/``--audit-log-maxbackup``, and a
 full disk (``/dev/full``) that fails no request. The scheduler's events are events.k8s.io/v1 with eventTime and
@@ -29,6 +31,7 @@ import httpx
 import pytest
 import yaml
 
+from apimachinery.meta import parse_time
 from conftest import KUBECTL, ROOT, Kubectl, api_only
 from support.controllers import ControllerManager
 from support.kubelet import running_node
@@ -109,7 +112,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 @dataclass(frozen=True)
 class Flow:
     pod: dict[str, Any]  # the version the client's watch saw Running
-    measured: float  # seconds from the client's POST of the RC to that watch event
+    start: float  # the client's clock (time.time(), the host's as the apiserver's) just before its POST of the RC
+    end: float  # ... and when its watch showed the pod Running
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +129,7 @@ def flow(cluster: Cluster) -> Flow:
             for line in watch.iter_lines():
                 pod = json.loads(line)["object"]
                 if (pod.get("status") or {}).get("phase") == "Running":
-                    return Flow(pod, time.time() - start)
+                    return Flow(pod, start, time.time())
     raise AssertionError("the watch ended before the pod was Running")
 
 
@@ -135,7 +139,7 @@ def trace(api_url: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_trace_gives_every_hop_a_millisecond_latency_that_adds_up(cluster: Cluster, flow: Flow) -> None:
-    pod, measured = flow.pod, flow.measured
+    pod = flow.pod
     name = pod["metadata"]["name"]
     done = trace(cluster.api_url, name, "-n", "flow", "-o", "json", "--audit-log", str(cluster.log))
     assert done.returncode == 0, done.stderr
@@ -166,7 +170,9 @@ def test_trace_gives_every_hop_a_millisecond_latency_that_adds_up(cluster: Clust
     path = doc["critical_path"]
     assert path["from"] == "2" and path["to"] == "13" and path["exact"]
     assert abs(total * 1000 - path["total_ms"]) < 0.01
-    assert abs(total - measured) < 0.050, (total, measured)
+    received, stored = (parse_time(steps[n]["time"]).timestamp() for n in ("2", "13"))
+    assert abs(total - (stored - received)) < 1e-5, (total, received, stored)  # the hops add up, end to end
+    assert flow.start <= received <= stored <= flow.end, (flow, received, stored)  # within the client's span
 
     table = trace(cluster.api_url, name, "-n", "flow", "--audit-log", str(cluster.log))
     assert table.returncode == 0, table.stderr
