@@ -12,7 +12,7 @@ answer cannot go stale; what can — the token's expiry, the service account, po
 being deleted — is checked on every request (``claims.validate`` reads the watch caches), and an expired token
 leaves the cache. kube-apiserver caches whole successful authentications for 10 s instead
 (``--authentication-token-cache-ttl``), so a deleted secret's token still works there for a while; here it stops
-at once.
+as soon as the watch cache has the deletion (milliseconds; like kube's informers, not read-your-writes).
 """
 
 from __future__ import annotations

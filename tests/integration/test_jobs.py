@@ -145,9 +145,11 @@ def test_python_client_batch_v1(cluster: str) -> None:
                 k8s.V1Container(name="main", image="busybox", command=["true"])]))))
         created = batch.create_namespaced_job("default", body)
         assert created.spec.backoff_limit == 6 and created.spec.completion_mode == "NonIndexed"
-        done = wait_for(lambda: (j := batch.read_namespaced_job_status("py", "default")).status.succeeded and j,
-                        what="the Job to succeed")
-        assert any(c.type == "Complete" and c.status == "True" for c in done.status.conditions)
+        # As `kubectl wait --for=condition=Complete`: kube 1.31+ counts the pod (status.succeeded) and sets
+        # SuccessCriteriaMet first, Complete once no pod is left to count, so `succeeded` alone may come earlier.
+        done = wait_for(lambda: (j := batch.read_namespaced_job_status("py", "default")).status.conditions and any(
+            c.type == "Complete" and c.status == "True" for c in j.status.conditions) and j, what="the Job to complete")
+        assert done.status.succeeded == 1 and not done.status.active
         assert "py" in [j.metadata.name for j in batch.list_namespaced_job("default").items]
         batch.delete_namespaced_job("py", "default", propagation_policy="Background")
         cron = k8s.V1CronJob(metadata=k8s.V1ObjectMeta(name="pycron"), spec=k8s.V1CronJobSpec(

@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 from conftest import Kubectl
 from support.builders import make_pod
+from support.wait import wait_for
 
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 
@@ -103,9 +104,12 @@ def test_token_review_answers(client: httpx.Client, kubectl: Kubectl, ns: str) -
     assert review(client, forged) == {"user": {}, "error": "invalid signature"}
     resp = client.post("/apis/authentication.k8s.io/v1/tokenreviews", json={"spec": {}})
     assert resp.status_code == 400 and resp.json()["message"] == "token is required for TokenReview in authentication"
-    # The account deleted: its tokens stop working at once.
+    # The account deleted: its tokens stop working once the apiserver's watch cache has the deletion (a few ms; it
+    # is not read-your-writes, as kube-apiserver's informers are not, and kube adds up to 10 s of its token cache).
     assert client.delete(f"/api/v1/namespaces/{ns}/serviceaccounts/builder").status_code == 200
-    assert review(client, token) == {"user": {}, "error": 'serviceaccounts "builder" not found'}
+    refused = wait_for(lambda: (answer := review(client, token)).get("error") and answer, timeout=5.0,
+                       what="the deleted account's token to be refused")
+    assert refused == {"user": {}, "error": 'serviceaccounts "builder" not found'}
     assert whoami(client, token).status_code == 401
 
 
