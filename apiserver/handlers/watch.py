@@ -49,6 +49,8 @@ from .watches import ACTIVE, WatchStream, register
 
 BOOKMARK_INTERVAL = 30.0
 MAX_BATCH = 500
+# What the cache's dispatch may hand one stream's connection in one turn of the loop beyond its high-water mark.
+MAX_DIRECT_BYTES = 256 * 1024
 MIN_REQUEST_TIMEOUT = 1800
 
 
@@ -220,24 +222,48 @@ async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder
                   bookmarks: bool, initial_events_end: bool, from_cache: bool,
                   stream: WatchStream, requested: float, write: Write, write_now: ChunkWriter | None) -> None:
     """Write the watcher's events as they come; each chunk is recorded in the deliveries (storage/deliveries.py).
-    While parked on an empty queue, the stream lets the cache's dispatch write an event at once (``deliver``)."""
+
+    While parked on an empty queue, the stream lets the cache's dispatch take an event at once (``deliver``): its
+    chunk is written to the connection at the end of the loop's turn (``flush``), with whatever else that
+    dispatch (an etcd watch response of many events) brought, as the stream's task would batch its queue: one
+    write and one read for the client per burst, not one per event. The task flushes before it writes anything
+    itself, so the order holds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     last_rv = 0
     register(stream)
     receiver = Watcher(stream.user, stream.user_agent, stream.resource, requested)
     delivered: list[tuple[str, str, int]] = []
+    pending: list[bytes] = []  # chunks ``deliver`` took, not written yet
+    pending_events: list[tuple[str, str, int]] = []
+    pending_bytes = 0
+
+    def flush() -> None:
+        nonlocal pending, pending_events, pending_bytes
+        if not pending:
+            return
+        assert write_now is not None
+        chunks, events = pending, pending_events
+        pending, pending_events, pending_bytes = [], [], 0
+        write_now.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        RING.record(receiver, time.time(), events)
 
     def deliver(event_type: str, co: CachedObject) -> bool:
-        nonlocal last_rv
+        nonlocal last_rv, pending_bytes
         assert write_now is not None
+        if not pending:
+            if not write_now.writable():
+                return False
+            loop.call_soon(flush)
+        elif pending_bytes >= MAX_DIRECT_BYTES or len(pending) >= MAX_BATCH:
+            return False  # queued: the task wakes, flushes these, then writes the queue
         chunk = _LINES.chunk_for(event_type, co)
-        if not write_now(chunk):
-            return False
+        pending.append(chunk)
+        pending_bytes += len(chunk)
+        pending_events.append((event_type, co.key, co.rv))
         encoder.sent(len(_LINES.line))
         last_rv = max(last_rv, co.rv)
         stream.wrote(1, co.rv)
-        RING.record(receiver, time.time(), ((event_type, co.key, co.rv),))
         return True
 
     direct = deliver if write_now is not None and not encoder.table else None
@@ -266,6 +292,7 @@ async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder
                         item = await watcher.next()
                     finally:
                         watcher.direct = None
+                        flush()
             except TimeoutError:
                 if bookmarks and from_cache and loop.time() < deadline:
                     rv = max(store.cache.rv, last_rv)
