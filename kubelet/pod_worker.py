@@ -18,8 +18,10 @@ The worker keeps only the latest version of its pod (``push``); its loop is a tr
   7. on ``deletionTimestamp``, run preStop hooks, SIGTERM every container, SIGKILL after the grace period,
      remove the pod's volumes, release its IP, then confirm the deletion with ``gracePeriodSeconds=0``;
   8. write ``pods/{name}/status`` when the computed status changed.
-Any API error is logged and retried on the next pass. Probe tasks belong to the container instance that
-started them and are cancelled when it stops or when this worker ends.
+Any API error is logged and the pass retried (0.5 s, doubling to 10 s, as kube's status manager keeps a status
+it could not write until it can): nothing else may come to wake the worker, and a status PATCH lost to an
+apiserver restart must not leave the pod Pending while its container runs. Probe tasks belong to the container
+instance that started them and are cancelled when it stops or when this worker ends.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class PodHost(Protocol):
         ...
 
 RETRY_SECONDS = 2.0  # a failed mount or container config is tried again after this long
+API_RETRY_FIRST, API_RETRY_MAX = 0.5, 10.0  # a pass that failed on an API error is run again after this (doubling)
 FALLBACK_LOG_LINES, FALLBACK_LOG_BYTES = 80, 2048  # MaxContainerTerminationMessageLog{Lines,Length}
 VOLUME_RESYNC_SECONDS = 60.0  # projected and downwardAPI volumes are rewritten this often (tokens, ConfigMaps)
 MIN_GRACE_SECONDS = 2.0  # after a preStop hook, a container still gets this long before SIGKILL (as kubelet)
@@ -139,6 +142,8 @@ class PodWorker:
         self.start_time = now_rfc3339()
         self._retry_at = 0.0  # when a failed volume set-up is tried again
         self._resync_at = 0.0  # when the projected volumes are next rewritten (0: none to rewrite)
+        self._api_retry_at = 0.0  # when a pass that failed on an API error runs again (0: the last one did not)
+        self._api_failures = 0
         self._changed = asyncio.Event()
         self._seen = time.monotonic()  # kubelet_pod_start_duration_seconds counts from here
         self._pulling = 0.0  # seconds spent pulling images: not part of kubelet_pod_start_sli_duration_seconds
@@ -181,7 +186,12 @@ class PodWorker:
                     await self.remove()
                     return
                 except (errors.StatusError, OSError) as err:
-                    log.warning("pod %s: %s (retried)", self.key, err)
+                    self._api_failures += 1
+                    delay = min(API_RETRY_MAX, API_RETRY_FIRST * 2 ** (self._api_failures - 1))
+                    self._api_retry_at = loop.time() + delay
+                    log.warning("pod %s: %s (retried in %.1f s)", self.key, err, delay)
+                else:
+                    self._api_failures, self._api_retry_at = 0, 0.0
                 metrics.POD_WORKER_DURATION.labels(operation).observe(time.monotonic() - began)
                 operation = "update"
                 await self._wait(loop)
@@ -198,6 +208,7 @@ class PodWorker:
         due = [r.restart_at for r in self.containers.values() if r.process is None and not r.done and r.restart_at]
         due += [self._retry_at] if self._retry_at else []
         due += [self._resync_at] if self._resync_at else []
+        due += [self._api_retry_at] if self._api_retry_at else []
         timeout = max(0.0, min(due) - loop.time()) if due else None
         done, pending = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         for fut in pending:

@@ -1,5 +1,6 @@
 """kubelet.pod_worker over the FakeAPIServer with real processes: a deletion the watch delivers while the worker's
-status PATCH is in flight is not undone by that PATCH's (older) answer, so the pod is still killed and removed."""
+status PATCH is in flight is not undone by that PATCH's (older) answer, so the pod is still killed and removed; a
+status PATCH that fails (the apiserver restarting) is written again without anything else waking the worker."""
 
 from __future__ import annotations
 
@@ -39,3 +40,39 @@ async def test_a_deletion_pushed_during_a_status_write_is_not_lost(tmp_path: Pat
     assert deleted and deleted[0]["metadata"].get("deletionTimestamp")
     assert [p for p in fake.objects(cs.pods.resource) if p["metadata"]["name"] == "burn"] == []
     assert subprocess.run(["pgrep", "-f", "sleep 4321"], capture_output=True).stdout == b""  # killed
+
+
+async def test_a_status_write_lost_to_an_apiserver_restart_is_written_again(tmp_path: Path) -> None:
+    fake = FakeAPIServer()
+    cs = Clientset(fake)
+    await cs.nodes.create({"metadata": {"name": "n1"}})
+    pod = await cs.pods.create({"metadata": {"name": "lost", "namespace": "default"}, "spec": {
+        "nodeName": "n1", "terminationGracePeriodSeconds": 1,
+        "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "4322"]}]}})
+    kubelet = Kubelet(cs, "n1", tmp_path)
+    patch = cs.pods.patch
+    refused: list[str] = []
+
+    async def patch_or_reset(*args: Any, **kwargs: Any) -> Any:
+        if len(refused) < 2 and kwargs.get("subresource") == "status":
+            refused.append(args[0])
+            raise ConnectionResetError(104, "Connection reset by peer")  # as aiohttp's ClientOSError is
+        return await patch(*args, **kwargs)
+
+    cs.pods.patch = patch_or_reset  # type: ignore[method-assign]
+    kubelet._on_add(pod)
+    worker = kubelet.workers[pod["metadata"]["uid"]]
+    try:
+        for _ in range(100):  # the worker is never pushed a newer pod: only its own retry can write the status
+            stored = await cs.pods.get("lost", "default")
+            if (stored.get("status") or {}).get("phase") == "Running":
+                break
+            await asyncio.sleep(0.1)
+        assert refused == ["lost", "lost"]
+        assert stored["status"]["phase"] == "Running"
+        assert stored["status"]["containerStatuses"][0]["state"].get("running")
+    finally:
+        await cs.pods.delete("lost", "default")
+        worker.push(await cs.pods.get("lost", "default"))
+        await asyncio.wait_for(worker.task, 20)
+    assert subprocess.run(["pgrep", "-f", "sleep 4322"], capture_output=True).stdout == b""
