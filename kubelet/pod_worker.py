@@ -16,7 +16,8 @@ The worker keeps only the latest version of its pod (``push``); its loop is a tr
   6. on exit, record ``terminated`` and apply ``restartPolicy``: the first exit is restarted at once, later ones
      wait in CrashLoopBackOff (10 s doubling to 5 min, ``backoff``); ``restartCount`` grows when a restart starts;
   7. on ``deletionTimestamp``, run preStop hooks, SIGTERM every container, SIGKILL after the grace period,
-     remove the pod's volumes, release its IP, then confirm the deletion with ``gracePeriodSeconds=0``;
+     remove the pod's volumes, release its IP, then confirm the deletion with ``gracePeriodSeconds=0`` (retried
+     until the API takes it or the pod is gone);
   8. write ``pods/{name}/status`` when the computed status changed.
 Any API error is logged and the pass retried (0.5 s, doubling to 10 s, as kube's status manager keeps a status
 it could not write until it can): nothing else may come to wake the worker, and a status PATCH lost to an
@@ -670,13 +671,18 @@ class PodWorker:
         self.host.tokens.forget(self.uid)
         self.host.pod_ips.release(self.uid)
         meta = self.pod["metadata"]
-        try:
-            await self.host.client.pods.delete(meta["name"], meta["namespace"], grace_period_seconds=0,
-                                                  preconditions={"uid": self.uid})
-        except (errors.NotFound, errors.Conflict):
-            pass
-        except errors.StatusError as err:
-            log.warning("pod %s: confirming deletion failed: %s", self.key, err)
+        delay = API_RETRY_FIRST
+        while True:  # until the API has it: a pod left Terminating for good is what a lost confirmation would cost
+            try:
+                await self.host.client.pods.delete(meta["name"], meta["namespace"], grace_period_seconds=0,
+                                                      preconditions={"uid": self.uid})
+                return
+            except (errors.NotFound, errors.Conflict):
+                return
+            except (errors.StatusError, OSError) as err:
+                log.warning("pod %s: confirming deletion failed: %s (retried in %.1f s)", self.key, err, delay)
+            await asyncio.sleep(delay)
+            delay = min(API_RETRY_MAX, delay * 2)
 
     # --- status -----------------------------------------------------------------------------------------------
     async def _write_status(self) -> None:

@@ -1,6 +1,7 @@
 """kubelet.pod_worker over the FakeAPIServer with real processes: a deletion the watch delivers while the worker's
 status PATCH is in flight is not undone by that PATCH's (older) answer, so the pod is still killed and removed; a
-status PATCH that fails (the apiserver restarting) is written again without anything else waking the worker."""
+status PATCH that fails (the apiserver restarting) is written again without anything else waking the worker, and so
+is the confirmation of a deletion."""
 
 from __future__ import annotations
 
@@ -76,3 +77,35 @@ async def test_a_status_write_lost_to_an_apiserver_restart_is_written_again(tmp_
         worker.push(await cs.pods.get("lost", "default"))
         await asyncio.wait_for(worker.task, 20)
     assert subprocess.run(["pgrep", "-f", "sleep 4322"], capture_output=True).stdout == b""
+
+
+async def test_a_deletion_confirmation_lost_to_an_apiserver_restart_is_sent_again(tmp_path: Path) -> None:
+    fake = FakeAPIServer()
+    cs = Clientset(fake)
+    await cs.nodes.create({"metadata": {"name": "n1"}})
+    pod = await cs.pods.create({"metadata": {"name": "gone", "namespace": "default"}, "spec": {
+        "nodeName": "n1", "terminationGracePeriodSeconds": 1,
+        "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "4323"]}]}})
+    kubelet = Kubelet(cs, "n1", tmp_path)
+    delete = cs.pods.delete
+    refused: list[str] = []
+
+    async def delete_or_reset(*args: Any, **kwargs: Any) -> Any:
+        if not refused and kwargs.get("grace_period_seconds") == 0:
+            refused.append(args[0])
+            raise ConnectionResetError(104, "Connection reset by peer")
+        return await delete(*args, **kwargs)
+
+    cs.pods.delete = delete_or_reset  # type: ignore[method-assign]
+    kubelet._on_add(pod)
+    worker = kubelet.workers[pod["metadata"]["uid"]]
+    for _ in range(100):
+        if ((await cs.pods.get("gone", "default")).get("status") or {}).get("phase") == "Running":
+            break
+        await asyncio.sleep(0.1)
+    await delete("gone", "default")  # graceful: the kubelet stops the container, then confirms
+    worker.push(await cs.pods.get("gone", "default"))
+    await asyncio.wait_for(worker.task, 20)
+    assert refused == ["gone"]
+    assert [p for p in fake.objects(cs.pods.resource) if p["metadata"]["name"] == "gone"] == []
+    assert subprocess.run(["pgrep", "-f", "sleep 4323"], capture_output=True).stdout == b""
