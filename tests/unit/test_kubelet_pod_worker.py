@@ -14,14 +14,20 @@ from kubeclient import Clientset, FakeAPIServer
 from kubelet.kubelet import Kubelet
 
 
-async def test_a_deletion_pushed_during_a_status_write_is_not_lost(tmp_path: Path) -> None:
+async def _node_with_pod(tmp_path: Path, name: str, seconds: int) -> tuple[FakeAPIServer, Clientset, dict[str, Any],
+                                                                         Kubelet]:
+    """A node's kubelet (not started) over the FakeAPIServer, and a pod bound to it that runs ``sleep seconds``."""
     fake = FakeAPIServer()
     cs = Clientset(fake)
     await cs.nodes.create({"metadata": {"name": "n1"}})  # no podCIDR: the pod gets the host IP
-    pod = await cs.pods.create({"metadata": {"name": "burn", "namespace": "default"}, "spec": {
+    pod = await cs.pods.create({"metadata": {"name": name, "namespace": "default"}, "spec": {
         "nodeName": "n1", "terminationGracePeriodSeconds": 1,
-        "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "4321"]}]}})
-    kubelet = Kubelet(cs, "n1", tmp_path)
+        "containers": [{"name": "c", "image": "busybox", "command": ["sleep", str(seconds)]}]}})
+    return fake, cs, pod, Kubelet(cs, "n1", tmp_path)
+
+
+async def test_a_deletion_pushed_during_a_status_write_is_not_lost(tmp_path: Path) -> None:
+    fake, cs, pod, kubelet = await _node_with_pod(tmp_path, "burn", 4321)
     patch = cs.pods.patch
     deleted: list[dict[str, Any]] = []
 
@@ -44,13 +50,7 @@ async def test_a_deletion_pushed_during_a_status_write_is_not_lost(tmp_path: Pat
 
 
 async def test_a_status_write_lost_to_an_apiserver_restart_is_written_again(tmp_path: Path) -> None:
-    fake = FakeAPIServer()
-    cs = Clientset(fake)
-    await cs.nodes.create({"metadata": {"name": "n1"}})
-    pod = await cs.pods.create({"metadata": {"name": "lost", "namespace": "default"}, "spec": {
-        "nodeName": "n1", "terminationGracePeriodSeconds": 1,
-        "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "4322"]}]}})
-    kubelet = Kubelet(cs, "n1", tmp_path)
+    _, cs, pod, kubelet = await _node_with_pod(tmp_path, "lost", 4322)
     patch = cs.pods.patch
     refused: list[str] = []
 
@@ -80,13 +80,7 @@ async def test_a_status_write_lost_to_an_apiserver_restart_is_written_again(tmp_
 
 
 async def test_a_deletion_confirmation_lost_to_an_apiserver_restart_is_sent_again(tmp_path: Path) -> None:
-    fake = FakeAPIServer()
-    cs = Clientset(fake)
-    await cs.nodes.create({"metadata": {"name": "n1"}})
-    pod = await cs.pods.create({"metadata": {"name": "gone", "namespace": "default"}, "spec": {
-        "nodeName": "n1", "terminationGracePeriodSeconds": 1,
-        "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "4323"]}]}})
-    kubelet = Kubelet(cs, "n1", tmp_path)
+    fake, cs, pod, kubelet = await _node_with_pod(tmp_path, "gone", 4323)
     delete = cs.pods.delete
     refused: list[str] = []
 
