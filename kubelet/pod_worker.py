@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from apimachinery import errors
 from apimachinery.meta import format_duration, now_rfc3339, parse_time
+from kubeclient.backoff import Backoff
 
 from . import images, metrics
 from . import status as st
@@ -131,6 +132,11 @@ class ContainerRecord:
         self.probes.clear()
 
 
+def _api_backoff() -> Backoff:
+    """The retries of a worker's API calls (its passes, its deletion's confirmation): 0.5 s doubling to 10 s."""
+    return Backoff(initial=API_RETRY_FIRST, cap=API_RETRY_MAX, jitter=0.0)
+
+
 class PodWorker:
     def __init__(self, host: PodHost, pod: dict[str, Any]) -> None:
         self.host = host
@@ -144,7 +150,7 @@ class PodWorker:
         self._retry_at = 0.0  # when a failed volume set-up is tried again
         self._resync_at = 0.0  # when the projected volumes are next rewritten (0: none to rewrite)
         self._api_retry_at = 0.0  # when a pass that failed on an API error runs again (0: the last one did not)
-        self._api_failures = 0
+        self._api_backoff = _api_backoff()
         self._changed = asyncio.Event()
         self._seen = time.monotonic()  # kubelet_pod_start_duration_seconds counts from here
         self._pulling = 0.0  # seconds spent pulling images: not part of kubelet_pod_start_sli_duration_seconds
@@ -187,12 +193,12 @@ class PodWorker:
                     await self.remove()
                     return
                 except (errors.StatusError, OSError) as err:
-                    self._api_failures += 1
-                    delay = min(API_RETRY_MAX, API_RETRY_FIRST * 2 ** (self._api_failures - 1))
+                    delay = self._api_backoff.next()
                     self._api_retry_at = loop.time() + delay
                     log.warning("pod %s: %s (retried in %.1f s)", self.key, err, delay)
                 else:
-                    self._api_failures, self._api_retry_at = 0, 0.0
+                    self._api_backoff.reset()
+                    self._api_retry_at = 0.0
                 metrics.POD_WORKER_DURATION.labels(operation).observe(time.monotonic() - began)
                 operation = "update"
                 await self._wait(loop)
@@ -671,7 +677,7 @@ class PodWorker:
         self.host.tokens.forget(self.uid)
         self.host.pod_ips.release(self.uid)
         meta = self.pod["metadata"]
-        delay = API_RETRY_FIRST
+        backoff = _api_backoff()
         while True:  # until the API has it: a pod left Terminating for good is what a lost confirmation would cost
             try:
                 await self.host.client.pods.delete(meta["name"], meta["namespace"], grace_period_seconds=0,
@@ -680,9 +686,9 @@ class PodWorker:
             except (errors.NotFound, errors.Conflict):
                 return
             except (errors.StatusError, OSError) as err:
+                delay = backoff.next()
                 log.warning("pod %s: confirming deletion failed: %s (retried in %.1f s)", self.key, err, delay)
             await asyncio.sleep(delay)
-            delay = min(API_RETRY_MAX, delay * 2)
 
     # --- status -----------------------------------------------------------------------------------------------
     async def _write_status(self) -> None:
