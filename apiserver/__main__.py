@@ -22,6 +22,7 @@ from .serviceaccount.keys import KeyFileError
 from .serving import Listener, TLSFiles, serve
 from .storage.encryptionconfig import EncryptionConfigError
 from .storage.etcd3 import EtcdTLS, uses_tls
+from .storage.leases import DEFAULT_REUSE_SECONDS
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -77,6 +78,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--etcd-max-request-bytes", type=int, default=ETCD_MAX_REQUEST_BYTES,
                         help="etcd's --max-request-bytes: an object whose stored form (with its key) is larger is "
                              "refused with 413 before it is written (default: %(default)s, etcd's default)")
+    parser.add_argument("--event-ttl", type=_duration, default="1h0m0s", metavar="DURATION",
+                        help="amount of time to retain events (Go duration; default: %(default)s)")
+    parser.add_argument("--lease-reuse-duration-seconds", type=_lease_reuse, default=DEFAULT_REUSE_SECONDS,
+                        metavar="SECONDS",
+                        help="the time in seconds that each lease is reused; a lower value avoids a large number "
+                             "of objects reusing the same lease (default: %(default)s)")
     parser.add_argument("--scheduler-healthz-url", default=DEFAULT_SCHEDULER_HEALTHZ,
                         help="where ComponentStatus 'scheduler' is probed (default: %(default)s)")
     parser.add_argument("--controller-manager-healthz-url", default=DEFAULT_CONTROLLER_MANAGER_HEALTHZ,
@@ -166,6 +173,16 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _lease_reuse(text: str) -> int:
+    try:
+        seconds = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if seconds < 1:
+        raise argparse.ArgumentTypeError("--lease-reuse-duration-seconds should be greater than 0")
+    return seconds
+
+
 def _list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
@@ -205,6 +222,8 @@ def main(argv: list[str] | None = None) -> None:
         encryption_provider_config=args.encryption_provider_config,
         etcd_compaction_interval=args.etcd_compaction_interval,
         etcd_max_request_bytes=args.etcd_max_request_bytes,
+        event_ttl=args.event_ttl,
+        lease_reuse_duration_seconds=args.lease_reuse_duration_seconds,
         scheduler_healthz_url=args.scheduler_healthz_url,
         controller_manager_healthz_url=args.controller_manager_healthz_url,
         token_auth_file=args.token_auth_file,

@@ -95,6 +95,7 @@ from .storage import encryptionconfig, maintenance
 from .storage import metrics as storage_metrics
 from .storage.etcd3 import EtcdStorage, EtcdTLS, SpaceExceeded, StorageError, Unavailable
 from .storage.format import NewerStorageFormat, check_storage_format
+from .storage.leases import DEFAULT_REUSE_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,8 @@ class Config:
     encryption_provider_config: str | None = None  # an EncryptionConfiguration file (encryption at rest)
     etcd_compaction_interval: float = maintenance.DEFAULT_COMPACTION_INTERVAL  # seconds; 0 disables
     etcd_max_request_bytes: int = ETCD_MAX_REQUEST_BYTES  # etcd's --max-request-bytes: larger objects are 413
+    event_ttl: float = 3600.0  # --event-ttl: seconds an Event lives after its last write
+    lease_reuse_duration_seconds: int = DEFAULT_REUSE_SECONDS  # --lease-reuse-duration-seconds
     scheduler_healthz_url: str = DEFAULT_SCHEDULER_HEALTHZ  # probed for ComponentStatus "scheduler"
     controller_manager_healthz_url: str = DEFAULT_CONTROLLER_MANAGER_HEALTHZ
     service_accounts: ServiceAccountConfig = field(default_factory=ServiceAccountConfig)
@@ -243,7 +246,9 @@ def create_app(config: Config, rule_validator: RuleValidator | None = None) -> S
     strategies = [ComponentStatusStrategy(probes) if isinstance(s, ComponentStatusStrategy) else s
                   for s in all_strategies()]
     registry = Registry(strategies, storage, config.watch_cache_size, decoder, add_warning, bootstrap,
-                        leases=leases, encryption=encryption, max_request_bytes=config.etcd_max_request_bytes)
+                        leases=leases, encryption=encryption, max_request_bytes=config.etcd_max_request_bytes,
+                        ttls={"events": int(config.event_ttl), "events.events.k8s.io": int(config.event_ttl)},
+                        lease_reuse_seconds=config.lease_reuse_duration_seconds)
     sources = Sources(registry)
     rbac, graph = RBACAuthorizer(sources), NodeGraph()
     configure(authorizers(config.authorization_modes, sources, rbac, graph))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ from apimachinery.meta import json_copy
 from ..fieldmanager import Schema
 from ..storage.encryptionconfig import EncryptionConfig
 from ..storage.etcd3 import EtcdStorage
+from ..storage.leases import DEFAULT_REUSE_SECONDS
 from .decoder import BodyDecoder, Decoder
 from .masterleases import MasterLeases
 from .readonly import ReadOnlyStore, ReadOnlyStrategy
@@ -73,7 +74,8 @@ class Registry:
                  bootstrap: Sequence[BootstrapObject] | None = None,
                  bootstrap_interval: float = BOOTSTRAP_INTERVAL, leases: MasterLeases | None = None,
                  encryption: EncryptionConfig | None = None,
-                 max_request_bytes: int = ETCD_MAX_REQUEST_BYTES) -> None:
+                 max_request_bytes: int = ETCD_MAX_REQUEST_BYTES, ttls: Mapping[str, int] | None = None,
+                 lease_reuse_seconds: int = DEFAULT_REUSE_SECONDS) -> None:
         self.storage = storage
         self.cache_capacity = cache_capacity
         self.on_warning = on_warning
@@ -95,6 +97,9 @@ class Registry:
         self.stores: dict[tuple[str, str], ResourceStore] = {}
         for (group, _, resource), store in self.versions.items():
             self.stores.setdefault((group, resource), store)
+        for store in self.versions.values():  # objects that expire: ttls by group-qualified resource ("events")
+            if (ttl := (ttls or {}).get(store.qualified, 0)) > 0:
+                store.expire_after(ttl, lease_reuse_seconds)
         # What is served from start-up on: never replaced by a resource installed later (a CRD of the same name).
         self.builtin = {(s.group, s.resource) for s in strategies}
         self.virtual: dict[tuple[str, str], VirtualStore] = {

@@ -36,6 +36,7 @@ from ..fieldmanager import FieldManager, Schema, Writer
 from ..storage.cacher import BatchDecoder, CachedObject, ObjectFilter, WatchCache
 from ..storage.deliveries import RING, Watcher
 from ..storage.etcd3 import EtcdStorage, KeyExists, KeyValue, RevisionMismatch
+from ..storage.leases import DEFAULT_REUSE_SECONDS, LeaseManager
 from ..storage.metrics import MeteredStorage
 from ..storage.value import Transformer, TransformError
 from .decoder import BodyDecoder
@@ -111,6 +112,17 @@ class ResourceStore:
         self.cache = WatchCache(self.storage, self.prefix, self._decode, self._restamp, capacity=cache_capacity,
                                 indexed_fields=("spec.nodeName",) if strategy.resource == "pods" else (),
                                 decode_batch=batch, resource=self.qualified)
+        self.ttl = 0  # seconds an object lives after each write (``expire_after``); 0: until deleted
+        self._leases: LeaseManager | None = None
+
+    def expire_after(self, ttl: int, reuse_seconds: int = DEFAULT_REUSE_SECONDS) -> None:
+        """Each write of an object puts it under an etcd lease of ``ttl`` seconds (kube's ``TTLFunc``, which
+        ``--event-ttl`` sets for Events): etcd deletes it that long after its last write."""
+        self.ttl = ttl
+        self._leases = LeaseManager(self.storage.grant_lease, reuse_seconds) if ttl > 0 else None
+
+    async def _lease(self) -> int:
+        return await self._leases.lease_for(self.ttl) if self._leases is not None else 0
 
     def reconfigure(self, strategy: Strategy, decoder: BodyDecoder, schema: Schema) -> None:
         """Serve the same objects (same keys, same watch cache) with new rules: a CRD's schema, columns or
@@ -362,7 +374,7 @@ class ResourceStore:
         key = self.etcd_key(meta.get("namespace"), meta["name"])
         data, stored = await self._encode_for_storage(key, obj)
         try:
-            rv = await self.storage.create(key, data)
+            rv = await self.storage.create(key, data, await self._lease())
         except KeyExists:
             raise errors.already_exists(self.strategy.resource, meta["name"], self.strategy.group) from None
         return await self._written(key, obj, stored, rv)
@@ -475,7 +487,7 @@ class ResourceStore:
                 return await self._delete_now(namespace, name, new, co.rv)
             data, stored = await self._encode_for_storage(key, new)
             try:
-                rv = await self.storage.update(key, data, co.rv)
+                rv = await self.storage.update(key, data, co.rv, await self._lease())
             except RevisionMismatch as err:
                 if err.current is None:
                     raise errors.not_found(strategy.resource, name, strategy.group) from None
@@ -600,7 +612,7 @@ class ResourceStore:
                 if new is obj:
                     return co, False
                 data, stored = await self._encode_for_storage(kv.key, new)
-                rv = await self.storage.update(kv.key, data, co.rv)
+                rv = await self.storage.update(kv.key, data, co.rv, await self._lease())
                 return await self._written(kv.key, new, stored, rv), False
             except RevisionMismatch as err:
                 if err.current is None:

@@ -303,23 +303,25 @@ class EtcdStorage:
         resp = await self._call(self._kv.Txn, request)
         return bool(resp.succeeded), resp
 
-    async def create(self, key: bytes, value: bytes) -> int:
-        """Write a new key; raises ``KeyExists``. Returns the new revision."""
+    async def create(self, key: bytes, value: bytes, lease: int = 0) -> int:
+        """Write a new key (under etcd lease ``lease``, if not 0); raises ``KeyExists``. Returns the new
+        revision."""
         ok, resp = await self._txn(
             key,
             rpc.Compare(key=key, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=0),
-            rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value)),
+            rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value, lease=lease)),
         )
         if not ok:
             raise KeyExists(key.decode())
         return int(resp.header.revision)
 
-    async def update(self, key: bytes, value: bytes, expected_revision: int) -> int:
-        """Overwrite ``key`` if its mod_revision is ``expected_revision``; raises ``RevisionMismatch``."""
+    async def update(self, key: bytes, value: bytes, expected_revision: int, lease: int = 0) -> int:
+        """Overwrite ``key`` if its mod_revision is ``expected_revision`` (under etcd lease ``lease``, if not 0:
+        a put without one detaches the key from any lease); raises ``RevisionMismatch``."""
         ok, resp = await self._txn(
             key,
             rpc.Compare(key=key, target=rpc.Compare.MOD, result=rpc.Compare.EQUAL, mod_revision=expected_revision),
-            rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value)),
+            rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value, lease=lease)),
         )
         if not ok:
             raise RevisionMismatch(self._current_from_failure(resp))
@@ -335,6 +337,10 @@ class EtcdStorage:
         if not ok:
             raise RevisionMismatch(self._current_from_failure(resp))
         return int(resp.header.revision)
+
+    async def grant_lease(self, ttl: int) -> int:
+        """A new etcd lease of ``ttl`` seconds (etcd raises a shorter one to its minimum); its ID."""
+        return int((await self._call(self._lease.LeaseGrant, rpc.LeaseGrantRequest(TTL=ttl))).ID)
 
     async def put_with_ttl(self, key: bytes, value: bytes, ttl: int) -> None:
         """Write ``key`` under a new etcd lease of ``ttl`` seconds: it vanishes unless written again in time (the

@@ -73,17 +73,17 @@ class MeteredStorage:
         finally:
             self._observe("list", started)
 
-    async def create(self, key: bytes, value: bytes) -> int:
+    async def create(self, key: bytes, value: bytes, lease: int = 0) -> int:
         started = time.monotonic()
         try:
-            return await self._storage.create(key, value)
+            return await self._storage.create(key, value, lease)
         finally:
             self._observe("create", started)
 
-    async def update(self, key: bytes, value: bytes, expected_revision: int) -> int:
+    async def update(self, key: bytes, value: bytes, expected_revision: int, lease: int = 0) -> int:
         started = time.monotonic()
         try:
-            return await self._storage.update(key, value, expected_revision)
+            return await self._storage.update(key, value, expected_revision, lease)
         finally:
             self._observe("update", started)
 
