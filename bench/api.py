@@ -330,4 +330,7 @@ def run_apiservers(args: argparse.Namespace, master: str, etcd_url: str, concurr
 
 
 if __name__ == "__main__":
+    from stopping import stop_on_termination
+
+    stop_on_termination()
     main()

@@ -191,4 +191,7 @@ def main() -> None:
         print(f"(median of {args.repeat} interleaved runs; {args.count} creates per run at concurrency 50)")
 
 if __name__ == "__main__":
+    from stopping import stop_on_termination
+
+    stop_on_termination()
     main()

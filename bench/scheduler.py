@@ -322,4 +322,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from stopping import stop_on_termination
+
+    stop_on_termination()
     main()

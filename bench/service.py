@@ -120,4 +120,7 @@ def _answers(url: str) -> bool:
 
 
 if __name__ == "__main__":
+    from stopping import stop_on_termination
+
+    stop_on_termination()
     main()
