@@ -74,6 +74,13 @@ class Kubelet:
             log.info("found %d containers from before the restart", len(self.recovered))
         # Pod IPs from the Node's podCIDR (the host IP without one, or with a runtime that has its own network).
         self.pod_ips = PodIPs(root_dir / "podips", client if self.runtime.pod_ips else None, node_name, host_ip)
+        # This node's Node, watched as kube's kubelet watches it: its podCIDR reaches the pod IPs as it is set,
+        # and a pod started before that needs no read of the Node to learn there is none yet.
+        self.node_informer: SharedInformer | None = None
+        if self.runtime.pod_ips:
+            self.node_informer = SharedInformer(client.nodes, field_selector=f"metadata.name={node_name}")
+            self.node_informer.add_event_handler(self._on_node, lambda old, new: self._on_node(new), None)
+            self.pod_ips.watching = self.node_informer.has_synced
         self.recorder = EventRecorder(client.events, "kubelet", node_name, event_time=True)  # µs for kubelab trace
         self.tokens = TokenManager(client)
         self.service_env = ServiceEnv(client)
@@ -105,6 +112,12 @@ class Kubelet:
             if meta["namespace"] == namespace and meta["name"] == name:
                 return worker
         return None
+
+    def _on_node(self, node: dict[str, Any]) -> None:
+        cidr = (node.get("spec") or {}).get("podCIDR")
+        if cidr and self.pod_ips.cidr is None:
+            self.pod_ips.set_cidr(cidr)
+            log.info("pod CIDR of node %s: %s", self.node_name, cidr)
 
     def _on_add(self, pod: dict[str, Any]) -> None:
         uid = pod["metadata"]["uid"]
@@ -152,12 +165,15 @@ class Kubelet:
         warm_up = asyncio.create_task(self.runtime.warm_up(), name="runtime warm-up")
         informer = asyncio.create_task(self.informer.run(stop))
         services = asyncio.create_task(self.service_env.informer.run(stop))
+        node = asyncio.create_task(self.node_informer.run(stop)) if self.node_informer is not None else None
         housekeeping = asyncio.create_task(self._housekeeping_loop(stop))
         provisioner = asyncio.create_task(self.provisioner.run(stop))
         await stop.wait()
         await asyncio.gather(warm_up, return_exceptions=True)  # a failure is the first start's to report
         await informer
         await services
+        if node is not None:
+            await node
         await provisioner
         housekeeping.cancel()
         for worker in list(self.workers.values()):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from kubeclient import Clientset
@@ -47,6 +48,9 @@ class PodIPs:
         self.host_ip = host_ip
         self.cidr: ipaddress.IPv4Network | ipaddress.IPv6Network | None = None
         self.require_cidr = False  # a pod network of namespaces: no host IP for pods while the Node has no CIDR
+        # Whether a watch of the Node keeps ``cidr`` current (the kubelet's node informer, once synced): then a pod
+        # needs no read of the Node to learn there is no CIDR yet.
+        self.watching: Callable[[], bool] = lambda: False
         self.dir.mkdir(parents=True, exist_ok=True)
         self.by_uid: dict[str, str] = {}
         for path in self.dir.iterdir():
@@ -60,9 +64,10 @@ class PodIPs:
         self.cidr = ipaddress.ip_network(cidr, strict=False)
 
     async def node_cidr(self) -> str | None:
-        """The Node's ``spec.podCIDR``, read from the API at each call until it is set; raises ``StatusError``
-        when the Node cannot be read, so a pod is not given the host IP for a passing error."""
-        if self.cidr is None and self.client is not None:
+        """The Node's ``spec.podCIDR``: as the Node's watch has it, else read from the API at each call until it
+        is set; raises ``StatusError`` when the Node cannot be read, so a pod is not given the host IP for a
+        passing error."""
+        if self.cidr is None and self.client is not None and not self.watching():
             node = await self.client.nodes.get(self.node_name)  # an error: the pod worker tries again
             cidr = (node.get("spec") or {}).get("podCIDR")
             if cidr:

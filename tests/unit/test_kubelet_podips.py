@@ -3,12 +3,14 @@ kept on disk across a restart, released; the host IP while the Node has no CIDR 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from kubeclient import Clientset, FakeAPIServer
 from kubelet.images import listen_command
+from kubelet.kubelet import Kubelet
 from kubelet.podips import PodIPs, PoolExhausted
 
 
@@ -50,3 +52,29 @@ def test_nginx_listens_on_the_pod_ip_and_its_container_port() -> None:
     assert listen_command(custom, "127.16.0.2") is custom
     busybox = {"name": "b", "image": "busybox"}
     assert listen_command(busybox, "127.16.0.2") is busybox
+
+
+async def test_the_kubelets_watch_of_its_node_brings_the_cidr_without_a_read_per_pod(tmp_path: Path) -> None:
+    """Once the kubelet's watch of its Node has synced, a pod started while the Node has no CIDR gets the host
+    IP without a GET of the Node (one per pod before), and the CIDR holds from the watch event that brings it."""
+    fake = FakeAPIServer()
+    cs = Clientset(fake)
+    await cs.nodes.create({"metadata": {"name": "n1"}, "spec": {}})
+    await cs.nodes.create({"metadata": {"name": "n2"}, "spec": {"podCIDR": "127.16.9.0/24"}})
+    kubelet = Kubelet(cs, "n1", tmp_path, "127.0.0.1")
+    assert kubelet.node_informer is not None
+    stop = asyncio.Event()
+    watching = asyncio.create_task(kubelet.node_informer.run(stop))
+    try:
+        assert await kubelet.node_informer.wait_for_sync(5)
+        fake.actions.clear()
+        assert [await kubelet.pod_ips.assign(uid) for uid in "ab"] == ["127.0.0.1", "127.0.0.1"]
+        assert [a for a in fake.actions if a.path.startswith("/api/v1/nodes")] == []
+        await cs.nodes.patch("n1", {"spec": {"podCIDR": "127.16.3.0/24", "podCIDRs": ["127.16.3.0/24"]}}, "merge")
+        async with asyncio.timeout(5):
+            while kubelet.pod_ips.cidr is None:
+                await asyncio.sleep(0.01)
+        assert await kubelet.pod_ips.assign("c") == "127.16.3.2"  # its own Node's, not n2's
+    finally:
+        stop.set()
+        await watching
