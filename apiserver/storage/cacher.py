@@ -450,7 +450,11 @@ class WatchCache:
             self._advanced.notify_all()
 
     def prime(self, key: bytes, co: CachedObject) -> None:
-        """Offer the object a write produced, for reuse when its own watch event arrives."""
+        """Offer the object a write produced, for reuse when its own watch event arrives. Most often that event
+        has already been applied (etcd's watch stream answers as soon as the transaction's reply): then there is
+        nothing to offer it to, and keeping it would hold a copy of the object nothing reads."""
+        if co.rv <= self.rv:
+            return
         if len(self._primed) >= self._capacity:
             self._primed.clear()  # events that never came (a relist): drop them all
         self._primed[(key, co.rv)] = co
