@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from apimachinery.gcpolicy import freeze_for_fork
 from kubelab import interrupts, process
 from kubelab.components import COMPONENTS
 from kubelab.supervisor import Unit
@@ -284,6 +285,7 @@ def _preload() -> None:
             getattr(importlib.import_module(module), function)()
         except Exception as err:  # noqa: BLE001 - each child then builds it itself
             print(f"kubelab zygote: cannot run {target}: {err}", file=sys.stderr)
+    freeze_for_fork()
     threads = os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ["1"]
     if len(threads) != 1 or threading.active_count() != 1:
         print(f"kubelab zygote: {len(threads)} threads after the imports: forking anyway", file=sys.stderr)
