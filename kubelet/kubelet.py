@@ -79,7 +79,8 @@ class Kubelet:
         self.node_informer: SharedInformer | None = None
         if self.runtime.pod_ips:
             self.node_informer = SharedInformer(client.nodes, field_selector=f"metadata.name={node_name}")
-            self.node_informer.add_event_handler(self._on_node, lambda old, new: self._on_node(new), None)
+            self.node_informer.add_event_handler(self.pod_ips.observe, lambda old, new: self.pod_ips.observe(new),
+                                                 None)
             self.pod_ips.watching = self.node_informer.has_synced
         self.recorder = EventRecorder(client.events, "kubelet", node_name, event_time=True)  # µs for kubelab trace
         self.tokens = TokenManager(client)
@@ -112,12 +113,6 @@ class Kubelet:
             if meta["namespace"] == namespace and meta["name"] == name:
                 return worker
         return None
-
-    def _on_node(self, node: dict[str, Any]) -> None:
-        cidr = (node.get("spec") or {}).get("podCIDR")
-        if cidr and self.pod_ips.cidr is None:
-            self.pod_ips.set_cidr(cidr)
-            log.info("pod CIDR of node %s: %s", self.node_name, cidr)
 
     def _on_add(self, pod: dict[str, Any]) -> None:
         uid = pod["metadata"]["uid"]

@@ -19,8 +19,9 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from kubeclient import Clientset
 
@@ -63,17 +64,20 @@ class PodIPs:
     def set_cidr(self, cidr: str) -> None:
         self.cidr = ipaddress.ip_network(cidr, strict=False)
 
+    def observe(self, node: Mapping[str, Any]) -> None:
+        """Take the Node's ``spec.podCIDR`` once it has one (from a read of the Node or from its watch)."""
+        cidr = (node.get("spec") or {}).get("podCIDR")
+        if cidr and self.cidr is None:
+            self.set_cidr(cidr)
+            log.info("pod CIDR of node %s: %s", self.node_name, cidr)
+
     async def node_cidr(self) -> str | None:
         """The Node's ``spec.podCIDR``: as the Node's watch has it, else read from the API at each call until it
         is set; raises ``StatusError`` when the Node cannot be read, so a pod is not given the host IP for a
         passing error."""
         if self.cidr is None and self.client is not None and not self.watching():
-            node = await self.client.nodes.get(self.node_name)  # an error: the pod worker tries again
-            cidr = (node.get("spec") or {}).get("podCIDR")
-            if cidr:
-                self.set_cidr(cidr)
-                log.info("pod CIDR of node %s: %s", self.node_name, cidr)
-            else:
+            self.observe(await self.client.nodes.get(self.node_name))  # an error: the pod worker tries again
+            if self.cidr is None:
                 log.info("node %s has no podCIDR (yet): its pods get the host IP %s", self.node_name, self.host_ip)
         return str(self.cidr) if self.cidr is not None else None
 

@@ -345,8 +345,7 @@ class EtcdStorage:
     async def put_with_ttl(self, key: bytes, value: bytes, ttl: int) -> None:
         """Write ``key`` under a new etcd lease of ``ttl`` seconds: it vanishes unless written again in time (the
         lease it had before no longer holds it, so that one's expiry takes nothing with it)."""
-        grant = await self._call(self._lease.LeaseGrant, rpc.LeaseGrantRequest(TTL=ttl))
-        await self._call(self._kv.Put, rpc.PutRequest(key=key, value=value, lease=grant.ID))
+        await self._call(self._kv.Put, rpc.PutRequest(key=key, value=value, lease=await self.grant_lease(ttl)))
 
     async def delete_key(self, key: bytes) -> None:
         """Delete ``key`` whatever its revision (for keys that are not API objects)."""
