@@ -5,7 +5,9 @@ and config maps of its volumes (projected ones too), environment and image pull 
 claims; a claim links on to the persistent volume it is bound to (``spec.volumeName``), so a kubelet may read the
 volumes of its pods' claims. The graph is kept from watches on the pods' and the claims' watch caches, one object
 at a time, so an edge appears as soon as the pod is bound (or the claim bound) and goes when the pod is deleted
-(or moved). A watch that closes is started again from a list.
+(or moved). A watch that closes is started again from a list. As kube's graph populator, a pod event that cannot
+change the pod's edges is passed over without decoding the pod (``pod_may_change``): most of a pod's writes are
+its create (no node yet) and its status updates.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..storage.cacher import ObjectFilter, WatchCache
+from ..storage.cacher import CachedObject, ObjectFilter, WatchCache
 
 log = logging.getLogger(__name__)
 
@@ -119,10 +121,21 @@ class NodeGraph:
             counts[node] = counts.get(node, 0) + 1
 
     def start(self, pods: WatchCache, claims: WatchCache) -> None:
-        self._tasks = [asyncio.create_task(self._follow(pods, self._pods, self.set_pod, "pod"),
+        self._tasks = [asyncio.create_task(self._follow(pods, self._pods, self.set_pod, "pod", self.pod_may_change),
                                            name="node graph: pods"),
                        asyncio.create_task(self._follow(claims, self._claims, self.set_claim, "claim"),
                                            name="node graph: claims")]
+
+    def pod_may_change(self, co: CachedObject) -> bool:
+        """Whether a pod's ADDED or MODIFIED event can change its edges (kube's ``graphPopulator.updatePod``): not
+        while it has no node, nor once it has the node it had, since what a pod references is immutable except
+        for ephemeral containers, which may add references (a pod with any is looked at). Read from the cached
+        object's fields and bytes: the pod is decoded only when it may change."""
+        node = co.fields.get("spec.nodeName") or ""
+        known = self._pods.get(co.key)
+        if known is None:
+            return bool(node)
+        return known[0] != node or b'"ephemeralContainers"' in co.raw
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -130,7 +143,8 @@ class NodeGraph:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _follow(self, cache: WatchCache, known: dict[str, Any],
-                      apply: Callable[[str, Mapping[str, Any] | None], None], what: str) -> None:
+                      apply: Callable[[str, Mapping[str, Any] | None], None], what: str,
+                      may_change: Callable[[CachedObject], bool] = lambda co: True) -> None:
         while True:
             watcher = cache.watch(None, ObjectFilter())  # the current objects as ADDED, then their changes
             for key in list(known):
@@ -140,7 +154,10 @@ class NodeGraph:
                 # not once per object.
                 while event is not None:
                     kind, co = event
-                    apply(co.key, None if kind == "DELETED" else co.obj)
+                    if kind == "DELETED":
+                        apply(co.key, None)
+                    elif may_change(co):
+                        apply(co.key, co.obj)
                     event = watcher.queue.get_nowait() if not watcher.queue.empty() else None
                 if watcher.closed and watcher.queue.empty():
                     break

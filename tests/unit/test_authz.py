@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from apimachinery import errors
@@ -18,6 +19,7 @@ from apiserver.authz.policy import NODE_RULES, cluster_roles
 from apiserver.authz.rbac import RBACAuthorizer
 from apiserver.authz.reconcile import reconciled_binding, reconciled_role
 from apiserver.authz.rules import allows, compile_rule, compile_rules, covers
+from apiserver.storage.cacher import CachedObject
 from controllers.clusterroleaggregation import aggregated_rules
 
 ALICE = UserInfo("alice", ("dev", "system:authenticated"))
@@ -146,6 +148,32 @@ def test_the_node_graph_and_authorizer() -> None:
     assert node.authorize(N1, {**lease, "name": "n2"})[1] == ("can only access node lease with the same name as "
                                                               "the requesting node")
     assert node.authorize(N1, {"verb": "patch", "group": "", "resource": "nodes", "subresource": "status"})[0]
+
+
+def test_the_node_graph_looks_only_at_pod_events_that_may_change_its_edges() -> None:
+    """kube's graph populator: a pod without a node, or still on the node it had, keeps its edges, unless an
+    ephemeral container (which may reference more) is there; the graph decodes only the pods it must."""
+    graph = NodeGraph()
+
+    def cached(pod: dict[str, Any]) -> CachedObject:
+        return CachedObject("ns/p", None, orjson.dumps(pod), 1, {},
+                            {"spec.nodeName": pod["spec"].get("nodeName") or ""})
+
+    secret_env = [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "env"}}}]
+    pod: dict[str, Any] = {"metadata": {"namespace": "ns", "name": "p"},
+                           "spec": {"containers": [{"name": "c", "env": secret_env}]}}
+    assert not graph.pod_may_change(cached(pod))  # created, not scheduled: nothing to link
+    bound = {**pod, "spec": {**pod["spec"], "nodeName": "n1"}}
+    assert graph.pod_may_change(cached(bound))  # the binding
+    graph.set_pod("ns/p", bound)
+    running = {**bound, "status": {"phase": "Running"}}
+    assert not graph.pod_may_change(cached(running))  # a status update
+    debug = {**running, "spec": {**bound["spec"], "ephemeralContainers": [{"name": "d", "env": [
+        {"name": "Y", "valueFrom": {"secretKeyRef": {"name": "debug"}}}]}]}}
+    assert graph.pod_may_change(cached(debug))
+    graph.set_pod("ns/p", debug)
+    assert graph.has_edge(("secrets", "ns", "debug"), "n1")
+    assert graph.pod_may_change(cached({**bound, "spec": {**bound["spec"], "nodeName": "n2"}}))
 
 
 def test_missing_rules_are_worded_as_kube() -> None:
