@@ -9,7 +9,8 @@ project's own exception tree, never an aiohttp or OS error::
       │                                a body that is not a Status keeps the HTTP code and its text
       ├─ Timeout 504                   the request (or connect) exceeded its client-side timeout
       ├─ ServiceUnavailable 503        connection refused/reset, DNS or TLS failure, a stream cut mid-way:
-      │                                the server was not reached, or the request's fate is unknown
+      │   │                            the server was not reached, or the request's fate is unknown
+      │   └─ Unreachable               connection refused: nothing listens at the address (yet)
       └─ InternalError 500             a 2xx response whose body is not JSON
 
 Why aiohttp: one ``ClientSession`` with a keep-alive connection pool sustains several times the request rate
@@ -71,10 +72,36 @@ def _decode(payload: bytes, what: str) -> Object:
     return body
 
 
-def _transport_error(what: str, exc: BaseException) -> StatusError:
+class Unreachable(ServiceUnavailable):
+    """The connection was refused: no server listens at ``address`` (host, port), as while the apiserver is still
+    starting (``until_listening`` waits for it)."""
+
+    def __init__(self, message: str, address: tuple[str, int] | None = None) -> None:
+        super().__init__(message)
+        self.address = address
+
+
+def _transport_error(what: str, exc: BaseException, address: tuple[str, int] | None) -> StatusError:
     if isinstance(exc, TimeoutError):
         return Timeout(f"{what}: timed out")
-    return ServiceUnavailable(f"{what}: {type(exc).__name__}: {exc}")
+    message = f"{what}: {type(exc).__name__}: {exc}"
+    if isinstance(exc, ConnectionRefusedError) or (
+            isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, ConnectionRefusedError)):
+        return Unreachable(message, address)
+    return ServiceUnavailable(message)
+
+
+async def until_listening(address: tuple[str, int], poll: float = 0.05) -> None:
+    """Return once something accepts a TCP connection at ``address``: a bare connect every ``poll`` seconds, a
+    fraction of what a failing request costs (many informers wait like this while the apiserver starts)."""
+    while True:
+        try:
+            _, writer = await asyncio.open_connection(*address)
+        except OSError:
+            await asyncio.sleep(poll)
+            continue
+        writer.close()
+        return
 
 
 def _retry_delay(header: str | None, cap: float) -> float | None:
@@ -109,6 +136,8 @@ class RESTClient:
         self.token_source = token_source
         self._base = config.host.rstrip("/")
         self._metrics_host = urlsplit(self._base).netloc  # rest_client_* metrics' host label, as client-go's
+        url = urlsplit(self._base)
+        self._address = (url.hostname or "localhost", url.port or (443 if url.scheme == "https" else 80))
         headers = {"Accept": "application/json", "User-Agent": config.user_agent}
         if config.token:
             headers["Authorization"] = f"Bearer {config.token}"
@@ -176,7 +205,7 @@ class RESTClient:
                     code, reason, retry_after = resp.status, resp.reason, resp.headers.get("Retry-After")
             except (TimeoutError, aiohttp.ClientError, OSError) as e:
                 observe_request(verb, self._metrics_host, "<error>", time.monotonic() - started)
-                raise _transport_error(what, e) from e
+                raise _transport_error(what, e, self._address) from e
             observe_request(verb, self._metrics_host, str(code), time.monotonic() - started)
             if code < 300:
                 return _decode(payload, what)
@@ -218,7 +247,7 @@ class RESTClient:
                 if bytes(buf).strip():
                     yield _decode(bytes(buf), what)
         except (TimeoutError, aiohttp.ClientError, OSError) as e:
-            raise _transport_error(what, e) from e
+            raise _transport_error(what, e, self._address) from e
 
     async def close(self) -> None:
         """Close the pooled connections; the client may be used again afterwards (a new pool is made)."""

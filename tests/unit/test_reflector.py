@@ -13,6 +13,7 @@ from kubeclient.fake import FakeAPIServer
 from kubeclient.informer.listwatch import ListWatch
 from kubeclient.informer.reflector import Delta, Reflector, list_all_pages
 from kubeclient.informer.store import DeletedFinalStateUnknown, Store
+from kubeclient.rest import Unreachable
 from kubeclient.types import Object, WatchEvent
 
 
@@ -34,13 +35,13 @@ def fast_backoff() -> Backoff:
 
 
 class Harness:
-    def __init__(self, page_size: int | None = 500, **list_watch: str) -> None:
+    def __init__(self, page_size: int | None = 500, backoff: Backoff | None = None, **list_watch: str) -> None:
         self.fake = FakeAPIServer()
         self.cs = Clientset(self.fake)
         self.store = Store()
         self.deltas: list[Delta] = []
         self.reflector = Reflector(ListWatch(self.cs.pods, **list_watch), self.store, on_delta=self.deltas.append,
-                                   page_size=page_size, backoff=fast_backoff())
+                                   page_size=page_size, backoff=backoff or fast_backoff())
 
     def names(self) -> list[str]:
         return sorted(o["metadata"]["name"] for o in self.store.list())
@@ -162,6 +163,24 @@ async def test_list_errors_back_off_and_retry() -> None:
     async with h.running():
         assert h.names() == ["a"]
         assert len(h.actions("GET")) == 4
+
+
+async def test_a_server_not_listening_yet_is_polled_at_start_and_backed_off_from_after() -> None:
+    """Connection refused before the first list (the apiserver starting beside its clients): tried again every
+    0.1 s, not after client-go's 0.8 s doubling backoff; once synced, the same error backs off as any other."""
+    h = Harness(backoff=Backoff(initial=5.0, cap=5.0, jitter=0.0))
+    await h.cs.pods.create(pod("a"))
+    h.fake.fail_next(Unreachable("GET /api/v1/pods: connection refused"), verb="GET", times=3)
+    async with h.running():  # synced within its 2 s, so no 5 s backoff was waited
+        assert h.names() == ["a"]
+        assert len(h.actions("GET")) == 4
+        await h.cs.pods.create(pod("b"))  # an event, so the watch's end is not a short watch's error
+        await until(lambda: h.names() == ["a", "b"])
+        h.fake.fail_next(Unreachable("GET /api/v1/pods?watch=1: connection refused"), verb="WATCH", times=5)
+        h.fake.close_watches()
+        await until(lambda: len(h.actions("WATCH")) == 2)
+        await asyncio.sleep(0.5)
+        assert len(h.actions("WATCH")) == 2  # backing off (5 s), not polling
 
 
 async def test_watch_errors_back_off_and_resume_without_relist() -> None:

@@ -25,7 +25,7 @@ from apimachinery.errors import (
     Timeout,
 )
 from kubeclient.config import Config, ConfigError, build_config, load_kubeconfig
-from kubeclient.rest import RESTClient
+from kubeclient.rest import RESTClient, Unreachable, until_listening
 
 
 def status(code: int, reason: str, message: str) -> web.Response:
@@ -166,15 +166,31 @@ async def test_client_timeout_becomes_timeout(server: tuple[Server, RESTClient])
 
 
 async def test_unreachable_server_becomes_service_unavailable() -> None:
+    """Nothing listening: a 503 ``ServiceUnavailable``, of the kind ``Unreachable`` (a refused connection, which
+    the reflector polls for at start-up instead of backing off)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     async with RESTClient(Config(host=f"http://127.0.0.1:{port}")) as rest:
-        with pytest.raises(ServiceUnavailable):
+        with pytest.raises(Unreachable) as refused:
             await rest.request("GET", "/api")
-        with pytest.raises(ServiceUnavailable):
+        assert isinstance(refused.value, ServiceUnavailable) and refused.value.code == 503
+        assert refused.value.address == ("127.0.0.1", port)
+        with pytest.raises(Unreachable):
             async for _ in rest.stream("/watch"):
                 pass
+
+
+async def test_until_listening_returns_once_the_address_accepts() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    waiting = asyncio.create_task(until_listening(("127.0.0.1", port), poll=0.01))
+    await asyncio.sleep(0.1)
+    assert not waiting.done()  # nothing listens yet
+    server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", port)
+    async with server:
+        await asyncio.wait_for(waiting, 2)
 
 
 async def test_stream_reassembles_lines_split_across_chunks(server: tuple[Server, RESTClient]) -> None:
@@ -191,10 +207,11 @@ async def test_stream_errors(server: tuple[Server, RESTClient]) -> None:
         async for _ in rest.stream("/watch-gone"):
             pass
     seen = []
-    with pytest.raises(ServiceUnavailable):
+    with pytest.raises(ServiceUnavailable) as cut:
         async for event in rest.stream("/watch-cut"):
             seen.append(event)
     assert len(seen) == 1
+    assert not isinstance(cut.value, Unreachable)  # the server was there: not a start-up's refused connection
 
 
 async def test_closing_a_stream_early_releases_it(server: tuple[Server, RESTClient]) -> None:
