@@ -48,9 +48,7 @@ class RecordWatcher:
     async def run(self, stop: asyncio.Event, synced: asyncio.Event) -> None:
         """Run the informers until ``stop``; set ``synced`` once both have listed."""
         self.factory.start(stop)
-        while not stop.is_set() and not await self.factory.wait_for_cache_sync(timeout=1.0):
-            pass
-        if not stop.is_set():
+        if await self.factory.wait_for_cache_sync(stop=stop):  # a stop before the sync ends the wait at once
             synced.set()
         await stop.wait()
         await self.factory.shutdown()

@@ -46,10 +46,10 @@ class InformerFactory:
             if key not in self._tasks:
                 self._tasks[key] = asyncio.create_task(informer.run(stop), name=f"informer {key[0].plural}")
 
-    async def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
-        """Wait until every started informer has synced; False on timeout."""
+    async def wait_for_cache_sync(self, timeout: float | None = None, stop: asyncio.Event | None = None) -> bool:
+        """Wait until every started informer has synced; False on timeout or once ``stop`` is set."""
         started = [self._informers[k] for k in self._tasks]
-        return await wait_for_cache_sync(*started, timeout=timeout)
+        return await wait_for_cache_sync(*started, timeout=timeout, stop=stop)
 
     async def shutdown(self) -> None:
         """Wait for the informers to return (set the ``stop`` event first)."""

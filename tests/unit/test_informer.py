@@ -204,3 +204,23 @@ async def test_wait_for_cache_sync_gives_up_when_told_to_stop() -> None:
     finally:
         stop.set()
         await task
+
+
+async def test_the_factorys_wait_for_cache_sync_also_ends_when_told_to_stop() -> None:
+    """A process told to stop before its informers synced (the DNS addon's, forbidden until its RBAC exists) stops
+    then, not after a wait of its own."""
+    fake = FakeAPIServer()
+    fake.fail_next(ServiceUnavailable("forbidden for now"), verb="GET", times=1_000_000)
+    factory = InformerFactory(Clientset(fake), backoff=Backoff(initial=0.01, cap=0.05))
+    factory.informer(PODS)
+    stop = asyncio.Event()
+    factory.start(stop)
+    try:
+        waiting = asyncio.create_task(factory.wait_for_cache_sync(stop=stop))
+        await asyncio.sleep(0.1)
+        assert not waiting.done()
+        stop.set()
+        assert await asyncio.wait_for(waiting, 2) is False
+    finally:
+        stop.set()
+        await asyncio.wait_for(factory.shutdown(), 2)
