@@ -98,7 +98,8 @@ async def run(args: argparse.Namespace) -> int:
     records = ClusterRecords(args.cluster_domain, args.ttl)
     own = advertised(args)
     forwarder = Forwarder(upstreams_from(args.forward, own=(own, args.port)))
-    server = DnsServer(records, forwarder, args.bind_address, args.port)
+    synced = asyncio.Event()  # set once the informers have listed (/ready; name errors until then are SERVFAIL)
+    server = DnsServer(records, forwarder, args.bind_address, args.port, synced=synced.is_set)
     try:
         await server.start()
     except OSError as err:
@@ -113,7 +114,6 @@ async def run(args: argparse.Namespace) -> int:
         if args.publish_service == "true" else None
     if publisher is not None:
         watcher.on_kube_dns(publisher.poke)
-    synced = asyncio.Event()
     runner = await _health(synced, "127.0.0.1", args.health_port)
     tasks = [asyncio.create_task(watcher.run(stop, synced))]
     if publisher is not None:

@@ -2,7 +2,9 @@
 ``ClusterRecords`` what is the cluster's and forwarding the rest (``Forwarder``).
 
 Guarantees: every query that parses gets an answer (SERVFAIL when no upstream answered, NOTIMP for an opcode
-other than QUERY, FORMERR for one that does not parse but has a header); a query's handling never blocks the
+other than QUERY, FORMERR for one that does not parse but has a header); a cluster name not found while the
+informers have not synced yet is SERVFAIL, not NXDOMAIN (CoreDNS's kubernetes plugin: a resolver retries a server
+failure but caches a name error, and right after start-up the name may well exist); a query's handling never blocks the
 event loop (lookups are in memory, forwarding is awaited), so the informers keep the records current while
 queries are answered. TCP follows RFC 7766: two-byte length prefixes, several queries per connection, closed
 after ``TCP_IDLE`` seconds without one.
@@ -14,6 +16,7 @@ import asyncio
 import logging
 import struct
 import time
+from collections.abc import Callable
 
 from . import metrics
 from .forward import Forwarder
@@ -27,9 +30,11 @@ TCP_IDLE = 10.0
 
 
 class DnsServer:
-    def __init__(self, records: ClusterRecords, forwarder: Forwarder, host: str, port: int) -> None:
+    def __init__(self, records: ClusterRecords, forwarder: Forwarder, host: str, port: int,
+                 synced: Callable[[], bool] = lambda: True) -> None:
         self.records = records
         self.forwarder = forwarder
+        self.synced = synced  # whether the records reflect the cluster (the informers have listed)
         self.host = host
         self.port = port
         self._udp: asyncio.DatagramTransport | None = None
@@ -52,7 +57,10 @@ class DnsServer:
             return reply
         answer = self.records.lookup(question.qname, question.qtype)
         if answer is not None:
-            reply = encode(question, answer, udp=not tcp, chased=await self._chase(answer, question.qtype, tcp))
+            if answer.rcode == "NXDOMAIN" and not self.synced():
+                reply = failure(data, "SERVFAIL")
+            else:
+                reply = encode(question, answer, udp=not tcp, chased=await self._chase(answer, question.qtype, tcp))
             metrics.observe(server, self.records.zone, proto, question.qtype, reply,
                             time.monotonic() - started, "kubernetes")
             return reply

@@ -19,6 +19,7 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 import kubelab
+from kubelab.etcd import free_port
 from support.clusterdns import DnsProcess, FakeUpstream, loopback_address, values
 from support.wait import wait_for
 
@@ -164,6 +165,20 @@ def test_kube_dns_service_points_at_the_server(server: DnsProcess, api_url: str)
     assert httpx.delete(path).status_code == 200
     wait_for(points_at_server, timeout=10, what="kube-dns's EndpointSlice to be re-created")
     assert values(server.query(f"kube-dns.kube-system.svc.{ZONE}", "A")) == ["10.96.0.10"]
+
+
+def test_before_its_first_list_a_missing_cluster_name_is_a_server_failure(tmp_path: Path) -> None:
+    """A DNS server whose apiserver is not there yet (nothing listens at its address) has synced nothing: a cluster
+    name is SERVFAIL, which resolvers retry, not a NXDOMAIN they would cache, as CoreDNS answers before it synced;
+    names outside the zone are still forwarded (here: to nobody, SERVFAIL too)."""
+    proc = DnsProcess(f"http://127.0.0.1:{free_port()}", tmp_path / "dns.log", loopback_address())
+    try:
+        wait_for(lambda: "list failed" in proc.log(), what="the informers to try their first list")
+        reply = proc.query(f"kubernetes.default.svc.{ZONE}", "A")
+        assert reply.rcode() == dns.rcode.SERVFAIL and not reply.answer
+        assert httpx.get(f"http://127.0.0.1:{proc.health_port}/readyz").status_code == 503
+    finally:
+        assert proc.stop() == 0, proc.log()
 
 
 def test_the_launcher_runs_it_as_system_coredns(tmp_path: Path) -> None:

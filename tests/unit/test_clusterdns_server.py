@@ -67,3 +67,18 @@ def test_upstreams_from_a_resolv_conf_or_addresses(tmp_path: Path) -> None:
     assert upstreams_from(str(conf), own=("127.0.0.9", 53)) == [("192.0.2.1", 53)]  # not itself: a loop
     assert upstreams_from("127.0.0.5:5353 [fd00::1]:54 192.0.2.8") == [("127.0.0.5", 5353), ("fd00::1", 54),
                                                                        ("192.0.2.8", 53)]
+
+
+def test_a_cluster_name_not_found_before_the_informers_synced_is_a_server_failure() -> None:
+    """CoreDNS's kubernetes plugin: until it has synced, a name error in the zone is SERVFAIL (resolvers retry it;
+    a NXDOMAIN they would cache, for a name that may exist); names it has are answered, and once synced a missing
+    name is NXDOMAIN."""
+    synced = False
+    srv = server()
+    srv.synced = lambda: synced
+    missing = DNSRecord.question("kubernetes.default.svc.cluster.local", "A").pack()
+    assert RCODE.get(ask(srv, missing).header.rcode) == "SERVFAIL"
+    known = ask(srv, DNSRecord.question("big.default.svc.cluster.local", "A").pack(), tcp=True)
+    assert RCODE.get(known.header.rcode) == "NOERROR" and len(known.rr) == 60
+    synced = True
+    assert RCODE.get(ask(srv, missing).header.rcode) == "NXDOMAIN"
