@@ -384,6 +384,7 @@ class RESTHandler:
         options = await self.delete_options(request, store)
         admission = request_admission(self.admission, "DELETE", store, info, info.name, "DeleteOptions",
                                       options.dry_run)
+        self.registry.deleting(store, info.name)
         co, _removed = await store.delete(info.namespace, info.name, options, admission)
         return render_object(store, co, negotiate(request.headers.get("accept")), request.query_params)
 
@@ -396,6 +397,7 @@ class RESTHandler:
             try:
                 admission = request_admission(self.admission, "DELETE", store, info, meta["name"], "DeleteOptions",
                                               options.dry_run)
+                self.registry.deleting(store, meta["name"])
                 result, _ = await store.delete(meta.get("namespace"), meta["name"], options, admission)
                 deleted.append(result)
             except errors.NotFound:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,9 @@ log = logging.getLogger(__name__)
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # How often the bootstrap objects are checked again (kube-apiserver's bootstrap controller: 10 s).
 BOOTSTRAP_INTERVAL = 10.0
+# How long after a namespace's DELETE creates in it read the namespace afresh (kube's NamespaceLifecycle
+# forceLiveLookupTTL): the watch cache may not have the deletion yet.
+FORCE_LIVE_LOOKUP_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class Registry:
                  lease_reuse_seconds: int = DEFAULT_REUSE_SECONDS) -> None:
         self.storage = storage
         self.cache_capacity = cache_capacity
+        self._deleted_namespaces: dict[str, float] = {}  # name → until when creates in it look it up afresh
         self.on_warning = on_warning
         self.leases = leases  # None: no other apiserver is considered (every check puts this one back)
         self.bootstrap = list(bootstrap) if bootstrap is not None else system_namespaces()  # namespaces first
@@ -236,21 +241,38 @@ class Registry:
         except errors.AlreadyExists:
             pass
 
+    def deleting(self, store: ResourceStore, name: str) -> None:
+        """A DELETE of ``name`` in ``store`` is being admitted: a namespace's is remembered for
+        ``FORCE_LIVE_LOOKUP_SECONDS`` (kube's NamespaceLifecycle ``forceLiveLookupCache``), so that creates in it
+        do not trust a watch cache that may not have seen the deletion yet."""
+        if store.qualified != "namespaces":
+            return
+        now = time.monotonic()
+        self._deleted_namespaces = {n: t for n, t in self._deleted_namespaces.items() if t > now}
+        self._deleted_namespaces[name] = now + FORCE_LIVE_LOOKUP_SECONDS
+
     async def check_namespace(self, namespace: str, resource: str, name: str) -> None:
-        """Creating in a namespace needs it to exist and not be terminating (NamespaceLifecycle admission)."""
+        """Creating in a namespace needs it to exist and not be terminating (NamespaceLifecycle admission). From
+        the watch cache; afresh (once the cache has caught up with etcd) when the cache has no such namespace, or
+        has it active although it was deleted moments ago."""
         namespaces = self.stores.get(("", "namespaces"))
         if namespaces is None:
             return
         key = namespaces.etcd_key(None, namespace)
         co = namespaces.cache.get(key)
-        if co is None:
+        recently_deleted = self._deleted_namespaces.get(namespace, 0.0) > time.monotonic()
+        if co is None or (recently_deleted and not _terminating(co.obj)):
             await namespaces.cache.wait_fresh()
             co = namespaces.cache.get(key)
         if co is None:
             raise errors.not_found("namespaces", namespace)
-        obj = co.obj  # (decoded on each access)
-        if obj.get("metadata", {}).get("deletionTimestamp") or obj.get("status", {}).get("phase") == "Terminating":
+        if _terminating(co.obj):  # (decoded on each access)
             raise errors.forbidden(
                 resource, name, f"unable to create new content in namespace {namespace} because it is being terminated",
                 causes=[Cause("NamespaceTerminating", f"namespace {namespace} is being terminated",
                               "metadata.namespace")])
+
+
+def _terminating(namespace: Object) -> bool:
+    return bool(namespace.get("metadata", {}).get("deletionTimestamp")) or \
+        namespace.get("status", {}).get("phase") == "Terminating"
