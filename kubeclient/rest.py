@@ -135,8 +135,8 @@ class RESTClient:
         # A bearer token that changes (a service account's, refreshed before it expires): asked on every request.
         self.token_source = token_source
         self._base = config.host.rstrip("/")
-        self._metrics_host = urlsplit(self._base).netloc  # rest_client_* metrics' host label, as client-go's
         url = urlsplit(self._base)
+        self._metrics_host = url.netloc  # rest_client_* metrics' host label, as client-go's
         self._address = (url.hostname or "localhost", url.port or (443 if url.scheme == "https" else 80))
         headers = {"Accept": "application/json", "User-Agent": config.user_agent}
         if config.token:
