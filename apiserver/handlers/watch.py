@@ -245,8 +245,9 @@ async def _stream(watcher: CacheWatcher, store: ResourceStore, encoder: _Encoder
         assert write_now is not None
         chunks, events = pending, pending_events
         pending, pending_events, pending_bytes = [], [], 0
-        write_now.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        # Timed before the write: on loopback the client can wake and act on the chunk before the write returns.
         RING.record(receiver, time.time(), events)
+        write_now.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
 
     def deliver(event_type: str, co: CachedObject) -> bool:
         nonlocal last_rv, pending_bytes
