@@ -160,6 +160,7 @@ class Kubelet:
         warm_up = asyncio.create_task(self.runtime.warm_up(), name="runtime warm-up")
         informer = asyncio.create_task(self.informer.run(stop))
         services = asyncio.create_task(self.service_env.informer.run(stop))
+        service_env = asyncio.create_task(self.service_env.warm_up(), name="service env warm-up")
         node = asyncio.create_task(self.node_informer.run(stop)) if self.node_informer is not None else None
         housekeeping = asyncio.create_task(self._housekeeping_loop(stop))
         provisioner = asyncio.create_task(self.provisioner.run(stop))
@@ -171,6 +172,7 @@ class Kubelet:
             await node
         await provisioner
         housekeeping.cancel()
+        service_env.cancel()
         for worker in list(self.workers.values()):
             worker.task.cancel()
         # At once: a Linux container's PID 1 may ignore SIGTERM and take the whole 2 s before its SIGKILL.

@@ -17,6 +17,8 @@ per kubelet (the apiserver's address does not move while it runs) and again afte
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -67,8 +69,15 @@ class ServiceEnv:
         self.master = MasterServiceEnv(client)
         self.cluster_ips_routed = False  # True on a pod network with kube-proxy: the master Service's ClusterIP
 
+    async def warm_up(self) -> None:
+        """Read the master Service's variables as soon as the Services are listed (the apiserver serves), before
+        the first pod needs them: a kubelet handed a burst of pods at once held each of them on that read."""
+        if not self.cluster_ips_routed and await self.informer.wait_for_sync():
+            await self.master.warm_up()
+
     async def get(self, namespace: str, enable_links: bool = True) -> dict[str, str]:
-        await self.informer.wait_for_sync(timeout=5.0)
+        if not self.informer.has_synced():
+            await self.informer.wait_for_sync(timeout=5.0)
         env: dict[str, str] = {}
         if enable_links:
             for service in sorted(self.informer.store.list(), key=lambda s: s["metadata"]["name"]):
@@ -88,19 +97,34 @@ class MasterServiceEnv:
     def __init__(self, client: Clientset) -> None:
         self.client = client
         self.env: dict[str, str] | None = None
+        self._reading: asyncio.Future[None] | None = None  # the read in flight, shared by every caller
 
     async def get(self) -> dict[str, str]:
         if self.env is None:
             try:
-                endpoints = await self.client.endpoints.get("kubernetes", "default")
+                await self._shared_read()
             except errors.StatusError as err:
                 log.warning("no default/kubernetes Endpoints, containers get no KUBERNETES_SERVICE_*: %s", err)
                 return {}
-            for subset in endpoints.get("subsets") or []:
-                addresses, ports = subset.get("addresses") or [], subset.get("ports") or []
-                if addresses and ports:
-                    port = next((p for p in ports if p.get("name") == "https"), ports[0])
-                    self.env = service_env("kubernetes", addresses[0]["ip"], int(port["port"]), "https",
-                                           port.get("protocol") or "TCP")
-                    break
         return dict(self.env or {})
+
+    async def warm_up(self) -> None:
+        """Read them ahead of the first container; a failure is left to that container's own read to report."""
+        with contextlib.suppress(errors.StatusError):
+            await self._shared_read()
+
+    async def _shared_read(self) -> None:
+        """One GET for all the containers that start while it is in flight, not one each."""
+        if self._reading is None or self._reading.done():
+            self._reading = asyncio.ensure_future(self._read())
+        await asyncio.shield(self._reading)
+
+    async def _read(self) -> None:
+        endpoints = await self.client.endpoints.get("kubernetes", "default")
+        for subset in endpoints.get("subsets") or []:
+            addresses, ports = subset.get("addresses") or [], subset.get("ports") or []
+            if addresses and ports:
+                port = next((p for p in ports if p.get("name") == "https"), ports[0])
+                self.env = service_env("kubernetes", addresses[0]["ip"], int(port["port"]), "https",
+                                       port.get("protocol") or "TCP")
+                return
