@@ -9,7 +9,9 @@
 * SIGTERM/SIGINT end the process with status 0 at any time, also while the apiserver is unreachable and the
   informers have not synced yet (releasing the Lease then takes at most the renew deadline).
 * An HTTP server (``--healthz-port``; 0 picks a free port, negative turns it off) answers ``/healthz`` and
-  ``GET /debug/explain/{namespace}/{name}``: the pod's last attempt as JSON (404 if unknown);
+  ``/livez`` (the process serves), ``/readyz`` (also its informers have synced: kube-scheduler's
+  ``sched-handler-sync`` check, 500 until then), ``GET /debug/explain/{namespace}/{name}``: the pod's last
+  attempt as JSON (404 if unknown);
   ``POST /debug/whatif``: where pods would go after a drain, cordon, taint, node deletion or new pods, decided by
   this scheduler's profiles on a copy of its cache (scheduler/whatif.py; ``kubelab what-if``);
   ``GET /debug/informers``: its informers' counters (kubeclient's ``InformerStats``).
@@ -117,6 +119,16 @@ class DebugServer:
                                       "message": f"no scheduling attempt recorded for pod {key}"}, status=404)
         return web.json_response(attempt.to_dict())
 
+    async def _readyz(self, request: web.Request) -> web.Response:
+        """kube-scheduler's ``/readyz``: ``ok``, or 500 naming the check that fails (``?verbose`` lists them all)."""
+        synced = self.scheduler.handlers_synced()
+        if synced and "verbose" not in request.query:
+            return web.Response(text="ok")
+        check = "[+]sched-handler-sync ok" if synced else "[-]sched-handler-sync failed: reason withheld"
+        lines = ["[+]ping ok", check]
+        tail = "readyz check passed" if synced else "readyz check failed"
+        return web.Response(status=200 if synced else 500, text="\n".join([*lines, tail]) + "\n")
+
     @staticmethod
     async def _informers(request: web.Request) -> web.Response:
         return web.json_response(informer_snapshot("kube-scheduler"))
@@ -143,8 +155,9 @@ class DebugServer:
 
     async def start(self) -> None:
         app = web.Application()
-        for path in ("/healthz", "/livez", "/readyz"):
+        for path in ("/healthz", "/livez"):
             app.router.add_get(path, _ok)
+        app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/debug/explain/{namespace}/{name}", self._explain)
         app.router.add_post("/debug/whatif", self._whatif)
         app.router.add_get("/debug/informers", self._informers)
