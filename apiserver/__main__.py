@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import ssl
 import sys
 
-from apimachinery.gcpolicy import configure_gc
 from apimachinery.meta import parse_bool, parse_duration
+from apimachinery.process import start_component
 
 from . import kubeletclient
 from .app import AuditConfig, Config, create_app
@@ -190,9 +189,7 @@ def _list(text: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    level = logging.WARNING if args.verbosity <= 0 else logging.INFO if args.verbosity == 1 else logging.DEBUG
-    configure_gc()  # before anything is decoded or stored: apimachinery/gcpolicy.py
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    start_component(args.verbosity)
     servers = [s.strip() for s in args.etcd_servers.split(",") if s.strip()]
     tls = EtcdTLS(args.etcd_cafile, args.etcd_certfile, args.etcd_keyfile)
     if (tls.certfile is None) != (tls.keyfile is None):

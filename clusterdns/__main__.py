@@ -26,7 +26,7 @@ import sys
 
 from aiohttp import web
 
-from apimachinery.gcpolicy import configure_gc
+from apimachinery.process import start_component
 from kubeclient import Clientset, metrics
 
 from .forward import Forwarder, upstreams_from
@@ -132,9 +132,7 @@ async def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    level = logging.WARNING if args.verbosity <= 0 else logging.INFO if args.verbosity == 1 else logging.DEBUG
-    configure_gc()  # before anything is decoded or stored: apimachinery/gcpolicy.py
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    start_component(args.verbosity)
     sys.exit(asyncio.run(run(args)))
 
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
 import sys
 
-from apimachinery.gcpolicy import configure_gc
+from apimachinery.process import start_component
 from kubeclient import Clientset, RESTClient, build_config
 
 from .app import Console, Providers
@@ -48,9 +47,7 @@ async def serve(args: argparse.Namespace, providers: Providers | None = None) ->
 
 def main(argv: list[str] | None = None, providers: Providers | None = None, prog: str = "python -m console") -> None:
     args = parse_args(argv, prog)
-    level = logging.WARNING if args.verbosity <= 0 else logging.INFO if args.verbosity == 1 else logging.DEBUG
-    configure_gc()  # before anything is decoded or stored: apimachinery/gcpolicy.py
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    start_component(args.verbosity)
     sys.exit(asyncio.run(serve(args, providers)))
 
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import sys
 
-from apimachinery.gcpolicy import configure_gc
 from apimachinery.meta import parse_duration
+from apimachinery.process import start_component
 from controllers.manager import CONTROLLERS, enabled_controllers, run
 from controllers.nodeipam import DEFAULT_CLUSTER_CIDR, DEFAULT_NODE_CIDR_MASK_SIZE, CidrSet
 
@@ -166,9 +165,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
-    level = logging.WARNING if options.verbosity <= 0 else logging.INFO if options.verbosity == 1 else logging.DEBUG
-    configure_gc()  # before anything is decoded or stored: apimachinery/gcpolicy.py
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    level = start_component(options.verbosity)
     if options.verbosity < 3:
         logging.getLogger("kubeclient").setLevel(max(level, logging.INFO))
     return asyncio.run(run(options))

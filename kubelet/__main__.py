@@ -14,13 +14,12 @@ import ipaddress
 import logging
 import signal
 import ssl
-import sys
 from pathlib import Path
 
 from aiohttp import web
 
-from apimachinery.gcpolicy import configure_gc
 from apimachinery.meta import parse_bool, parse_duration
+from apimachinery.process import start_component
 from kubeclient import Clientset
 from kubeclient.informer import snapshot as informer_snapshot
 
@@ -327,9 +326,7 @@ async def _informers(request: web.Request) -> web.Response:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    level = logging.WARNING if args.verbosity <= 0 else logging.INFO if args.verbosity == 1 else logging.DEBUG
-    configure_gc()  # before anything is decoded or stored: apimachinery/gcpolicy.py
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    start_component(args.verbosity)
     asyncio.run(run(args))
 
 

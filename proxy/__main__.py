@@ -7,12 +7,11 @@ import asyncio
 import errno
 import logging
 import signal
-import sys
 from pathlib import Path
 
 from aiohttp import web
 
-from apimachinery.gcpolicy import configure_gc
+from apimachinery.process import start_component
 from kubeclient import Clientset, metrics
 
 from . import mode
@@ -130,9 +129,7 @@ async def run(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    level = logging.WARNING if args.verbosity <= 0 else logging.INFO if args.verbosity == 1 else logging.DEBUG
-    configure_gc()  # before anything is decoded or stored: apimachinery/gcpolicy.py
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    start_component(args.verbosity)
     asyncio.run(run(args))
 
 

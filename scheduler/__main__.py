@@ -33,7 +33,7 @@ from typing import Any
 from aiohttp import web
 
 from apimachinery import errors
-from apimachinery.gcpolicy import configure_gc
+from apimachinery.process import start_component
 from kubeclient import Clientset, LeaderElector, metrics
 from kubeclient.informer import snapshot as informer_snapshot
 from kubeclient.resources import POD_DISRUPTION_BUDGETS
@@ -242,9 +242,7 @@ async def _ok(_: web.Request) -> web.Response:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    level = logging.WARNING if args.verbosity <= 0 else logging.INFO if args.verbosity == 1 else logging.DEBUG
-    configure_gc()  # before anything is decoded or stored: apimachinery/gcpolicy.py
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    start_component(args.verbosity)
     try:
         config = configuration(args)
     except ConfigError as err:
