@@ -9,10 +9,11 @@ a real pull: ``Pulling``/``Pulled`` events with the measured time, the image in 
     busybox, alpine  the host's POSIX ``sh`` and usual utilities (no entrypoint, CMD ``sh``)
     python           this machine's Python interpreter (CMD ``python3``)
     nginx            a stand-in, not nginx: a static file server (``nginx_standin.py``, Python's ``http.server``)
-                     on ``<podIP>:<port>``: the container's first TCP containerPort, else 80 as nginx. The kubelet
-                     puts the pod's IP and that port in the image's default command (``listen_command``), as
-                     the process runtime has no network namespace to bind ``0.0.0.0:80`` in; a user that may not
-                     bind ports below 1024 gets a free port instead, which the container's log tells
+                     on ``<address>:<port>``: the container's first TCP containerPort, else 80 as nginx. The
+                     kubelet puts the address and port in the image's default command (``listen_command``):
+                     ``0.0.0.0`` in a pod's own network namespace (linux runtime on a pod network), as nginx,
+                     else the pod's IP, as pods on the node's network cannot all bind ``0.0.0.0:80``; a user
+                     that may not bind ports below 1024 gets a free port instead, which the container's log tells
 
 References are normalised as Docker does (``busybox`` == ``docker.io/library/busybox:latest``). An image not in
 the catalog fails to pull: ``ErrImagePull``, then ``ImagePullBackOff`` while the back-off (per pod and image,
@@ -79,16 +80,17 @@ def command_line(container: dict[str, Any], config: ImageConfig | None = None) -
     return command + args
 
 
-def listen_command(container: dict[str, Any], pod_ip: str) -> dict[str, Any]:
-    """The container with its image's default command told where to listen (``<podIP> <port>``), when the image
-    serves (``listens``) and the pod spec sets neither ``command`` nor ``args``; any other container as it is."""
+def listen_command(container: dict[str, Any], address: str) -> dict[str, Any]:
+    """The container with its image's default command told where to listen (``<address> <port>``: the pod's IP, or
+    ``0.0.0.0`` in a network namespace of its own), when the image serves (``listens``) and the pod spec sets
+    neither ``command`` nor ``args``; any other container as it is."""
     config = lookup(container.get("image", ""))
     if config is None or not config.listens or container.get("command") or container.get("args"):
         return container
     tcp = [p["containerPort"] for p in container.get("ports") or []
            if p.get("containerPort") and p.get("protocol", "TCP") == "TCP"]
     port = tcp[0] if tcp else DEFAULT_LISTEN_PORT
-    return {**container, "command": [*config.entrypoint, *config.cmd, pod_ip, str(port)]}
+    return {**container, "command": [*config.entrypoint, *config.cmd, address, str(port)]}
 
 
 @dataclass(frozen=True)

@@ -521,13 +521,21 @@ class PodWorker:
         if self.host.runtime.bind_mounts:  # real containers: the runtime mounts the volumes, the image has PATH
             env = dict(defined)
             run_spec = expand_command(spec, defined)
-            if self.host.runtime.pod_ips:  # on the node's network, the nginx stand-in binds the pod's IP
-                run_spec = images.listen_command(run_spec, self.ip)
+            if self.host.runtime.pod_ips:  # the nginx stand-in: all of the pod's own addresses, as nginx
+                run_spec = images.listen_command(run_spec, self._listen_address())
             return run_spec, env, ExecTarget(env, cwd, self.ip, list(spec.get("ports") or []))
         env = runtime_env(self.pod, {name: mounts.rewrite(value) for name, value in defined.items()})
         target = ExecTarget(env, cwd, self.ip, list(spec.get("ports") or []), mounts.rewrite)
         run_spec = images.listen_command(mounts.rewrite_container(expand_command(spec, defined)), self.ip)
         return run_spec, env, target
+
+    def _listen_address(self) -> str:
+        """Where an image that serves listens: every address of a pod with a network namespace of its own (so
+        ``localhost`` reaches it from its own containers, as nginx's ``listen 80``), else — on the node's network,
+        shared with every other pod — only the pod's IP."""
+        if self.host.runtime.isolated_network and not self.pod["spec"].get("hostNetwork"):
+            return "0.0.0.0"
+        return self.ip
 
     async def _container_env(self, spec: dict[str, Any]) -> dict[str, str]:
         """The variables the pod spec defines for this container (``env.pod_env``), ConfigMaps and Secrets fetched

@@ -185,6 +185,12 @@ class Runtime(Protocol):
     # runtime), so the kubelet forms the pod's resolver configuration. False: containers see other files.
     sandbox_files: bool
 
+    @property
+    def isolated_network(self) -> bool:
+        """True: every pod but a hostNetwork one has a network namespace of its own (the linux runtime on a pod
+        network), so its servers listen on all of its addresses, as on Kubernetes. False: pods share the node's."""
+        ...
+
     async def warm_up(self) -> None:
         """Get ready for the node's first pods while the kubelet registers (a warm shim, built-in images' trees),
         so they do not pay for it; a failure here is left for the first start to report."""

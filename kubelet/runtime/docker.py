@@ -405,6 +405,7 @@ class DockerRuntime:
     bind_mounts = True
     pod_ips = False  # NetworkMode=host: the pods have the host's IP
     sandbox_files = False  # the engine writes its containers' own
+    isolated_network = False  # NetworkMode=host
 
     def __init__(self, node: str, engine: Engine | None = None) -> None:
         self.node = node

@@ -220,6 +220,10 @@ class LinuxRuntime(ProcessRuntime):
         self._built: set[str] = set()
 
     @property
+    def isolated_network(self) -> bool:  # type: ignore[override]  # (a class attribute in ProcessRuntime)
+        return self.network.isolated
+
+    @property
     def runtime_version(self) -> str:
         return RUNTIME_VERSION
 

@@ -292,6 +292,7 @@ class ProcessRuntime:
     bind_mounts = False  # containers see volumes through links in their directory, paths rewritten (volumes.py)
     pod_ips = True  # each pod binds its own IP of the node's podCIDR (podips.py)
     sandbox_files = False  # host processes: the host's /etc/hosts and resolv.conf
+    isolated_network = False  # host processes: the node's network
     name = RUNTIME_NAME
     preload = False  # the shim zygote loads the linux runtime's set-up code (``isolate``)
 

@@ -76,6 +76,28 @@ def test_pods_on_two_nodes_reach_each_other_by_pod_ip(api_url: str, kubectl: Kub
         assert httpx.get(f"http://{ips['a']}:8080/", timeout=5).text.strip() == "a"
 
 
+def test_nginx_listens_on_all_of_its_pods_addresses(api_url: str, kubectl: Kubectl, ns: str,
+                                                    nodes: tuple[ClusterNetwork, list[Node]]) -> None:
+    """As nginx's ``listen 80``: in its pod's own network namespace the stand-in serves on every address, so the
+    pod's containers reach it at ``localhost`` (a sidecar's usual way) and other pods at its pod IP."""
+    _, (one, two) = nodes
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": ns},
+            "spec": {"nodeName": one.name, "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "nginx", "image": "nginx"}]}}
+    assert httpx.post(f"{api_url}/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+    def running() -> dict[str, Any] | None:
+        pod = httpx.get(f"{api_url}/api/v1/namespaces/{ns}/pods/web").json()
+        return dict(pod) if pod.get("status", {}).get("phase") == "Running" else None
+    web = wait_for(running, what="web Running")
+    wait_for(lambda: "Serving HTTP on 0.0.0.0 port 80" in kubectl("logs", "-n", ns, "web").stdout,
+             what="the stand-in listening")
+    assert "Directory listing" in kubectl("exec", "-n", ns, "web", "--", "wget", "-qO-", "http://localhost/").stdout
+    other = run_pod(api_url, ns, two, "client", "sleep 3600")
+    assert other["status"]["podIP"] != web["status"]["podIP"]
+    listing = kubectl("exec", "-n", ns, "client", "--", "wget", "-qO-", f"http://{web['status']['podIP']}/").stdout
+    assert "Directory listing" in listing
+
+
 def test_a_restarted_kubelet_adopts_its_pods_network(api_url: str, kubectl: Kubectl, ns: str,
                                                      nodes: tuple[ClusterNetwork, list[Node]]) -> None:
     """Killed and restarted, the kubelet keeps its pod's namespace, veth and IP; the pod still answers."""
