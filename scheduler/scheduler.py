@@ -306,17 +306,20 @@ class Scheduler:
             await self._preempt(pod, preemption)
 
     # --- lifecycle --------------------------------------------------------------------------------------------
+    @property
+    def _informers(self) -> tuple[SharedInformer, ...]:
+        return (self.namespace_informer, self.node_informer, self.pod_informer, *self.volume_informers.all)
+
     def handlers_synced(self) -> bool:
         """Every informer has handed its first list to the scheduler's handlers (kube's ``WaitForHandlersSync``,
         the ``sched-handler-sync`` readiness check): until then a pod may be scheduled against a partial cache."""
-        informers = (self.namespace_informer, self.node_informer, self.pod_informer, *self.volume_informers.all)
-        return all(informer.has_synced() for informer in informers)
+        return all(informer.has_synced() for informer in self._informers)
 
     async def start_informers(self, stop: asyncio.Event) -> list[asyncio.Task[None]]:
         """Start the informers and the queue's timer; return once the informers have synced or ``stop`` is set
         (as client-go's ``WaitForCacheSync(stopCh)``: an unreachable apiserver must not keep a stopping process
         alive). The tasks end when ``stop`` is set (``close`` waits for them)."""
-        informers = (self.namespace_informer, self.node_informer, self.pod_informer, *self.volume_informers.all)
+        informers = self._informers
         tasks = [*(asyncio.create_task(informer.run(stop)) for informer in informers),
                  asyncio.create_task(self.queue.run(stop))]
         await wait_for_cache_sync(*informers, stop=stop)
