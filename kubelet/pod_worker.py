@@ -521,12 +521,13 @@ class PodWorker:
         if self.host.runtime.bind_mounts:  # real containers: the runtime mounts the volumes, the image has PATH
             env = dict(defined)
             run_spec = expand_command(spec, defined)
-            if self.host.runtime.pod_ips:  # the nginx stand-in: all of the pod's own addresses, as nginx
+            if self.host.runtime.pod_ips:  # the nginx stand-in told where to listen (``_listen_address``)
                 run_spec = images.listen_command(run_spec, self._listen_address())
             return run_spec, env, ExecTarget(env, cwd, self.ip, list(spec.get("ports") or []))
         env = runtime_env(self.pod, {name: mounts.rewrite(value) for name, value in defined.items()})
         target = ExecTarget(env, cwd, self.ip, list(spec.get("ports") or []), mounts.rewrite)
-        run_spec = images.listen_command(mounts.rewrite_container(expand_command(spec, defined)), self.ip)
+        run_spec = images.listen_command(mounts.rewrite_container(expand_command(spec, defined)),
+                                         self._listen_address())
         return run_spec, env, target
 
     def _listen_address(self) -> str:

@@ -160,16 +160,14 @@ class Reflector:
                 self.stats.gone += 1
                 log.info("%s: resourceVersion %s expired (%s); relisting", self.name, self._rv, e.message)
                 need_list = True
-            except Unreachable as e:
+            except StatusError as e:
                 left = SERVER_WAIT - (self._clock.monotonic() - started)
-                if not self.has_synced() and left > 0:
+                if isinstance(e, Unreachable) and not self.has_synced() and left > 0:
                     if not waiting:
                         log.warning("%s: list failed, waiting for the server to listen: %s", self.name, e)
                         waiting = True
                     await self._until_listening(e, left)
                     continue
-                log.warning("%s: %s failed: %s", self.name, "list" if need_list else "watch", e)
-            except StatusError as e:
                 transient = e.code in _TRANSIENT_CODES
                 log.warning("%s: %s failed: %s", self.name, "list" if need_list else "watch", e)
                 need_list = need_list or not transient
