@@ -133,7 +133,10 @@ def test_a_pod_bound_token_dies_with_its_pod(kubectl: Kubectl, client: httpx.Cli
     assert user["extra"]["authentication.kubernetes.io/pod-uid"] == [pod["metadata"]["uid"]]
     assert whoami(client, token).status_code == 201
     client.delete(f"/api/v1/namespaces/{ns}/pods/web", params={"gracePeriodSeconds": "0"})
-    assert review(client, token) == {"user": {}, "error": 'pods "web" not found'}
+    # Refused once the apiserver's watch cache has the deletion (not read-your-writes: see the account case above).
+    refused = wait_for(lambda: (answer := review(client, token)).get("error") and answer, timeout=5.0,
+                       what="the deleted pod's token to be refused")
+    assert refused == {"user": {}, "error": 'pods "web" not found'}
     assert whoami(client, token).status_code == 401
     wrong_uid = client.post(f"/api/v1/namespaces/{ns}/serviceaccounts/builder/token", json={
         "spec": {"boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "s", "uid": "x"}}})
