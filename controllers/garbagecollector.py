@@ -57,7 +57,7 @@ from kubeclient import (
     InformerFactory,
     Resource,
 )
-from kubeclient.informer import SharedInformer
+from kubeclient.informer import SharedInformer, wait_for_cache_sync
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,7 @@ MONITORED: tuple[Resource, ...] = (PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, 
                                    SERVICES, CONFIG_MAPS, LEASES, NODES, ENDPOINTS, ENDPOINT_SLICES, DAEMON_SETS,
                                    CONTROLLER_REVISIONS)
 DISCOVERY_INTERVAL = 30.0
+MONITOR_SYNC_WAIT = 10.0  # how long a discovery round waits for its new monitors' first lists
 MONITOR_VERBS = frozenset({"list", "watch", "delete"})
 # kube's DefaultIgnoredResources: events are never owners nor collected (and events.k8s.io/v1 events are the core
 # ones again: monitoring both would watch every event twice).
@@ -136,6 +137,7 @@ class GarbageCollector(Controller):
         served = {monitor_key(r): r for r in await discover(self.clientset, MONITOR_VERBS)
                   if monitor_key(r) not in IGNORED_RESOURCES}
         added: set[tuple[str, str]] = set()
+        started: list[SharedInformer] = []
         for key, resource in served.items():
             if key in self.monitors:
                 continue
@@ -144,8 +146,12 @@ class GarbageCollector(Controller):
             stop = asyncio.Event()
             self._discovered[key] = (stop, asyncio.create_task(informer.run(stop), name=f"gc monitor {key}"))
             added.add((resource.api_version, resource.kind))
+            started.append(informer)
             log.info("garbage collector monitors %s", key)
-        if added:  # objects whose owners were of a kind unknown until now: decide about them again
+        if added:  # objects whose owners were of a kind unknown until now: decide about them again, once the new
+            # monitors have listed (an owner deleted before its monitor's first list sends it no delete event, so
+            # a dependent decided while that owner lived would wait for the next resync)
+            await wait_for_cache_sync(*started, timeout=MONITOR_SYNC_WAIT)
             for informer in list(self.monitors.values()):
                 for obj in informer.indexer.list():
                     refs = meta(obj).get("ownerReferences") or []
