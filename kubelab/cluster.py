@@ -544,8 +544,10 @@ class Cluster:
                 if self.supervisor.poll():
                     self.changed()
             except StartupFailed as e:
+                error = process.first_error(e.entry.unit.log, e.entry.log_offset)
                 raise StartupError(
-                    f"{e.entry.unit.name} {_ended(e.status)} during start-up ({e.entry.startup_exits} attempts); "
+                    f"{e.entry.unit.name} {_ended(e.status)} during start-up ({e.entry.startup_exits} attempts)"
+                    f"{f'; its first error: {error}' if error else ''}; "
                     f"last lines of {e.entry.unit.log}:\n{process.tail(e.entry.unit.log)}"
                 ) from None
             for pending in list(waiting):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import random
 import socket
 import tempfile
 import time
@@ -27,6 +28,7 @@ __all__ = ["RESERVATION_SECONDS", "accepts", "free_port", "free_ports_from", "li
 
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's st column
 RESERVATION_SECONDS = 120.0  # longer than any component takes to bind the port it was given
+LISTENER_PORTS = range(20000, 30000)  # free_port's choices: below Linux's ephemeral ports and the NodePort range
 
 
 def _reservations() -> Path | None:
@@ -90,14 +92,48 @@ def reserve(port: int) -> bool:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now (the kernel picks it) and that no other launcher
-    has just chosen (it is reserved for this process)."""
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if reserve(port):
+    """A TCP port on 127.0.0.1 that nothing uses right now, outside the kernel's ephemeral range, and that no other
+    launcher has just chosen (it is reserved for this process).
+
+    Outside the ephemeral range because a client's connection takes its local port from that range and, once
+    closed, holds it in TIME_WAIT for a minute, during which even ``SO_REUSEADDR`` cannot bind a listener to it:
+    a component stopped and started again on its port (or one slow to bind the port chosen for it) would then fail
+    to start. kube's own ports (6443, 2379, 10250) lie below that range for the same reason."""
+    choices = _listener_ports()
+    for _ in range(256):
+        port = random.choice(choices) if choices else _kernel_port()
+        if _unused(port) and reserve(port):
             return port
+    raise OSError(f"no free port in {choices[0]}-{choices[-1]}" if choices else "no free port")
+
+
+def _listener_ports() -> range:
+    """Ports free_port chooses from: LISTENER_PORTS without the kernel's ephemeral range (empty when too little of
+    it is left: then the kernel chooses, as before)."""
+    low, high = LISTENER_PORTS.start, LISTENER_PORTS.stop
+    try:
+        first, last = (int(n) for n in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        first, last = 32768, 60999  # Linux's default
+    if first < high and last >= low:  # they overlap: keep the larger side
+        low, high = max((low, first), (last + 1, high), key=lambda side: side[1] - side[0])
+    return range(low, high) if high - low >= 1000 else range(0)
+
+
+def _kernel_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _unused(port: int) -> bool:
+    """No socket of any state on ``port``: binding every IPv4 address without ``SO_REUSEADDR`` succeeds."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:

@@ -32,6 +32,7 @@ __all__ = [
     "spawn",
     "stop_group",
     "stop_groups",
+    "first_error",
     "tail",
 ]
 
@@ -417,3 +418,16 @@ def tail(path: Path, lines: int = 20) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
+
+
+def first_error(path: Path, offset: int = 0) -> str | None:
+    """The first ERROR or CRITICAL line the run that began at ``offset`` wrote to its log (the log format of
+    ``apimachinery.process``; uvicorn logs a failed bind so), for an error message whose tail may show only what
+    the shutdown after it printed."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            text = f.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return None
+    return next((line for line in text.splitlines() if " ERROR " in line or " CRITICAL " in line), None)

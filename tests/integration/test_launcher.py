@@ -223,7 +223,9 @@ parser.add_argument("--port", "--insecure-port", type=int)
 args = parser.parse_args()
 print("ARGS", " ".join(sys.argv[1:]), flush=True)
 if os.environ.get("STAND_IN_FAIL") == os.path.basename(os.path.dirname(__file__)):
-    print("stand-in failing on purpose", flush=True)
+    print("2026-12-08 00:00:00,000 ERROR uvicorn.error: stand-in failing on purpose", flush=True)
+    for n in range(30):  # more than a log's tail shows: the error must still be named
+        print(f"2026-12-08 00:00:00,000 INFO uvicorn.error: shutting down step {n}", flush=True)
     sys.exit(3)
 
 class Health(http.server.BaseHTTPRequestHandler):
@@ -357,7 +359,7 @@ def test_up_starts_every_component_with_its_flags(data_dir: Path, stand_ins: dic
 
 def test_up_fails_clearly_when_the_apiserver_fails(data_dir: Path, stand_ins: dict[str, str]) -> None:
     """The clients are already running when the apiserver dies during start-up: `up` names the apiserver, shows
-    its log, and stops everything."""
+    its first error (however much it logged after it) and its log's tail, and stops everything."""
     _etcd_or_skip()
     up = kubelab(
         "up", "--detach", "--data-dir", str(data_dir), "--port", str(free_port()), "--nodes", "1",
@@ -365,7 +367,7 @@ def test_up_fails_clearly_when_the_apiserver_fails(data_dir: Path, stand_ins: di
     )  # fmt: skip
     assert up.returncode == 1, up.stdout + up.stderr
     assert "apiserver exited with code 3 during start-up" in up.stderr
-    assert "stand-in failing on purpose" in up.stderr
+    assert "its first error: 2026-12-08 00:00:00,000 ERROR uvicorn.error: stand-in failing on purpose" in up.stderr
     stopped = next(line for line in up.stdout.splitlines() if line.startswith("kubelab: stopped "))
     for name in ("scheduler", "controller-manager", "kubelet-node01"):
         assert f"✓ {name}" not in up.stdout

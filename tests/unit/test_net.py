@@ -101,3 +101,42 @@ def test_accepts_only_while_something_listens() -> None:
         server.listen()
         assert net.accepts(port)
     assert not net.accepts(port)
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    first, last = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+    return int(first), int(last)
+
+
+def _closed_client_port() -> int:
+    """The local port of a client connection the client closed first: the kernel chose it from the ephemeral
+    range, and it is in TIME_WAIT now."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        client = socket.create_connection(server.getsockname())
+        port = client.getsockname()[1]
+        accepted, _ = server.accept()
+        client.close()
+        accepted.close()
+    return int(port)
+
+
+@pytest.mark.skipif(not Path("/proc/sys/net/ipv4/ip_local_port_range").exists(), reason="needs Linux's /proc")
+def test_a_chosen_port_is_one_no_client_connection_can_hold(reservations: dict[str, str]) -> None:
+    """A port a client connection used cannot be listened on for a minute, SO_REUSEADDR or not, so a component
+    stopped and started again on a port from the ephemeral range could fail to bind: free_port chooses outside
+    it, bindable on every address, reserved for this process."""
+    held = _closed_client_port()
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with pytest.raises(OSError):
+            listener.bind(("127.0.0.1", held))
+    first, last = _ephemeral_range()
+    for _ in range(20):
+        port = net.free_port()
+        assert not first <= port <= last
+        reservation = Path(reservations["TMPDIR"]) / f"kubelab-ports-{os.getuid()}" / str(port)
+        assert reservation.read_text() == str(os.getpid())
+        with socket.socket() as listener:
+            listener.bind(("0.0.0.0", port))
