@@ -18,11 +18,12 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Protocol
 
 from kubelab import process
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["HealthCheck", "HttpHealth", "PrintedHealth", "Probe", "Run"]
 
@@ -72,6 +73,8 @@ class PrintedHealth:
 
 def answers(url: str) -> bool:
     """One GET: does ``url`` answer 200 now?"""
+    import httpx  # here: the zygote imports this module (see ``process.loopback_client``)
+
     try:
         return _client().get(url).status_code == 200
     except httpx.HTTPError:

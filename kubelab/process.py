@@ -17,8 +17,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "ExitStatus",
@@ -404,6 +406,9 @@ def loopback_client(timeout: float, base_url: str = "", keepalive: bool = True) 
     loads the CA bundle, which costs 20-50 ms of CPU on a quiet machine and 0.6 s on a busy one, and the launcher
     made one per health probe; a proxy from ``$HTTP_PROXY`` has no business with loopback. ``keepalive`` False: a
     connection per request, none left open by a client kept for the process's life."""
+    import httpx  # here, not at the top: the zygote imports this module and does not need httpx, whose import
+    # (with the rich and click that httpx's CLI imports) cost it ~0.1 s before its first fork
+
     limits = httpx.Limits() if keepalive else httpx.Limits(max_keepalive_connections=0)
     return httpx.Client(base_url=base_url, timeout=timeout, verify=False, trust_env=False, limits=limits)
 
