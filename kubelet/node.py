@@ -1,12 +1,13 @@
 """The Node object and its heartbeats: registration, the Lease in ``kube-node-lease``, node status.
 
-Registration (retried with back-off while the apiserver is not reachable yet, so a kubelet may start before it)
-creates the Node (capacity and allocatable from flags or the machine, labels, taints, addresses,
-``daemonEndpoints`` for the apiserver's log/exec proxy); an existing Node keeps its spec (labels and taints set
-with kubectl survive a kubelet restart) and gets its status refreshed. The Lease is renewed every
-``lease_interval`` seconds (the heartbeat the node lifecycle controller watches); node conditions are posted on
-start and every ``status_interval`` seconds, and as soon as the node's image store pulled an image, so
-``status.images`` (what the scheduler's ImageLocality scores) follows the pulls.
+Registration (retried with back-off while the apiserver is not reachable yet, so a kubelet may start before it;
+while nothing listens at its address, tried again as soon as something does) creates the Node (capacity and
+allocatable from flags or the machine, labels, taints, addresses, ``daemonEndpoints`` for the apiserver's
+log/exec proxy); an existing Node keeps its spec (labels and taints set with kubectl survive a kubelet restart)
+and gets its status refreshed. The Lease is renewed every ``lease_interval`` seconds (the heartbeat the node
+lifecycle controller watches); node conditions are posted on start and every ``status_interval`` seconds, and as
+soon as the node's image store pulled an image, so ``status.images`` (what the scheduler's ImageLocality scores)
+follows the pulls.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from apimachinery import errors
 from apimachinery.meta import now_rfc3339, now_rfc3339_micro
 from kubeclient import Clientset
 from kubeclient.backoff import Backoff
+from kubeclient.rest import Unreachable, until_listening
 
 from .images import ImageStore
 from .runtime.process import RUNTIME_NAME
@@ -59,8 +61,10 @@ def node_conditions(previous: list[dict[str, Any]] | None = None) -> list[dict[s
 
 async def register_with_retry(name: str, attempt: Callable[[], Awaitable[None]],
                               stop: asyncio.Event | None = None) -> bool:
-    """Run ``attempt`` (register Node ``name``) until it works; after an error (an apiserver that is not up yet,
-    or refusing) try again after 100 ms doubling to 7 s, as the kubelet's ``registerWithAPIServer``. False if
+    """Run ``attempt`` (register Node ``name``) until it works; after an error (an apiserver refusing, or not
+    answering) try again after 100 ms doubling to 7 s, as the kubelet's ``registerWithAPIServer``. While nothing
+    listens at the apiserver's address (it starts beside its kubelets), the next attempt is made once something
+    does rather than after the back-off, which held a new cluster's nodes up to 0.2 s after it served. False if
     ``stop`` was set first."""
     backoff = Backoff(initial=REGISTER_FIRST_RETRY, cap=REGISTER_MAX_RETRY, jitter=0.0)
     stop = stop or asyncio.Event()
@@ -69,6 +73,11 @@ async def register_with_retry(name: str, attempt: Callable[[], Awaitable[None]],
         try:
             await attempt()
         except errors.StatusError as err:
+            if isinstance(err, Unreachable) and err.address is not None:
+                log.warning("Unable to register node %s with API server (retrying once it listens): %s", name, err)
+                if not await _until_listening(err.address, stop):
+                    return False
+                continue
             delay = backoff.next()
             log.warning("Unable to register node %s with API server (retrying in %.1fs): %s", name, delay, err)
             try:
@@ -79,6 +88,16 @@ async def register_with_retry(name: str, attempt: Callable[[], Awaitable[None]],
             continue
         return True
     return False
+
+
+async def _until_listening(address: tuple[str, int], stop: asyncio.Event) -> bool:
+    """True once something accepts a connection at ``address``, False if ``stop`` was set first."""
+    listening = asyncio.ensure_future(until_listening(address))
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait((listening, stopped), return_when=asyncio.FIRST_COMPLETED)
+    for waiter in (listening, stopped):
+        waiter.cancel()
+    return not stop.is_set()
 
 
 class NodeAgent:
