@@ -32,6 +32,8 @@ from typing import Any
 
 import uvicorn
 
+from apimachinery.tlsserver import without_session_tickets
+
 from .authentication import PEER_CERT
 from .spdy.upgrade import HttpToolsProtocol, WebSocketProtocol
 
@@ -96,9 +98,16 @@ class _Server(uvicorn.Server):
         yield  # ``serve`` catches the signals for every server
 
 
+class _Config(uvicorn.Config):
+    def load(self) -> None:
+        super().load()
+        if self.ssl is not None:
+            without_session_tickets(self.ssl)
+
+
 def _config(app: Any, listener: Listener, *, lifespan: bool, verbosity: int) -> uvicorn.Config:
     tls = listener.tls
-    return uvicorn.Config(
+    return _Config(
         app, host=listener.host, port=listener.port,
         http=PeerCertHttpToolsProtocol if tls else HttpToolsProtocol,  # SPDY/3.1 upgrades too (apiserver.spdy)
         lifespan="on" if lifespan else "off",

@@ -22,6 +22,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from apimachinery.tlsserver import without_session_tickets
+
 SELF_SIGNED_VALIDITY = datetime.timedelta(days=365)
 
 
@@ -37,7 +39,7 @@ def serving_files(cert_file: str | None, key_file: str | None, cert_dir: Path, n
 
 def server_context(cert: Path, key: Path, client_ca_file: str | None) -> ssl.SSLContext:
     """A TLS server context; with a client CA, client certificates are requested and verified when given."""
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx = without_session_tickets(ssl.create_default_context(ssl.Purpose.CLIENT_AUTH))
     ctx.load_cert_chain(str(cert), str(key))
     if client_ca_file:
         ctx.load_verify_locations(cafile=client_ca_file)
