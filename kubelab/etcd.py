@@ -34,8 +34,8 @@ from kubelab.etcdpki import MemberTLS
 from kubelab.net import free_port
 from kubelab.process import loopback_client, tail
 
-__all__ = ["QUOTA_BACKEND_BYTES", "EtcdServer", "etcd_candidates", "etcd_version", "find_etcd", "free_port",
-           "supports_flag"]
+__all__ = ["QUOTA_BACKEND_BYTES", "EtcdServer", "PortTaken", "etcd_candidates", "etcd_version", "find_etcd",
+           "free_port", "supports_flag"]
 
 INSTALL_ADVICE = (
     "etcd was not found. Install one of:\n"
@@ -270,7 +270,7 @@ class EtcdServer:
             try:
                 self.wait_healthy(timeout)
                 return
-            except _PortTaken:
+            except PortTaken:
                 self.stop()
                 if attempt + 1 == attempts:
                     raise RuntimeError(f"etcd could not bind its ports; see {self.log_path}") from None
@@ -306,7 +306,7 @@ class EtcdServer:
 
     def wait_healthy(self, timeout: float) -> None:
         """Until /health says true (a member of a new cluster: once a leader is elected); RuntimeError if it
-        exits or does not get there in ``timeout`` (a lost port race: ``_PortTaken``)."""
+        exits or does not get there in ``timeout`` (a lost port race: ``PortTaken``)."""
         assert self._proc is not None
         deadline = time.monotonic() + timeout
         with loopback_client(timeout=1.0) as client:
@@ -316,7 +316,7 @@ class EtcdServer:
                     last = tail(self.log_path, 30)
                     since = self._log_since_spawn()
                     if "address already in use" in since:
-                        raise _PortTaken()
+                        raise PortTaken()
                     self.stop()
                     raise RuntimeError(f"etcd {self.name} exited with code {code}; log {self.log_path}:\n{last}"
                                        + _advice(since, self.binary))
@@ -377,7 +377,7 @@ class EtcdServer:
         self.stop()
 
 
-class _PortTaken(Exception):
+class PortTaken(Exception):
     """etcd lost the race for a port chosen by free_port()."""
 
 

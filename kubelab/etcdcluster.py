@@ -24,7 +24,15 @@ from pathlib import Path
 
 import httpx
 
-from kubelab.etcd import INSTALL_ADVICE, QUOTA_BACKEND_BYTES, EtcdServer, etcd_candidates, etcd_version, free_port
+from kubelab.etcd import (
+    INSTALL_ADVICE,
+    QUOTA_BACKEND_BYTES,
+    EtcdServer,
+    PortTaken,
+    etcd_candidates,
+    etcd_version,
+    free_port,
+)
 from kubelab.etcdpki import ClientTLS, make_etcd_pki
 from kubelab.net import port_in_use
 
@@ -155,12 +163,16 @@ class EtcdCluster:
             if not member.running():
                 member.spawn()
         deadline = time.monotonic() + timeout
-        try:
-            for member in self.members:
+        for member in self.members:
+            try:
                 member.wait_healthy(max(1.0, deadline - time.monotonic()))
-        except RuntimeError:
-            self.stop()
-            raise
+            except RuntimeError:
+                self.stop()
+                raise
+            except PortTaken:  # the members' peer URLs name each other's ports: no quiet move to others here
+                self.stop()
+                raise RuntimeError(f"etcd member {member.name} could not bind its ports (another process "
+                                   f"listens on one); see {member.log_path}") from None
 
     def stop(self, timeout: float = 10.0) -> None:
         for member in reversed(self.members):

@@ -41,9 +41,9 @@ def _reservations() -> Path | None:
     return path
 
 
-def _held_by_other(path: Path) -> bool:
+def _held_by_other(path: Path, *, fresh: bool = False) -> bool:
     """True while ``path`` is the reservation, made less than RESERVATION_SECONDS ago, of another running process
-    that is not one of this process's ancestors."""
+    that is not one of this process's ancestors (``fresh``: of any running process, this one included)."""
     try:
         age = time.time() - path.stat().st_mtime
         text = path.read_text()
@@ -57,11 +57,14 @@ def _held_by_other(path: Path) -> bool:
         pid = int(text)
     except ValueError:
         return False
+    if fresh:
+        return pid_alive(pid)
     return pid != os.getpid() and pid_alive(pid) and pid not in ancestors()
 
 
-def reserve(port: int) -> bool:
-    """Reserve ``port`` for this process; False when another process holds a live reservation of it.
+def reserve(port: int, *, fresh: bool = False) -> bool:
+    """Reserve ``port`` for this process; False when another process holds a live reservation of it (``fresh``:
+    also when this process does: a port it chose before is not chosen again for something else).
 
     The reservation file is created with O_EXCL, and a stale one is renamed away first (a rename of one source
     succeeds once), so of several processes reserving the same port at once exactly one gets it."""
@@ -73,7 +76,7 @@ def reserve(port: int) -> bool:
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         except FileExistsError:
-            if _held_by_other(path):
+            if _held_by_other(path, fresh=fresh):
                 return False
             stale = directory / f"{port}.{os.getpid()}.stale"
             try:
@@ -93,7 +96,8 @@ def reserve(port: int) -> bool:
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing uses right now, outside the kernel's ephemeral range, and that no other
-    launcher has just chosen (it is reserved for this process).
+    launcher (this process included) has just chosen (it is reserved for this process): a cluster's nine etcd
+    ports, chosen one after the other, are nine different ports.
 
     Outside the ephemeral range because a client's connection takes its local port from that range and, once
     closed, holds it in TIME_WAIT for a minute, during which even ``SO_REUSEADDR`` cannot bind a listener to it:
@@ -102,7 +106,7 @@ def free_port() -> int:
     choices = _listener_ports()
     for _ in range(256):
         port = random.choice(choices) if choices else _kernel_port()
-        if _unused(port) and reserve(port):
+        if _unused(port) and reserve(port, fresh=True):
             return port
     raise OSError(f"no free port in {choices[0]}-{choices[-1]}" if choices else "no free port")
 

@@ -140,3 +140,10 @@ def test_a_chosen_port_is_one_no_client_connection_can_hold(reservations: dict[s
         assert reservation.read_text() == str(os.getpid())
         with socket.socket() as listener:
             listener.bind(("0.0.0.0", port))
+
+
+def test_a_process_never_gets_the_same_free_port_twice(reservations: dict[str, str]) -> None:
+    """A cluster's etcd members take nine ports from free_port one after the other: each must be its own (this
+    process's live reservation of a port counts as taken, for free_port)."""
+    ports = [net.free_port() for _ in range(300)]
+    assert len(set(ports)) == len(ports)
