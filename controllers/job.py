@@ -240,7 +240,7 @@ class JobController(Controller):
         self.pod_informer = factory.informer(PODS)
         self.informers = [self.job_informer, self.pod_informer]
         self.job_informer.add_event_handler(self.enqueue, lambda old, new: self.enqueue(new), self._delete_job)
-        self.pod_informer.add_event_handler(self._add_pod, lambda old, new: self._add_pod(new), self._delete_pod)
+        self.pod_informer.add_event_handler(self._add_pod, self._update_pod, self._delete_pod)
 
     # --- handlers ------------------------------------------------------------------------------------------
     def _delete_job(self, obj: Any) -> None:
@@ -256,6 +256,15 @@ class JobController(Controller):
         return job if job is not None and meta(job).get("uid") == ref.get("uid") else None
 
     def _add_pod(self, pod: Object) -> None:
+        """A new pod of a Job is one of its expected creations (kube's ``addPod``), unless it is being deleted."""
+        self._pod_seen(pod, created=True)
+
+    def _update_pod(self, old: Object, pod: Object) -> None:
+        """An update is no creation: counting it as one let a Job's first pod, bound before its second pod was seen,
+        satisfy the expectations of both, and the next sync created a third (deleted again, so counted failed)."""
+        self._pod_seen(pod, created=False)
+
+    def _pod_seen(self, pod: Object, *, created: bool) -> None:
         job = self._job_of(pod)
         if job is None:
             self._orphan(pod)
@@ -263,7 +272,7 @@ class JobController(Controller):
         key = key_of(job)
         if meta(pod).get("deletionTimestamp"):
             self.expectations.deletion_observed(key, key_of(pod))
-        else:
+        elif created:
             self.expectations.creation_observed(key)
         self.queue.add(key)
 

@@ -15,6 +15,7 @@ from controllers.job import (
     wanted_active,
 )
 from kubeclient import EVENTS, JOBS, PODS, Clientset, FakeAPIServer
+from kubeclient.informer import InformerFactory
 from support.fakecontrollers import running, until
 
 FAST = 0.01
@@ -173,3 +174,27 @@ async def test_ttl_after_finished_deletes_the_finished_job() -> None:
         await until(lambda: [j["metadata"]["name"] for j in fake.objects(JOBS, "default")] == ["kept"])
         delete = next(a for a in fake.actions if a.verb == "DELETE")
         assert delete.body["propagationPolicy"] == "Foreground"
+
+
+async def test_an_update_of_one_new_pod_does_not_stand_for_the_creation_of_another() -> None:
+    """kube's ``addPod``/``updatePod``: only an added pod is an observed creation. With parallelism 2 the first
+    pod can be bound (an update) before the second one's add arrives; counted as a creation, that update let the
+    next sync see one pod of two and create a third, which it then deleted again and counted as failed."""
+    cs = Clientset(FakeAPIServer())
+    jobs = controller(cs, InformerFactory(cs))
+    owner = job("pi", parallelism=2, completions=4)
+    owner["metadata"]["uid"] = "job-uid"
+    jobs.job_informer.indexer.add(owner)
+    key = "default/pi"
+
+    def pod(name: str, node: str = "") -> dict[str, Any]:
+        return {"metadata": {"name": name, "namespace": "default", "uid": f"{name}-uid",
+                             "ownerReferences": [{"kind": "Job", "name": "pi", "uid": "job-uid", "controller": True}]},
+                "spec": {"nodeName": node} if node else {}, "status": {"phase": "Pending"}}
+
+    jobs.expectations.expect_creations(key, 2)
+    jobs._add_pod(pod("pi-a"))
+    jobs._update_pod(pod("pi-a"), pod("pi-a", node="node01"))
+    assert not jobs.expectations.satisfied(key)
+    jobs._add_pod(pod("pi-b"))
+    assert jobs.expectations.satisfied(key)
