@@ -54,36 +54,34 @@ async def test_registration_is_tried_again_as_soon_as_the_apiserver_listens() ->
     assert attempts == [False, True]
 
 
+async def _attempts_until_stopped(port: int, seconds: float) -> int:
+    """Registration against ``port``, stopped after ``seconds`` (it must then give up): how many attempts it made."""
+    calls = 0
+    async with RESTClient(Config(host=f"http://127.0.0.1:{port}"), max_retries=0) as rest:
+        async def attempt() -> None:
+            nonlocal calls
+            calls += 1
+            await rest.request("POST", "/api/v1/nodes", body={"kind": "Node"})
+
+        stop = asyncio.Event()
+        registering = asyncio.create_task(register_with_retry("node01", attempt, stop))
+        await asyncio.sleep(seconds)
+        stop.set()
+        assert await asyncio.wait_for(registering, 10) is False
+    return calls
+
+
 async def test_an_apiserver_that_answers_with_an_error_is_backed_off() -> None:
     """A server that answers (here 500) is retried after the back-off, not polled."""
     port = _closed_port()
     runner = await _serve(port, 500)
-    calls = 0
     try:
-        async with RESTClient(Config(host=f"http://127.0.0.1:{port}"), max_retries=0) as rest:
-            async def attempt() -> None:
-                nonlocal calls
-                calls += 1
-                await rest.request("POST", "/api/v1/nodes", body={"kind": "Node"})
-
-            stop = asyncio.Event()
-            registering = asyncio.create_task(register_with_retry("node01", attempt, stop))
-            await asyncio.sleep(0.5)
-            stop.set()
-            assert await asyncio.wait_for(registering, 10) is False
+        calls = await _attempts_until_stopped(port, 0.5)
     finally:
         await runner.cleanup()
     assert 1 <= calls <= 4  # at 0, 0.1, 0.3 s (100 ms doubling), where polling would have made ~10
 
 
 async def test_stop_ends_the_wait_for_a_listener() -> None:
-    port = _closed_port()
-    async with RESTClient(Config(host=f"http://127.0.0.1:{port}"), max_retries=0) as rest:
-        async def attempt() -> None:
-            await rest.request("POST", "/api/v1/nodes", body={"kind": "Node"})
-
-        stop = asyncio.Event()
-        registering = asyncio.create_task(register_with_retry("node01", attempt, stop))
-        await asyncio.sleep(0.2)
-        stop.set()
-        assert await asyncio.wait_for(registering, 5) is False
+    """Refused once, then waiting for a listener (no further attempt) until stopped."""
+    assert await _attempts_until_stopped(_closed_port(), 0.3) == 1
