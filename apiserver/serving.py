@@ -99,6 +99,8 @@ class _Server(uvicorn.Server):
 
 
 class _Config(uvicorn.Config):
+    """uvicorn's configuration, its TLS context as every TLS server of the cluster has it (``tlsserver``)."""
+
     def load(self) -> None:
         super().load()
         if self.ssl is not None:

@@ -27,6 +27,7 @@ __all__ = [
     "Spawned",
     "ancestors",
     "descendants",
+    "first_error",
     "group_members",
     "loopback_client",
     "pid_alive",
@@ -34,7 +35,6 @@ __all__ = [
     "spawn",
     "stop_group",
     "stop_groups",
-    "first_error",
     "tail",
 ]
 
