@@ -228,8 +228,7 @@ class Cluster:
             status = entry.child.poll()
             if status is not None or time.monotonic() > deadline:
                 how = f"exited ({status.describe()})" if status is not None else f"not healthy within {limit:.0f}s"
-                raise engine.StartupError(f"{name} {how}; last lines of {entry.unit.log}:\n"
-                                          f"{process.tail(entry.unit.log)}")
+                raise engine.StartupError(f"{name} {how}; {process.log_excerpt(entry.unit.log, entry.log_offset)}")
             time.sleep(0.05)
 
     def restart(self, name: str, timeout: float = 10.0, extra_args: Sequence[str] | None = None) -> None:

@@ -544,19 +544,16 @@ class Cluster:
                 if self.supervisor.poll():
                     self.changed()
             except StartupFailed as e:
-                error = process.first_error(e.entry.unit.log, e.entry.log_offset)
                 raise StartupError(
-                    f"{e.entry.unit.name} {_ended(e.status)} during start-up ({e.entry.startup_exits} attempts)"
-                    f"{f'; its first error: {error}' if error else ''}; "
-                    f"last lines of {e.entry.unit.log}:\n{process.tail(e.entry.unit.log)}"
+                    f"{e.entry.unit.name} {_ended(e.status)} during start-up ({e.entry.startup_exits} attempts); "
+                    f"{process.log_excerpt(e.entry.unit.log, e.entry.log_offset)}"
                 ) from None
             for pending in list(waiting):
                 entry = pending.entry
                 if time.monotonic() - pending.began > pending.component.startup_timeout:
                     raise StartupError(
-                        f"{entry.unit.name} did not become healthy within "
-                        f"{pending.component.startup_timeout:.0f}s; last lines of "
-                        f"{entry.unit.log}:\n{process.tail(entry.unit.log)}"
+                        f"{entry.unit.name} did not become healthy within {pending.component.startup_timeout:.0f}s; "
+                        f"{process.log_excerpt(entry.unit.log, entry.log_offset)}"
                     )
                 if self.supervisor.probe(entry):
                     waiting.remove(pending)

@@ -29,6 +29,7 @@ __all__ = [
     "descendants",
     "first_error",
     "group_members",
+    "log_excerpt",
     "loopback_client",
     "pid_alive",
     "process_start_time",
@@ -427,8 +428,7 @@ def tail(path: Path, lines: int = 20) -> str:
 
 def first_error(path: Path, offset: int = 0) -> str | None:
     """The first ERROR or CRITICAL line the run that began at ``offset`` wrote to its log (the log format of
-    ``apimachinery.process``; uvicorn logs a failed bind so), for an error message whose tail may show only what
-    the shutdown after it printed."""
+    ``apimachinery.process``; uvicorn logs a failed bind so)."""
     try:
         with open(path, "rb") as f:
             f.seek(offset)
@@ -436,3 +436,10 @@ def first_error(path: Path, offset: int = 0) -> str | None:
     except OSError:
         return None
     return next((line for line in text.splitlines() if " ERROR " in line or " CRITICAL " in line), None)
+
+
+def log_excerpt(path: Path, offset: int = 0) -> str:
+    """What an error message about a component that failed shows of its log: the first error of its run that
+    began at ``offset`` (a failed bind is logged before a shutdown that fills the tail), then the last lines."""
+    error = first_error(path, offset)
+    return f"{f'its first error: {error}; ' if error else ''}last lines of {path}:\n{tail(path)}"

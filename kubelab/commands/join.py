@@ -188,13 +188,13 @@ def _run(args: argparse.Namespace, data_dir: Path, info: ClusterInfo, token: bt.
             if supervisor.poll():
                 save_state(data_dir, state)
             if time.monotonic() > deadline:
-                raise StartupFailedError(f"the kubelet did not bootstrap within {TLS_BOOTSTRAP_TIMEOUT:.0f}s; last "
-                                         f"lines of {log}:\n{process.tail(log)}")
+                raise StartupFailedError(f"the kubelet did not bootstrap within {TLS_BOOTSTRAP_TIMEOUT:.0f}s; "
+                                         f"{process.log_excerpt(log, entry.log_offset)}")
             time.sleep(0.1)
         save_state(data_dir, state)
     except (StartupFailed, StartupFailedError) as err:
         message = str(err) if isinstance(err, StartupFailedError) else \
-            f"the kubelet exited during start-up; last lines of {log}:\n{process.tail(log)}"
+            f"the kubelet exited during start-up; {process.log_excerpt(log, err.entry.log_offset)}"
         print(f"kubelab join: {message}", file=sys.stderr)
         _stop(joined, data_dir)
         return 1
