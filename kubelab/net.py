@@ -41,9 +41,10 @@ def _reservations() -> Path | None:
     return path
 
 
-def _held_by_other(path: Path, *, fresh: bool = False) -> bool:
-    """True while ``path`` is the reservation, made less than RESERVATION_SECONDS ago, of another running process
-    that is not one of this process's ancestors (``fresh``: of any running process, this one included)."""
+def _held(path: Path, *, fresh: bool = False) -> bool:
+    """True while ``path`` is a reservation, made less than RESERVATION_SECONDS ago, that this process may not take:
+    another running process's that is not one of this process's ancestors (``fresh``: any running process's, this
+    one's included)."""
     try:
         age = time.time() - path.stat().st_mtime
         text = path.read_text()
@@ -76,7 +77,7 @@ def reserve(port: int, *, fresh: bool = False) -> bool:
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         except FileExistsError:
-            if _held_by_other(path, fresh=fresh):
+            if _held(path, fresh=fresh):
                 return False
             stale = directory / f"{port}.{os.getpid()}.stale"
             try:
@@ -106,7 +107,7 @@ def free_port() -> int:
     choices = _listener_ports()
     for _ in range(256):
         port = random.choice(choices) if choices else _kernel_port()
-        if _unused(port) and reserve(port, fresh=True):
+        if not port_in_use(port, "0.0.0.0", reuse_address=False) and reserve(port, fresh=True):
             return port
     raise OSError(f"no free port in {choices[0]}-{choices[-1]}" if choices else "no free port")
 
@@ -130,20 +131,13 @@ def _kernel_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _unused(port: int) -> bool:
-    """No socket of any state on ``port``: binding every IPv4 address without ``SO_REUSEADDR`` succeeds."""
+def port_in_use(port: int, host: str = "127.0.0.1", *, reuse_address: bool = True) -> bool:
+    """True if binding host:port fails because something already holds it (``reuse_address`` False: as a listener
+    without ``SO_REUSEADDR`` binds, so a connection in TIME_WAIT on the port holds it too; ``0.0.0.0``: any address
+    of the port does)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True
-
-
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    """True if binding host:port fails because something already holds it."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_address:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError as e:
